@@ -1,0 +1,38 @@
+"""The ``longembed`` command: one subcommand per job (embed, eval, report, collapse)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from longembed import __version__
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from longembed.cli import embed, evaluate, report
+    from longembed.collapse import cli as collapse
+
+    parser = argparse.ArgumentParser(
+        prog="longembed",
+        description="Embed and search documents longer than an embedding model's context window.",
+    )
+    parser.add_argument("--version", action="version", version=f"longembed {__version__}")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    for module in (embed, evaluate, report, collapse):
+        module.register_cli(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, TypeError, FileNotFoundError, OSError, ImportError) as exc:
+        print(f"longembed {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""Plots of the collapse metrics against text length, one line per temperature."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display; must precede pyplot
+import matplotlib.pyplot as plt  # noqa: E402
+
+__all__ = ["METRICS", "plot_collapse"]
+
+METRICS: dict[str, str] = {
+    "mean_pairwise_cosine": "mean pairwise cosine similarity",
+    "spread": "spread (mean distance of normalized embeddings to their centroid)",
+    "mean_norm": "mean embedding norm before normalization",
+    "sigma_a": "sigma_a of the last layer's attention (mean over heads and texts)",
+}
+"""Metric key in the result buckets -> axis label."""
+
+_KIND_STYLE = {
+    "prefix": {"linestyle": "-", "marker": "o", "label": "same documents cut to length"},
+    "span": {"linestyle": "--", "marker": "s", "label": "short spans"},
+}
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, int | float) and math.isfinite(v)
+
+
+def _model_label(config: dict[str, Any]) -> str:
+    model = str(config.get("model", "?"))
+    name = Path(model).name or model
+    method = config.get("method", "?")
+    max_length = config.get("max_length")
+    return f"{name} ({method}" + (f", max_length {max_length})" if max_length else ")")
+
+
+def plot_collapse(
+    result: dict[str, Any], out_dir: Path, metrics: Sequence[str] = tuple(METRICS)
+) -> list[Path]:
+    """Write one PNG per metric (metric vs length on a log2 axis, one line per temperature).
+
+    Why: the paper's Figure 1c (cosine) and Figure 7 (sigma_a) are exactly these curves;
+    seeing all temperatures on one plot shows whether TempScale flattens them.
+
+    Args:
+        result: the ``collapse.json`` structure (``{"config": ..., "temperatures": {tau:
+            {"buckets": [...]}}}``); each bucket needs ``length``, ``kind`` and the metric.
+        out_dir: folder for ``collapse_<metric>.png`` (created if missing).
+        metrics: which metrics to plot.
+
+    Returns:
+        The paths written, in the order of ``metrics``.  Prefix buckets are solid lines with
+        circles, short-span buckets dashed with squares, in the temperature's colour.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    config = result.get("config", {})
+    temps = result.get("temperatures", {})
+    colours = plt.get_cmap("viridis")
+    paths = []
+    for metric in metrics:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        plotted = False
+        for i, (tau, entry) in enumerate(sorted(temps.items(), key=lambda kv: -float(kv[0]))):
+            colour = colours(i / max(1, len(temps) - 1) * 0.85)
+            for kind, style in _KIND_STYLE.items():
+                pts = sorted(
+                    (b["length"], b[metric])
+                    for b in entry.get("buckets", [])
+                    if b.get("kind", "prefix") == kind
+                    and _finite(b.get(metric))
+                    and _finite(b.get("length"))
+                    and b["length"] > 0
+                )
+                if not pts:
+                    continue
+                xs, ys = zip(*pts, strict=True)
+                ax.plot(
+                    xs,
+                    ys,
+                    color=colour,
+                    linestyle=style["linestyle"],
+                    marker=style["marker"],
+                    label=f"tau={float(tau):g}, {style['label']}",
+                )
+                plotted = True
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("text length (tokens seen by the model, incl. special tokens)")
+        ax.set_ylabel(METRICS.get(metric, metric))
+        ax.set_title(f"{metric} vs length: {_model_label(config)}", fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+        if plotted:
+            ax.legend(fontsize=7)
+        else:
+            ax.text(0.5, 0.5, "no data", transform=ax.transAxes, ha="center")
+        fig.tight_layout()
+        path = out_dir / f"collapse_{metric}.png"
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        paths.append(path)
+    return paths

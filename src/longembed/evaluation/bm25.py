@@ -1,0 +1,70 @@
+"""BM25 baseline (LongEmbed Appendix D, Table 7) on top of the ``bm25s`` library.
+
+Tokenization is bm25s's (lower-cased ``\\w\\w+`` tokens, scikit-learn style) with its English
+stopword list, plus the Snowball English stemmer when PyStemmer is installed (``pip install
+PyStemmer``; without it tokens are not stemmed, and :attr:`BM25Model.stemmer_name` is None). This is
+the setup of mteb's BM25 baseline. Scoring is Lucene's BM25 variant with k1 = 1.5, b = 0.75.
+
+:meth:`BM25Model.score` indexes the corpus and returns the full (queries x documents) score matrix,
+which :func:`longembed.evaluation.metrics.rank` then ranks like any embedding model's similarities.
+That is fine for the LongEmbed corpora (at most a few thousand documents).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import bm25s
+import numpy as np
+
+
+def _default_stemmer() -> Any | None:
+    try:
+        import Stemmer  # PyStemmer
+    except ImportError:
+        return None
+    return Stemmer.Stemmer("english")
+
+
+class BM25Model:
+    """Lexical scorer with the interface of a retrieval model: ``score(queries, corpus) -> matrix``."""
+
+    name = "bm25"
+
+    def __init__(
+        self,
+        k1: float = 1.5,
+        b: float = 0.75,
+        method: str = "lucene",
+        stopwords: str | list[str] | None = "en",
+        stem: bool = True,
+    ) -> None:
+        self.k1 = k1
+        self.b = b
+        self.method = method
+        self.stopwords = stopwords
+        self.stemmer = _default_stemmer() if stem else None
+        self.stemmer_name = "snowball-english" if self.stemmer is not None else None
+
+    def _tokenize(self, texts: Sequence[str], return_ids: bool) -> Any:
+        return bm25s.tokenize(
+            list(texts),
+            stopwords=self.stopwords,
+            stemmer=self.stemmer,
+            return_ids=return_ids,
+            show_progress=False,
+        )
+
+    def score(self, queries: Sequence[str], corpus: Sequence[str]) -> np.ndarray:
+        """BM25 scores of every query against every document: a float32 array (len(queries), len(corpus))."""
+        if not corpus:
+            raise ValueError("empty corpus")
+        retriever = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
+        retriever.index(self._tokenize(corpus, return_ids=True), show_progress=False)
+        out = np.zeros((len(queries), len(corpus)), dtype=np.float32)
+        for i, tokens in enumerate(self._tokenize(queries, return_ids=False)):
+            tokens = [t for t in tokens if t]  # bm25s yields [""] for a query with no tokens left
+            if tokens:
+                out[i] = retriever.get_scores(tokens)
+        return out

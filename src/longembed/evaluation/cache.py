@@ -1,0 +1,353 @@
+"""On-disk embedding cache of the benchmark: a killed run resumes, a finished run reruns in seconds.
+
+Layout (everything under one root, by default ``$LONGEMBED_CACHE_DIR`` or
+``~/.cache/longembed/embeddings``)::
+
+    <root>/<namespace>/fingerprint.json          what the namespace key was computed from
+    <root>/<namespace>/<shard>/part-<sha>.npz    keys (sha256 of each text), vectors, token counts
+
+* A **namespace** is the sha256 of a *fingerprint*: everything that decides the vector a text gets
+  (model content, the encoder settings that affect vectors, the prompt, the temperature, the code
+  and library versions; see :func:`longembed.evaluation.runner.cache_fingerprint`).  Two runs that
+  would compute the same vectors share a namespace, whatever their output folders.
+* A **shard** is one task/length/side, e.g. ``passkey/4096/documents``: the unit the runner loads.
+* A vector is found by the sha256 of its text (after no transformation: the prompt is part of the
+  namespace), so a text's entry is valid whatever the order or the company it is evaluated in.
+
+Writes are atomic: a part is written to a temporary file in the same folder, flushed, fsynced and
+renamed with ``os.replace``; a process killed at any point leaves either the whole part or nothing.
+Part names are content hashes, so concurrent writers of the same shard cannot clobber each other.
+When a shard is complete, :meth:`CacheNamespace.compact` merges its parts into one file so that a
+warm run opens one file per shard.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+CACHE_FORMAT = 1
+CACHE_ENV = "LONGEMBED_CACHE_DIR"
+_KEY_DTYPE = "S64"  # hex sha256, stored as bytes so that np.load needs no pickle
+
+
+def default_cache_dir() -> Path:
+    """``$LONGEMBED_CACHE_DIR`` if set, else ``~/.cache/longembed/embeddings``.
+
+    A user-wide default (rather than one inside each run's output folder) because the namespace key
+    already says exactly which vectors an entry holds: a rerun into a new output folder is then warm.
+    """
+    env = os.environ.get(CACHE_ENV)
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "longembed" / "embeddings"
+
+
+def text_key(text: str) -> str:
+    """The cache key of one text: the hex sha256 of its UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no whitespace: equal values give equal strings (for hashing)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
+
+
+def fingerprint_key(fingerprint: dict[str, Any]) -> str:
+    """The namespace name of a fingerprint: sha256 of its canonical JSON (first 24 hex digits)."""
+    return hashlib.sha256(canonical_json(fingerprint).encode()).hexdigest()[:24]
+
+
+def atomic_write_bytes(path: Path, write: Callable[[Any], None]) -> None:
+    """Call ``write(file)`` on a temporary file next to ``path``, then rename it onto ``path``.
+
+    Readers never see a half-written file: either the old one (or none) or the complete new one.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".tmp-{path.name}-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically (see :func:`atomic_write_bytes`)."""
+    atomic_write_bytes(path, lambda handle: handle.write(text.encode("utf-8")))
+
+
+@dataclass
+class ShardEntries:
+    """The cached entries of one shard: vectors and token counts by text key."""
+
+    vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    tokens: dict[str, int] = field(default_factory=dict)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.vectors
+
+    def __len__(self) -> int:
+        return len(self.vectors)
+
+
+class CacheNamespace:
+    """The cached vectors of one fingerprint, organised in shards (see the module docstring)."""
+
+    def __init__(self, root: Path, fingerprint: dict[str, Any]):
+        self.fingerprint = fingerprint
+        self.key = fingerprint_key(fingerprint)
+        self.path = Path(root) / self.key
+        self._shards: dict[str, ShardEntries] = {}
+
+    def _shard_dir(self, shard: str) -> Path:
+        parts = [p for p in shard.split("/") if p]
+        if not parts or any(p in (".", "..") for p in parts):
+            raise ValueError(f"invalid shard name {shard!r}")
+        return self.path.joinpath(*parts)
+
+    def _write_fingerprint(self) -> None:
+        target = self.path / "fingerprint.json"
+        if not target.exists():
+            atomic_write_text(target, json.dumps(self.fingerprint, indent=2, sort_keys=True, default=str) + "\n")
+
+    def _part_files(self, shard: str) -> list[Path]:
+        directory = self._shard_dir(shard)
+        return sorted(directory.glob("part-*.npz")) if directory.is_dir() else []
+
+    def load(self, shard: str) -> ShardEntries:
+        """Every entry of ``shard`` on disk (read once, then kept in memory and updated by ``add``).
+
+        An unreadable part (it can only come from outside this module, e.g. a full disk or a manual
+        copy) is logged and skipped: its texts are simply encoded again.
+        """
+        if shard in self._shards:
+            return self._shards[shard]
+        entries = ShardEntries()
+        for part in self._part_files(shard):
+            read = _read_part(part)
+            if read is None:
+                continue
+            keys, vectors, tokens = read
+            for i, key in enumerate(keys):
+                entries.vectors[key] = vectors[i]
+                entries.tokens[key] = int(tokens[i])
+        self._shards[shard] = entries
+        return entries
+
+    def add(self, shard: str, keys: Sequence[str], vectors: np.ndarray, tokens: Sequence[int]) -> Path:
+        """Store ``vectors`` (one row per key) and their token counts as a new part, atomically."""
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] != len(keys) or len(tokens) != len(keys):
+            raise ValueError(f"{len(keys)} keys, {len(tokens)} token counts and vectors of shape {vectors.shape}")
+        self._write_fingerprint()
+        key_array = np.asarray(list(keys), dtype=_KEY_DTYPE)
+        token_array = np.asarray(list(tokens), dtype=np.int64)
+        digest = hashlib.sha256(key_array.tobytes() + vectors.tobytes()).hexdigest()[:16]
+        target = self._shard_dir(shard) / f"part-{digest}.npz"
+        atomic_write_bytes(target, lambda h: np.savez(h, keys=key_array, vectors=vectors, tokens=token_array))
+        entries = self.load(shard)
+        for i, key in enumerate(keys):
+            entries.vectors[key] = vectors[i]
+            entries.tokens[key] = int(token_array[i])
+        return target
+
+    def compact(self, shard: str) -> None:
+        """Merge a shard's parts into one (so a warm run opens one file); a no-op with 0 or 1 part.
+
+        The merged part is written before the old ones are removed, and only parts that were read
+        are removed, so a crash or a concurrent writer never loses an entry.
+        """
+        parts = self._part_files(shard)
+        if len(parts) <= 1:
+            return
+        merged: dict[str, tuple[np.ndarray, int]] = {}
+        read_ok: list[Path] = []
+        for part in parts:
+            read = _read_part(part)
+            if read is None:
+                continue
+            read_ok.append(part)
+            keys, vectors, tokens = read
+            for i, key in enumerate(keys):
+                merged[key] = (vectors[i], int(tokens[i]))
+        if not merged:
+            return
+        keys = sorted(merged)
+        vectors = np.stack([merged[k][0] for k in keys])
+        written = self.add(shard, keys, vectors, [merged[k][1] for k in keys])
+        for part in read_ok:
+            if part != written:
+                part.unlink(missing_ok=True)
+
+    def shards(self) -> Iterator[str]:
+        """Names of the shards that have at least one part on disk."""
+        if not self.path.is_dir():
+            return
+        seen = set()
+        for part in sorted(self.path.rglob("part-*.npz")):
+            shard = part.parent.relative_to(self.path).as_posix()
+            if shard not in seen:
+                seen.add(shard)
+                yield shard
+
+
+def _read_part(path: Path) -> tuple[list[str], np.ndarray, np.ndarray] | None:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            keys = [k.decode("ascii") for k in data["keys"]]
+            vectors = np.asarray(data["vectors"], dtype=np.float32)
+            tokens = np.asarray(data["tokens"], dtype=np.int64)
+    except FileNotFoundError:  # removed by a concurrent compaction
+        return None
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is skipped, never fatal
+        logger.warning("embedding cache: skipping unreadable %s (%s: %s)", path, type(exc).__name__, exc)
+        return None
+    if vectors.ndim != 2 or len(keys) != vectors.shape[0] or len(tokens) != len(keys):
+        logger.warning("embedding cache: skipping inconsistent %s", path)
+        return None
+    return keys, vectors, tokens
+
+
+class EmbeddingCache:
+    """A folder of cache namespaces; ``namespace(fingerprint)`` opens (not yet creates) one."""
+
+    def __init__(self, root: str | Path | None = None):
+        self.root = Path(root).expanduser() if root is not None else default_cache_dir()
+
+    def namespace(self, fingerprint: dict[str, Any]) -> CacheNamespace:
+        """The namespace of ``fingerprint``; its folder is created on the first write."""
+        return CacheNamespace(self.root, fingerprint)
+
+    def __repr__(self) -> str:
+        return f"EmbeddingCache({str(self.root)!r})"
+
+
+@dataclass
+class CachedEncoding:
+    """The result of :func:`encode_cached`: vectors in input order, plus what it cost."""
+
+    vectors: np.ndarray
+    tokens: np.ndarray
+    n_unique: int
+    n_cached: int
+    n_encoded: int
+    encode_seconds: float
+
+
+def plan_chunks(lengths: Sequence[int], chunk_size: int, chunk_chars: int) -> list[tuple[int, int]]:
+    """Split a list of texts (given their lengths) into [start, end) chunks.
+
+    At most ``chunk_size`` texts and, past the first text, at most ``chunk_chars`` characters per
+    chunk. Greedy from the start, so the chunks of a suffix that begins at a chunk boundary are the
+    same as in the full list: a resumed run encodes exactly the batches an uninterrupted run would.
+    """
+    chunks: list[tuple[int, int]] = []
+    start = 0
+    while start < len(lengths):
+        end, chars = start, 0
+        while end < len(lengths) and end - start < chunk_size and (end == start or chars + lengths[end] <= chunk_chars):
+            chars += lengths[end]
+            end += 1
+        chunks.append((start, end))
+        start = end
+    return chunks
+
+
+def encode_cached(
+    texts: Sequence[str],
+    encode: Callable[[list[str]], np.ndarray],
+    count_tokens: Callable[[list[str]], list[int]],
+    namespace: CacheNamespace | None,
+    shard: str,
+    chunk_size: int = 64,
+    chunk_chars: int = 200_000,
+    progress: Callable[[int], None] | None = None,
+) -> CachedEncoding:
+    """Vectors of ``texts`` (in order), from the cache where possible, encoding the rest in chunks.
+
+    Identical texts are encoded once. Missing texts are sorted by length (longest first, ties by
+    key: deterministic) and encoded in chunks (:func:`plan_chunks`); each chunk is written to the
+    cache as soon as it is done, so a run killed mid-way loses at most one chunk. With
+    ``namespace=None`` nothing is read or written. ``progress(n)`` is called after each chunk.
+    """
+    import time
+
+    keys = [text_key(t) for t in texts]
+    unique: dict[str, str] = {}
+    for key, text in zip(keys, texts, strict=True):
+        unique.setdefault(key, text)
+    entries = namespace.load(shard) if namespace is not None else ShardEntries()
+    cached = {k for k in unique if k in entries}
+    missing = sorted((k for k in unique if k not in cached), key=lambda k: (-len(unique[k]), k))
+    if progress is not None and cached:
+        progress(sum(1 for k in keys if k in cached))
+
+    computed = ShardEntries()
+    seconds = 0.0
+    for start, end in plan_chunks([len(unique[k]) for k in missing], chunk_size, chunk_chars):
+        chunk_keys = missing[start:end]
+        chunk_texts = [unique[k] for k in chunk_keys]
+        began = time.perf_counter()
+        vectors = np.asarray(encode(chunk_texts), dtype=np.float32)
+        seconds += time.perf_counter() - began
+        if vectors.shape[0] != len(chunk_texts):
+            raise ValueError(f"the encoder returned {vectors.shape[0]} vectors for {len(chunk_texts)} texts")
+        tokens = count_tokens(chunk_texts)
+        if namespace is not None:
+            namespace.add(shard, chunk_keys, vectors, tokens)
+        for i, key in enumerate(chunk_keys):
+            computed.vectors[key] = vectors[i]
+            computed.tokens[key] = int(tokens[i])
+        if progress is not None:
+            done = set(chunk_keys)
+            progress(sum(1 for k in keys if k in done))
+    if namespace is not None and missing:
+        namespace.compact(shard)
+
+    def lookup(key: str) -> tuple[np.ndarray, int]:
+        source = computed if key in computed else entries
+        return source.vectors[key], source.tokens[key]
+
+    rows = [lookup(k) for k in keys]
+    dim = rows[0][0].shape[0] if rows else 0
+    vectors = np.stack([r[0] for r in rows]) if rows else np.zeros((0, dim), dtype=np.float32)
+    return CachedEncoding(
+        vectors=vectors,
+        tokens=np.asarray([r[1] for r in rows], dtype=np.int64),
+        n_unique=len(unique),
+        n_cached=len(cached),
+        n_encoded=len(missing),
+        encode_seconds=seconds,
+    )
+
+
+def count_missing(texts: Sequence[str], namespace: CacheNamespace | None, shard: str) -> tuple[int, list[str]]:
+    """(number of distinct texts already cached, the distinct texts that are not), for estimates."""
+    entries = namespace.load(shard) if namespace is not None else ShardEntries()
+    seen: set[str] = set()
+    missing: list[str] = []
+    n_cached = 0
+    for text in texts:
+        key = text_key(text)
+        if key in seen:
+            continue
+        seen.add(key)
+        if key in entries:
+            n_cached += 1
+        else:
+            missing.append(text)
+    return n_cached, missing

@@ -1,0 +1,112 @@
+"""Ranking and retrieval metrics (nDCG@k, MRR@k, recall@k, accuracy@1), equal to trec_eval's.
+
+:func:`rank` turns a (queries x documents) score matrix into ranked document ids; :func:`evaluate`
+scores rankings against graded relevance judgements. The definitions follow trec_eval (and so
+pytrec_eval and MTEB), which the tests check on random runs:
+
+* relevant = relevance > 0; gains are the relevance values (linear gain, not 2^rel - 1), the discount
+  of rank r (1-based) is 1 / log2(r + 1), and the ideal DCG@k sorts *all* judged relevant documents;
+* MRR@k = 1 / rank of the first relevant document within the top k (0 if none);
+* recall@k = relevant documents in the top k / relevant documents judged;
+* accuracy@1 = 1 if the top document is relevant (= trec_eval's P@1; with one relevant document of
+  relevance 1 per query, as in passkey and needle, it equals nDCG@1 and MRR@1).
+
+Every metric is averaged over the queries of ``qrels``; a query with no ranking, or with no relevant
+document, scores 0 (as in trec_eval).
+
+Ties: documents with equal scores are ranked by document id, ascending (string order). This is
+deterministic and independent of the order of the columns of the score matrix; trec_eval orders ties
+differently (by document id, descending), so identical score matrices can give slightly different
+numbers in the two when there are ties. NaN scores rank last.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+DEFAULT_K_VALUES: tuple[int, ...] = (1, 3, 5, 10, 100)
+
+
+def rank(
+    scores: np.ndarray, query_ids: Sequence[str], doc_ids: Sequence[str], top_k: int | None = 100
+) -> dict[str, list[str]]:
+    """Ranked document ids per query, best first, from a ``(len(query_ids), len(doc_ids))`` score matrix.
+
+    Higher scores rank first; ties are broken by document id, ascending; NaN ranks last. At most
+    ``top_k`` documents are kept per query (all if ``top_k`` is None).
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.shape != (len(query_ids), len(doc_ids)):
+        raise ValueError(f"scores have shape {scores.shape}, expected ({len(query_ids)}, {len(doc_ids)})")
+    if len(set(doc_ids)) != len(doc_ids):
+        raise ValueError("doc_ids contain duplicates")
+    if len(set(query_ids)) != len(query_ids):
+        raise ValueError("query_ids contain duplicates")
+    if top_k is not None and top_k < 1:
+        raise ValueError(f"top_k must be at least 1 (or None), not {top_k}")
+
+    by_id = sorted(range(len(doc_ids)), key=doc_ids.__getitem__)
+    sorted_ids = [doc_ids[i] for i in by_id]
+    keys = -scores[:, by_id]  # ascending sort of -score = descending score
+    keys[np.isnan(keys)] = np.inf
+    # A stable sort keeps equal scores in document-id order.
+    order = np.argsort(keys, axis=1, kind="stable")
+    if top_k is not None:
+        order = order[:, :top_k]
+    return {qid: [sorted_ids[j] for j in row] for qid, row in zip(query_ids, order.tolist(), strict=True)}
+
+
+def _dcg(gains: Sequence[float]) -> float:
+    return sum(g / math.log2(i + 2) for i, g in enumerate(gains))
+
+
+def evaluate(
+    qrels: Mapping[str, Mapping[str, int]],
+    ranking: Mapping[str, Sequence[str]],
+    k_values: Sequence[int] = DEFAULT_K_VALUES,
+) -> dict[str, float]:
+    """Mean ``ndcg@k``, ``mrr@k``, ``recall@k`` (for each k) and ``accuracy@1`` over the queries of ``qrels``.
+
+    ``ranking`` maps a query id to its documents, best first (e.g. the output of :func:`rank`); a
+    ranking only needs to be as long as the largest k. Values are in [0, 1].
+    """
+    if not qrels:
+        raise ValueError("qrels are empty")
+    k_values = sorted(set(k_values))
+    if not k_values or k_values[0] < 1:
+        raise ValueError(f"k_values must be positive integers, got {k_values}")
+
+    totals = {f"{m}@{k}": 0.0 for m in ("ndcg", "mrr", "recall") for k in k_values}
+    totals["accuracy@1"] = 0.0
+    for qid, judged in qrels.items():
+        relevant = {d: float(r) for d, r in judged.items() if r > 0}
+        ranked = list(ranking.get(qid, ()))
+        if len(set(ranked)) != len(ranked):
+            raise ValueError(f"the ranking of query {qid!r} lists a document twice")
+        if not relevant or not ranked:
+            continue
+        gains = [relevant.get(d, 0.0) for d in ranked]
+        ideal = sorted(relevant.values(), reverse=True)
+        first_hit = next((i for i, g in enumerate(gains) if g > 0), None)
+        for k in k_values:
+            totals[f"ndcg@{k}"] += _dcg(gains[:k]) / _dcg(ideal[:k])
+            if first_hit is not None and first_hit < k:
+                totals[f"mrr@{k}"] += 1.0 / (first_hit + 1)
+            totals[f"recall@{k}"] += sum(g > 0 for g in gains[:k]) / len(relevant)
+        totals["accuracy@1"] += float(gains[0] > 0)
+    n = len(qrels)
+    return {name: value / n for name, value in totals.items()}
+
+
+def evaluate_scores(
+    scores: np.ndarray,
+    query_ids: Sequence[str],
+    doc_ids: Sequence[str],
+    qrels: Mapping[str, Mapping[str, int]],
+    k_values: Sequence[int] = DEFAULT_K_VALUES,
+) -> dict[str, float]:
+    """:func:`rank` then :func:`evaluate`, keeping as many documents as the largest k needs."""
+    return evaluate(qrels, rank(scores, query_ids, doc_ids, top_k=max(k_values)), k_values)

@@ -1,0 +1,12 @@
+"""Context-window extension methods: position maps (APE), rotary variants (RoPE), ALiBi, PCW,
+and the attention function that applies them per document in linear memory."""
+
+from longembed.extension.methods import (
+    METHODS,
+    POSITION_SCHEMES,
+    MethodInfo,
+    check_method,
+    detect_position_scheme,
+)
+
+__all__ = ["METHODS", "POSITION_SCHEMES", "MethodInfo", "check_method", "detect_position_scheme"]

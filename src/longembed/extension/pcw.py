@@ -1,0 +1,31 @@
+"""Parallel context windows (PCW): split a long input into Lo-token windows (LongEmbed 4.2).
+
+Windows are cut from token ids, never decoded and re-tokenized.  They do not overlap, except the
+last one, which is aligned to the end of the document so that it is full.  Every window is
+wrapped in the model's special tokens and carries the prompt (e.g. "search_document: "), so each
+one looks to the model like an ordinary input.  The document embedding is the mean of the
+window embeddings (``encoder.py``).
+"""
+
+from __future__ import annotations
+
+
+def window_spans(n_content: int, window: int) -> list[tuple[int, int]]:
+    """(start, stop) spans of content tokens: consecutive windows, the last one end-aligned."""
+    if window <= 0:
+        raise ValueError(f"window must be positive, got {window}")
+    if n_content <= window:
+        return [(0, n_content)]
+    spans = [(start, start + window) for start in range(0, n_content - window, window)]
+    spans.append((n_content - window, n_content))
+    return spans
+
+
+def split_into_windows(
+    head: list[int], prompt: list[int], content: list[int], tail: list[int], length: int
+) -> list[list[int]]:
+    """Token-id windows of at most ``length`` ids each: head + prompt + content window + tail."""
+    room = length - len(head) - len(prompt) - len(tail)
+    if room <= 0:
+        raise ValueError(f"the prompt ({len(prompt)} tokens) leaves no room in a {length}-token window")
+    return [head + prompt + content[a:b] + tail for a, b in window_spans(len(content), room)]

@@ -1,0 +1,212 @@
+"""Extension methods for RoPE models: GP, PI, NTK, YaRN and SelfExtend.
+
+RoPE rotates query and key pairs by m * theta_j, theta_j = base^(-2j/d), so an attention score
+depends on the relative position (m - n) * theta (LongEmbed eq. 1).  With scale s:
+
+- GP:   positions p -> floor(p / s)
+- PI:   positions p -> p / s               (theta_j / s)
+- NTK:  base -> base * lambda              (lambda from Table 6 by s, or given)
+- YaRN: per-frequency interpolation with attention factor (Peng et al. 2023), computed by
+        transformers' own ``ROPE_INIT_FUNCTIONS["yarn"]`` from the rotary parameters.
+- SelfExtend (Jin et al. 2024), bidirectional: exact relative positions inside the neighbour
+  window |i - j| < w; beyond it the grouped distance floor(max/g) - floor(min/g) + (w - floor(w/g)),
+  with the sign of i - j.
+
+All methods act per document (each row of a batch has its own positions and frequencies), so a
+document's embedding never depends on its batch neighbours.  The rotation itself is applied by
+longembed's attention function (``attention.py``): the model is called with position_ids = 0,
+which makes its own rotary embedding the exact identity (cos 0 = 1, sin 0 = 0), and the
+attention function rotates q and k with the per-document cos/sin computed here.  That is what lets
+SelfExtend use two position sets and NTK use a different base per document.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import torch
+from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+from longembed.extension.scaling import ntk_lambda, selfextend_defaults
+
+ROPE_METHODS = ("gp", "pi", "ntk", "yarn", "selfextend")
+
+
+@dataclass(frozen=True)
+class RotarySpec:
+    """What the attention function needs to know to rotate q and k like the model does.
+
+    ``rotary_dim`` is the number of leading head dimensions that are rotated (partial RoPE);
+    rotation is rotate-half (GPT-NeoX / Llama / nomic-bert layout).
+    """
+
+    base: float
+    rotary_dim: int
+    head_dim: int
+    rope_type: str
+    config: object  # the model's config, for transformers' rope init functions
+
+    @classmethod
+    def from_config(cls, config) -> RotarySpec:
+        params = getattr(config, "rope_parameters", None) or {}
+        base = params.get("rope_theta", getattr(config, "rope_theta", None))
+        if base is None:
+            raise ValueError(f"{type(config).__name__} has no rope_theta: is this a RoPE model?")
+        head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+        partial = params.get("partial_rotary_factor", getattr(config, "partial_rotary_factor", 1.0))
+        return cls(
+            base=float(base),
+            rotary_dim=int(head_dim * partial),
+            head_dim=head_dim,
+            rope_type=params.get("rope_type", "default"),
+            config=config,
+        )
+
+    def inv_freq(self, base_multiplier: float = 1.0) -> tuple[torch.Tensor, float]:
+        """The model's inverse frequencies theta_j (and its cos/sin factor), base x multiplier."""
+        if self.rope_type == "default":
+            dim = self.rotary_dim
+            base = self.base * base_multiplier
+            exponent = torch.arange(0, dim, 2, dtype=torch.int64).to(torch.float32) / dim
+            return 1.0 / (base**exponent), 1.0
+        config = copy.deepcopy(self.config)
+        config.rope_parameters = {**config.rope_parameters, "rope_theta": self.base * base_multiplier}
+        return ROPE_INIT_FUNCTIONS[self.rope_type](config, None)
+
+    def yarn_inv_freq(self, s: int, original_length: int, **yarn_options) -> tuple[torch.Tensor, float]:
+        """YaRN frequencies and attention factor for scale s, via transformers' implementation."""
+        config = copy.deepcopy(self.config)
+        config.rope_parameters = {
+            "rope_type": "yarn",
+            "rope_theta": self.base,
+            "factor": float(s),
+            "original_max_position_embeddings": original_length,
+            **(
+                {"partial_rotary_factor": self.rotary_dim / self.head_dim}
+                if self.rotary_dim != self.head_dim
+                else {}
+            ),
+            **yarn_options,
+        }
+        return ROPE_INIT_FUNCTIONS["yarn"](config, None)
+
+
+@dataclass
+class RotaryTables:
+    """Per-document cos/sin tables, (B, n, rotary_dim) each, for one batch.
+
+    For SelfExtend also the grouped tables: queries use floor(i/g) +- shift (left keys / right
+    keys), keys use floor(j/g); ``window`` (B,) is w per document (0 where SelfExtend is off).
+    """
+
+    cos: torch.Tensor
+    sin: torch.Tensor
+    window: torch.Tensor | None = None
+    q_left: tuple[torch.Tensor, torch.Tensor] | None = None
+    q_right: tuple[torch.Tensor, torch.Tensor] | None = None
+    k_grouped: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def to(self, device: torch.device) -> RotaryTables:
+        def move(x):
+            if x is None:
+                return None
+            return tuple(t.to(device) for t in x) if isinstance(x, tuple) else x.to(device)
+
+        return RotaryTables(**{k: move(v) for k, v in vars(self).items()})
+
+
+def _cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor, factor: torch.Tensor):
+    """cos/sin (B, n, d) of positions (B, n) x inv_freq (B, d/2), times factor (B,)."""
+    freqs = positions.to(torch.float32).unsqueeze(-1) * inv_freq.unsqueeze(1)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    f = factor.view(-1, 1, 1)
+    return emb.cos() * f, emb.sin() * f
+
+
+def rotary_tables(
+    method: str,
+    spec: RotarySpec,
+    seq_len: int,
+    scales: torch.Tensor,
+    original_length: int,
+    *,
+    ntk_factor: float | None = None,
+    group_size: int | None = None,
+    window: int | None = None,
+    yarn_options: dict | None = None,
+) -> RotaryTables:
+    """cos/sin tables for every document of a batch under ``method`` ("none" for plain RoPE)."""
+    batch = len(scales)
+    p = torch.arange(seq_len, dtype=torch.float32).unsqueeze(0).expand(batch, -1)
+    s = scales.to(torch.float32).unsqueeze(1)
+    base_inv, base_factor = spec.inv_freq()
+    inv = base_inv.unsqueeze(0).expand(batch, -1).clone()
+    factor = torch.full((batch,), float(base_factor))
+    positions = p
+    if method == "gp":
+        positions = torch.floor(p / s)
+    elif method == "pi":
+        positions = p / s
+    elif method == "ntk":
+        for b, sb in enumerate(scales.tolist()):
+            if sb > 1:
+                lam = ntk_factor if ntk_factor is not None else ntk_lambda(sb)
+                inv[b], factor[b] = (torch.as_tensor(x) for x in spec.inv_freq(lam))
+    elif method == "yarn":
+        for b, sb in enumerate(scales.tolist()):
+            if sb > 1:
+                inv[b], factor[b] = (
+                    torch.as_tensor(x)
+                    for x in spec.yarn_inv_freq(sb, original_length, **(yarn_options or {}))
+                )
+    elif method not in ("none", "selfextend"):
+        raise ValueError(f"not a RoPE method: {method!r} (choose from {ROPE_METHODS})")
+    cos, sin = _cos_sin(positions, inv, factor)
+    tables = RotaryTables(cos=cos, sin=sin)
+    if method == "selfextend":
+        g = torch.ones(batch)
+        w = torch.zeros(batch)
+        for b, sb in enumerate(scales.tolist()):
+            if sb > 1:
+                g_default, w_default = selfextend_defaults(sb, original_length)
+                g[b] = group_size or g_default
+                w[b] = window or w_default
+        g_ = g.unsqueeze(1)
+        shift = (w - torch.floor(w / g)).unsqueeze(1)  # w - floor(w / g)
+        grouped = torch.floor(p / g_)
+        tables.window = w
+        tables.q_left = _cos_sin(grouped + shift, inv, factor)
+        tables.q_right = _cos_sin(grouped - shift, inv, factor)
+        tables.k_grouped = _cos_sin(grouped, inv, factor)
+    return tables
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate x (B, H, n, head_dim) with cos/sin (B, n, rotary_dim); extra dims pass through."""
+    d = cos.shape[-1]
+    cos, sin = cos.unsqueeze(1).to(x.dtype), sin.unsqueeze(1).to(x.dtype)
+    if d == x.shape[-1]:
+        return x * cos + rotate_half(x) * sin
+    rot, rest = x[..., :d], x[..., d:]
+    return torch.cat((rot * cos + rotate_half(rot) * sin, rest), dim=-1)
+
+
+def selfextend_relative_positions(n: int, group_size: int, window: int) -> torch.Tensor:
+    """The (n, n) matrix of SelfExtend relative positions i - j, bidirectional (for tests/docs).
+
+    |i - j| < w: i - j.  Otherwise sign(i - j) * (floor(max(i,j)/g) - floor(min(i,j)/g) + w - floor(w/g)).
+    """
+    i = torch.arange(n).unsqueeze(1)
+    j = torch.arange(n).unsqueeze(0)
+    exact = i - j
+    shift = window - window // group_size
+    grouped = torch.div(torch.maximum(i, j), group_size, rounding_mode="floor") - torch.div(
+        torch.minimum(i, j), group_size, rounding_mode="floor"
+    )
+    return torch.where(exact.abs() < window, exact, torch.sign(exact) * (grouped + shift))

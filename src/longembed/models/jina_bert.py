@@ -1,0 +1,467 @@
+"""JinaBERT: the encoder of Jina Embeddings v2 (Günther et al., 2023, section 4.1), in one file.
+
+A BERT with three changes, each named as in the paper:
+
+- **ALiBi** instead of position embeddings: every attention head adds -m_h * |i - j| to its
+  logits (symmetric, bidirectional; slopes in ``longembed.extension.alibi``).  Trained at 512
+  tokens, used at 8192: nothing in the model depends on a maximum length.
+- **GEGLU** feed-forward (GLU with GELU; ReGLU for the large model): one bias-free projection
+  hidden -> 2 * intermediate, GELU on the first half times the second half, then back.
+- **Post-LN**: LayerNorm(x + sublayer(x)) after attention and after the feed-forward, as in BERT.
+
+Embeddings are mean-pooled outside the model (paper section 5); ``JinaBertModel`` returns the
+token states only.
+
+Parameter names follow the released checkpoints (jina-embeddings-v2-small/base-*), which were
+saved by Jina's remote code ``jinaai/jina-bert-implementation/modeling_bert.py`` (the same names
+are read by TEI's ``backends/candle/src/models/jina.rs`` and candle's ``models/jina_bert.rs``):
+
+    embeddings.{word_embeddings, token_type_embeddings, LayerNorm}
+    encoder.layer.N.attention.self.{query, key, value}
+    encoder.layer.N.attention.output.{dense, LayerNorm}
+    encoder.layer.N.mlp.{gated_layers (no bias), wo, layernorm}
+
+A released folder (config.json with ``"model_type": "bert"``, ``"position_embedding_type":
+"alibi"``) loads with ``JinaBertModel.from_pretrained(folder)``, no remote code needed.
+
+Attention contract (relied on by longembed's encoder): each ``JinaBertSelfAttention`` has a
+buffer ``alibi_slopes`` (H,) and calls ``attention_interface(module, q, k, v, mask, scaling=...,
+dropout=..., **kwargs)`` with q, k, v of shape (B, H, n, head_dim) and a padding-only mask.  For
+``config._attn_implementation`` "eager" and "sdpa" the interface is this file's own functions,
+which add the ALiBi bias themselves; any other name is looked up in ``ALL_ATTENTION_FUNCTIONS``
+and that function must add the bias from ``module.alibi_slopes`` (``kwargs`` such as
+``longembed_plan=`` are passed through unchanged).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+from transformers import AutoConfig, AutoModel, PreTrainedConfig, PreTrainedModel
+from transformers import initialization as init
+from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, create_bidirectional_mask
+from transformers.modeling_outputs import BaseModelOutput
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+from longembed.extension.alibi import alibi_bias, alibi_slopes
+
+# Feed-forward variants (paper 4.1): the activation applied to the gate half of the GLU.
+GLU_ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {
+    "geglu": lambda: nn.GELU(approximate="none"),  # small and base models
+    "reglu": nn.ReLU,  # large model
+}
+
+# Keys of released checkpoints that this model deliberately does not have: the CLS pooler and the
+# MLM head (embeddings are mean-pooled), and buffers that old BERT code saved.
+_JINA_UNUSED_KEYS = [r"^(bert\.)?pooler\.", r"^cls\.", r"position_ids$", r"token_type_ids$"]
+
+
+class JinaBertConfig(PreTrainedConfig):
+    """Configuration of a JinaBERT encoder (defaults: jina-embeddings-v2-base-en).
+
+    ``feed_forward_type`` is "geglu" or "reglu".  ``max_position_embeddings`` is kept only
+    because Jina's config records the supported length (8192) there; the model has no position
+    table, so it limits nothing.
+    """
+
+    model_type = "jina_bert"
+
+    vocab_size: int = 30528
+    hidden_size: int = 768
+    num_hidden_layers: int = 12
+    num_attention_heads: int = 12
+    intermediate_size: int = 3072
+    feed_forward_type: str = "geglu"
+    hidden_dropout_prob: float = 0.1
+    attention_probs_dropout_prob: float = 0.0
+    max_position_embeddings: int = 8192
+    type_vocab_size: int = 2
+    initializer_range: float = 0.02
+    layer_norm_eps: float = 1e-12
+    pad_token_id: int | None = 0
+
+    def __post_init__(self, **kwargs: Any) -> None:
+        if self.feed_forward_type not in GLU_ACTIVATIONS:
+            raise ValueError(
+                f"feed_forward_type must be one of {sorted(GLU_ACTIVATIONS)}, got {self.feed_forward_type!r}"
+            )
+        if self.hidden_size % self.num_attention_heads != 0:
+            raise ValueError(
+                f"hidden_size {self.hidden_size} is not a multiple of num_attention_heads "
+                f"{self.num_attention_heads}"
+            )
+        super().__post_init__(**kwargs)
+
+    @staticmethod
+    def is_jina_config(config_dict: dict[str, Any]) -> bool:
+        """Whether a config.json dict is a released JinaBERT one (remote-code format)."""
+        return (
+            config_dict.get("model_type") == "bert" and config_dict.get("position_embedding_type") == "alibi"
+        )
+
+    @classmethod
+    def from_jina_config(cls, config_dict: dict[str, Any], **kwargs: Any) -> Any:
+        """Build a config from a released checkpoint's config.json (Jina's remote-code format).
+
+        Those files say ``"model_type": "bert"`` with ``"position_embedding_type": "alibi"``,
+        ``"feed_forward_type": "geglu"`` and an ``auto_map`` to remote code.  Only this class's
+        architecture fields (and the dtype) are kept: ``auto_map``/``architectures`` would point
+        loaders back to the remote code, and Jina's ``"attn_implementation": "torch"`` (their
+        name for SDPA) is not a transformers name.  ``kwargs`` are handled as by ``from_dict``.
+        """
+        position_type = config_dict.get("position_embedding_type", "alibi")
+        if position_type != "alibi":
+            raise ValueError(f"not an ALiBi checkpoint: position_embedding_type={position_type!r}")
+        own_fields = set(cls.__dataclass_fields__) - set(PreTrainedConfig.__dataclass_fields__)
+        converted = {k: v for k, v in config_dict.items() if k in own_fields}
+        dtype = config_dict.get("dtype", config_dict.get("torch_dtype"))
+        if dtype is not None:
+            converted["dtype"] = dtype
+        return cls.from_dict(converted, **kwargs)
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path: Any, **kwargs: Any) -> Any:
+        """Load a saved ``jina_bert`` config, or a released Jina folder (``model_type: bert``)."""
+        config_dict, unused = cls.get_config_dict(pretrained_model_name_or_path, **kwargs)
+        if cls.is_jina_config(config_dict):
+            return cls.from_jina_config(config_dict, **unused)
+        return super().from_pretrained(pretrained_model_name_or_path, **kwargs)
+
+
+class JinaBertEmbeddings(nn.Module):
+    """Word + token-type embeddings, LayerNorm, dropout.  No position embeddings (ALiBi)."""
+
+    def __init__(self, config: JinaBertConfig):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(
+            config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id
+        )
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        if inputs_embeds is None:
+            inputs_embeds = self.word_embeddings(input_ids)
+        if token_type_ids is None:
+            token_type_ids = torch.zeros(
+                inputs_embeds.shape[:-1], dtype=torch.long, device=inputs_embeds.device
+            )
+        embeddings = inputs_embeds + self.token_type_embeddings(token_type_ids)
+        return self.dropout(self.LayerNorm(embeddings))
+
+
+def _additive_mask(attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A padding mask as logits to add: bool (True = attend) -> 0 / most negative; float as is."""
+    if attention_mask.dtype == torch.bool:
+        return torch.zeros(attention_mask.shape, dtype=dtype, device=attention_mask.device).masked_fill(
+            ~attention_mask, torch.finfo(dtype).min
+        )
+    return attention_mask.to(dtype)
+
+
+def _full_alibi_bias(module: nn.Module, query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
+    """-m_h * |i - j| for the whole (n_q, n_k) matrix, shape (1, H, n_q, n_k), query dtype."""
+    q_pos = torch.arange(query.shape[-2], device=query.device)
+    k_pos = torch.arange(key.shape[-2], device=query.device)
+    return alibi_bias(module.alibi_slopes, q_pos, k_pos).unsqueeze(0).to(query.dtype)
+
+
+def eager_attention_forward(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """softmax(Q K^T * scaling - m_h |i - j| + mask) V, explicitly (paper Figure 1a).
+
+    q, k, v: (B, H, n, head_dim); ``attention_mask``: None, or a 4-D bool (True = attend) or
+    additive float padding mask broadcastable to (B, H, n_q, n_k).  Memory is O(H n^2): for long
+    inputs use a blockwise attention function instead.  Returns ((B, n, H, head_dim), weights).
+    """
+    if scaling is None:
+        scaling = query.shape[-1] ** -0.5
+    scores = torch.matmul(query, key.transpose(-1, -2)) * scaling + _full_alibi_bias(module, query, key)
+    if attention_mask is not None:
+        scores = scores + _additive_mask(attention_mask, scores.dtype)
+    weights = nn.functional.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+    weights = nn.functional.dropout(weights, p=dropout, training=module.training)
+    output = torch.matmul(weights, value)
+    return output.transpose(1, 2).contiguous(), weights
+
+
+def sdpa_attention_forward(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, None]:
+    """The same attention through ``torch.nn.functional.scaled_dot_product_attention``.
+
+    ALiBi and padding are merged into one additive float mask, as Jina's own SDPA path does
+    (``attention_mask + bias``), so SDPA cannot use a flash kernel; memory stays O(H n^2).
+    """
+    bias = _full_alibi_bias(module, query, key)
+    if attention_mask is not None:
+        bias = bias + _additive_mask(attention_mask, bias.dtype)
+    output = nn.functional.scaled_dot_product_attention(
+        query, key, value, attn_mask=bias, dropout_p=dropout, scale=scaling
+    )
+    return output.transpose(1, 2).contiguous(), None
+
+
+class JinaBertSelfAttention(nn.Module):
+    """Multi-head self-attention with symmetric ALiBi; the bias itself lives in the interface."""
+
+    def __init__(self, config: JinaBertConfig):
+        super().__init__()
+        self.config = config
+        self.num_attention_heads = config.num_attention_heads
+        self.attention_head_size = config.hidden_size // config.num_attention_heads
+        self.scaling = self.attention_head_size**-0.5
+        self.query = nn.Linear(config.hidden_size, config.hidden_size)
+        self.key = nn.Linear(config.hidden_size, config.hidden_size)
+        self.value = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
+        # m_h, one per head (paper eq. (1)); derived from H, so not saved in checkpoints.
+        self.register_buffer("alibi_slopes", alibi_slopes(config.num_attention_heads), persistent=False)
+
+    def forward(
+        self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None, **kwargs: Any
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.attention_head_size)
+        query = self.query(hidden_states).view(hidden_shape).transpose(1, 2)  # (B, H, n, d)
+        key = self.key(hidden_states).view(hidden_shape).transpose(1, 2)
+        value = self.value(hidden_states).view(hidden_shape).transpose(1, 2)
+
+        implementation = self.config._attn_implementation
+        if implementation == "sdpa":
+            attention_interface: Callable = sdpa_attention_forward
+        elif implementation in (None, "eager"):
+            attention_interface = eager_attention_forward
+        else:  # must add the ALiBi bias from module.alibi_slopes itself
+            attention_interface = ALL_ATTENTION_FUNCTIONS[implementation]
+
+        attn_output, attn_weights = attention_interface(
+            self,
+            query,
+            key,
+            value,
+            attention_mask,
+            scaling=self.scaling,
+            dropout=self.dropout.p if self.training else 0.0,
+            **kwargs,
+        )
+        return attn_output.reshape(*input_shape, -1).contiguous(), attn_weights
+
+
+class JinaBertSelfOutput(nn.Module):
+    """Output projection, then post-LN: LayerNorm(x + dropout(dense(attention)))."""
+
+    def __init__(self, config: JinaBertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, hidden_states: torch.Tensor, input_tensor: torch.Tensor) -> torch.Tensor:
+        return self.LayerNorm(self.dropout(self.dense(hidden_states)) + input_tensor)
+
+
+class JinaBertAttention(nn.Module):
+    """The attention sub-layer: ``self`` (ALiBi attention) and ``output`` (projection + post-LN)."""
+
+    def __init__(self, config: JinaBertConfig):
+        super().__init__()
+        self.self = JinaBertSelfAttention(config)
+        self.output = JinaBertSelfOutput(config)
+
+    def forward(
+        self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None, **kwargs: Any
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        attn_output, attn_weights = self.self(hidden_states, attention_mask, **kwargs)
+        return self.output(attn_output, hidden_states), attn_weights
+
+
+class JinaBertGLUMLP(nn.Module):
+    """GEGLU feed-forward with post-LN (Shazeer 2020; paper 4.1).
+
+    gated_layers: hidden -> 2 * intermediate without bias.  As in Jina's code the *first* half
+    goes through the activation and gates the second half: act(h[:, :I]) * h[:, I:].
+    """
+
+    def __init__(self, config: JinaBertConfig):
+        super().__init__()
+        self.intermediate_size = config.intermediate_size
+        self.gated_layers = nn.Linear(config.hidden_size, 2 * config.intermediate_size, bias=False)
+        self.act = GLU_ACTIVATIONS[config.feed_forward_type]()
+        self.wo = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.layernorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        residual = hidden_states
+        projected = self.gated_layers(hidden_states)
+        gated, non_gated = projected[..., : self.intermediate_size], projected[..., self.intermediate_size :]
+        hidden_states = self.dropout(self.act(gated) * non_gated)
+        return self.layernorm(self.wo(hidden_states) + residual)
+
+
+class JinaBertLayer(nn.Module):
+    """One post-LN block: attention sub-layer, then GEGLU sub-layer."""
+
+    def __init__(self, config: JinaBertConfig):
+        super().__init__()
+        self.attention = JinaBertAttention(config)
+        self.mlp = JinaBertGLUMLP(config)
+
+    def forward(
+        self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None, **kwargs: Any
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        attention_output, attn_weights = self.attention(hidden_states, attention_mask, **kwargs)
+        return self.mlp(attention_output), attn_weights
+
+
+class JinaBertEncoder(nn.Module):
+    """The stack of layers, named ``encoder.layer.N`` as in the checkpoints."""
+
+    def __init__(self, config: JinaBertConfig):
+        super().__init__()
+        self.layer = nn.ModuleList([JinaBertLayer(config) for _ in range(config.num_hidden_layers)])
+
+
+class JinaBertPreTrainedModel(PreTrainedModel):
+    """Weight init and loading rules shared by JinaBERT models."""
+
+    config_class = JinaBertConfig
+    base_model_prefix = "bert"  # checkpoints saved from the MLM model prefix keys with "bert."
+    _supports_sdpa = True
+    _supports_attention_backend = True  # custom registered functions (they must add ALiBi)
+    _no_split_modules = ["JinaBertEmbeddings", "JinaBertLayer"]
+    _keys_to_ignore_on_load_unexpected = _JINA_UNUSED_KEYS
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        super()._init_weights(module)
+        if isinstance(module, JinaBertSelfAttention):
+            # Non-persistent buffer: from_pretrained builds the model on the meta device and
+            # never loads it, so it must be recomputed here.
+            init.copy_(module.alibi_slopes, alibi_slopes(module.num_attention_heads))
+
+
+class JinaBertModel(JinaBertPreTrainedModel):
+    """The JinaBERT encoder: token ids -> contextual token states (mean-pool them outside)."""
+
+    def __init__(self, config: JinaBertConfig):
+        super().__init__(config)
+        self.embeddings = JinaBertEmbeddings(config)
+        self.encoder = JinaBertEncoder(config)
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.embeddings.word_embeddings
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.embeddings.word_embeddings = value
+
+    def _padding_mask(self, attention_mask: torch.Tensor | None, embeddings: torch.Tensor) -> Any:
+        """The padding-only mask for the attention interface, built as BertModel builds it.
+
+        ``create_bidirectional_mask`` returns None (no padding), a 4-D bool mask (sdpa) or a
+        4-D float mask (eager).  For an attention name with no mask function registered in
+        ``ALL_MASK_ATTENTION_FUNCTIONS`` it would return None and silently drop the padding,
+        so such backends get the sdpa-style 4-D bool mask (B, 1, n, n) (an expanded view, no
+        n^2 memory), True where a key may be attended to.
+        """
+        implementation = self.config._attn_implementation
+        if (
+            attention_mask is not None
+            and attention_mask.ndim == 2
+            and implementation not in ("eager", "sdpa")
+            and implementation not in ALL_MASK_ATTENTION_FUNCTIONS
+        ):
+            if bool(attention_mask.all()):
+                return None
+            batch, n = attention_mask.shape
+            return attention_mask.to(device=embeddings.device, dtype=torch.bool)[:, None, None, :].expand(
+                batch, 1, n, n
+            )
+        return create_bidirectional_mask(
+            config=self.config, inputs_embeds=embeddings, attention_mask=attention_mask
+        )
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        output_hidden_states: bool | None = None,
+        output_attentions: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs: Any,
+    ) -> BaseModelOutput:
+        """Encode a (padded) batch.
+
+        ``attention_mask`` (B, n) marks real tokens with 1, padding with 0.  Extra ``kwargs``
+        (e.g. ``longembed_plan=``) reach the attention interface of every layer unchanged.
+        Returns ``BaseModelOutput``: ``last_hidden_state`` (B, n, hidden), plus the embedding
+        output and every layer's output in ``hidden_states`` and each layer's attention weights
+        in ``attentions`` when requested (weights only from the eager implementation).
+        """
+        if (input_ids is None) == (inputs_embeds is None):
+            raise ValueError("pass exactly one of input_ids or inputs_embeds")
+        if output_hidden_states is None:
+            output_hidden_states = self.config.output_hidden_states
+        if output_attentions is None:
+            output_attentions = self.config.output_attentions
+
+        hidden_states = self.embeddings(input_ids, token_type_ids, inputs_embeds)
+        mask = self._padding_mask(attention_mask, hidden_states)
+
+        all_hidden_states = [hidden_states] if output_hidden_states else None
+        all_attentions = [] if output_attentions else None
+        for layer in self.encoder.layer:
+            hidden_states, attn_weights = layer(hidden_states, mask, **kwargs)
+            if all_hidden_states is not None:
+                all_hidden_states.append(hidden_states)
+            if all_attentions is not None:
+                all_attentions.append(attn_weights)
+
+        output = BaseModelOutput(
+            last_hidden_state=hidden_states,
+            hidden_states=tuple(all_hidden_states) if all_hidden_states is not None else None,
+            attentions=tuple(all_attentions) if all_attentions is not None else None,
+        )
+        if return_dict is False:
+            return output.to_tuple()
+        return output
+
+
+AutoConfig.register("jina_bert", JinaBertConfig, exist_ok=True)
+AutoModel.register(JinaBertConfig, JinaBertModel, exist_ok=True)
+
+__all__ = [
+    "JinaBertConfig",
+    "JinaBertModel",
+    "JinaBertPreTrainedModel",
+    "eager_attention_forward",
+    "sdpa_attention_forward",
+]

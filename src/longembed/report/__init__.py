@@ -1,0 +1,74 @@
+"""Reports over benchmark runs: ``report.md`` (markdown tables) and PNG plots.
+
+    >>> from longembed.report import write_report
+    >>> write_report(["runs/minilm-truncate", "runs/minilm-pi-4k", "runs/bm25"], "report")
+
+A run is a folder holding the ``results.json`` written by ``longembed eval`` (or
+:func:`longembed.evaluation.runner.evaluate_model`). A folder without one is searched one level down,
+so a sweep's parent folder can be passed as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from longembed.report.tables import SYNTHETIC_TASKS, Run, markdown_report, results_summary, unique_labels
+
+RESULTS_FILE = "results.json"
+
+__all__ = ["Run", "collect_runs", "markdown_report", "results_summary", "write_report"]
+
+
+def collect_runs(paths: Sequence[str | Path]) -> list[Run]:
+    """Load the runs at ``paths`` (run folders, results.json files, or folders of run folders).
+
+    Raises FileNotFoundError naming a path with no results, and ValueError for a file that is not a
+    longembed results file. Each run gets a distinct label.
+    """
+    from longembed.evaluation.runner import load_results
+
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_file():
+            files.append(path)
+        elif (path / RESULTS_FILE).is_file():
+            files.append(path / RESULTS_FILE)
+        elif path.is_dir() and (found := sorted(path.glob(f"*/{RESULTS_FILE}"))):
+            files.extend(found)
+        else:
+            raise FileNotFoundError(f"no {RESULTS_FILE} in {path} (nor in its subfolders)")
+    runs = []
+    seen: set[Path] = set()
+    for file in files:
+        if file.resolve() in seen:
+            continue
+        seen.add(file.resolve())
+        runs.append(Run(path=file.parent, results=load_results(file)))
+    unique_labels(runs)
+    return runs
+
+
+def write_report(paths: Sequence[str | Path], output_dir: str | Path) -> dict[str, Path]:
+    """Write ``report.md`` and the PNG plots for the runs at ``paths``; returns name -> file written."""
+    from longembed.report.plots import plot_length_heatmap, plot_task_bars
+
+    runs = collect_runs(paths)
+    output = Path(output_dir)
+    output.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+    plots: list[tuple[str, str]] = []
+    bars = plot_task_bars(runs, output / "scores_by_task.png")
+    if bars is not None:
+        written["scores_by_task"] = bars
+        plots.append(("scores by task", bars.name))
+    for task in SYNTHETIC_TASKS:
+        heatmap = plot_length_heatmap(runs, task, output / f"{task}_by_length.png")
+        if heatmap is not None:
+            written[f"{task}_by_length"] = heatmap
+            plots.append((f"{task} accuracy by length", heatmap.name))
+    report = output / "report.md"
+    report.write_text(markdown_report(runs, plots), encoding="utf-8")
+    written["report"] = report
+    return written

@@ -1,0 +1,124 @@
+"""Shared types of the LongEmbed tasks: metadata, the retrieval data a task yields, and the task interface.
+
+Every task is a small declarative module (a :class:`TaskMetadata` object plus a loader function), in the
+spirit of mteb. A task turns a data directory (the ``../shared/data`` layout, or a snapshot of the
+``dwzhu/LongEmbed`` hub dataset) into a :class:`RetrievalData`: a corpus, queries and graded relevance
+judgements (qrels). Synthetic tasks (passkey, needle) are generated one evaluation length at a time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+#: The eight evaluation lengths (in tokens) of the synthetic tasks (LongEmbed section 3.2).
+SYNTHETIC_LENGTHS: tuple[int, ...] = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
+
+#: LongEmbed's rough conversion: 1 token = 0.75 words (section 3.2, footnote 3).
+WORDS_PER_TOKEN = 0.75
+
+
+def word_budget(length: int) -> int:
+    """Maximum number of words (``str.split()`` units) of a synthetic document of ``length`` tokens.
+
+    LongEmbed constrains the word count of a document of L tokens to at most ``L * 0.75``.
+    """
+    return int(length * WORDS_PER_TOKEN)
+
+
+@dataclass(frozen=True)
+class TaskMetadata:
+    """What a task is, how it is scored and where its data comes from."""
+
+    name: str
+    description: str
+    main_score: str
+    lengths: tuple[int, ...] | None
+    source: str
+    stand_in_for: str | None = None
+
+    @property
+    def is_synthetic(self) -> bool:
+        """True for tasks generated at several lengths (passkey, needle)."""
+        return self.lengths is not None
+
+
+@dataclass
+class RetrievalData:
+    """A retrieval problem: every query is scored against every document of the corpus."""
+
+    corpus: dict[str, str]
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+
+    def validate(self) -> RetrievalData:
+        """Check internal consistency; return ``self`` so loaders can ``return data.validate()``.
+
+        Every judged query must exist, every judged document must exist, and every query must have at
+        least one relevant (relevance > 0) document: a query without one cannot be scored.
+        """
+        if not self.corpus:
+            raise ValueError("empty corpus")
+        if not self.queries:
+            raise ValueError("no queries")
+        for qid, rels in self.qrels.items():
+            if qid not in self.queries:
+                raise ValueError(f"qrels name query {qid!r}, which is not among the queries")
+            missing = [d for d in rels if d not in self.corpus]
+            if missing:
+                raise ValueError(f"qrels of query {qid!r} name documents not in the corpus: {missing[:5]}")
+            if not any(r > 0 for r in rels.values()):
+                raise ValueError(f"query {qid!r} has no relevant document")
+        unjudged = [q for q in self.queries if q not in self.qrels]
+        if unjudged:
+            raise ValueError(f"{len(unjudged)} queries have no qrels, e.g. {unjudged[:3]}")
+        return self
+
+    def stats(self) -> dict[str, float]:
+        """Counts and mean word lengths (``str.split()``), as in LongEmbed's Table 1."""
+        n_docs = len(self.corpus)
+        n_q = len(self.queries)
+        return {
+            "num_docs": n_docs,
+            "num_queries": n_q,
+            "mean_doc_words": sum(len(t.split()) for t in self.corpus.values()) / max(n_docs, 1),
+            "max_doc_words": max((len(t.split()) for t in self.corpus.values()), default=0),
+            "mean_query_words": sum(len(t.split()) for t in self.queries.values()) / max(n_q, 1),
+        }
+
+
+class TaskDataMissing(Exception):
+    """The data a task needs is not where it was looked for; the message says where to get it."""
+
+
+@runtime_checkable
+class Task(Protocol):
+    """A LongEmbed task. Synthetic tasks load one length at a time; real tasks take ``length=None``."""
+
+    metadata: TaskMetadata
+
+    def load(self, data_dir: Path | None, length: int | None = None) -> RetrievalData: ...
+
+
+def check_length(metadata: TaskMetadata, length: int | None) -> None:
+    """Raise ValueError unless ``length`` fits the task: one of its lengths if synthetic, else None."""
+    if metadata.lengths is None:
+        if length is not None:
+            raise ValueError(f"task {metadata.name!r} has no lengths; pass length=None (got {length})")
+        return
+    if length is None:
+        raise ValueError(f"task {metadata.name!r} is generated per length: pass one of {metadata.lengths}")
+    if length not in metadata.lengths:
+        raise ValueError(f"task {metadata.name!r}: length {length} is not one of {metadata.lengths}")
+
+
+def require_dir(data_dir: Path | str | None, sub: str, metadata: TaskMetadata) -> Path:
+    """Return ``data_dir / sub`` if it exists, else raise :class:`TaskDataMissing` naming the source."""
+    if data_dir is None:
+        raise TaskDataMissing(f"task {metadata.name!r} needs a data directory (none given). "
+                              f"{metadata.source}")
+    path = Path(data_dir) / sub
+    if not path.exists():
+        raise TaskDataMissing(f"task {metadata.name!r}: {path} does not exist. {metadata.source}")
+    return path

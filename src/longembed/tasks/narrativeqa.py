@@ -1,0 +1,26 @@
+"""NarrativeQA (Kočiský et al., 2018) as in LongEmbed: a question about a story -> the story.
+
+LongEmbed uses the test split: 10,449 questions over 355 books and movie scripts (50,474 words on
+average). The data cannot be rebuilt from anything available offline, so this task reads only the
+LongEmbed hub layout (``dwzhu/LongEmbed``, config ``narrativeqa``; see :mod:`longembed.tasks.hub`).
+"""
+
+from __future__ import annotations
+
+from longembed.tasks.base import TaskMetadata
+from longembed.tasks.hub import HubTask, hub_source
+
+CONFIG = "narrativeqa"
+
+METADATA = TaskMetadata(
+    name="narrativeqa",
+    description="NarrativeQA: a question about a book or movie script -> the full text (355 documents).",
+    main_score="ndcg@10",
+    lengths=None,
+    source=hub_source(CONFIG),
+)
+
+
+def make_task(download: bool = False) -> HubTask:
+    """The NarrativeQA task, read from the hub layout (``download=True`` fetches it if absent)."""
+    return HubTask(METADATA, CONFIG, download=download)

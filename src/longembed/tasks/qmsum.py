@@ -1,0 +1,80 @@
+"""QMSum (Zhong et al., 2021) as LongEmbed uses it: query-based meeting summaries -> their meeting.
+
+Recipe (data README; reproduces LongEmbed's QMSum exactly, as checked against MTEB's statistics):
+meetings of ``qmsum/data/ALL/train`` and ``qmsum/data/ALL/val`` (197, read in that order, files sorted
+by name); a meeting's document is ``"\\n".join(f"{speaker}: {content}")`` over its transcript turns; the
+queries are the ``answer`` fields (the summaries) of its ``general_query_list`` and
+``specific_query_list``. 1,529 answers, 1,527 distinct texts: two answers occur in two meetings each,
+and LongEmbed keeps one relevant document per query; here the first meeting in the order above.
+Result: 197 documents (10,507,156 characters) and 1,527 queries (661,959 characters), one relevant
+document each. The loader checks both counts and raises if the files give others.
+
+Ids: a document is named after its meeting file (``Bed005``), a query ``qmsum-q<nnnn>`` in order of
+first occurrence.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from longembed.tasks.base import RetrievalData, TaskMetadata, check_length, require_dir
+
+SUBDIR = "qmsum/data/ALL"
+SPLITS = ("train", "val")
+EXPECTED_DOCS = 197
+EXPECTED_QUERIES = 1527
+
+METADATA = TaskMetadata(
+    name="qmsum",
+    description="QMSum: a query-based summary of a meeting -> the meeting transcript (197 meetings).",
+    main_score="ndcg@10",
+    lengths=None,
+    source=f"Needs <data_dir>/{SUBDIR}/{{train,val}}/*.json from https://github.com/Yale-LILY/QMSum "
+    "(folder data/ALL); or the hub layout of dwzhu/LongEmbed (get_task('qmsum', source='hub')).",
+)
+
+
+def meeting_document(meeting: dict) -> str:
+    """The transcript of a QMSum meeting as one text, one ``speaker: content`` line per turn."""
+    return "\n".join(f"{turn['speaker']}: {turn['content']}" for turn in meeting["meeting_transcripts"])
+
+
+def load_qmsum(root: Path) -> RetrievalData:
+    """Build the QMSum retrieval data from ``root`` = ``<data_dir>/qmsum/data/ALL``."""
+    corpus: dict[str, str] = {}
+    queries: dict[str, str] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    query_id_of: dict[str, str] = {}
+    for split in SPLITS:
+        for path in sorted((root / split).glob("*.json")):
+            meeting = json.loads(path.read_text(encoding="utf-8"))
+            doc_id = path.stem
+            if doc_id in corpus:
+                raise ValueError(f"meeting {doc_id} occurs twice under {root}")
+            corpus[doc_id] = meeting_document(meeting)
+            for item in meeting["general_query_list"] + meeting["specific_query_list"]:
+                answer = item["answer"]
+                if answer in query_id_of:  # the same summary in a later meeting: keep the first
+                    continue
+                qid = f"qmsum-q{len(queries):04d}"
+                query_id_of[answer] = qid
+                queries[qid] = answer
+                qrels[qid] = {doc_id: 1}
+    if len(corpus) != EXPECTED_DOCS or len(queries) != EXPECTED_QUERIES:
+        raise ValueError(
+            f"QMSum under {root}: {len(corpus)} meetings and {len(queries)} queries, expected "
+            f"{EXPECTED_DOCS} and {EXPECTED_QUERIES} (LongEmbed's QMSum = Yale-LILY/QMSum data/ALL train+val)"
+        )
+    return RetrievalData(corpus=corpus, queries=queries, qrels=qrels).validate()
+
+
+class QMSumTask:
+    """LongEmbed's QMSum task, built from the original QMSum files."""
+
+    metadata = METADATA
+
+    def load(self, data_dir: Path | None, length: int | None = None) -> RetrievalData:
+        """Read ``<data_dir>/qmsum/data/ALL``; raises TaskDataMissing if it is absent."""
+        check_length(METADATA, length)
+        return load_qmsum(require_dir(data_dir, SUBDIR, METADATA))

