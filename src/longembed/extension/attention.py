@@ -133,18 +133,46 @@ def longembed_attention(
         return out.transpose(1, 2).contiguous(), None
 
     key_pos = torch.arange(n, device=query.device)
-    k_grouped = apply_rotary(k_raw, *tables.k_grouped).transpose(-1, -2) if selfextend else None
+    k_t = key.transpose(-1, -2)
+    if selfextend:
+        k_grouped = apply_rotary(k_raw, *tables.k_grouped).transpose(-1, -2)
+        window = tables.window.to(query.device)
+        window = torch.where(window > 0, window, torch.full_like(window, n))  # SelfExtend off: all exact
+        w_min, w_max = int(window.min()), int(window.max())
+        window = window.view(batch, 1, 1, 1)
+
+    def selfextend_scores(start: int, stop: int, rel: torch.Tensor) -> torch.Tensor:
+        """SelfExtend scores for query rows start..stop, each branch only over the keys it serves.
+
+        Grouped left keys (j <= i - w) lie below stop - w_min, grouped right keys (j >= i + w)
+        at or above start + w_min, exact ones within (start - w_max, stop + w_max); keys in none
+        of the first two ranges are inside every row's window.  Cost ~ n + 2w per row, not 3n.
+        """
+        scores = torch.empty(batch, heads, stop - start, n, dtype=query.dtype, device=query.device)
+        left_end, right_start = max(0, min(n, stop - w_min)), min(n, max(0, start + w_min))
+        if left_end > 0:
+            q_left = _rows(q_raw, tables.q_left, start, stop)
+            scores[..., :left_end] = torch.matmul(q_left, k_grouped[..., :left_end]) * scaling
+        if right_start < n:
+            q_right = _rows(q_raw, tables.q_right, start, stop)
+            right = torch.matmul(q_right, k_grouped[..., right_start:]) * scaling
+            overlap = max(0, left_end - right_start)
+            if overlap:
+                both = slice(right_start, left_end)
+                scores[..., both] = torch.where(rel[:, both] > 0, scores[..., both], right[..., :overlap])
+            scores[..., right_start + overlap :] = right[..., overlap:]
+        lo, hi = max(0, start - w_max + 1), min(n, stop + w_max - 1)
+        exact = torch.matmul(query[:, :, start:stop], k_t[..., lo:hi]) * scaling
+        scores[..., lo:hi] = torch.where(rel[:, lo:hi].abs() < window, exact, scores[..., lo:hi])
+        return scores
 
     def probabilities(start: int, stop: int) -> torch.Tensor:
         """Softmax rows start..stop, (B, H, stop - start, n), built from this block only."""
-        scores = torch.matmul(query[:, :, start:stop], key.transpose(-1, -2)) * scaling
         rel = torch.arange(start, stop, device=query.device).unsqueeze(1) - key_pos.unsqueeze(0)  # i - j
         if selfextend:
-            w = tables.window.to(query.device).view(batch, 1, 1, 1)
-            left = torch.matmul(_rows(q_raw, tables.q_left, start, stop), k_grouped) * scaling
-            right = torch.matmul(_rows(q_raw, tables.q_right, start, stop), k_grouped) * scaling
-            grouped = torch.where(rel > 0, left, right)
-            scores = torch.where(rel.abs() < w, scores, grouped)
+            scores = selfextend_scores(start, stop, rel)
+        else:
+            scores = torch.matmul(query[:, :, start:stop], k_t) * scaling
         if slopes is not None:
             scores = scores - slopes.to(scores.dtype).view(1, heads, 1, 1) * rel.abs().to(scores.dtype)
         if bool_mask is not None:
