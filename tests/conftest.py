@@ -13,6 +13,8 @@ from transformers import (
     BertTokenizer,
     LlamaConfig,
     LlamaModel,
+    ModernBertConfig,
+    ModernBertModel,
     NomicBertConfig,
     NomicBertModel,
     XLMRobertaConfig,
@@ -64,18 +66,24 @@ def build_tiny(family: str, folder: Path, **overrides) -> Path:
         model = LlamaModel(
             LlamaConfig(**TINY, num_key_value_heads=2, max_position_embeddings=LO, **overrides)
         )
+    elif family == "modernbert":  # alternating global / local (sliding-window) layers, two rope bases
+        special = dict(pad_token_id=0, bos_token_id=2, eos_token_id=3, cls_token_id=2, sep_token_id=3)
+        config = ModernBertConfig(
+            **TINY, max_position_embeddings=LO, local_attention=8, global_attn_every_n_layers=2, **special, **overrides
+        )
+        model = ModernBertModel(config)
     elif family == "jina":
         model = JinaBertModel(JinaBertConfig(**TINY, **overrides))
     else:
         raise ValueError(family)
     with torch.no_grad():  # make the random model less degenerate: larger attention logits
         for name, p in model.named_parameters():
-            if any(k in name for k in ("query", "key", "q_proj", "k_proj")) and p.dim() == 2:
+            if any(k in name for k in ("query", "key", "q_proj", "k_proj", "Wqkv")) and p.dim() == 2:
                 p.mul_(4.0)
     return _save(model.eval(), folder)
 
 
-FAMILIES = ("bert", "xlmr", "nomic", "llama", "jina")
+FAMILIES = ("bert", "xlmr", "nomic", "modernbert", "llama", "jina")
 
 
 @pytest.fixture(scope="session")

@@ -461,6 +461,7 @@ def test_run_collapse_writes_json_and_plots(tokenizer, tmp_path):
         sources=("essays",),
         show_progress_bar=False,
         encoder_factory=factory,
+        sigma_a_texts=3,
         pooling="mean",
     )
     on_disk = json.loads((tmp_path / "out" / "collapse.json").read_text())
@@ -515,7 +516,8 @@ def test_run_collapse_writes_json_and_plots(tokenizer, tmp_path):
     expected = embedding_statistics(made[1].encode(texts))
     got = result["temperatures"]["0.5"]["buckets"][1]
     assert got["mean_pairwise_cosine"] == pytest.approx(expected["mean_pairwise_cosine"], rel=1e-6)
-    assert got["sigma_a"] == pytest.approx(float(np.mean(made[1].attention_sigma_a(texts))), rel=1e-6)
+    assert got["sigma_a_n_texts"] == 3  # sigma_a on the first 3 texts only, statistics on all 4
+    assert got["sigma_a"] == pytest.approx(float(np.mean(made[1].attention_sigma_a(texts[:3]))), rel=1e-6)
 
 
 def test_collapse_cli_parses_the_issue_flags(monkeypatch, tmp_path):
@@ -551,6 +553,8 @@ def test_collapse_cli_parses_the_issue_flags(monkeypatch, tmp_path):
             "--option",
             "scale=per_document",
             "--short-edges",
+            "--sigma-a-texts",
+            "5",
             "--quiet",
         ]
     )
@@ -568,4 +572,5 @@ def test_collapse_cli_parses_the_issue_flags(monkeypatch, tmp_path):
     assert (
         seen["short_edges"] == [] and seen["scale"] == "per_document" and seen["show_progress_bar"] is False
     )
+    assert seen["sigma_a_texts"] == 5 and seen["with_sigma_a"] is True
     assert seen["data_dir"] == tmp_path and seen["output_dir"] == tmp_path / "o"

@@ -122,6 +122,7 @@ def _spec(head_dim=8, base=1000.0):
     config = type("C", (), {})()
     config.rope_parameters = {"rope_theta": base, "rope_type": "default"}
     config.hidden_size, config.num_attention_heads, config.head_dim = head_dim * 2, 2, head_dim
+    config.max_position_embeddings = 64
     return RotarySpec.from_config(config)
 
 

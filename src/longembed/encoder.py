@@ -12,6 +12,7 @@ embedding does not depend on what else is in its batch, and inputs the method do
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import warnings
@@ -92,9 +93,10 @@ class LongContextEncoder:
         self.pooling = config.pooling or self.source.pooling
         self.prompts = {**self.source.prompts, **config.prompts}
         self.normalize = self.source.normalize
-        self.rotary = RotarySpec.from_config(model_config) if self.position_scheme == ROPE else None
+        self.rotary = self._rotary_specs(model_config) if self.position_scheme == ROPE else None
         self.num_layers = model_config.num_hidden_layers
         self._head, self._tail = self._special_token_layout()
+        self._takes_token_types = "token_type_ids" in inspect.signature(self.model.forward).parameters
         self.last_stats = EncodeStats()
         # Scores (batch x heads x queries x keys) held at once before attention works in query
         # blocks; a memory knob only, results do not depend on it.
@@ -113,6 +115,15 @@ class LongContextEncoder:
             params = getattr(model_config, "rope_parameters", None) or {}
             return int(params.get("original_max_position_embeddings") or model_config.max_position_embeddings)
         return int(getattr(model_config, "training_length", DEFAULT_ALIBI_TRAINING_LENGTH))
+
+    @staticmethod
+    def _rotary_specs(model_config) -> RotarySpec | dict[str, RotarySpec]:
+        """One rotary spec, or one per layer type when layers differ (ModernBERT local/global)."""
+        params = getattr(model_config, "rope_parameters", None) or {}
+        layer_types = set(getattr(model_config, "layer_types", None) or ())
+        if layer_types and all(isinstance(params.get(t), dict) for t in layer_types):
+            return {t: RotarySpec.from_config(model_config, t) for t in sorted(layer_types)}
+        return RotarySpec.from_config(model_config)
 
     def _max_length(self, model_config) -> int:
         """Lt: the longest input accepted, from the config or the method's natural default."""
@@ -342,7 +353,7 @@ class LongContextEncoder:
             input_ids[row, : len(ids)] = torch.tensor(ids)
         mask = torch.arange(n).unsqueeze(0) < lengths.unsqueeze(1)
         inputs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": mask.long()}
-        if "token_type_ids" in self.tokenizer.model_input_names:
+        if self._takes_token_types:
             inputs["token_type_ids"] = torch.zeros_like(input_ids)
 
         config = self.config
@@ -373,17 +384,23 @@ class LongContextEncoder:
         elif self.position_scheme == ROPE:
             # position 0 makes the model's own rotation the identity; the attention function rotates.
             inputs["position_ids"] = torch.zeros_like(input_ids)
-            plan.rotary = rotary_tables(
-                self.method if self.method in ROPE_METHODS else "none",
-                self.rotary,
-                n,
-                scales,
-                self.original_length,
-                ntk_factor=config.ntk_factor,
-                group_size=config.group_size,
-                window=config.window,
-                yarn_options=config.yarn_options,
-            ).to(self.device)
+            method = self.method if self.method in ROPE_METHODS else "none"
+
+            def tables(spec: RotarySpec):
+                return rotary_tables(
+                    method,
+                    spec,
+                    n,
+                    scales,
+                    self.original_length,
+                    ntk_factor=config.ntk_factor,
+                    group_size=config.group_size,
+                    window=config.window,
+                    yarn_options=config.yarn_options,
+                ).to(self.device)
+
+            specs = self.rotary
+            plan.rotary = {t: tables(spec) for t, spec in specs.items()} if isinstance(specs, dict) else tables(specs)
         inputs = {k: v.to(self.device) for k, v in inputs.items()}
         hidden = self.model(**inputs, longembed_plan=plan).last_hidden_state
         return pool(hidden, inputs["attention_mask"].bool(), self.pooling)

@@ -8,10 +8,11 @@ layer.  The plan carries what differs per document: the padding mask, the logit 
 the per-document rotary tables (PI, GP, NTK, YaRN, SelfExtend).  ALiBi slopes come from the
 attention module itself (``module.alibi_slopes``, see ``longembed.models.jina_bert``).
 
-Memory grows linearly with length: when the full score tensor would exceed
-``AttentionPlan.max_score_elements``, queries are processed in blocks, so at most
-(batch x heads x block x n) scores exist at a time.  ALiBi biases and SelfExtend's merged scores
-are built block by block; no n x n matrix per head is ever materialized.
+Memory grows linearly with length.  Plain attention goes to torch's fused kernel, which never
+materializes the score matrix.  Attention that needs explicit scores (ALiBi biases, SelfExtend's
+merged scores, local windows) works in query blocks when the full score tensor would exceed
+``AttentionPlan.max_score_elements``, so at most (batch x heads x block x n) scores exist at a
+time; no n x n matrix per head is ever materialized.
 """
 
 from __future__ import annotations
@@ -40,14 +41,15 @@ class AttentionPlan:
     key_mask:      (B, n) bool, True for real tokens (padding is False).
     logit_scale:   (B,) multiplier on the attention logits, or None for 1.
     rotary:        per-document cos/sin tables for RoPE models (the model runs with
-                   position_ids = 0, so q and k arrive unrotated), or None.
+                   position_ids = 0, so q and k arrive unrotated), or None; a dict by layer
+                   type for models whose layers differ (ModernBERT's local/global layers).
     max_score_elements: above this many scores (B x H x n_q x n) queries are blocked.
     observer:      optional hook called at layer ``observe_layer`` (used to measure sigma_a).
     """
 
     key_mask: torch.Tensor | None = None
     logit_scale: torch.Tensor | None = None
-    rotary: RotaryTables | None = None
+    rotary: RotaryTables | dict[str, RotaryTables] | None = None
     max_score_elements: int = 1 << 24
     observer: AttentionObserver | None = None
     observe_layer: int | None = None
@@ -97,6 +99,8 @@ def longembed_attention(
 
     q_raw, k_raw = query, key
     tables = plan.rotary
+    if isinstance(tables, dict):
+        tables = tables[module.config.layer_types[module.layer_idx]]
     if tables is not None:
         query = apply_rotary(query, tables.cos, tables.sin)
         key = apply_rotary(key, tables.cos, tables.sin)
@@ -107,6 +111,7 @@ def longembed_attention(
     causal = bool(getattr(module, "is_causal", False))
     slopes = getattr(module, "alibi_slopes", None)
     selfextend = tables is not None and tables.window is not None and bool((tables.window > 0).any())
+    local = _local_window(module, causal)
     observing = plan.observer is not None and layer == plan.observe_layer
     bool_mask = None if key_mask is None or bool(key_mask.all()) else key_mask[:, None, None, :]
 
@@ -114,23 +119,25 @@ def longembed_attention(
     if batch * heads * n * n > plan.max_score_elements:
         block = max(1, plan.max_score_elements // (batch * heads * n))
 
-    if slopes is None and not selfextend and not observing:
-        # Plain attention: torch's fused kernel, one query block at a time when n is large.
+    if slopes is None and not selfextend and local is None and not observing:
+        # Plain attention: torch's fused kernel, which never materializes the score matrix when
+        # the mask is a (B, 1, 1, n) key mask or causality is implicit.  Only causal attention
+        # over a padded batch needs an explicit (rows x n) mask, so it goes in query blocks.
+        if not causal or bool_mask is None:
+            out = F.scaled_dot_product_attention(
+                query, key, value, attn_mask=bool_mask, is_causal=causal, scale=scaling
+            )
+            return out.transpose(1, 2).contiguous(), None
         outs = []
         for start in range(0, n, block):
             stop = min(n, start + block)
-            mask = bool_mask
-            if causal:
-                mask = _causal_block(start, stop, n, query.device)[None, None] & (
-                    bool_mask if bool_mask is not None else True
-                )
+            mask = _causal_block(start, stop, n, query.device)[None, None] & bool_mask
             outs.append(
                 F.scaled_dot_product_attention(
                     query[:, :, start:stop], key, value, attn_mask=mask, scale=scaling
                 )
             )
-        out = torch.cat(outs, dim=2) if len(outs) > 1 else outs[0]
-        return out.transpose(1, 2).contiguous(), None
+        return torch.cat(outs, dim=2).transpose(1, 2).contiguous(), None
 
     key_pos = torch.arange(n, device=query.device)
     k_t = key.transpose(-1, -2)
@@ -179,6 +186,11 @@ def longembed_attention(
             scores = scores.masked_fill(~bool_mask, float("-inf"))
         if causal:
             scores = scores.masked_fill(rel < 0, float("-inf"))
+        if local is not None:  # local (sliding-window) attention layers
+            outside = (rel >= local) | (rel < 0) if causal else rel.abs() > local
+            scores = scores.masked_fill(outside, float("-inf"))
+            # a padding query whose whole window is padding has no key: give it zeros, not NaN
+            return torch.softmax(scores, dim=-1).nan_to_num(0.0)
         return torch.softmax(scores, dim=-1)
 
     if observing:
@@ -188,6 +200,17 @@ def longembed_attention(
         stop = min(n, start + block)
         out[:, :, start:stop] = torch.matmul(probabilities(start, stop), value)
     return out.transpose(1, 2).contiguous(), None
+
+
+def _local_window(module: torch.nn.Module, causal: bool) -> int | None:
+    """The sliding-window size of a local attention layer, in transformers' mask semantics.
+
+    Bidirectional (ModernBERT): a token sees keys with |i - j| <= config.sliding_window.
+    Causal (Mistral-style): keys with 0 <= i - j < sliding_window.
+    """
+    if getattr(module, "sliding_window", None) is None:
+        return None
+    return int(module.config.sliding_window if not causal else module.sliding_window)
 
 
 def _rows(

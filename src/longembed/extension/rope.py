@@ -22,10 +22,10 @@ SelfExtend use two position sets and NTK use a different base per document.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 
 import torch
+from transformers import PretrainedConfig
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
 from longembed.extension.scaling import ntk_lambda, selfextend_defaults
@@ -38,58 +38,70 @@ class RotarySpec:
     """What the attention function needs to know to rotate q and k like the model does.
 
     ``rotary_dim`` is the number of leading head dimensions that are rotated (partial RoPE);
-    rotation is rotate-half (GPT-NeoX / Llama / nomic-bert layout).
+    rotation is rotate-half (GPT-NeoX / Llama / nomic-bert / ModernBERT layout).  ``params`` are
+    the model's rotary parameters (for models with several layer types, e.g. ModernBERT's local
+    and global layers, those of one layer type).
     """
 
-    base: float
+    params: dict
     rotary_dim: int
     head_dim: int
-    rope_type: str
-    config: object  # the model's config, for transformers' rope init functions
+    max_position_embeddings: int
+
+    @property
+    def base(self) -> float:
+        return float(self.params["rope_theta"])
+
+    @property
+    def rope_type(self) -> str:
+        return self.params.get("rope_type", "default")
 
     @classmethod
-    def from_config(cls, config) -> RotarySpec:
-        params = getattr(config, "rope_parameters", None) or {}
-        base = params.get("rope_theta", getattr(config, "rope_theta", None))
-        if base is None:
-            raise ValueError(f"{type(config).__name__} has no rope_theta: is this a RoPE model?")
+    def from_config(cls, config, layer_type: str | None = None) -> RotarySpec:
+        params = dict(getattr(config, "rope_parameters", None) or {})
+        if layer_type is not None:
+            params = dict(params[layer_type])
+        if "rope_theta" not in params:
+            if getattr(config, "rope_theta", None) is None:
+                raise ValueError(f"{type(config).__name__} has no rope_theta: is this a RoPE model?")
+            params["rope_theta"] = config.rope_theta
         head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
-        partial = params.get("partial_rotary_factor", getattr(config, "partial_rotary_factor", 1.0))
+        partial = params.get("partial_rotary_factor", getattr(config, "partial_rotary_factor", None) or 1.0)
         return cls(
-            base=float(base),
+            params=params,
             rotary_dim=int(head_dim * partial),
             head_dim=head_dim,
-            rope_type=params.get("rope_type", "default"),
-            config=config,
+            max_position_embeddings=int(config.max_position_embeddings),
         )
+
+    def _rope_config(self, params: dict) -> PretrainedConfig:
+        """A minimal config for transformers' rope init functions."""
+        config = PretrainedConfig(
+            hidden_size=self.head_dim, num_attention_heads=1, head_dim=self.head_dim,
+            max_position_embeddings=self.max_position_embeddings,
+        )
+        config.rope_parameters = {**params, "partial_rotary_factor": self.rotary_dim / self.head_dim}
+        return config
 
     def inv_freq(self, base_multiplier: float = 1.0) -> tuple[torch.Tensor, float]:
         """The model's inverse frequencies theta_j (and its cos/sin factor), base x multiplier."""
+        base = self.base * base_multiplier
         if self.rope_type == "default":
             dim = self.rotary_dim
-            base = self.base * base_multiplier
             exponent = torch.arange(0, dim, 2, dtype=torch.int64).to(torch.float32) / dim
             return 1.0 / (base**exponent), 1.0
-        config = copy.deepcopy(self.config)
-        config.rope_parameters = {**config.rope_parameters, "rope_theta": self.base * base_multiplier}
-        return ROPE_INIT_FUNCTIONS[self.rope_type](config, None)
+        return ROPE_INIT_FUNCTIONS[self.rope_type](self._rope_config({**self.params, "rope_theta": base}), None)
 
     def yarn_inv_freq(self, s: int, original_length: int, **yarn_options) -> tuple[torch.Tensor, float]:
         """YaRN frequencies and attention factor for scale s, via transformers' implementation."""
-        config = copy.deepcopy(self.config)
-        config.rope_parameters = {
+        params = {
             "rope_type": "yarn",
             "rope_theta": self.base,
             "factor": float(s),
             "original_max_position_embeddings": original_length,
-            **(
-                {"partial_rotary_factor": self.rotary_dim / self.head_dim}
-                if self.rotary_dim != self.head_dim
-                else {}
-            ),
             **yarn_options,
         }
-        return ROPE_INIT_FUNCTIONS["yarn"](config, None)
+        return ROPE_INIT_FUNCTIONS["yarn"](self._rope_config(params), None)
 
 
 @dataclass

@@ -1,0 +1,125 @@
+"""Tests of the benchmark report (longembed.report) and the ``report`` subcommand."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from longembed.evaluation.bm25 import BM25Model
+from longembed.evaluation.runner import evaluate_model, write_results
+from longembed.report import collect_runs, write_report
+from longembed.report.tables import markdown_report, results_summary, run_label
+
+
+@pytest.fixture(scope="module")
+def bm25_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("bm25")
+    return evaluate_model(BM25Model(), ["passkey"], lengths=[256, 512], output_dir=out, show_progress=False, log=None)
+
+
+def fake_run(bm25: dict[str, Any], model: str, method: str, max_length: int, by_length: dict[str, float],
+             qmsum: float | None = None, temperature: float = 1.0) -> dict[str, Any]:
+    """A results dict like an encoder run's, with chosen scores."""
+    results = copy.deepcopy(bm25)
+    results["config"]["encoder"] = {"model": model, "method": method, "max_length": max_length,
+                                    "temperature": temperature, "scale": "fixed", "apply_to": "long"}
+    results["config"]["resolved"] = {"method": method, "max_length": max_length}
+    results["config"]["temperatures"] = {"query": temperature, "document": temperature}
+    passkey = results["tasks"]["passkey"]
+    passkey["by_length"] = by_length
+    passkey["score"] = sum(by_length.values()) / len(by_length)
+    results["average"] = passkey["score"]
+    if qmsum is not None:
+        results["tasks"]["qmsum"] = {"main_score": "ndcg@10", "score": qmsum, "metrics": {"ndcg@10": qmsum}}
+        results["average"] = (passkey["score"] + qmsum) / 2
+        results["average_tasks"] = ["passkey", "qmsum"]
+    return results
+
+
+@pytest.fixture()
+def run_dirs(tmp_path: Path, bm25_results: dict[str, Any]) -> list[Path]:
+    runs = {
+        "bm25": bm25_results,
+        "minilm-truncate": fake_run(bm25_results, "/models/all-MiniLM-L6-v2", "truncate", 512,
+                                    {"256": 42.0, "512": 17.5}, qmsum=21.25),
+        "minilm-pi": fake_run(bm25_results, "/models/all-MiniLM-L6-v2", "pi", 4096, {"256": 44.0, "512": 31.0},
+                              temperature=0.7),
+    }
+    dirs = []
+    for name, results in runs.items():
+        write_results(tmp_path / "runs" / name, results)
+        dirs.append(tmp_path / "runs" / name)
+    return dirs
+
+
+def test_report_files_and_markdown_content(tmp_path: Path, run_dirs: list[Path]) -> None:
+    written = write_report(run_dirs, tmp_path / "report")
+    assert set(written) == {"report", "scores_by_task", "passkey_by_length"}  # no run has needle
+    text = (tmp_path / "report" / "report.md").read_text()
+    lines = text.splitlines()
+    header = next(line for line in lines if line.startswith("| run | model"))
+    assert header == "| run | model | method | max_length | Passkey | QMSum | Avg. |"
+    bm25_row = next(line for line in lines if line.startswith("| BM25 |"))
+    assert bm25_row == "| BM25 | BM25 | – | – | 100.0 | – | 100.0* |"
+    truncate_row = next(line for line in lines if line.startswith("| all-MiniLM-L6-v2 truncate 512 |"))
+    assert "| truncate | 512 | 29.8 | 21.2 | 25.5 |" in truncate_row  # (42 + 17.5) / 2 = 29.75
+    assert "## Passkey: accuracy@1 (%) by length (tokens)" in text
+    assert "| run | 256 | 512 | mean |" in text
+    assert "| all-MiniLM-L6-v2 pi 4096 tau=0.7 | 44.0 | 31.0 | 37.5 |" in text
+    assert "![scores by task](scores_by_task.png)" in text
+    assert "![passkey accuracy by length](passkey_by_length.png)" in text
+
+
+def test_pngs_are_readable_images(tmp_path: Path, run_dirs: list[Path]) -> None:
+    import matplotlib.image
+
+    written = write_report(run_dirs, tmp_path / "report")
+    for key in ("scores_by_task", "passkey_by_length"):
+        image = matplotlib.image.imread(written[key])
+        assert image.ndim == 3 and image.shape[0] > 150 and image.shape[1] > 300
+        assert image[..., :3].std() > 0.05  # not blank
+
+
+def test_collect_runs_from_a_parent_folder_and_unique_labels(tmp_path: Path, run_dirs: list[Path],
+                                                             bm25_results: dict[str, Any]) -> None:
+    write_results(tmp_path / "runs" / "bm25-again", bm25_results)
+    runs = collect_runs([tmp_path / "runs"])
+    labels = [r.label for r in runs]
+    assert len(runs) == 4 and len(set(labels)) == 4
+    assert "BM25 [bm25-again]" in labels and "BM25 [bm25]" in labels
+    with pytest.raises(FileNotFoundError, match="no results.json"):
+        collect_runs([tmp_path / "nowhere"])
+    (tmp_path / "bad.json").write_text(json.dumps({"format": "something else"}))
+    with pytest.raises(ValueError, match="not a longembed results file"):
+        collect_runs([tmp_path / "bad.json"])
+
+
+def test_notes_for_incomplete_and_skipped(bm25_results: dict[str, Any]) -> None:
+    from longembed.report.tables import Run
+
+    results = copy.deepcopy(bm25_results)
+    results["complete"] = False
+    results["skipped"] = {"qmsum": "task 'qmsum': /data/qmsum does not exist."}
+    text = markdown_report([Run(Path("r"), results, "BM25")])
+    assert "**incomplete run**" in text
+    assert "qmsum skipped: task 'qmsum': /data/qmsum does not exist." in text
+
+
+def test_run_label_and_summary(bm25_results: dict[str, Any]) -> None:
+    assert run_label(bm25_results) == "BM25"
+    summary = results_summary(bm25_results)
+    assert "passkey" in summary and "100.00" in summary and "256: 100.0" in summary
+
+
+def test_cli_report(tmp_path: Path, run_dirs: list[Path], capsys: pytest.CaptureFixture[str]) -> None:
+    from longembed.cli.main import main
+
+    out = tmp_path / "out"
+    assert main(["report", *map(str, run_dirs), "--output", str(out)]) == 0
+    assert (out / "report.md").is_file() and (out / "passkey_by_length.png").is_file()
+    assert "report.md" in capsys.readouterr().out
+    assert main(["report", str(tmp_path / "missing"), "--output", str(out)]) == 2
