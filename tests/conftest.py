@@ -27,7 +27,30 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 DATA_DIR = SHARED / "data"
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-WORDS = ["the", "of", "and", "to", "in", "is", "it", "that", "was", "for", "on", "are", "with", "as", "his", "they", "be", "at", "one", "have", "this", "from"]
+WORDS = [
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "it",
+    "that",
+    "was",
+    "for",
+    "on",
+    "are",
+    "with",
+    "as",
+    "his",
+    "they",
+    "be",
+    "at",
+    "one",
+    "have",
+    "this",
+    "from",
+]
 VOCAB = (
     SPECIALS + list(string.ascii_lowercase) + [f"##{c}" for c in string.ascii_lowercase] + WORDS + [".", ","]
 )
@@ -69,7 +92,12 @@ def build_tiny(family: str, folder: Path, **overrides) -> Path:
     elif family == "modernbert":  # alternating global / local (sliding-window) layers, two rope bases
         special = dict(pad_token_id=0, bos_token_id=2, eos_token_id=3, cls_token_id=2, sep_token_id=3)
         config = ModernBertConfig(
-            **TINY, max_position_embeddings=LO, local_attention=8, global_attn_every_n_layers=2, **special, **overrides
+            **TINY,
+            max_position_embeddings=LO,
+            local_attention=8,
+            global_attn_every_n_layers=2,
+            **special,
+            **overrides,
         )
         model = ModernBertModel(config)
     elif family == "jina":

@@ -65,7 +65,9 @@ def test_fingerprint_key_is_order_independent_and_sensitive() -> None:
 
 
 @pytest.mark.parametrize("chunk_size,chunk_chars", [(3, 10**9), (64, 25), (4, 12)])
-def test_plan_chunks_covers_everything_and_resumes_on_the_same_boundaries(chunk_size: int, chunk_chars: int) -> None:
+def test_plan_chunks_covers_everything_and_resumes_on_the_same_boundaries(
+    chunk_size: int, chunk_chars: int
+) -> None:
     rng = np.random.default_rng(0)
     lengths = [int(x) for x in rng.integers(1, 20, size=40)]
     chunks = plan_chunks(lengths, chunk_size, chunk_chars)
@@ -163,18 +165,24 @@ def test_encode_cached_resumes_after_kill_and_warm_run_encodes_nothing(tmp_path:
 
     killed = Recorder(fail_after=20)
     with pytest.raises(KeyboardInterrupt):
-        encode_cached(texts, killed, word_count, EmbeddingCache(tmp_path).namespace({"m": 1}), "s", chunk_size=8)
+        encode_cached(
+            texts, killed, word_count, EmbeddingCache(tmp_path).namespace({"m": 1}), "s", chunk_size=8
+        )
     assert killed.n_texts == 16  # two whole chunks were done, and written
 
     resumed = Recorder()
-    out = encode_cached(texts, resumed, word_count, EmbeddingCache(tmp_path).namespace({"m": 1}), "s", chunk_size=8)
+    out = encode_cached(
+        texts, resumed, word_count, EmbeddingCache(tmp_path).namespace({"m": 1}), "s", chunk_size=8
+    )
     assert resumed.n_texts == 50 - 16
     assert out.n_cached == 16 and out.n_encoded == 34
     np.testing.assert_array_equal(out.vectors, reference.vectors)
     np.testing.assert_array_equal(out.tokens, reference.tokens)
 
     warm = Recorder()
-    out = encode_cached(texts, warm, word_count, EmbeddingCache(tmp_path).namespace({"m": 1}), "s", chunk_size=8)
+    out = encode_cached(
+        texts, warm, word_count, EmbeddingCache(tmp_path).namespace({"m": 1}), "s", chunk_size=8
+    )
     assert warm.n_texts == 0 and out.n_cached == 50
     np.testing.assert_array_equal(out.vectors, reference.vectors)
 

@@ -218,3 +218,30 @@ def test_length_temperature_with_decay_one_is_logn_scaling(tiny_models):
         text
     )
     np.testing.assert_allclose(decay, logn, atol=1e-5)
+
+
+def test_hub_id_that_cannot_be_fetched_names_the_fix(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(
+        OSError, match="(?s)could not be fetched from the Hugging Face hub.*downloaded model folder"
+    ):
+        load_encoder("someone/not-a-cached-model")
+
+
+def test_config_round_trips(tiny_models, tmp_path):
+    from longembed import EncoderConfig
+
+    encoder = load_encoder(
+        tiny_models["nomic"], method="selfextend", max_length=128, group_size=3, window=8, temperature=0.8
+    )
+    encoder.config.save(tmp_path / "encoder.json")
+    loaded = EncoderConfig.load(tmp_path / "encoder.json")
+    assert loaded == encoder.config
+    again = load_encoder(
+        loaded.model,
+        method=loaded.method,
+        max_length=loaded.max_length,
+        **{k: v for k, v in loaded.to_dict().items() if k not in ("model", "method", "max_length")},
+    )
+    text = [words(90, seed=3)]
+    np.testing.assert_array_equal(again.encode(text), encoder.encode(text))

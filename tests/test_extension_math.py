@@ -248,3 +248,32 @@ def test_decoder_attention_stays_causal(tiny_models):
             ).last_hidden_state
             hidden[name] = out[0, : n - 3]
     torch.testing.assert_close(hidden["a"], hidden["b"])
+
+
+def test_selfextend_on_a_tiny_rope_model_matches_naive_attention(tiny_models):
+    """Whole model: longembed's SelfExtend vs a naive n x n SelfExtend attention plugged in here."""
+    from transformers import AttentionInterface
+
+    from longembed.encoder import load_transformer
+    from longembed.pooling import pool
+
+    folder = tiny_models["nomic"]
+    g, w = 3, 8
+    encoder = load_encoder(folder, method="selfextend", max_length=4 * LO, group_size=g, window=w)
+    spec = encoder.rotary
+
+    def naive(module, q, k, v, attention_mask, scaling=None, **kwargs):
+        out = _naive_selfextend(q, k, v, spec.inv_freq()[0], g, w, scaling)
+        return out.transpose(1, 2).contiguous(), None
+
+    AttentionInterface.register("naive-selfextend-test", naive)
+    model = load_transformer(folder).eval()
+    model.set_attn_implementation("naive-selfextend-test")
+    text = words(90, seed=7)
+    ids = torch.tensor([encoder.tokenizer(text)["input_ids"]])
+    assert ids.shape[1] > w and ids.shape[1] > LO
+    with torch.no_grad():  # position 0: q and k reach the attention function unrotated
+        hidden = model(input_ids=ids, position_ids=torch.zeros_like(ids)).last_hidden_state
+    expected = torch.nn.functional.normalize(pool(hidden, torch.ones_like(ids).bool(), "mean"), dim=-1)
+    got = encoder.encode([text], normalize_embeddings=True)
+    np.testing.assert_allclose(got, expected.numpy(), atol=1e-5)

@@ -18,15 +18,30 @@ from longembed.report.tables import markdown_report, results_summary, run_label
 @pytest.fixture(scope="module")
 def bm25_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("bm25")
-    return evaluate_model(BM25Model(), ["passkey"], lengths=[256, 512], output_dir=out, show_progress=False, log=None)
+    return evaluate_model(
+        BM25Model(), ["passkey"], lengths=[256, 512], output_dir=out, show_progress=False, log=None
+    )
 
 
-def fake_run(bm25: dict[str, Any], model: str, method: str, max_length: int, by_length: dict[str, float],
-             qmsum: float | None = None, temperature: float = 1.0) -> dict[str, Any]:
+def fake_run(
+    bm25: dict[str, Any],
+    model: str,
+    method: str,
+    max_length: int,
+    by_length: dict[str, float],
+    qmsum: float | None = None,
+    temperature: float = 1.0,
+) -> dict[str, Any]:
     """A results dict like an encoder run's, with chosen scores."""
     results = copy.deepcopy(bm25)
-    results["config"]["encoder"] = {"model": model, "method": method, "max_length": max_length,
-                                    "temperature": temperature, "scale": "fixed", "apply_to": "long"}
+    results["config"]["encoder"] = {
+        "model": model,
+        "method": method,
+        "max_length": max_length,
+        "temperature": temperature,
+        "scale": "fixed",
+        "apply_to": "long",
+    }
     results["config"]["resolved"] = {"method": method, "max_length": max_length}
     results["config"]["temperatures"] = {"query": temperature, "document": temperature}
     passkey = results["tasks"]["passkey"]
@@ -44,10 +59,12 @@ def fake_run(bm25: dict[str, Any], model: str, method: str, max_length: int, by_
 def run_dirs(tmp_path: Path, bm25_results: dict[str, Any]) -> list[Path]:
     runs = {
         "bm25": bm25_results,
-        "minilm-truncate": fake_run(bm25_results, "/models/all-MiniLM-L6-v2", "truncate", 512,
-                                    {"256": 42.0, "512": 17.5}, qmsum=21.25),
-        "minilm-pi": fake_run(bm25_results, "/models/all-MiniLM-L6-v2", "pi", 4096, {"256": 44.0, "512": 31.0},
-                              temperature=0.7),
+        "minilm-truncate": fake_run(
+            bm25_results, "/models/all-MiniLM-L6-v2", "truncate", 512, {"256": 42.0, "512": 17.5}, qmsum=21.25
+        ),
+        "minilm-pi": fake_run(
+            bm25_results, "/models/all-MiniLM-L6-v2", "pi", 4096, {"256": 44.0, "512": 31.0}, temperature=0.7
+        ),
     }
     dirs = []
     for name, results in runs.items():
@@ -84,8 +101,9 @@ def test_pngs_are_readable_images(tmp_path: Path, run_dirs: list[Path]) -> None:
         assert image[..., :3].std() > 0.05  # not blank
 
 
-def test_collect_runs_from_a_parent_folder_and_unique_labels(tmp_path: Path, run_dirs: list[Path],
-                                                             bm25_results: dict[str, Any]) -> None:
+def test_collect_runs_from_a_parent_folder_and_unique_labels(
+    tmp_path: Path, run_dirs: list[Path], bm25_results: dict[str, Any]
+) -> None:
     write_results(tmp_path / "runs" / "bm25-again", bm25_results)
     runs = collect_runs([tmp_path / "runs"])
     labels = [r.label for r in runs]

@@ -32,20 +32,35 @@ class TinyTask:
     metadata = TaskMetadata(
         name="tiny", description="tiny test task", main_score="ndcg@10", lengths=None, source="tests"
     )
-    TOPICS = ("volcano lava eruption", "violin orchestra concerto", "penguin antarctic ice", "bitcoin ledger mining",
-              "tomato garden harvest", "glacier moraine valley", "sonnet poem verse", "rocket orbit launch",
-              "cheese dairy cellar", "desert dune camel", "coral reef fish", "chess opening gambit")
+    TOPICS = (
+        "volcano lava eruption",
+        "violin orchestra concerto",
+        "penguin antarctic ice",
+        "bitcoin ledger mining",
+        "tomato garden harvest",
+        "glacier moraine valley",
+        "sonnet poem verse",
+        "rocket orbit launch",
+        "cheese dairy cellar",
+        "desert dune camel",
+        "coral reef fish",
+        "chess opening gambit",
+    )
 
     def load(self, data_dir: Path | None, length: int | None = None) -> RetrievalData:
-        corpus = {f"d{i:02d}": f"A long note about {t}. " + f"More on {t}. " * (i % 4 + 1)
-                  for i, t in enumerate(self.TOPICS)}
+        corpus = {
+            f"d{i:02d}": f"A long note about {t}. " + f"More on {t}. " * (i % 4 + 1)
+            for i, t in enumerate(self.TOPICS)
+        }
         queries = {f"q{i}": f"tell me about {self.TOPICS[2 * i].split()[0]}" for i in range(6)}
         qrels = {f"q{i}": {f"d{2 * i:02d}": 1} for i in range(6)}
         return RetrievalData(corpus, queries, qrels).validate()
 
 
 class MissingDataTask:
-    metadata = TaskMetadata(name="ghost", description="", main_score="ndcg@10", lengths=None, source="nowhere")
+    metadata = TaskMetadata(
+        name="ghost", description="", main_score="ndcg@10", lengths=None, source="nowhere"
+    )
 
     def load(self, data_dir: Path | None, length: int | None = None) -> RetrievalData:
         from longembed.tasks import TaskDataMissing
@@ -74,9 +89,15 @@ class HashEncoder:
     def n_texts(self) -> int:
         return sum(c["n"] for c in self.calls)
 
-    def encode(self, texts: Sequence[str], batch_size: int = 32, normalize_embeddings: bool | None = None,
-               show_progress_bar: bool = False, prompt: str | None = None,
-               temperature: float | None = None) -> np.ndarray:
+    def encode(
+        self,
+        texts: Sequence[str],
+        batch_size: int = 32,
+        normalize_embeddings: bool | None = None,
+        show_progress_bar: bool = False,
+        prompt: str | None = None,
+        temperature: float | None = None,
+    ) -> np.ndarray:
         tau = self.config.temperature if temperature is None else temperature
         self.calls.append({"n": len(texts), "prompt": prompt, "temperature": temperature})
         out = np.zeros((len(texts), 512), dtype=np.float32)
@@ -87,9 +108,14 @@ class HashEncoder:
             out[i] += 3.0 * (1.0 - tau) * noise.astype(np.float32)
         return out / np.linalg.norm(out, axis=1, keepdims=True)
 
-    def _encode_without_temperature(self, texts: Sequence[str], batch_size: int = 32,
-                                    normalize_embeddings: bool | None = None, show_progress_bar: bool = False,
-                                    prompt: str | None = None) -> np.ndarray:
+    def _encode_without_temperature(
+        self,
+        texts: Sequence[str],
+        batch_size: int = 32,
+        normalize_embeddings: bool | None = None,
+        show_progress_bar: bool = False,
+        prompt: str | None = None,
+    ) -> np.ndarray:
         return HashEncoder.encode(self, texts, batch_size, normalize_embeddings, show_progress_bar, prompt)
 
 
@@ -160,8 +186,13 @@ def test_bm25_passkey_results_structure(tmp_path: Path) -> None:
 
 
 def test_missing_data_is_skipped_and_recorded(tmp_path: Path) -> None:
-    results = run(BM25Model(), tmp_path, tasks=["passkey", MissingDataTask(), "qmsum"], lengths=[256],
-                  data_dir=tmp_path / "empty")
+    results = run(
+        BM25Model(),
+        tmp_path,
+        tasks=["passkey", MissingDataTask(), "qmsum"],
+        lengths=[256],
+        data_dir=tmp_path / "empty",
+    )
     assert list(results["tasks"]) == ["passkey"]
     assert set(results["skipped"]) == {"ghost", "qmsum"}
     assert "Get it from nowhere" in results["skipped"]["ghost"]
@@ -199,7 +230,9 @@ def test_model_prompts_by_default_and_overrides(tmp_path: Path) -> None:
     assert sum(c["n"] for c in encoder.calls if c["prompt"] == "search_query: ") == 6
 
     encoder = HashEncoder(tmp_path / "m")
-    results = run(encoder, tmp_path, "other", tasks=[TinyTask()], query_prompt="", document_prompt="passage: ")
+    results = run(
+        encoder, tmp_path, "other", tasks=[TinyTask()], query_prompt="", document_prompt="passage: "
+    )
     assert results["config"]["prompts"] == {"query": "", "document": "passage: "}
     assert {c["prompt"] for c in encoder.calls} == {"", "passage: "}
 
@@ -225,8 +258,12 @@ def test_temperature_override_needs_an_encode_that_takes_it(tmp_path: Path) -> N
     with pytest.raises(ValueError, match="no temperature= argument"):
         run(encoder, tmp_path, tasks=[TinyTask()], document_temperature=0.8)
     # the encoder's configured temperature needs no override
-    run(HashEncoder(tmp_path / "m2", per_call_temperature=False, temperature=0.8), tmp_path,
-        tasks=[TinyTask()], document_temperature=0.8)
+    run(
+        HashEncoder(tmp_path / "m2", per_call_temperature=False, temperature=0.8),
+        tmp_path,
+        tasks=[TinyTask()],
+        document_temperature=0.8,
+    )
 
 
 # --------------------------------------------------------------------------- cache
@@ -256,8 +293,15 @@ def test_cache_key_ignores_on_overflow_but_not_max_length(tmp_path: Path) -> Non
 
 def test_resume_after_kill_matches_uninterrupted_run(tmp_path: Path, minilm) -> None:
     tasks = [TinyTask(), "passkey"]
-    reference = run(minilm, tmp_path, "reference", tasks=tasks, lengths=[256], cache_dir=tmp_path / "cache-ref",
-                    chunk_size=16)
+    reference = run(
+        minilm,
+        tmp_path,
+        "reference",
+        tasks=tasks,
+        lengths=[256],
+        cache_dir=tmp_path / "cache-ref",
+        chunk_size=16,
+    )
 
     killed = Interrupting(minilm, fail_after=40)
     with pytest.raises(KeyboardInterrupt):
@@ -302,6 +346,28 @@ def test_minilm_results_versions_and_estimate(tmp_path: Path, minilm) -> None:
     assert model_identity(minilm)["files"] == model["files"]
 
 
+def test_query_temperature_reaches_the_real_encoder(tmp_path: Path, minilm) -> None:
+    import inspect
+
+    from longembed.evaluation.cache import EmbeddingCache, text_key
+
+    if "temperature" not in inspect.signature(minilm.encode).parameters:
+        pytest.skip("this LongContextEncoder.encode has no per-call temperature yet")
+    results = run(minilm, tmp_path, tasks=[TinyTask()], query_temperature=0.5, query_prompt="q: ")
+    key = results["config"]["cache_namespaces"]["queries"]
+    cache = EmbeddingCache(tmp_path / "cache")
+    fingerprint = json.loads((cache.root / key / "fingerprint.json").read_text())
+    namespace = cache.namespace(fingerprint)
+    assert namespace.key == key  # the stored fingerprint reproduces its key
+    assert fingerprint["temperature"] == 0.5 and fingerprint["prompt"] == "q: "
+    query = TinyTask().load(None).queries["q0"]
+    cached = namespace.load("tiny/all/queries").vectors[text_key(query)]
+    direct = minilm.encode([query], prompt="q: ", temperature=0.5, normalize_embeddings=True)[0]
+    plain = minilm.encode([query], prompt="q: ", normalize_embeddings=True)[0]
+    np.testing.assert_allclose(cached, direct, atol=1e-6)
+    assert not np.allclose(cached, plain, atol=1e-3)
+
+
 @pytest.mark.skipif(not DATA_DIR.is_dir(), reason="shared data folder absent")
 def test_bm25_on_real_data(tmp_path: Path) -> None:
     results = run(BM25Model(), tmp_path, tasks=["squality"], data_dir=DATA_DIR)
@@ -316,7 +382,9 @@ def test_cli_eval_bm25(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     from longembed.cli.main import main
 
     out = tmp_path / "bm25"
-    assert main(["eval", "--model", "bm25", "--tasks", "passkey", "--lengths", "256", "--output", str(out)]) == 0
+    assert (
+        main(["eval", "--model", "bm25", "--tasks", "passkey", "--lengths", "256", "--output", str(out)]) == 0
+    )
     results = load_results(out)
     assert results["tasks"]["passkey"]["by_length"] == {"256": 100.0}
     printed = capsys.readouterr().out

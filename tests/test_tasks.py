@@ -36,7 +36,14 @@ def single_relevant(data: RetrievalData, qid: str) -> str:
 
 def test_registry_names_and_metadata() -> None:
     assert set(TASKS) == {
-        "passkey", "needle", "qmsum", "squality", "hotpotqa", "narrativeqa", "summscreenfd", "2wikimqa"
+        "passkey",
+        "needle",
+        "qmsum",
+        "squality",
+        "hotpotqa",
+        "narrativeqa",
+        "summscreenfd",
+        "2wikimqa",
     }
     assert DEFAULT_TASKS == ("passkey", "needle", "qmsum", "squality", "hotpotqa", "narrativeqa")
     for name, task in TASKS.items():
@@ -140,8 +147,10 @@ def test_passkey_is_deterministic_and_lengths_are_independent() -> None:
 
 
 def _needles(n: int) -> tuple[needle_mod.Needle, ...]:
-    return tuple(needle_mod.Needle(f"Fact number {i} says zebra{i} likes tea.", f"What does zebra{i} like?")
-                 for i in range(n))
+    return tuple(
+        needle_mod.Needle(f"Fact number {i} says zebra{i} likes tea.", f"What does zebra{i} like?")
+        for i in range(n)
+    )
 
 
 def test_needle_generation_on_a_toy_haystack() -> None:
@@ -239,8 +248,10 @@ def test_qmsum_matches_longembed_exactly() -> None:
     first = next(iter(data.corpus.values()))
     assert re.match(r"[^\n:]+: ", first)
     # the two answers shared by two meetings are kept with the first meeting
-    for shared, meeting in [("The meeting discussed various topics such as data collection", "Bed005"),
-                            ("The Bayes-net is going to be the focus of the presentation.", "Bed013")]:
+    for shared, meeting in [
+        ("The meeting discussed various topics such as data collection", "Bed005"),
+        ("The Bayes-net is going to be the focus of the presentation.", "Bed013"),
+    ]:
         (qid,) = [q for q, t in data.queries.items() if t.startswith(shared)]
         assert single_relevant(data, qid) == meeting
 

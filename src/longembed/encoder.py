@@ -400,7 +400,9 @@ class LongContextEncoder:
                 ).to(self.device)
 
             specs = self.rotary
-            plan.rotary = {t: tables(spec) for t, spec in specs.items()} if isinstance(specs, dict) else tables(specs)
+            plan.rotary = (
+                {t: tables(spec) for t, spec in specs.items()} if isinstance(specs, dict) else tables(specs)
+            )
         inputs = {k: v.to(self.device) for k, v in inputs.items()}
         hidden = self.model(**inputs, longembed_plan=plan).last_hidden_state
         return pool(hidden, inputs["attention_mask"].bool(), self.pooling)

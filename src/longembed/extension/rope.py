@@ -77,7 +77,9 @@ class RotarySpec:
     def _rope_config(self, params: dict) -> PretrainedConfig:
         """A minimal config for transformers' rope init functions."""
         config = PretrainedConfig(
-            hidden_size=self.head_dim, num_attention_heads=1, head_dim=self.head_dim,
+            hidden_size=self.head_dim,
+            num_attention_heads=1,
+            head_dim=self.head_dim,
             max_position_embeddings=self.max_position_embeddings,
         )
         config.rope_parameters = {**params, "partial_rotary_factor": self.rotary_dim / self.head_dim}
@@ -90,7 +92,9 @@ class RotarySpec:
             dim = self.rotary_dim
             exponent = torch.arange(0, dim, 2, dtype=torch.int64).to(torch.float32) / dim
             return 1.0 / (base**exponent), 1.0
-        return ROPE_INIT_FUNCTIONS[self.rope_type](self._rope_config({**self.params, "rope_theta": base}), None)
+        return ROPE_INIT_FUNCTIONS[self.rope_type](
+            self._rope_config({**self.params, "rope_theta": base}), None
+        )
 
     def yarn_inv_freq(self, s: int, original_length: int, **yarn_options) -> tuple[torch.Tensor, float]:
         """YaRN frequencies and attention factor for scale s, via transformers' implementation."""
