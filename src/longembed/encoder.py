@@ -212,7 +212,7 @@ class LongContextEncoder:
         """sigma_a of one layer's attention (default the last), mean over heads, per text.
 
         sigma_a = ||(I - 11^T/n) A||_2, the length-collapse paper's filter-rate bound (Theorem 2),
-        found by power iteration on rows of A recomputed block by block (never n x n at once).
+        found by Lanczos iteration on rows of A recomputed block by block (never n x n at once).
         For pcw, the value is the mean over the text's windows.
         """
         from longembed.collapse.spectral import sigma_a_blockwise

@@ -72,6 +72,13 @@ def register_cli(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPar
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--sources", nargs="+", choices=SOURCES, default=list(SOURCES))
     p.add_argument("--no-sigma-a", action="store_true", help="skip sigma_a (the slow part at long lengths)")
+    p.add_argument(
+        "--sigma-a-texts",
+        type=int,
+        default=None,
+        metavar="N",
+        help="measure sigma_a on the first N texts of each bucket only (default: all)",
+    )
     p.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     p.add_argument(
         "--option",
@@ -108,6 +115,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         show_progress_bar=not args.quiet,
         sources=args.sources,
         with_sigma_a=not args.no_sigma_a,
+        sigma_a_texts=args.sigma_a_texts,
         **options,
     )
     config = result["config"]

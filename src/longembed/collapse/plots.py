@@ -11,14 +11,15 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, no display; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib import ticker  # noqa: E402
 
 __all__ = ["METRICS", "plot_collapse"]
 
 METRICS: dict[str, str] = {
     "mean_pairwise_cosine": "mean pairwise cosine similarity",
-    "spread": "spread (mean distance of normalized embeddings to their centroid)",
-    "mean_norm": "mean embedding norm before normalization",
-    "sigma_a": "sigma_a of the last layer's attention (mean over heads and texts)",
+    "spread": "spread (mean distance to centroid)",
+    "mean_norm": "mean norm before normalization",
+    "sigma_a": "sigma_a (last layer, mean of heads)",
 }
 """Metric key in the result buckets -> axis label."""
 
@@ -91,8 +92,9 @@ def plot_collapse(
                 )
                 plotted = True
         ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
         ax.set_xlabel("text length (tokens seen by the model, incl. special tokens)")
-        ax.set_ylabel(METRICS.get(metric, metric))
+        ax.set_ylabel(METRICS.get(metric, metric), fontsize=9)
         ax.set_title(f"{metric} vs length: {_model_label(config)}", fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
         if plotted:

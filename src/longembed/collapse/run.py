@@ -105,7 +105,13 @@ def _sigma_a(encoder: Any, texts: list[str], batch_size: int, show_progress_bar:
 
 
 def _measure(
-    encoder: Any, bucket: Bucket, overhead: int, batch_size: int, show_progress_bar: bool, with_sigma_a: bool
+    encoder: Any,
+    bucket: Bucket,
+    overhead: int,
+    batch_size: int,
+    show_progress_bar: bool,
+    with_sigma_a: bool,
+    sigma_a_texts: int | None = None,
 ) -> dict[str, Any]:
     """All metrics of one bucket under one encoder."""
     entry: dict[str, Any] = {"kind": bucket.kind}
@@ -130,7 +136,9 @@ def _measure(
     entry.pop("n", None)
     if with_sigma_a:
         started = time.perf_counter()
-        sig = _sigma_a(encoder, bucket.texts, batch_size, show_progress_bar)
+        texts = bucket.texts if sigma_a_texts is None else bucket.texts[:sigma_a_texts]
+        sig = _sigma_a(encoder, texts, batch_size, show_progress_bar)
+        entry["sigma_a_n_texts"] = len(texts)
         entry["sigma_a_seconds"] = round(time.perf_counter() - started, 3)
         entry.update(
             sigma_a=float(sig.mean()),
@@ -157,6 +165,7 @@ def run_collapse(
     show_progress_bar: bool = True,
     sources: Sequence[str] = SOURCES,
     with_sigma_a: bool = True,
+    sigma_a_texts: int | None = None,
     encoder_factory: Callable[..., Any] | None = None,
     **encoder_options: Any,
 ) -> dict[str, Any]:
@@ -183,6 +192,8 @@ def run_collapse(
         seed: document selection, start positions and spans.
         sources: which document sources to use.
         with_sigma_a: also measure sigma_a (the slow part at long lengths).
+        sigma_a_texts: measure sigma_a on only the first this many texts of each bucket
+            (None: all); the embedding statistics always use all texts.
         encoder_factory: replaces ``longembed.load_encoder`` (tests); called as
             ``factory(model, method=..., max_length=..., temperature=tau, **encoder_options)``.
         **encoder_options: more ``load_encoder`` options (e.g. ``scale="per_document"``).
@@ -192,6 +203,8 @@ def run_collapse(
     """
     if not temperatures:
         raise ValueError("give at least one temperature")
+    if sigma_a_texts is not None and sigma_a_texts < 1:
+        raise ValueError("sigma_a_texts must be >= 1 (or None for all texts)")
     if texts_per_bucket < 2:
         raise ValueError("texts_per_bucket must be >= 2 (pairwise statistics need two texts)")
     temperatures = [float(t) for t in temperatures]
@@ -284,6 +297,7 @@ def run_collapse(
         "selected_documents": selected_ids,
         "document_start": "seeded random sentence/paragraph start, same for every length",
         "texts_per_bucket": texts_per_bucket,
+        "sigma_a_texts_per_bucket": sigma_a_texts if with_sigma_a else 0,
         "batch_size": batch_size,
         "seed": seed,
         "encoder_options": _json_safe(encoder_options),
@@ -316,7 +330,11 @@ def run_collapse(
                 else f"short spans [{bucket.length}, {bucket.upper}) content tokens"
             )
             log.info("tau=%g: %s (%d texts)", tau, what, len(bucket.texts))
-            entries.append(_measure(encoder, bucket, overhead, batch_size, show_progress_bar, with_sigma_a))
+            entries.append(
+                _measure(
+                    encoder, bucket, overhead, batch_size, show_progress_bar, with_sigma_a, sigma_a_texts
+                )
+            )
             save()  # keep partial results of long runs
     config["elapsed_seconds"] = round(time.perf_counter() - started, 1)
     metrics = ["mean_pairwise_cosine", "spread", "mean_norm"] + (["sigma_a"] if with_sigma_a else [])

@@ -262,8 +262,7 @@ def _lanczos(mtm: Callable[[Tensor], Tensor], q: Tensor, iters: int, tol: float)
         # theta <= lambda_max always).  This is conservative: the error of the top Ritz value is
         # usually ~resid^2 / gap, but the gap estimate from Ritz values can be optimistic.
         # Relative error of sigma = sqrt(theta) is about half the relative error of theta.
-        err = resid
-        rel = err / (2 * theta.abs().clamp_min(_BREAKDOWN))
+        rel = resid / (2 * theta.abs().clamp_min(_BREAKDOWN))
         if bool(((rel <= tol) | dead).all()) or step == n:
             return theta, True, step
         betas.append(torch.where(dead, torch.zeros_like(beta), beta))
