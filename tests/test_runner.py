@@ -174,6 +174,7 @@ def test_bm25_passkey_results_structure(tmp_path: Path) -> None:
     assert passkey["counts"]["documents"] == 200 and passkey["counts"]["queries"] == 100
     assert set(passkey["lengths"]) == {"256", "512"}
     assert passkey["lengths"]["512"]["counts"]["documents"] == 100
+    assert passkey["lengths"]["512"]["score"] == passkey["lengths"]["512"]["metrics"]["accuracy@1"] == 100.0
     assert passkey["wall_time_s"] >= 0
 
     config = on_disk["config"]

@@ -7,15 +7,19 @@ from typing import Any
 
 from longembed.extension.methods import METHODS
 
+MODEL_HELP = "model folder, sentence-transformers folder or hub id ('default': packaged all-MiniLM-L6-v2)"
 
-def add_encoder_arguments(parser: argparse.ArgumentParser, model_required: bool = False) -> None:
+
+def add_encoder_arguments(
+    parser: argparse.ArgumentParser, model_required: bool = False, model_help: str = MODEL_HELP
+) -> None:
     """--model, --method, --max-length and the encoder's switches."""
     group = parser.add_argument_group("encoder")
     group.add_argument(
         "--model",
         default=None if model_required else "default",
         required=model_required,
-        help="model folder, sentence-transformers folder or hub id ('default': packaged all-MiniLM-L6-v2)",
+        help=model_help,
     )
     group.add_argument(
         "--method", default="truncate", choices=list(METHODS), help="context-window extension method"

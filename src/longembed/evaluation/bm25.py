@@ -12,11 +12,15 @@ That is fine for the LongEmbed corpora (at most a few thousand documents).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
 import bm25s
 import numpy as np
+
+# bm25s sets its own logger to DEBUG, which prints "Building index ..." for every index built.
+logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 
 def _default_stemmer() -> Any | None:

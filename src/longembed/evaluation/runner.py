@@ -201,12 +201,19 @@ def resolved_settings(encoder: Any) -> dict[str, Any]:
 
 
 def cache_fingerprint(
-    encoder: Any, identity: dict[str, Any], prompt: str, temperature: float, versions: dict[str, str]
+    encoder: Any,
+    identity: dict[str, Any],
+    prompt: str,
+    temperature: float,
+    versions: dict[str, str],
+    include_code: bool = True,
 ) -> dict[str, Any]:
     """Everything that decides a cached vector: model content, vector-relevant config, prompt, tau, code.
 
     The mtimes and the folder path of ``identity`` are left out (they do not change a vector); torch and
     transformers versions and the device type are kept (they can change the last bits of a vector).
+    ``include_code=False`` leaves out the hash of longembed's vector code (keeping only its version):
+    for reusing vectors across code edits known not to change them (e.g. while developing).
     """
     config = getattr(encoder, "config", None)
     config_dict = config.to_dict() if config is not None and hasattr(config, "to_dict") else {}
@@ -218,7 +225,7 @@ def cache_fingerprint(
         "prompt": prompt,
         "temperature": float(temperature),
         "normalize_embeddings": True,
-        "code": versions["longembed_code_sha256"],
+        "code": versions["longembed_code_sha256"] if include_code else f"longembed {versions['longembed']}",
         "torch": versions["torch"],
         "transformers": versions["transformers"],
         "device": _encoder_device(encoder),
@@ -416,26 +423,32 @@ class _EncoderRunner:
 # --------------------------------------------------------------------------- cost estimate
 @dataclass
 class CostModel:
-    """Seconds to encode one sequence of n tokens: a n + b n^2, fitted on a warm-up (rough)."""
+    """Seconds to encode one sequence of n tokens: c + a n + b n^2, fitted on a warm-up (rough)."""
 
     a: float
     b: float
+    c: float = 0.0
     samples: list[dict[str, float]] = field(default_factory=list)
 
     def seconds(self, n: float) -> float:
-        return self.a * n + self.b * n * n
+        return self.c + self.a * n + self.b * n * n
 
 
 def measure_cost_model(encoder: Any, batch_size: int) -> CostModel:
-    """Time a warm-up: a batch of 4 inputs of ~128 tokens and one input of min(Lt, 2048) tokens
-    (min(Lo, 2048) for pcw, whose sequences are windows of at most Lo tokens); fit a n + b n^2.
+    """Time a warm-up on this machine and fit seconds per sequence.
 
+    Two batched measurements, as the encoder batches real inputs: min(batch_size, 8) inputs of
+    n1 = min(512, Lt) tokens, and 2 inputs of n2 = min(Lt, 2048) tokens (min(Lo, 2048) for pcw, whose
+    sequences are windows of at most Lo tokens). Through the two points: a n + b n^2 (attention grows
+    with n^2), or c + a n when the short inputs cost more per token (per-sequence overhead dominates).
     A first untimed call takes the one-off costs (thread pools, lazy initialisation) out of the fit.
+    Costs about 8 x t(512) + 2 x t(2048): ~1.5 s for MiniLM, ~10 s for nomic on 2 CPU cores.
     """
     cap = int(getattr(encoder, "max_length", 512) or 512)
     original = int(getattr(encoder, "original_length", cap) or cap)
     long_cap = original if getattr(encoder, "method", None) == "pcw" else cap
-    n1, n2 = min(128, cap), min(long_cap, 2048)
+    n1, n2 = min(512, cap), min(long_cap, 2048)
+    k1 = max(1, min(batch_size, 8))
 
     def text(n: int) -> str:
         return " ".join(["hello"] * max(n - 2, 1))
@@ -445,22 +458,23 @@ def measure_cost_model(encoder: Any, batch_size: int) -> CostModel:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             encoder.encode(texts, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False)
-        return time.perf_counter() - began
+        return (time.perf_counter() - began) / len(texts)
 
-    timed([text(n1)])
-    t1 = timed([text(n1)] * 4) / 4
-    samples = [{"tokens": n1, "seconds": t1}]
+    timed([text(min(64, cap))])
+    t1 = timed([text(n1)] * k1)
+    samples = [{"tokens": n1, "batch": k1, "seconds_per_sequence": t1}]
     if n2 <= n1 * 1.5:
-        return CostModel(t1 / n1, 0.0, samples)
-    t2 = timed([text(n2)])
-    samples.append({"tokens": n2, "seconds": t2})
+        return CostModel(t1 / n1, 0.0, 0.0, samples)
+    t2 = timed([text(n2)] * 2)
+    samples.append({"tokens": n2, "batch": 2, "seconds_per_sequence": t2})
     b = (t2 / n2 - t1 / n1) / (n2 - n1)
     a = t1 / n1 - b * n1
-    if b < 0:
-        a, b = max(t1 / n1, t2 / n2), 0.0
-    elif a < 0:
+    if b < 0:  # short inputs cost more per token: fixed overhead per sequence, then linear
+        slope = max((t2 - t1) / (n2 - n1), 0.0)
+        return CostModel(slope, 0.0, max(t1 - slope * n1, 0.0), samples)
+    if a < 0:
         a, b = 0.0, t2 / (n2 * n2)
-    return CostModel(a, b, samples)
+    return CostModel(a, b, 0.0, samples)
 
 
 def document_seconds(n_tokens: int, encoder: Any, model: CostModel) -> float:
@@ -496,7 +510,7 @@ def estimate_cost(
                                  ("queries", list(unit.data.queries.values()))):
             if runner is None:
                 tokens = [round(len(t.split()) / WORDS_PER_TOKEN) for t in texts]
-                row[side_name] = {"count": len(texts), "cached": 0, "to_encode": 0, "tokens": sum(tokens),
+                row[side_name] = {"count": len(texts), "cached": 0, "to_encode": len(texts), "tokens": sum(tokens),
                                   "max_tokens": max(tokens, default=0)}
                 continue
             side = sides[side_name]
@@ -526,11 +540,12 @@ def estimate_cost(
     tokens = sum(r["documents"]["tokens"] + r["queries"]["tokens"] for r in rows)
     estimate = {
         "method": (
-            "seconds per sequence t(n) = a n + b n^2 fitted on a warm-up on this machine; inputs truncated "
-            "to max_length, pcw counted as windows of Lo; batching and padding ignored (rough)"
+            "seconds per sequence t(n) = c + a n + b n^2 fitted on a batched warm-up on this machine; inputs "
+            "truncated to max_length, pcw counted as windows of Lo; padding ignored (rough)"
             if model is not None else ("BM25: no encoding" if runner is None else "not measured")
         ),
-        "cost_model": None if model is None else {"a": model.a, "b": model.b, "warmup": model.samples},
+        "cost_model": None if model is None else {"a": model.a, "b": model.b, "c": model.c,
+                                                   "warmup": model.samples},
         "units": rows,
         "documents": docs,
         "documents_cached": docs_cached,
@@ -654,7 +669,7 @@ def _task_entry(task: Task, unit_results: list[tuple[Unit, dict[str, Any]]]) -> 
     entry["score"] = metrics[main]
     entry["metrics"] = metrics
     entry["by_length"] = {str(u.length): r["metrics"][main] for u, r in unit_results}
-    entry["lengths"] = {str(u.length): r for u, r in unit_results}
+    entry["lengths"] = {str(u.length): {"score": r["metrics"][main], **r} for u, r in unit_results}
     entry["counts"] = _sum_counts([r["counts"] for _, r in unit_results])
     caches = [r["cache"] for _, r in unit_results if r["cache"]]
     entry["cache"] = {k: sum(c[k] for c in caches) for k in caches[0]} if caches else {}
@@ -693,7 +708,9 @@ def evaluate_model(
     cache_dir: str | Path | None = None,
     use_cache: bool = True,
     chunk_size: int = 64,
+    cache_includes_code: bool = True,
     estimate: bool = True,
+    dry_run: bool = False,
     show_progress: bool = True,
     log: Callable[[str], None] | None = print,
 ) -> dict[str, Any]:
@@ -715,7 +732,10 @@ def evaluate_model(
                  ``use_cache=False`` disables it. The cache needs a model folder to identify the model;
                  an encoder without one runs uncached.
     chunk_size:  texts per cache write (at most; long texts make smaller chunks).
+    cache_includes_code: key the cache on the hash of longembed's vector code (default), so that any
+                 edit of the encoder invalidates it; False keys on the version only.
     estimate:    time a warm-up to estimate seconds (counts and cache hits are always reported).
+    dry_run:     stop after the estimate (nothing encoded, nothing written).
     log:         where progress lines go (None: silent).
     """
     say = log or (lambda _message: None)
@@ -772,7 +792,8 @@ def evaluate_model(
             side = Side(name, prompt, tau)
             runner.check_temperature(side)
             if cache is not None:
-                side.namespace = cache.namespace(cache_fingerprint(model, identity, prompt, tau, versions))
+                side.namespace = cache.namespace(cache_fingerprint(
+                    model, identity, prompt, tau, versions, include_code=cache_includes_code))
             sides[name] = side
 
     results: dict[str, Any] = {
@@ -813,6 +834,8 @@ def evaluate_model(
     units, skipped = load_units(task_objects, data_path, length_list, say)
     results["skipped"] = skipped
     results["estimate"] = estimate_cost(units, runner, sides, batch_size, estimate, say)
+    if dry_run:
+        return results
     if output_path is not None:
         write_results(output_path, results)
 

@@ -35,8 +35,7 @@ def plot_length_heatmap(runs: Sequence[Run], task: str, path: str | Path) -> Pat
 
     width = max(5.0, 1.0 + 0.9 * len(lengths) + 0.09 * max(len(r.label) for r in rows))
     fig, ax = plt.subplots(figsize=(width, 1.2 + 0.5 * len(rows)))
-    cmap = plt.get_cmap("RdYlGn").copy()
-    cmap.set_bad("#d9d9d9")
+    cmap = plt.get_cmap("RdYlGn").with_extremes(bad="#d9d9d9")
     image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, vmin=0, vmax=100, aspect="auto")
     for i in range(len(rows)):
         for j in range(len(lengths)):
@@ -77,9 +76,9 @@ def plot_task_bars(runs: Sequence[Run], path: str | Path) -> Path | None:
         bars = ax.bar(offsets, np.nan_to_num(values[i]), width, label=run.label, color=colors(i % colors.N))
         if len(runs) <= 6:
             for bar, value in zip(bars, values[i], strict=True):
-                if not np.isnan(value):
-                    ax.annotate(f"{value:.0f}", (bar.get_x() + bar.get_width() / 2, value), ha="center",
-                                va="bottom", fontsize=7, xytext=(0, 1), textcoords="offset points")
+                text = "n/a" if np.isnan(value) else f"{value:.0f}"
+                ax.annotate(text, (bar.get_x() + bar.get_width() / 2, 0 if np.isnan(value) else value),
+                            ha="center", va="bottom", fontsize=7, xytext=(0, 1), textcoords="offset points")
     ax.set_xticks(x, titles, rotation=0 if len(groups) <= 6 else 20)
     ax.set_ylim(0, 105)
     ax.set_ylabel("score (%)")

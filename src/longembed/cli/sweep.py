@@ -1,0 +1,224 @@
+"""``longembed sweep``: choose a TempScale temperature on one task, measure it on the others.
+
+    longembed sweep --model PATH --method pi --max-length 4096 --temperatures 1.0 0.9 0.8 0.7 0.5 \\
+        --select-task qmsum --score-tasks passkey needle squality hotpotqa \\
+        --data-dir ../shared/data --output runs/sweep-pi4k
+    longembed sweep ... --query-temperatures 1.0 0.8 0.6      # grid of query x document taus
+    longembed sweep ... --decays 0.5 1.0 --decay-reference 512  # length-aware tau(n)
+
+Every candidate is evaluated on --select-task only; the best one (ties: the least change from
+tau = 1) is then compared with tau = 1 on --score-tasks, which must not include the selection task.
+--report-all adds every candidate's scores on the scoring tasks, marked "not used for selection".
+Writes OUTPUT/sweep.json, sweep.md and sweep.png (see ``longembed.evaluation.sweep``), and prints the
+tables. Embeddings are cached (``--cache-dir``), so a rerun is fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+from pathlib import Path
+from typing import Any
+
+from longembed.cli.evaluate import default_output, parse_length, split_list
+from longembed.cli.options import add_encoder_arguments, encoder_options
+
+#: The paper's range without its extreme 0.1 (section 5.1: {0.1, 0.5, 0.6, ..., 1.0}).
+DEFAULT_TEMPERATURES = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5)
+
+
+def register_cli(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``sweep`` subcommand (handler: :func:`run`)."""
+    parser = subparsers.add_parser(
+        "sweep",
+        help="choose a TempScale temperature on one task and score it on others",
+        description=(
+            "Evaluate TempScale candidates on --select-task only, pick the best (ties: least change from "
+            "tau = 1), then compare it with tau = 1 on --score-tasks (the selection task excluded). "
+            "Writes OUTPUT/sweep.json, sweep.md and sweep.png and prints the tables."
+        ),
+        # The encoder switches include --temperature; here the candidates set it, so --temperature is
+        # redefined below as an alias of --temperatures.
+        conflict_handler="resolve",
+    )
+    add_encoder_arguments(parser, model_required=True)
+    group = parser.add_argument_group("candidates")
+    group.add_argument(
+        "--temperatures",
+        "--temperature",
+        dest="temperatures",
+        nargs="+",
+        type=float,
+        default=list(DEFAULT_TEMPERATURES),
+        metavar="TAU",
+        help="taus for queries and documents alike (default: 1.0 0.9 0.8 0.7 0.6 0.5)",
+    )
+    group.add_argument(
+        "--query-temperatures",
+        nargs="+",
+        type=float,
+        default=None,
+        metavar="TAU",
+        help="also sweep the grid of query taus x document taus (document taus: "
+        "--document-temperatures, else --temperatures)",
+    )
+    group.add_argument(
+        "--document-temperatures",
+        nargs="+",
+        type=float,
+        default=None,
+        metavar="TAU",
+        help="document taus of the grid (query taus: --query-temperatures, else --temperatures)",
+    )
+    group.add_argument(
+        "--decays",
+        nargs="+",
+        type=float,
+        default=None,
+        metavar="D",
+        help="also sweep length-aware tau(n) = tau x (log ref / log n)^D for every --temperatures value",
+    )
+    group.add_argument(
+        "--decay-reference",
+        type=int,
+        default=512,
+        metavar="N",
+        help="ref of the length-aware taus, in tokens (default 512)",
+    )
+    group = parser.add_argument_group("protocol")
+    group.add_argument("--select-task", required=True, help="the one task tau is chosen on, e.g. qmsum")
+    group.add_argument(
+        "--score-tasks",
+        nargs="+",
+        required=True,
+        metavar="LIST",
+        help="comma- or space-separated tasks the choice is measured on (not the selection task)",
+    )
+    group.add_argument(
+        "--tie-tolerance",
+        type=float,
+        default=0.0,
+        help="selection scores within this many points of the best are ties (default 0)",
+    )
+    group.add_argument(
+        "--report-all",
+        action="store_true",
+        help="also score every candidate on the scoring tasks (reported, not used for selection)",
+    )
+    group = parser.add_argument_group("benchmark")
+    group.add_argument(
+        "--lengths",
+        nargs="+",
+        default=None,
+        metavar="LIST",
+        help="passkey/needle lengths, e.g. 256,512,1k,4k (default: all eight, 256..32k)",
+    )
+    group.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="data folder (default: $LONGEMBED_DATA_DIR; passkey needs none)",
+    )
+    group.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help="sweep folder (default: runs/<model>-<method>-<max_length>-sweep)",
+    )
+    group.add_argument("--query-prompt", default=None, help="prefix of every query (default: the model's)")
+    group.add_argument(
+        "--document-prompt", default=None, help="prefix of every document (default: the model's)"
+    )
+    group.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=None,
+        help="embedding cache (default: $LONGEMBED_CACHE_DIR or ~/.cache/longembed/embeddings)",
+    )
+    group.add_argument("--no-cache", action="store_true", help="neither read nor write the embedding cache")
+    group.add_argument(
+        "--estimate",
+        action="store_true",
+        help="time a warm-up before every run to estimate seconds (counts are always printed)",
+    )
+    group.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
+    parser.set_defaults(func=run)
+
+
+def build_candidates(
+    temperatures: list[float],
+    query_temperatures: list[float] | None = None,
+    document_temperatures: list[float] | None = None,
+    decays: list[float] | None = None,
+    decay_reference: int = 512,
+) -> list[dict[str, Any]]:
+    """Candidate settings from the command-line lists (duplicates are dropped later by the sweep).
+
+    One candidate per --temperatures value; the query x document grid when either per-side list is
+    given; one length-aware candidate per (decay, temperature).
+    """
+    candidates: list[dict[str, Any]] = [{"temperature": t} for t in temperatures]
+    if query_temperatures is not None or document_temperatures is not None:
+        queries = query_temperatures or temperatures
+        documents = document_temperatures or temperatures
+        candidates += [
+            {"query_temperature": q, "document_temperature": d}
+            for q, d in itertools.product(queries, documents)
+        ]
+    for decay in decays or ():
+        candidates += [
+            {"temperature": t, "temperature_decay": decay, "temperature_reference": decay_reference}
+            for t in temperatures
+        ]
+    return candidates
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the sweep, write sweep.json / sweep.md / sweep.png, print the tables."""
+    from longembed.evaluation.runner import default_data_dir
+    from longembed.evaluation.sweep import SWEEP_JSON, SWEEP_MD, sweep_tables, sweep_temperature
+
+    if args.model == "bm25":
+        raise ValueError("--model bm25 has no attention temperature: sweep an embedding model")
+    score_tasks = split_list(args.score_tasks) or []
+    lengths_text = split_list(args.lengths)
+    lengths = [parse_length(x) for x in lengths_text] if lengths_text is not None else None
+    data_dir = args.data_dir if args.data_dir is not None else default_data_dir()
+    if data_dir is not None and not Path(data_dir).is_dir():
+        raise FileNotFoundError(f"--data-dir {data_dir} is not a folder")
+    output = args.output or Path(f"{default_output(args.model, args.method, args.max_length)}-sweep")
+    # --temperature is an alias of --temperatures here, so the encoder's own tau stays 1.
+    options = encoder_options(argparse.Namespace(**{**vars(args), "temperature": 1.0}))
+    options.pop("temperature")
+    candidates = build_candidates(
+        args.temperatures,
+        args.query_temperatures,
+        args.document_temperatures,
+        args.decays,
+        args.decay_reference,
+    )
+    sweep = sweep_temperature(
+        args.model,
+        method=args.method,
+        max_length=args.max_length,
+        encoder_options=options,
+        candidates=candidates,
+        select_task=args.select_task.strip(),
+        score_tasks=score_tasks,
+        data_dir=data_dir,
+        lengths=lengths,
+        output_dir=output,
+        cache_dir=args.cache_dir,
+        use_cache=not args.no_cache,
+        batch_size=args.batch_size,
+        query_prompt=args.query_prompt,
+        document_prompt=args.document_prompt,
+        report_all=args.report_all,
+        tie_tolerance=args.tie_tolerance,
+        device=args.device,
+        estimate=args.estimate,
+    )
+    print()
+    print(sweep_tables(sweep))
+    print(f"\nwrote {output / SWEEP_JSON} and {output / SWEEP_MD}")
+    return 0
