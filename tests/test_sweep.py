@@ -296,7 +296,7 @@ def test_one_encoder_per_decay_setting_and_cached_rerun(tmp_path: Path, recorder
     candidates = [
         {"temperature": 1.0, "temperature_decay": 0.5, "temperature_reference": 256},
         {"temperature": 0.9},
-        {"query_temperature": 1.0, "document_temperature": 0.7},
+        {"query_temperature": 1.0, "document_temperature": 0.6},
         {"temperature": 0.8, "temperature_decay": 0.5, "temperature_reference": 256},
         {"temperature": 1.0, "temperature_decay": 1.0, "temperature_reference": 256},
     ]
@@ -321,7 +321,7 @@ def test_one_encoder_per_decay_setting_and_cached_rerun(tmp_path: Path, recorder
                               if call["encoder"].config.temperature_decay else None).label
             by_label[label] = call["encoder"]
     shared = by_label["tau=1.0"]
-    assert by_label["tau=0.9"] is shared and by_label["q=1.0 d=0.7"] is shared
+    assert by_label["tau=0.9"] is shared and by_label["q=1.0 d=0.6"] is shared
     assert by_label["tau=1.0 decay=0.5 ref=256"] is by_label["tau=0.8 decay=0.5 ref=256"]
     assert by_label["tau=1.0 decay=0.5 ref=256"] is not shared
     # decay 0.5 at ref 256: tau_eff = 0.8 x 0.8^0.5 = 0.716 for "tau=0.8 decay=0.5" -> wins on pick (0.7)
@@ -390,34 +390,43 @@ def test_sweep_json_markdown_and_plot(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- the real model
-class TopicTask:
-    """Real text (12 topical documents, 6 queries): for the real-encoder test."""
+class MiniPasskeyTask:
+    """A small passkey-like task in real text (12 documents of ~80 words, 6 queries)."""
 
-    TOPICS = ("volcano lava eruption", "violin orchestra concerto", "penguin antarctic ice",
-              "bitcoin ledger mining", "tomato garden harvest", "glacier moraine valley",
-              "sonnet poem verse", "rocket orbit launch", "cheese dairy cellar", "desert dune camel",
-              "coral reef fish", "chess opening gambit")
+    NAMES = ("Ada Lovelace", "Bruno Bergstrom", "Clara Dietz", "Dmitri Olsen", "Elena Ruiz", "Farid Haddad",
+             "Greta Lind", "Hugo Marchetti", "Ines Duarte", "Jonas Weber", "Kira Tanaka", "Luca Romano",
+             "Mara Novak", "Nils Berg", "Olga Petrova", "Pavel Horak", "Quinn Harper", "Rosa Alvarez",
+             "Sven Aalto", "Tara Singh")
+    FILLER = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again. "
 
-    def __init__(self, name: str, offset: int):
-        self.offset = offset
+    def __init__(self, name: str, seed: int):
+        self.seed = seed
         self.metadata = TaskMetadata(name=name, description="", main_score="ndcg@10", lengths=None, source="tests")
 
     def load(self, data_dir: Path | None, length: int | None = None) -> RetrievalData:
-        topics = self.TOPICS[self.offset:] + self.TOPICS[: self.offset]
-        corpus = {f"d{i:02d}": f"A long note about {t}. " + f"More on {t}. " * (i % 4 + 1)
-                  for i, t in enumerate(topics)}
-        queries = {f"q{i}": f"tell me about {topics[2 * i].split()[1]}" for i in range(6)}
+        import random
+
+        rng = random.Random(self.seed)
+        corpus = {}
+        for i, person in enumerate(self.NAMES[:12]):
+            at = rng.randrange(4)
+            key = f"The pass key for {person} is {rng.randrange(10000, 99999)}. Remember it. "
+            corpus[f"d{i:02d}"] = self.FILLER * at + key + self.FILLER * (4 - at)
+        queries = {f"q{i}": f"What is the pass key for {self.NAMES[2 * i]}?" for i in range(6)}
         return RetrievalData(corpus, queries, {f"q{i}": {f"d{2 * i:02d}": 1} for i in range(6)}).validate()
 
 
 def test_real_encoder_baseline_equals_plain_evaluate_model(tmp_path: Path) -> None:
+    import json as _json
+
     from longembed import load_encoder
+    from longembed.evaluation.cache import EmbeddingCache, text_key
 
     try:
         plain_encoder = load_encoder("default")
     except ImportError as exc:  # pragma: no cover - the packaged model is a test dependency
         pytest.skip(str(exc))
-    select, score = TopicTask("topics-a", 0), TopicTask("topics-b", 5)
+    select, score = MiniPasskeyTask("mini-a", 0), MiniPasskeyTask("mini-b", 1)
     result = sweep_temperature(
         "default",
         candidates=[{"temperature": 0.5}],
@@ -432,19 +441,31 @@ def test_real_encoder_baseline_equals_plain_evaluate_model(tmp_path: Path) -> No
     assert result["chosen"]["label"] == "tau=0.5"
     assert result["encoders_built"] == [{}]  # one real encoder served both taus
 
-    def plain(encoder: Any, name: str) -> dict[str, Any]:
-        return evaluate_model(encoder, [score], output_dir=tmp_path / name, use_cache=False, estimate=False,
-                              show_progress=False, log=None)["tasks"]["topics-b"]
+    baseline_run = load_results(tmp_path / "sweep" / result["scoring"]["runs"]["baseline"])
+    reference = evaluate_model(plain_encoder, [score], output_dir=tmp_path / "plain", use_cache=False,
+                               estimate=False, show_progress=False, log=None)
+    assert baseline_run["tasks"]["mini-b"]["metrics"] == reference["tasks"]["mini-b"]["metrics"]
+    assert baseline_run["config"]["encoder"] == reference["config"]["encoder"]
+    assert baseline_run["config"]["temperatures"] == reference["config"]["temperatures"] == {
+        "query": 1.0, "document": 1.0}
+    assert result["scoring"]["per_task"]["mini-b"]["baseline"] == reference["tasks"]["mini-b"]["score"]
 
-    baseline = load_results(tmp_path / "sweep" / result["scoring"]["runs"]["baseline"])["tasks"]["topics-b"]
-    reference = plain(plain_encoder, "plain")
-    assert baseline["metrics"] == reference["metrics"]
-    assert result["scoring"]["per_task"]["topics-b"]["baseline"] == reference["score"]
+    # the vectors themselves: the sweep's cached document vectors vs direct encode() calls
+    documents = list(score.load(None).corpus.values())
+    cache = EmbeddingCache(tmp_path / "cache")
 
-    chosen = load_results(tmp_path / "sweep" / result["scoring"]["runs"]["chosen"])["tasks"]["topics-b"]
-    cooled = plain(load_encoder("default", temperature=0.5), "plain-cooled")  # tau configured, not per call
-    assert chosen["metrics"] == cooled["metrics"]
-    assert chosen["metrics"] != reference["metrics"]  # tau 0.5 does change the vectors
+    def cached(run: dict[str, Any]) -> np.ndarray:
+        key = run["config"]["cache_namespaces"]["documents"]
+        fingerprint = _json.loads((cache.root / key / "fingerprint.json").read_text())
+        entries = cache.namespace(fingerprint).load("mini-b/all/documents")
+        return np.stack([entries.vectors[text_key(t)] for t in documents])
+
+    plain_vectors = plain_encoder.encode(documents, normalize_embeddings=True)
+    np.testing.assert_allclose(cached(baseline_run), plain_vectors, atol=1e-6)
+    chosen_run = load_results(tmp_path / "sweep" / result["scoring"]["runs"]["chosen"])
+    cooled = load_encoder("default", temperature=0.5).encode(documents, normalize_embeddings=True)
+    np.testing.assert_allclose(cached(chosen_run), cooled, atol=1e-6)  # per-call tau == configured tau
+    assert not np.allclose(cooled, plain_vectors, atol=1e-3)  # and tau 0.5 does change the vectors
 
 
 # --------------------------------------------------------------------------- CLI

@@ -10,7 +10,7 @@ from longembed import __version__
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from longembed.cli import embed, evaluate, report
+    from longembed.cli import embed, evaluate, report, sweep
     from longembed.collapse import cli as collapse
 
     parser = argparse.ArgumentParser(
@@ -19,7 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"longembed {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True)
-    for module in (embed, evaluate, report, collapse):
+    for module in (embed, evaluate, report, sweep, collapse):
         module.register_cli(subparsers)
     return parser
 

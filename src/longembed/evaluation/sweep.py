@@ -222,7 +222,9 @@ def choose(
 
 # --------------------------------------------------------------------------- encoders
 class _EncoderPool:
-    """The shared constant-tau encoder (kept) and at most one decay encoder at a time (memory)."""
+    """Encoders by (decay, reference): the shared constant-tau encoder is kept; of the decay encoders
+    at most two are alive, the one of the best candidate so far (pinned, so the chosen candidate's
+    encoder is still there for scoring) and the one being evaluated (memory stays bounded)."""
 
     def __init__(self, factory: Callable[..., Any], model: str | Path, method: str, max_length: int | None,
                  device: Any, options: Mapping[str, Any]):
@@ -230,6 +232,7 @@ class _EncoderPool:
         self.model, self.method, self.max_length, self.device = model, method, max_length, device
         self.options = dict(options)
         self.base: Any = None
+        self.pinned: tuple[tuple[float, int], Any] | None = None
         self.slot: tuple[tuple[float, int], Any] | None = None
         self.built: list[dict[str, Any]] = []
 
@@ -239,10 +242,23 @@ class _EncoderPool:
             if self.base is None:
                 self.base = self._build({})
             return self.base
-        if self.slot is None or self.slot[0] != key:
-            self.slot = None  # release the previous decay encoder before building the next
-            self.slot = (key, self._build(candidate.encoder_options()))
+        for held in (self.pinned, self.slot):
+            if held is not None and held[0] == key:
+                return held[1]
+        self.slot = None  # release the previous decay encoder before building the next
+        self.slot = (key, self._build(candidate.encoder_options()))
         return self.slot[1]
+
+    def pin(self, candidate: Candidate) -> None:
+        """Keep ``candidate``'s encoder (the best so far) alive; release the previously pinned one."""
+        key = candidate.encoder_key
+        if key is None:
+            self.pinned = None
+        elif self.pinned is None or self.pinned[0] != key:
+            if self.slot is not None and self.slot[0] == key:
+                self.pinned, self.slot = self.slot, None
+            else:
+                self.pinned = None
 
     def _build(self, extra: dict[str, Any]) -> Any:
         kwargs: dict[str, Any] = {"method": self.method, "max_length": self.max_length, **self.options, **extra}
@@ -307,8 +323,9 @@ def sweep_temperature(
 ) -> dict[str, Any]:
     """Choose a TempScale setting on one task, then measure it against tau = 1 on other tasks.
 
-    model, method, max_length, encoder_options: as for ``load_encoder`` (encoder_options must not set
-                 temperature, temperature_decay or temperature_reference: the candidates do).
+    model, method, max_length, encoder_options: as for ``load_encoder``; encoder_options may not set
+                 temperature or temperature_decay to anything but their defaults (1 and 0): the
+                 candidates set them (and temperature_reference, which is dropped here).
     candidates:  settings dicts (see the module docstring) or :class:`Candidate` objects; duplicates
                  are dropped and the baseline (tau = 1, no decay) is added if absent (unless
                  ``include_baseline`` is False).
@@ -401,6 +418,9 @@ def sweep_temperature(
             reason = results.get("skipped", {}).get(select_name, "it produced no score")
             raise ValueError(f"the selection task {select_name!r} could not run: {reason}")
         selection_runs[candidate] = results
+        so_far = [(c, float(selection_runs[c]["tasks"][select_name]["score"]))
+                  for c, _ in parsed if c in selection_runs]
+        pool.pin(choose(so_far, tie_tolerance)[0])
     main_score = selection_runs[parsed[0][0]]["tasks"][select_name]["main_score"]
     selection_scores = [(c, float(selection_runs[c]["tasks"][select_name]["score"])) for c, _ in parsed]
     chosen, tied = choose(selection_scores, tie_tolerance)
@@ -577,8 +597,11 @@ def _row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], numeric_from: int) -> list[str]:
-    align = ["---" if i < numeric_from else "---:" for i in range(len(header))]
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], numeric_from: int,
+           numeric_to: int | None = None) -> list[str]:
+    """Markdown table; columns numeric_from..numeric_to (exclusive; None: to the end) right-aligned."""
+    end = len(header) if numeric_to is None else numeric_to
+    align = ["---:" if numeric_from <= i < end else "---" for i in range(len(header))]
     return [_row(header), _row(align), *(_row(r) for r in rows)]
 
 
@@ -610,6 +633,7 @@ def sweep_tables(sweep: Mapping[str, Any]) -> str:
                 for c in sweep["candidates"]
             ],
             numeric_from=1,
+            numeric_to=6,
         ),
         "",
         f"Chosen: **{selection['chosen']}** ({_f(selection['chosen_score'])}; baseline "
@@ -661,7 +685,8 @@ def sweep_markdown(sweep: Mapping[str, Any]) -> str:
     """sweep.md: a heading, the protocol, the tables and the plot."""
     config = sweep["config"]
     head = [
-        f"# TempScale sweep: {config['model']} ({config['method']}, max_length {config['max_length']})",
+        f"# TempScale sweep: {config['model']} ({config['method']}, max_length "
+        f"{config['max_length'] if config['max_length'] is not None else 'default'})",
         "",
         f"Protocol: {sweep['protocol']}.",
         "",
@@ -694,9 +719,9 @@ def plot_selection(sweep: Mapping[str, Any], path: str | Path) -> Path | None:
     for c in sweep["candidates"]:
         s = c["settings"]
         q, d = s["query_temperature"], s["document_temperature"]
-        name = "same tau (queries and documents)" if q == d else f"query tau {_num(q)} (x: document tau)"
+        name = "one tau for both sides" if q == d else f"query tau {_num(q)}, x = document tau"
         if s["temperature_decay"]:
-            name += f", decay {_num(s['temperature_decay'])}, ref {s['temperature_reference']}"
+            name += f", length decay {_num(s['temperature_decay'])} above {s['temperature_reference']} tokens"
         series.setdefault(name, []).append((d, c["selection_score"]))
         if c["chosen"]:
             chosen_point = (d, c["selection_score"])
@@ -710,14 +735,14 @@ def plot_selection(sweep: Mapping[str, Any], path: str | Path) -> Path | None:
     if chosen_point is not None:
         ax.plot(*chosen_point, marker="*", markersize=16, color="crimson", linestyle="none",
                 label=f"chosen: {sweep['selection']['chosen']}")
-    ax.set_xlabel("tau (document side)")
+    ax.set_xlabel("tau (document side; for length decay: tau up to the reference length)")
     ax.set_ylabel(f"{sweep['selection']['task']} {sweep['selection']['main_score']} (%)")
     ax.set_title(f"TempScale selection on {sweep['selection']['task']}")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
     return path
