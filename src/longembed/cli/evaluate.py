@@ -16,7 +16,7 @@ import re
 import sys
 from pathlib import Path
 
-from longembed.cli.options import MODEL_HELP, add_encoder_arguments, encoder_options
+from longembed.cli.options import MODEL_HELP, add_benchmark_arguments, add_encoder_arguments, encoder_options
 
 
 def register_cli(subparsers: argparse._SubParsersAction) -> None:
@@ -42,34 +42,8 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         help="comma- or space-separated task names (default: the six offline tasks: "
         "passkey, needle, qmsum, squality, hotpotqa, narrativeqa)",
     )
-    group.add_argument(
-        "--lengths",
-        nargs="+",
-        default=None,
-        metavar="LIST",
-        help="passkey/needle lengths, e.g. 256,512,1k,4k (default: all eight, 256..32k)",
-    )
-    group.add_argument(
-        "--data-dir",
-        type=Path,
-        default=None,
-        help="data folder (default: $LONGEMBED_DATA_DIR; passkey needs none)",
-    )
-    group.add_argument(
-        "--output",
-        type=Path,
-        default=None,
-        help="run folder for results.json (default: runs/<model>-<method>-<max_length>)",
-    )
-    group.add_argument(
-        "--query-prompt",
-        default=None,
-        help="prefix of every query (default: the model's 'query' prompt, else none; '' for none)",
-    )
-    group.add_argument(
-        "--document-prompt",
-        default=None,
-        help="prefix of every document (default: the model's 'document' or 'passage' prompt)",
+    add_benchmark_arguments(
+        group, "run folder for results.json (default: runs/<model>-<method>-<max_length>)"
     )
     group.add_argument(
         "--query-temperature",
@@ -83,13 +57,6 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="TempScale tau for documents (default: --temperature)",
     )
-    group.add_argument(
-        "--cache-dir",
-        type=Path,
-        default=None,
-        help="embedding cache (default: $LONGEMBED_CACHE_DIR or ~/.cache/longembed/embeddings)",
-    )
-    group.add_argument("--no-cache", action="store_true", help="neither read nor write the embedding cache")
     group.add_argument(
         "--cache-ignore-code",
         action="store_true",
@@ -107,7 +74,6 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="print the plan and the cost estimate, then stop (nothing encoded or written)",
     )
-    group.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     parser.set_defaults(func=run)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from longembed.extension.methods import METHODS
@@ -74,3 +75,39 @@ def encoder_options(args: argparse.Namespace) -> dict[str, Any]:
         "pooling": args.pooling,
         "on_overflow": args.on_overflow,
     }
+
+
+def add_benchmark_arguments(group: argparse._ArgumentGroup, output_help: str) -> None:
+    """Flags shared by every benchmark command (eval, sweep): data, lengths, output, prompts, cache."""
+    group.add_argument(
+        "--lengths",
+        nargs="+",
+        default=None,
+        metavar="LIST",
+        help="passkey/needle lengths, e.g. 256,512,1k,4k (default: all eight, 256..32k)",
+    )
+    group.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="data folder (default: $LONGEMBED_DATA_DIR; passkey needs none)",
+    )
+    group.add_argument("--output", type=Path, default=None, help=output_help)
+    group.add_argument(
+        "--query-prompt",
+        default=None,
+        help="prefix of every query (default: the model's 'query' prompt, else none; '' for none)",
+    )
+    group.add_argument(
+        "--document-prompt",
+        default=None,
+        help="prefix of every document (default: the model's 'document' or 'passage' prompt)",
+    )
+    group.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=None,
+        help="embedding cache (default: $LONGEMBED_CACHE_DIR or ~/.cache/longembed/embeddings)",
+    )
+    group.add_argument("--no-cache", action="store_true", help="neither read nor write the embedding cache")
+    group.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from longembed.cli.evaluate import default_output, parse_length, split_list
-from longembed.cli.options import add_encoder_arguments, encoder_options
+from longembed.cli.options import add_benchmark_arguments, add_encoder_arguments, encoder_options
 
 #: The paper's range without its extreme 0.1 (section 5.1: {0.1, 0.5, 0.6, ..., 1.0}).
 DEFAULT_TEMPERATURES = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5)
@@ -106,42 +106,12 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         help="also score every candidate on the scoring tasks (reported, not used for selection)",
     )
     group = parser.add_argument_group("benchmark")
-    group.add_argument(
-        "--lengths",
-        nargs="+",
-        default=None,
-        metavar="LIST",
-        help="passkey/needle lengths, e.g. 256,512,1k,4k (default: all eight, 256..32k)",
-    )
-    group.add_argument(
-        "--data-dir",
-        type=Path,
-        default=None,
-        help="data folder (default: $LONGEMBED_DATA_DIR; passkey needs none)",
-    )
-    group.add_argument(
-        "--output",
-        type=Path,
-        default=None,
-        help="sweep folder (default: runs/<model>-<method>-<max_length>-sweep)",
-    )
-    group.add_argument("--query-prompt", default=None, help="prefix of every query (default: the model's)")
-    group.add_argument(
-        "--document-prompt", default=None, help="prefix of every document (default: the model's)"
-    )
-    group.add_argument(
-        "--cache-dir",
-        type=Path,
-        default=None,
-        help="embedding cache (default: $LONGEMBED_CACHE_DIR or ~/.cache/longembed/embeddings)",
-    )
-    group.add_argument("--no-cache", action="store_true", help="neither read nor write the embedding cache")
+    add_benchmark_arguments(group, "sweep folder (default: runs/<model>-<method>-<max_length>-sweep)")
     group.add_argument(
         "--estimate",
         action="store_true",
         help="time a warm-up before every run to estimate seconds (counts are always printed)",
     )
-    group.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     parser.set_defaults(func=run)
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-import math
 import platform
 import time
 from collections.abc import Callable, Sequence
@@ -24,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from longembed.evaluation.runner import json_safe
 
 from .buckets import Bucket, build_length_buckets, build_short_buckets
 from .corpus import SOURCES, load_long_documents
@@ -57,21 +58,6 @@ def _capacity(encoder: Any, max_length: int | None, tokenizer: Any) -> int | Non
         if isinstance(value, int) and 0 < value < 1_000_000:
             return value
     return None
-
-
-def _json_safe(value: Any) -> Any:
-    """NaN/inf -> None, numpy scalars -> Python, recursively (JSON has no NaN)."""
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, str | int | float | bool) or value is None:
-        return value
-    return repr(value)
 
 
 def _versions() -> dict[str, str]:
@@ -300,7 +286,7 @@ def run_collapse(
         "sigma_a_texts_per_bucket": sigma_a_texts if with_sigma_a else 0,
         "batch_size": batch_size,
         "seed": seed,
-        "encoder_options": _json_safe(encoder_options),
+        "encoder_options": json_safe(encoder_options),
         "encoder": repr(encoder),
         "embeddings": "pooled, before L2 normalization (normalize_embeddings=False)",
         "sigma_a_method": (
@@ -315,7 +301,7 @@ def run_collapse(
     out_file = output_dir / RESULT_FILE
 
     def save() -> None:
-        out_file.write_text(json.dumps(_json_safe(result), indent=2) + "\n", encoding="utf-8")
+        out_file.write_text(json.dumps(json_safe(result), indent=2) + "\n", encoding="utf-8")
 
     for index, tau in enumerate(temperatures):
         if index > 0:
@@ -338,6 +324,6 @@ def run_collapse(
             save()  # keep partial results of long runs
     config["elapsed_seconds"] = round(time.perf_counter() - started, 1)
     metrics = ["mean_pairwise_cosine", "spread", "mean_norm"] + (["sigma_a"] if with_sigma_a else [])
-    config["plots"] = [p.name for p in plot_collapse(_json_safe(result), output_dir, metrics)]
+    config["plots"] = [p.name for p in plot_collapse(json_safe(result), output_dir, metrics)]
     save()
-    return _json_safe(result)
+    return json_safe(result)

@@ -219,7 +219,9 @@ def cache_fingerprint(
     config_dict = config.to_dict() if config is not None and hasattr(config, "to_dict") else {}
     return {
         "format": 1,
-        "model_files": {name: {"size": f["size"], "sha256": f["sha256"]} for name, f in identity["files"].items()},
+        "model_files": {
+            name: {"size": f["size"], "sha256": f["sha256"]} for name, f in identity["files"].items()
+        },
         "config": {k: v for k, v in config_dict.items() if k not in NON_VECTOR_CONFIG_FIELDS},
         "resolved": resolved_settings(encoder),
         "prompt": prompt,
@@ -506,22 +508,39 @@ def estimate_cost(
     rows: list[dict[str, Any]] = []
     for unit in units:
         row: dict[str, Any] = {"unit": unit.label}
-        for side_name, texts in (("documents", list(unit.data.corpus.values())),
-                                 ("queries", list(unit.data.queries.values()))):
+        for side_name, texts in (
+            ("documents", list(unit.data.corpus.values())),
+            ("queries", list(unit.data.queries.values())),
+        ):
             if runner is None:
                 tokens = [round(len(t.split()) / WORDS_PER_TOKEN) for t in texts]
-                row[side_name] = {"count": len(texts), "cached": 0, "to_encode": len(texts), "tokens": sum(tokens),
-                                  "max_tokens": max(tokens, default=0)}
+                row[side_name] = {
+                    "count": len(texts),
+                    "cached": 0,
+                    "to_encode": len(texts),
+                    "tokens": sum(tokens),
+                    "max_tokens": max(tokens, default=0),
+                }
                 continue
             side = sides[side_name]
             n_cached, missing = count_missing(texts, side.namespace, unit.shard(side_name))
             tokens = runner.count_tokens(missing, side.prompt) if missing else []
-            row[side_name] = {"count": len(texts), "cached": n_cached, "to_encode": len(missing),
-                              "tokens": sum(tokens), "max_tokens": max(tokens, default=0), "_tokens": tokens}
+            row[side_name] = {
+                "count": len(texts),
+                "cached": n_cached,
+                "to_encode": len(missing),
+                "tokens": sum(tokens),
+                "max_tokens": max(tokens, default=0),
+                "_tokens": tokens,
+            }
         rows.append(row)
 
     model = None
-    if runner is not None and measure and any(r["documents"]["to_encode"] + r["queries"]["to_encode"] for r in rows):
+    if (
+        runner is not None
+        and measure
+        and any(r["documents"]["to_encode"] + r["queries"]["to_encode"] for r in rows)
+    ):
         model = measure_cost_model(runner.encoder, batch_size)
     total_seconds = 0.0
     for row in rows:
@@ -542,10 +561,12 @@ def estimate_cost(
         "method": (
             "seconds per sequence t(n) = c + a n + b n^2 fitted on a batched warm-up on this machine; inputs "
             "truncated to max_length, pcw counted as windows of Lo; padding ignored (rough)"
-            if model is not None else ("BM25: no encoding" if runner is None else "not measured")
+            if model is not None
+            else ("BM25: no encoding" if runner is None else "not measured")
         ),
-        "cost_model": None if model is None else {"a": model.a, "b": model.b, "c": model.c,
-                                                   "warmup": model.samples},
+        "cost_model": None
+        if model is None
+        else {"a": model.a, "b": model.b, "c": model.c, "warmup": model.samples},
         "units": rows,
         "documents": docs,
         "documents_cached": docs_cached,
@@ -628,7 +649,9 @@ def _score_unit(
         "queries": len(query_ids),
         "document_tokens_mean": round(float(np.mean(doc_tokens)), 1),
         "document_tokens_max": int(np.max(doc_tokens)),
-        "tokens_counted": "tokenizer" if runner is not None and runner.tokenizer is not None else "words / 0.75",
+        "tokens_counted": "tokenizer"
+        if runner is not None and runner.tokenizer is not None
+        else "words / 0.75",
     }
     if max_length is not None:
         counts["documents_truncated"] = int(np.sum(doc_tokens > max_length))
@@ -648,7 +671,9 @@ def _sum_counts(parts: list[dict[str, Any]]) -> dict[str, Any]:
             out[key] = sum(p[key] for p in parts)
     out["document_tokens_max"] = max(p["document_tokens_max"] for p in parts)
     total_docs = sum(p["documents"] for p in parts)
-    out["document_tokens_mean"] = round(sum(p["document_tokens_mean"] * p["documents"] for p in parts) / total_docs, 1)
+    out["document_tokens_mean"] = round(
+        sum(p["document_tokens_mean"] * p["documents"] for p in parts) / total_docs, 1
+    )
     out["tokens_counted"] = parts[0]["tokens_counted"]
     return out
 
@@ -661,7 +686,7 @@ def _task_entry(task: Task, unit_results: list[tuple[Unit, dict[str, Any]]]) -> 
     if meta.stand_in_for:
         entry["stand_in_for"] = meta.stand_in_for
     if meta.lengths is None:
-        (_, result), = unit_results
+        ((_, result),) = unit_results
         entry.update(score=result["metrics"][main], **result)
         return entry
     names = list(unit_results[0][1]["metrics"])
@@ -763,7 +788,11 @@ def evaluate_model(
             "stopwords": model.stopwords,
             "stemmer": model.stemmer_name,
         }
-        versions["model"] = {"name": "bm25", "bm25s": _package_version("bm25s"), "PyStemmer": _package_version("PyStemmer")}
+        versions["model"] = {
+            "name": "bm25",
+            "bm25s": _package_version("bm25s"),
+            "PyStemmer": _package_version("PyStemmer"),
+        }
         cache_root = None
     else:
         config = getattr(model, "config", None)
@@ -783,8 +812,11 @@ def evaluate_model(
         cache_root = str(cache.root) if cache is not None else None
         for name, prompt, tau in (
             ("queries", query_prompt if query_prompt is not None else prompts["query"], query_temperature),
-            ("documents", document_prompt if document_prompt is not None else prompts["document"],
-             document_temperature),
+            (
+                "documents",
+                document_prompt if document_prompt is not None else prompts["document"],
+                document_temperature,
+            ),
         ):
             tau = configured if tau is None else float(tau)
             if not 0 < tau <= 1:
@@ -792,8 +824,11 @@ def evaluate_model(
             side = Side(name, prompt, tau)
             runner.check_temperature(side)
             if cache is not None:
-                side.namespace = cache.namespace(cache_fingerprint(
-                    model, identity, prompt, tau, versions, include_code=cache_includes_code))
+                side.namespace = cache.namespace(
+                    cache_fingerprint(
+                        model, identity, prompt, tau, versions, include_code=cache_includes_code
+                    )
+                )
             sides[name] = side
 
     results: dict[str, Any] = {
@@ -806,13 +841,19 @@ def evaluate_model(
             "tasks": [t.metadata.name for t in task_objects],
             "lengths": length_list,
             "data_dir": str(data_path) if data_path is not None else None,
-            "prompts": {"query": sides["queries"].prompt, "document": sides["documents"].prompt} if sides else None,
-            "prompt_source": None if is_bm25 else {
+            "prompts": {"query": sides["queries"].prompt, "document": sides["documents"].prompt}
+            if sides
+            else None,
+            "prompt_source": None
+            if is_bm25
+            else {
                 "query": "argument" if query_prompt is not None else "model",
                 "document": "argument" if document_prompt is not None else "model",
             },
             "temperatures": (
-                {"query": sides["queries"].temperature, "document": sides["documents"].temperature} if sides else None
+                {"query": sides["queries"].temperature, "document": sides["documents"].temperature}
+                if sides
+                else None
             ),
             "batch_size": batch_size if not is_bm25 else None,
             "similarity": "bm25" if is_bm25 else "cosine",
@@ -872,7 +913,7 @@ def write_results(output_dir: Path, results: dict[str, Any]) -> Path:
     """Write ``output_dir/results.json`` atomically (indented, keys in insertion order)."""
     output_dir.mkdir(parents=True, exist_ok=True)
     path = output_dir / RESULTS_FILE
-    atomic_write_text(path, json.dumps(_json_safe(results), indent=2) + "\n")
+    atomic_write_text(path, json.dumps(json_safe(results), indent=2) + "\n")
     return path
 
 
@@ -889,19 +930,21 @@ def load_results(path: str | Path) -> dict[str, Any]:
     return results
 
 
-def _json_safe(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
     """numpy scalars -> Python, NaN/inf -> None, recursively (JSON has no NaN)."""
     if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
+        return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
+        return [json_safe(v) for v in value]
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _json_safe(dataclasses.asdict(value))
-    return value
+        return json_safe(dataclasses.asdict(value))
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return repr(value)
 
 
 def default_data_dir() -> Path | None:
