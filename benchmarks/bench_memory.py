@@ -70,6 +70,7 @@ def main() -> None:
         "--data-dir", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data"
     )
     parser.add_argument("--lengths", default=",".join(map(str, LENGTHS)))
+    parser.add_argument("--methods", default=None, help="only these methods, e.g. selfextend")
     parser.add_argument("--child", nargs=3, metavar=("MODEL", "METHOD", "LENGTH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -78,6 +79,8 @@ def main() -> None:
         return
     rows = []
     for name, method in CASES:
+        if args.methods and method not in args.methods.split(","):
+            continue
         for length in map(int, args.lengths.split(",")):
             cmd = [
                 sys.executable,

@@ -126,8 +126,20 @@ def _spec(head_dim=8, base=1000.0):
     return RotarySpec.from_config(config)
 
 
+@pytest.fixture(params=["fused", "explicit"])
+def kernel(request, monkeypatch):
+    """Run a test through the fused CPU kernel and through the explicit-scores fallback."""
+    from longembed.extension import attention
+
+    if request.param == "explicit":
+        monkeypatch.setattr(attention, "_FLASH_CPU", None)
+    elif attention._FLASH_CPU is None:
+        pytest.skip("this torch build has no fused CPU attention kernel")
+    return request.param
+
+
 @pytest.mark.parametrize(("n", "g", "w"), [(40, 3, 8), (33, 2, 5), (64, 5, 16)])
-def test_selfextend_matches_naive_reference(n, g, w):
+def test_selfextend_matches_naive_reference(n, g, w, kernel):
     torch.manual_seed(n)
     spec = _spec()
     q, k, v = (torch.randn(1, 2, n, 8) * 2 for _ in range(3))
@@ -190,7 +202,7 @@ def test_rotation_at_position_zero_is_identity():
 
 
 # ----------------------------------------------------------------------------- ALiBi
-def test_alibi_attention_matches_naive_reference():
+def test_alibi_attention_matches_naive_reference(kernel):
     torch.manual_seed(0)
     heads, n = 6, 20
     q, k, v = (torch.randn(2, heads, n, 4) for _ in range(3))

@@ -139,67 +139,145 @@ def longembed_attention(
             )
         return torch.cat(outs, dim=2).transpose(1, 2).contiguous(), None
 
-    key_pos = torch.arange(n, device=query.device)
-    k_t = key.transpose(-1, -2)
+    fused = _FLASH_CPU is not None and query.device.type == "cpu" and not observing
+    # Rows per block: explicit scores and ALiBi biases are per head; the fused kernel's masks are not.
+    per_row = batch * n * (heads if slopes is not None or not fused else 1)
+    step = max(1, plan.max_score_elements // per_row)
+    k_grouped = apply_rotary(k_raw, *tables.k_grouped) if selfextend else None
+    window = w_min = w_max = None
     if selfextend:
-        k_grouped = apply_rotary(k_raw, *tables.k_grouped).transpose(-1, -2)
         window = tables.window.to(query.device)
         window = torch.where(window > 0, window, torch.full_like(window, n))  # SelfExtend off: all exact
         w_min, w_max = int(window.min()), int(window.max())
         window = window.view(batch, 1, 1, 1)
 
-    def selfextend_scores(start: int, stop: int, rel: torch.Tensor) -> torch.Tensor:
-        """SelfExtend scores for query rows start..stop, each branch only over the keys it serves.
+    def parts(start: int, stop: int) -> list[_Part]:
+        """The key ranges that query rows start..stop attend to, each with its own q/k and mask.
 
-        Grouped left keys (j <= i - w) lie below stop - w_min, grouped right keys (j >= i + w)
-        at or above start + w_min, exact ones within (start - w_max, stop + w_max); keys in none
-        of the first two ranges are inside every row's window.  Cost ~ n + 2w per row, not 3n.
+        One part for ALiBi and local windows; three for SelfExtend: grouped keys on the left
+        (j <= i - w, below stop - w_min), exact keys in the window (|i - j| < w), grouped keys on
+        the right (j >= i + w, from start + w_min).  The masks are disjoint and cover every key.
         """
-        scores = torch.empty(batch, heads, stop - start, n, dtype=query.dtype, device=query.device)
+        rows = torch.arange(start, stop, device=query.device)
+
+        def part(q: torch.Tensor, k: torch.Tensor, a: int, b: int, allowed=None) -> _Part:
+            rel = rows.unsqueeze(1) - torch.arange(a, b, device=query.device).unsqueeze(0)  # i - j
+            keep = allowed(rel) if allowed is not None else None
+            if causal:
+                keep = rel >= 0 if keep is None else keep & (rel >= 0)
+            if local is not None:
+                inside = (rel < local) & (rel >= 0) if causal else rel.abs() <= local
+                keep = inside if keep is None else keep & inside
+            if keep is not None and keep.dim() == 2:
+                keep = keep[None, None]
+            if bool_mask is not None:
+                keep = bool_mask[..., a:b] if keep is None else keep & bool_mask[..., a:b]
+            bias = None
+            if slopes is not None:  # ALiBi: -m_h |i - j|
+                bias = -slopes.to(query.dtype).view(1, heads, 1, 1) * rel.abs().to(query.dtype)
+            return _Part(q, k[:, :, a:b], value[:, :, a:b], a, keep, bias)
+
+        q_rows = query[:, :, start:stop]
+        if not selfextend:
+            return [part(q_rows, key, 0, n)]
+        q_left = apply_rotary(q_raw[:, :, start:stop], *_slice_rows(tables.q_left, start, stop))
+        q_right = apply_rotary(q_raw[:, :, start:stop], *_slice_rows(tables.q_right, start, stop))
         left_end, right_start = max(0, min(n, stop - w_min)), min(n, max(0, start + w_min))
-        if left_end > 0:
-            q_left = _rows(q_raw, tables.q_left, start, stop)
-            scores[..., :left_end] = torch.matmul(q_left, k_grouped[..., :left_end]) * scaling
-        if right_start < n:
-            q_right = _rows(q_raw, tables.q_right, start, stop)
-            right = torch.matmul(q_right, k_grouped[..., right_start:]) * scaling
-            overlap = max(0, left_end - right_start)
-            if overlap:
-                both = slice(right_start, left_end)
-                scores[..., both] = torch.where(rel[:, both] > 0, scores[..., both], right[..., :overlap])
-            scores[..., right_start + overlap :] = right[..., overlap:]
         lo, hi = max(0, start - w_max + 1), min(n, stop + w_max - 1)
-        exact = torch.matmul(query[:, :, start:stop], k_t[..., lo:hi]) * scaling
-        scores[..., lo:hi] = torch.where(rel[:, lo:hi].abs() < window, exact, scores[..., lo:hi])
-        return scores
+        found = [part(q_rows, key, lo, hi, lambda rel: rel.abs() < window)]
+        if left_end > 0:
+            found.append(part(q_left, k_grouped, 0, left_end, lambda rel: rel >= window))
+        if right_start < n:
+            found.append(part(q_right, k_grouped, right_start, n, lambda rel: rel <= -window))
+        return found
 
     def probabilities(start: int, stop: int) -> torch.Tensor:
-        """Softmax rows start..stop, (B, H, stop - start, n), built from this block only."""
-        rel = torch.arange(start, stop, device=query.device).unsqueeze(1) - key_pos.unsqueeze(0)  # i - j
-        if selfextend:
-            scores = selfextend_scores(start, stop, rel)
-        else:
-            scores = torch.matmul(query[:, :, start:stop], k_t) * scaling
-        if slopes is not None:
-            scores = scores - slopes.to(scores.dtype).view(1, heads, 1, 1) * rel.abs().to(scores.dtype)
-        if bool_mask is not None:
-            scores = scores.masked_fill(~bool_mask, float("-inf"))
-        if causal:
-            scores = scores.masked_fill(rel < 0, float("-inf"))
-        if local is not None:  # local (sliding-window) attention layers
-            outside = (rel >= local) | (rel < 0) if causal else rel.abs() > local
-            scores = scores.masked_fill(outside, float("-inf"))
-            # a padding query whose whole window is padding has no key: give it zeros, not NaN
-            return torch.softmax(scores, dim=-1).nan_to_num(0.0)
-        return torch.softmax(scores, dim=-1)
+        """Softmax rows start..stop over all keys, (B, H, stop - start, n), from this block only."""
+        scored = [(p, _scores(p, scaling)) for p in parts(start, stop)]
+        total = torch.logsumexp(torch.stack([torch.logsumexp(s, -1) for _, s in scored]), 0).unsqueeze(-1)
+        probs = query.new_zeros(batch, heads, stop - start, n)
+        for p, s in scored:
+            probs[..., p.offset : p.offset + s.shape[-1]] += torch.exp(s - total).nan_to_num(0.0)
+        return probs
 
     if observing:
         plan.observer(layer, probabilities)
     out = torch.empty_like(query)
-    for start in range(0, n, block):
-        stop = min(n, start + block)
-        out[:, :, start:stop] = torch.matmul(probabilities(start, stop), value)
+    for start in range(0, n, step):
+        stop = min(n, start + step)
+        results = [
+            _attend_fused(p, scaling) if fused else _attend_explicit(p, scaling) for p in parts(start, stop)
+        ]
+        out[:, :, start:stop] = _merge(results)
     return out.transpose(1, 2).contiguous(), None
+
+
+# The fused CPU kernel behind scaled_dot_product_attention, which also returns the log-sum-exp
+# needed to merge attention over disjoint key sets (SelfExtend).  Falls back to explicit scores
+# where it is missing (other devices, other torch builds).
+_FLASH_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+
+
+@dataclass
+class _Part:
+    """Query rows attending to keys offset..offset + len(key): allowed (bool) and bias (ALiBi)."""
+
+    query: torch.Tensor
+    key: torch.Tensor
+    value: torch.Tensor
+    offset: int
+    allowed: torch.Tensor | None
+    bias: torch.Tensor | None
+
+
+def _scores(part: _Part, scaling: float) -> torch.Tensor:
+    scores = torch.matmul(part.query, part.key.transpose(-1, -2)) * scaling
+    if part.bias is not None:
+        scores = scores + part.bias
+    if part.allowed is not None:
+        scores = scores.masked_fill(~part.allowed, float("-inf"))
+    return scores
+
+
+def _attend_explicit(part: _Part, scaling: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(output, log-sum-exp) of one part from explicit scores; rows with no key give 0, -inf."""
+    scores = _scores(part, scaling)
+    lse = torch.logsumexp(scores, dim=-1)
+    out = torch.matmul(torch.exp(scores - lse.unsqueeze(-1)).nan_to_num(0.0), part.value)
+    return out, lse
+
+
+def _attend_fused(part: _Part, scaling: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(output, log-sum-exp) of one part through the fused kernel, with an additive mask."""
+    mask = part.bias
+    if part.allowed is not None:
+        blocked = torch.zeros(part.allowed.shape, dtype=part.query.dtype, device=part.query.device)
+        blocked.masked_fill_(~part.allowed, float("-inf"))
+        mask = blocked if mask is None else mask + blocked
+    if mask is not None:
+        rows, keys = part.query.shape[2], part.key.shape[2]
+        mask = mask.expand(part.query.shape[0], -1, rows, keys)
+    out, lse = _FLASH_CPU(part.query, part.key, part.value, 0.0, False, attn_mask=mask, scale=scaling)
+    if part.allowed is not None:  # a row with no allowed key: the kernel reports lse 0, not -inf
+        lse = lse.masked_fill(~part.allowed.any(-1).expand_as(lse), float("-inf"))
+    return out, lse
+
+
+def _merge(results: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+    """Combine attention over disjoint key sets: sum of outputs weighted by exp(lse - total)."""
+    if len(results) == 1:
+        return results[0][0]
+    total = torch.logsumexp(torch.stack([lse for _, lse in results]), dim=0)
+    out = torch.zeros_like(results[0][0])
+    for o, lse in results:
+        weight = torch.exp(lse - total).nan_to_num(0.0).unsqueeze(-1)
+        out = out + torch.where(weight > 0, o * weight, torch.zeros_like(o))
+    return out
+
+
+def _slice_rows(table: tuple[torch.Tensor, torch.Tensor], start: int, stop: int):
+    cos, sin = table
+    return cos[:, start:stop], sin[:, start:stop]
 
 
 def _local_window(module: torch.nn.Module, causal: bool) -> int | None:
@@ -211,13 +289,6 @@ def _local_window(module: torch.nn.Module, causal: bool) -> int | None:
     if getattr(module, "sliding_window", None) is None:
         return None
     return int(module.config.sliding_window if not causal else module.sliding_window)
-
-
-def _rows(
-    q_raw: torch.Tensor, table: tuple[torch.Tensor, torch.Tensor], start: int, stop: int
-) -> torch.Tensor:
-    cos, sin = table
-    return apply_rotary(q_raw[:, :, start:stop], cos[:, start:stop], sin[:, start:stop])
 
 
 def _causal_block(start: int, stop: int, n: int, device: torch.device) -> torch.Tensor:
