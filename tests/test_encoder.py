@@ -245,3 +245,16 @@ def test_config_round_trips(tiny_models, tmp_path):
     )
     text = [words(90, seed=3)]
     np.testing.assert_array_equal(again.encode(text), encoder.encode(text))
+
+
+def test_default_batches_hold_batch_size_full_length_inputs(tiny_models, monkeypatch):
+    """Uniform long inputs are not split into batches of one (memory is linear in tokens)."""
+    encoder = encoder_for(tiny_models, "bert", "pi")
+    sizes = []
+    forward = encoder._forward
+    monkeypatch.setattr(encoder, "_forward", lambda seqs, **kw: sizes.append(len(seqs)) or forward(seqs, **kw))
+    encoder.encode([words(110, seed=i) for i in range(10)], batch_size=4)
+    assert sizes == [4, 4, 2]
+    sizes.clear()
+    encoder.encode([words(110, seed=i) for i in range(10)], batch_size=4, max_tokens_per_batch=250)
+    assert sizes == [2, 2, 2, 2, 2]

@@ -45,6 +45,8 @@ from longembed.pooling import pool
 logger = logging.getLogger(__name__)
 
 DEFAULT_ALIBI_TRAINING_LENGTH = 512  # JinaBERT's pre-training length (Jina v2, section 3)
+# Token budget per batch that the default never goes below: activations are linear in tokens.
+MIN_TOKEN_BUDGET = 65_536
 
 
 @dataclass
@@ -176,8 +178,8 @@ class LongContextEncoder:
         raw pooled vectors.  prompt / prompt_name: a prefix, given literally or by name
         ("query", "document", ...) from the model's prompts.  Inputs longer than max_length are
         truncated with a warning, or rejected when the encoder was built with on_overflow="error".
-        max_tokens_per_batch bounds padded tokens per batch (default: batch_size x Lo, at least
-        the longest input): inputs are batched by length, never in input order.
+        max_tokens_per_batch bounds padded tokens per batch (default: batch_size x max_length,
+        capped at max(batch_size x Lo, 65,536)): inputs are batched by length, never in input order.
         temperature overrides the configured TempScale tau for this call (e.g. separate query
         and document temperatures).
         """
@@ -313,7 +315,7 @@ class LongContextEncoder:
         from longembed.batching import length_batches
 
         lengths = [len(s) for s in sequences]
-        budget = max_tokens or max(batch_size * self.original_length, max(lengths, default=1))
+        budget = max_tokens or self._default_token_budget(batch_size, max(lengths, default=1))
         out = torch.empty(len(sequences), self.embedding_dim)
         with (
             torch.inference_mode(),
@@ -326,6 +328,13 @@ class LongContextEncoder:
                 out[batch] = pooled.float().cpu()
                 bar.update(len(batch))
         return out
+
+    def _default_token_budget(self, batch_size: int, longest: int) -> int:
+        """Padded tokens per batch: batch_size full-length inputs, capped at the larger of
+        batch_size x Lo and MIN_TOKEN_BUDGET (memory grows with tokens, not their square), and
+        never less than the longest input."""
+        cap = max(batch_size * self.original_length, MIN_TOKEN_BUDGET)
+        return max(min(batch_size * self.max_length, cap), longest)
 
     @staticmethod
     def _merge_windows(per_sequence: torch.Tensor, owners: list[int], n_texts: int) -> torch.Tensor:
