@@ -545,7 +545,7 @@ def sweep_temperature(
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         plot = plot_selection(sweep, out / SWEEP_PNG)
-        sweep["files"] = {"json": SWEEP_JSON, "markdown": SWEEP_MD, "plot": plot.name if plot else None}
+        sweep["files"] = {"json": SWEEP_JSON, "markdown": SWEEP_MD, "plot": plot.name}
         sweep["wall_time_s"] = round(time.perf_counter() - began, 3)
         atomic_write_text(out / SWEEP_MD, sweep_markdown(sweep))
         atomic_write_text(out / SWEEP_JSON, json.dumps(sweep, indent=2) + "\n")
@@ -700,20 +700,14 @@ def sweep_markdown(sweep: Mapping[str, Any]) -> str:
     return "\n".join(head) + "\n"
 
 
-def plot_selection(sweep: Mapping[str, Any], path: str | Path) -> Path | None:
+def plot_selection(sweep: Mapping[str, Any], path: str | Path) -> Path:
     """PNG: selection score vs (document) tau, one line per series, the chosen candidate starred.
 
     Series: one tau for both sides; per query tau when the sides differ (x = document tau); one per
     (decay, reference) for length-aware candidates (x = the base tau). The baseline's score is a dashed
-    horizontal line. Returns None if matplotlib is missing.
+    horizontal line.
     """
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:  # pragma: no cover - matplotlib is a dependency
-        return None
+    from longembed.report.plots import plt, save_figure
     series: dict[str, list[tuple[float, float]]] = {}
     chosen_point: tuple[float, float] | None = None
     for c in sweep["candidates"]:
@@ -740,9 +734,4 @@ def plot_selection(sweep: Mapping[str, Any], path: str | Path) -> Path | None:
     ax.set_title(f"TempScale selection on {sweep['selection']['task']}")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

@@ -48,7 +48,7 @@ def plot_length_heatmap(runs: Sequence[Run], task: str, path: str | Path) -> Pat
     ax.set_xlabel("document length (tokens)")
     ax.set_title(f"{TASK_TITLES.get(task, task)}: accuracy@1 (%) by length")
     fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_task_bars(runs: Sequence[Run], path: str | Path) -> Path | None:
@@ -86,10 +86,11 @@ def plot_task_bars(runs: Sequence[Run], path: str | Path) -> Path | None:
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=min(len(runs), 3), frameon=False)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
-def _save(fig: plt.Figure, path: str | Path) -> Path:
+def save_figure(fig: plt.Figure, path: str | Path) -> Path:
+    """Write a figure as PNG (creating the folder) and release it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
