@@ -141,3 +141,18 @@ def test_cli_report(tmp_path: Path, run_dirs: list[Path], capsys: pytest.Capture
     assert (out / "report.md").is_file() and (out / "passkey_by_length.png").is_file()
     assert "report.md" in capsys.readouterr().out
     assert main(["report", str(tmp_path / "missing"), "--output", str(out)]) == 2
+
+
+def test_by_length_table_adds_a_mean_over_the_lengths_all_runs_share(
+    tmp_path: Path, bm25_results: dict[str, Any]
+) -> None:
+    runs = {
+        "short": fake_run(bm25_results, "/m/a", "truncate", 512, {"256": 80.0, "512": 60.0, "1024": 20.0}),
+        "long": fake_run(bm25_results, "/m/a", "pi", 4096, {"512": 70.0, "1024": 50.0, "4096": 10.0}),
+    }
+    for name, results in runs.items():
+        write_results(tmp_path / name, results)
+    text = markdown_report(collect_runs([tmp_path / "short", tmp_path / "long"]))
+    assert "| run | 256 | 512 | 1k | 4k | mean | mean 512..1k |" in text
+    assert "| a truncate 512 | 80.0 | 60.0 | 20.0 | – | 53.3 | 40.0 |" in text
+    assert "| a pi 4096 | – | 70.0 | 50.0 | 10.0 | 43.3 | 60.0 |" in text

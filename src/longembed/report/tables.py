@@ -132,18 +132,29 @@ def scores_table(runs: Sequence[Run]) -> str:
 
 
 def by_length_table(runs: Sequence[Run], task: str) -> str | None:
-    """Markdown: runs x lengths of ``task`` (accuracy@1, %) and the mean; None if no run has it."""
+    """Markdown: runs x lengths of ``task`` (accuracy@1, %) and the mean; None if no run has it.
+
+    When the runs evaluated different lengths, each run's own mean is not comparable across rows, so a
+    second mean over the lengths every row evaluated is added (if there are any).
+    """
     lengths = length_columns(runs, task)
     if not lengths:
         return None
+    entries = [(run, run.results["tasks"][task]) for run in runs if task in run.results.get("tasks", {})]
+    length_sets = [{int(n) for n in entry.get("by_length", {})} for _, entry in entries]
+    shared = sorted(set.intersection(*length_sets)) if length_sets else []
+    add_shared = bool(shared) and any(s != length_sets[0] for s in length_sets)
     header = ["run", *(_length_title(n) for n in lengths), "mean"]
+    if add_shared:
+        header.append(f"mean {_length_title(shared[0])}..{_length_title(shared[-1])}" if len(shared) > 1
+                      else f"mean {_length_title(shared[0])}")
     rows = []
-    for run in runs:
-        entry = run.results.get("tasks", {}).get(task)
-        if entry is None:
-            continue
+    for run, entry in entries:
         by_length = entry.get("by_length", {})
-        rows.append([run.label, *(_fmt(by_length.get(str(n))) for n in lengths), _fmt(entry.get("score"))])
+        row = [run.label, *(_fmt(by_length.get(str(n))) for n in lengths), _fmt(entry.get("score"))]
+        if add_shared:
+            row.append(_fmt(sum(by_length[str(n)] for n in shared) / len(shared)))
+        rows.append(row)
     return _md_table(header, rows, align_right_from=1)
 
 
