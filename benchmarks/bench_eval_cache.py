@@ -29,6 +29,9 @@ from typing import Any
 
 import numpy as np
 
+from longembed import load_encoder
+from longembed.evaluation.runner import evaluate_model
+from longembed.results import RunResults
 from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -70,9 +73,7 @@ def default_data_dir() -> Path | None:
     return shared if shared.is_dir() else None
 
 
-def timed_run(encoder: Any, args: argparse.Namespace, work: Path, name: str) -> tuple[dict[str, Any], float, int]:
-    from longembed.evaluation.runner import evaluate_model
-
+def timed_run(encoder: Any, args: argparse.Namespace, work: Path, name: str) -> tuple[RunResults, float, int]:
     counting = CountingEncoder(encoder)
     began = time.perf_counter()
     results = evaluate_model(
@@ -88,8 +89,6 @@ def timed_run(encoder: Any, args: argparse.Namespace, work: Path, name: str) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from longembed import load_encoder
-
     args = parse_args(argv)
     args.data_dir = args.data_dir or default_data_dir()
     args.lengths = (
@@ -114,22 +113,22 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"\n{'task':<12}{'docs':>7}{'queries':>9}{'cold s':>9}{'encode s':>10}{'docs/s':>9}"
           f"{'warm s':>9}{'speedup':>9}{'score':>8}")
-    for name, entry in cold["tasks"].items():
-        docs, queries = entry["counts"]["documents"], entry["counts"]["queries"]
-        cold_t, warm_t = entry["wall_time_s"], warm["tasks"][name]["wall_time_s"]
-        encode_t = entry["encode_time_s"]
+    for name, entry in cold.tasks.items():
+        docs, queries = entry.counts.documents, entry.counts.queries
+        cold_t, warm_t = entry.wall_time_s, warm.tasks[name].wall_time_s
+        encode_t = entry.encode_time_s
         print(f"{name:<12}{docs:>7}{queries:>9}{cold_t:>9.1f}{encode_t:>10.1f}{docs / max(encode_t, 1e-9):>9.2f}"
-              f"{warm_t:>9.2f}{cold_t / max(warm_t, 1e-9):>8.0f}x{entry['score']:>8.2f}")
-    estimate = cold["estimate"]["seconds"]
-    encode_total = sum(e["encode_time_s"] for e in cold["tasks"].values())
+              f"{warm_t:>9.2f}{cold_t / max(warm_t, 1e-9):>8.0f}x{entry.score:>8.2f}")
+    estimate = cold.estimate.seconds
+    encode_total = sum(e.encode_time_s for e in cold.tasks.values())
     ratio = cold_s / max(warm_s, 1e-9)
-    same = all(cold["tasks"][n]["metrics"] == warm["tasks"][n]["metrics"] for n in cold["tasks"])
+    same = all(cold.tasks[n].metrics == warm.tasks[n].metrics for n in cold.tasks)
     print(f"\nwhole run: cold {cold_s:.1f} s ({cold_texts} texts encoded), warm {warm_s:.1f} s "
           f"({warm_texts} texts encoded): warm is {ratio:.0f}x faster (target >= 20x: "
           f"{'PASS' if ratio >= 20 else 'FAIL'})")
     print(f"estimate before the cold run: {estimate} s of encoding; measured encode time {encode_total:.1f} s")
-    print(f"skipped: {sorted(cold['skipped']) or 'none'}; scores identical cold vs warm: {same}; "
-          f"average {cold['average']} over {cold['average_tasks']}")
+    print(f"skipped: {sorted(cold.skipped) or 'none'}; scores identical cold vs warm: {same}; "
+          f"average {cold.average} over {cold.average_tasks}")
     return 0 if same and warm_texts == 0 else 1
 
 

@@ -10,7 +10,6 @@ import pytest
 
 from longembed.evaluation.cache import (
     EmbeddingCache,
-    atomic_write_text,
     canonical_json,
     default_cache_dir,
     encode_cached,
@@ -18,6 +17,7 @@ from longembed.evaluation.cache import (
     plan_chunks,
     text_key,
 )
+from longembed.results.files import atomic_write_bytes, atomic_write_text
 
 
 def fake_vectors(texts: list[str], dim: int = 8) -> np.ndarray:
@@ -130,11 +130,25 @@ def test_unreadable_part_is_skipped_not_fatal(tmp_path: Path) -> None:
     assert list(entries.vectors) == [text_key("a")]
 
 
+def test_a_part_whose_content_does_not_match_its_name_is_not_used(tmp_path: Path) -> None:
+    """Valid but altered vectors in a part are refused (its name is a hash of its content)."""
+    ns = EmbeddingCache(tmp_path).namespace({"m": 1})
+    part = ns.add("s", [text_key("a"), text_key("b")], fake_vectors(["a", "b"]), [1, 2])
+    with np.load(part) as data:
+        keys, vectors, tokens = data["keys"], data["vectors"].copy(), data["tokens"]
+    vectors[1, 0] += 1.0  # a plausible vector, but not the one that was stored
+    with part.open("wb") as handle:
+        np.savez(handle, keys=keys, vectors=vectors, tokens=tokens)
+    assert len(EmbeddingCache(tmp_path).namespace({"m": 1}).load("s")) == 0
+    recorder = Recorder()
+    result = encode_cached(["a", "b"], recorder, word_count, EmbeddingCache(tmp_path).namespace({"m": 1}), "s")
+    assert result.n_encoded == 2 and recorder.n_texts == 2  # re-encoded, not served from the altered part
+    np.testing.assert_array_equal(result.vectors, fake_vectors(["a", "b"]))
+
+
 def test_atomic_write_leaves_old_file_on_failure(tmp_path: Path) -> None:
     target = tmp_path / "results.json"
     atomic_write_text(target, "old")
-
-    from longembed.evaluation.cache import atomic_write_bytes
 
     def boom(handle) -> None:
         handle.write(b"partial")

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 import torch
 
+from longembed import load_encoder
+from longembed.cli.collapse import register_cli
 from longembed.collapse import (
-    SIGMA_A_METHOD,
     build_length_buckets,
     build_short_buckets,
     count_tokens,
@@ -24,10 +25,11 @@ from longembed.collapse import (
     sigma_a_dense,
 )
 from longembed.collapse.buckets import segment_starts
-from longembed.collapse.cli import register_cli
 from longembed.collapse.corpus import Document
 from longembed.collapse.plots import plot_collapse
 from longembed.collapse.run import run_collapse
+from longembed.collapse.sigma import attention_sigma_a
+from longembed.results import BucketStats, CollapseResults
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 needs_data = pytest.mark.skipif(not DATA_DIR.is_dir(), reason=f"shared data not found at {DATA_DIR}")
@@ -165,7 +167,6 @@ def test_sigma_a_blockwise_rejects_wrong_block_shapes():
         sigma_a_blockwise(lambda s, e: attn[:, s:e, :10], 20, block=8)
     with pytest.raises(ValueError, match="method"):
         sigma_a_blockwise(_rows_of(attn), 20, method="svd")
-    assert "Lanczos" in SIGMA_A_METHOD
 
 
 # ---------------------------------------------------------------------------------------- corpus
@@ -372,21 +373,17 @@ def test_embedding_statistics_hand_made_vectors():
 
 
 def test_plot_collapse_writes_one_png_per_metric(tmp_path):
+    """One PNG per metric, from typed collapse results (a bucket without sigma_a is left out)."""
     buckets = [
-        {
-            "kind": "prefix",
-            "length": L,
-            "mean_pairwise_cosine": c,
-            "spread": 1 - c,
-            "mean_norm": 2.0,
-            "sigma_a": s,
-        }
+        BucketStats(kind="prefix", length=L, n_texts=4, n_documents=4, mean_pairwise_cosine=c, spread=1 - c,
+                    mean_norm=2.0, sigma_a=s)
         for L, c, s in [(128, 0.2, 1.0), (256, 0.3, 0.9), (512, 0.5, None)]
-    ] + [{"kind": "span", "length": 55.5, "mean_pairwise_cosine": 0.1, "spread": 0.9, "mean_norm": 3.0}]
-    result = {
-        "config": {"model": "/x/all-MiniLM-L6-v2", "method": "truncate", "max_length": None},
-        "temperatures": {"1.0": {"buckets": buckets}, "0.7": {"buckets": buckets[:2]}},
-    }
+    ] + [BucketStats(kind="span", length=55.5, n_texts=4, n_documents=4, mean_pairwise_cosine=0.1, spread=0.9,
+                     mean_norm=3.0)]
+    result = CollapseResults(
+        config={"model": "/x/all-MiniLM-L6-v2", "method": "truncate", "max_length": None},
+        temperatures={"1.0": buckets, "0.7": buckets[:2]},
+    )
     paths = plot_collapse(result, tmp_path / "plots")
     assert [p.name for p in paths] == [
         f"collapse_{m}.png" for m in ("mean_pairwise_cosine", "spread", "mean_norm", "sigma_a")
@@ -395,71 +392,100 @@ def test_plot_collapse_writes_one_png_per_metric(tmp_path):
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
 
 
+# ---------------------------------------------------------------------------------------- sigma_a of a model
+
+
+def _tiny_bert_with(tokenizer, folder: Path) -> Path:
+    """A tiny random BERT with the MiniLM tokenizer, Lo = 64, saved as a model folder."""
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=64, max_position_embeddings=64)
+    model = BertModel(config, add_pooling_layer=False).eval()
+    with torch.no_grad():  # sharper attention than the random init, so sigma_a is far from 0
+        for layer in model.encoder.layer:
+            layer.attention.self.query.weight.mul_(4.0)
+            layer.attention.self.key.weight.mul_(4.0)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def _dense_sigma_a(folder: Path, sequences: list[list[int]], tau: float = 1.0, family: str = "bert") -> list[float]:
+    """sigma_a of the last layer, mean over heads, from the materialized n x n attention of the plain model
+    (transformers' eager attention); TempScale by dividing the query projection by tau (every logit / tau)."""
+    from transformers import AutoModel
+
+    from longembed.loading import load_transformer
+
+    model = (load_transformer(folder) if family == "jina" else AutoModel.from_pretrained(folder)).eval()
+    model.set_attn_implementation("eager")
+    with torch.no_grad():
+        for module in model.modules():
+            if hasattr(module, "query") and isinstance(module.query, torch.nn.Linear):
+                module.query.weight /= tau
+                module.query.bias /= tau
+        out = []
+        for ids in sequences:
+            batch = torch.tensor([ids])
+            attentions = model(input_ids=batch, attention_mask=torch.ones_like(batch), output_attentions=True).attentions
+            out.append(float(sigma_a_dense(attentions[-1][0].double()).mean()))
+    return out
+
+
+@pytest.mark.parametrize("tau", [1.0, 0.5])
+def test_attention_sigma_a_equals_a_dense_computation(tokenizer, tmp_path, tau):
+    """The encoder's blockwise sigma_a (observer hook + Lanczos) equals sigma_a of the materialized attention,
+    with TempScale, and for PCW is the mean over the windows."""
+    folder = _tiny_bert_with(tokenizer, tmp_path / "bert")
+    texts = ["The committee met again to discuss the budget of the remote control. " * 3,
+             "A short note about coffee."]
+    encoder = load_encoder(folder, temperature=tau)
+    got = attention_sigma_a(encoder, texts)
+    ids = [tokenizer(t)["input_ids"] for t in texts]
+    expected = _dense_sigma_a(folder, ids, tau)
+    np.testing.assert_allclose(got, expected, rtol=1e-4)
+    assert min(expected) > 0.05  # far from the 0 a silent no-op would give
+
+    pcw = load_encoder(folder, method="pcw", max_length=512)
+    long_text = "Budgets and remote controls were discussed at length by everyone present. " * 12
+    windows = pcw._prepare([long_text], None, None).sequences
+    assert len(windows) >= 3
+    np.testing.assert_allclose(attention_sigma_a(pcw, long_text), [np.mean(_dense_sigma_a(folder, windows))],
+                               rtol=1e-4)
+
+
+def test_attention_sigma_a_of_jinabert_is_measured(tmp_path):
+    """JinaBERT (ALiBi) reaches longembed's attention, so sigma_a is measured, not silently 0; equal to the
+    dense sigma_a of its own eager attention."""
+    from conftest import build_tiny, words
+
+    folder = build_tiny("jina", tmp_path / "jina")
+    encoder = load_encoder(folder, method="native", max_length=1024)
+    assert encoder.model.config._attn_implementation == "longembed"
+    texts = [words(60, seed=1), words(20, seed=2)]
+    got = attention_sigma_a(encoder, texts)
+    expected = _dense_sigma_a(folder, [encoder.tokenizer(t)["input_ids"] for t in texts], family="jina")
+    np.testing.assert_allclose(got, expected, rtol=1e-4)
+    assert min(expected) > 0.05
+
+
 # ---------------------------------------------------------------------------------------- run + CLI
 
 
-class FakeEncoder:
-    """The encoder API run_collapse uses, on a tiny random BERT with the MiniLM tokenizer.
-    TempScale is exact here: query weights and bias divided by tau divide every logit by tau."""
-
-    max_length = 64
-    original_length = 64
-
-    def __init__(self, tokenizer, temperature: float = 1.0):
-        from transformers import BertConfig, BertModel
-
-        config = BertConfig(
-            vocab_size=tokenizer.vocab_size,
-            hidden_size=32,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            intermediate_size=64,
-            max_position_embeddings=self.max_length,
-        )
-        config._attn_implementation = "eager"
-        torch.manual_seed(0)
-        self.model = BertModel(config).eval()
-        with torch.no_grad():
-            for layer in self.model.encoder.layer:
-                layer.attention.self.query.weight /= temperature
-                layer.attention.self.query.bias /= temperature
-        self.tokenizer = tokenizer
-        self.temperature = temperature
-        self.sigma_calls = 0
-
-    def _run(self, texts, attentions=False):
-        enc = self.tokenizer(list(texts), padding=True, truncation=False, return_tensors="pt")
-        assert enc["input_ids"].shape[1] <= self.max_length, "run_collapse sent a text that is too long"
-        with torch.no_grad():
-            return self.model(**enc, output_attentions=attentions), enc["attention_mask"]
-
-    def encode(self, texts, batch_size=8, normalize_embeddings=False, show_progress_bar=False):
-        assert normalize_embeddings is False
-        out, mask = self._run(texts)
-        m = mask.unsqueeze(-1).float()
-        return ((out.last_hidden_state * m).sum(1) / m.sum(1)).numpy().astype(np.float32)
-
-    def attention_sigma_a(self, texts, batch_size=8, show_progress_bar=False):
-        values = []
-        for text in texts:
-            out, _ = self._run([text], attentions=True)
-            attn = out.attentions[-1][0]
-            values.append(sigma_a_blockwise(_rows_of(attn, 16), attn.shape[-1], block=16).mean().item())
-        self.sigma_calls += 1
-        return np.array(values)
-
-
 def test_run_collapse_writes_json_and_plots(tokenizer, tmp_path):
+    """run_collapse on a real (tiny) encoder: buckets, skips, statistics and sigma_a recomputed by hand."""
     _write_fake_data(tmp_path / "data", n_essays=8)
-    made: list[FakeEncoder] = []
+    folder = _tiny_bert_with(tokenizer, tmp_path / "bert")
+    made = []
 
-    def factory(model, *, method, max_length, temperature, **options):
+    def factory(model, *, method, max_length, device=None, **options):
         assert (model, method, max_length, options) == ("tiny", "truncate", None, {"pooling": "mean"})
-        made.append(FakeEncoder(tokenizer, temperature))
+        made.append(load_encoder(folder, method=method, max_length=max_length, **options))
         return made[-1]
 
-    result = run_collapse(
-        "tiny",
+    kwargs = dict(
         temperatures=(1.0, 0.5),
         data_dir=tmp_path / "data",
         output_dir=tmp_path / "out",
@@ -471,115 +497,150 @@ def test_run_collapse_writes_json_and_plots(tokenizer, tmp_path):
         show_progress_bar=False,
         encoder_factory=factory,
         sigma_a_texts=3,
+        cache_dir=tmp_path / "cache",
+        say=None,
         pooling="mean",
     )
-    on_disk = json.loads((tmp_path / "out" / "collapse.json").read_text())
-    assert on_disk == result
-    config = result["config"]
-    assert [e.temperature for e in made] == [1.0, 0.5]
+    result = run_collapse("tiny", **kwargs)
+    assert CollapseResults.load(tmp_path / "out") == CollapseResults.from_dict(result.to_dict())
+    assert result.complete and len(made) == 1  # one encoder for every temperature
+    config = result.config
     assert config["lengths"] == [16, 32, 64] and config["special_tokens_per_text"] == 2
-    assert {"length": 128, "reason": "above the encoder's max_length 64 (method 'truncate')"} in config[
-        "skipped"
-    ]
+    assert {"length": 128, "reason": "above the encoder's max_length 64 (method 'truncate')"} in config["skipped"]
     assert any(s.get("short_interval") == [40, 80] for s in config["skipped"])
     assert config["short_edges_content_tokens"] == [0, 10, 20, 40]
     assert config["model"] == "tiny" and config["method"] == "truncate" and config["seed"] == 3
-    assert config["versions"]["longembed"] and "Lanczos" in config["sigma_a_method"]
     assert config["documents_per_source"] == {"essays": 8} and len(config["selected_documents"]) == 4
+    assert config["estimate"]["texts_to_embed"] == 2 * 6 * 4 and config["estimate"]["sigma_a_to_compute"] == 2 * 6 * 3
     assert sorted(config["plots"]) == sorted(
         f"collapse_{m}.png" for m in ("mean_pairwise_cosine", "spread", "mean_norm", "sigma_a")
     )
     assert all((tmp_path / "out" / name).stat().st_size > 0 for name in config["plots"])
 
-    assert list(result["temperatures"]) == ["1.0", "0.5"]
+    assert list(result.temperatures) == ["1.0", "0.5"]
     docs = {d.doc_id: d.text for d in load_long_documents(tmp_path / "data", ("essays",))}
-    for tau, encoder in zip(("1.0", "0.5"), made, strict=True):
-        buckets = result["temperatures"][tau]["buckets"]
-        assert [(b["kind"], b.get("content_tokens")) for b in buckets] == [
-            ("prefix", 14),
-            ("prefix", 30),
-            ("prefix", 62),
-            ("span", None),
-            ("span", None),
-            ("span", None),
+    for tau in ("1.0", "0.5"):
+        buckets = result.temperatures[tau]
+        assert [(b.kind, b.content_tokens) for b in buckets] == [
+            ("prefix", 14), ("prefix", 30), ("prefix", 62), ("span", None), ("span", None), ("span", None),
         ]
-        assert [b["length"] for b in buckets[:3]] == [16, 32, 64]
+        assert [b.length for b in buckets[:3]] == [16, 32, 64]
         for b in buckets:
-            assert b["n_texts"] == 4
-            for key in ("mean_pairwise_cosine", "spread", "mean_norm", "sigma_a", "sigma_a_std"):
-                assert isinstance(b[key], float), key
-            assert -1 <= b["mean_pairwise_cosine"] <= 1 and b["sigma_a"] > 0
-        assert [b["content_token_range"] for b in buckets[3:]] == [[0, 10], [10, 20], [20, 40]]
+            assert b.n_texts == 4 and b.sigma_a_n_texts == 3
+            assert -1 <= b.mean_pairwise_cosine <= 1 and b.sigma_a > 0.05
+        assert [b.content_token_range for b in buckets[3:]] == [[0, 10], [10, 20], [20, 40]]
         assert all(
-            lo + 2 <= b["length"] < hi + 2
-            for b, (lo, hi) in zip(buckets[3:], [(1, 10), (10, 20), (20, 40)], strict=True)
+            lo + 2 <= b.length < hi + 2 for b, (lo, hi) in zip(buckets[3:], [(1, 10), (10, 20), (20, 40)], strict=True)
         )
-        assert encoder.sigma_calls == 6
-    # the recorded statistics are those of the bucket texts: recompute one bucket by hand
-    from longembed.collapse.buckets import build_length_buckets as rebuild
-
-    docs_list = load_long_documents(tmp_path / "data", ("essays",))
-    texts = rebuild(docs_list, tokenizer, [30], 4, 3)[0].texts
+    # the recorded numbers are those of the bucket texts: recompute one bucket independently
+    texts = build_length_buckets(list(load_long_documents(tmp_path / "data", ("essays",))), tokenizer, [30], 4, 3)[
+        0
+    ].texts
     assert [count_tokens(t, tokenizer) for t in texts] == [30] * 4
     assert all(any(t in d for d in docs.values()) for t in texts)
-    expected = embedding_statistics(made[1].encode(texts))
-    got = result["temperatures"]["0.5"]["buckets"][1]
-    assert got["mean_pairwise_cosine"] == pytest.approx(expected["mean_pairwise_cosine"], rel=1e-6)
-    assert got["sigma_a_n_texts"] == 3  # sigma_a on the first 3 texts only, statistics on all 4
-    assert got["sigma_a"] == pytest.approx(float(np.mean(made[1].attention_sigma_a(texts[:3]))), rel=1e-6)
+    expected = embedding_statistics(made[0].encode(texts, normalize_embeddings=False, temperature=0.5))
+    got = result.temperatures["0.5"][1]
+    assert got.mean_pairwise_cosine == pytest.approx(expected["mean_pairwise_cosine"], rel=1e-5)
+    dense = _dense_sigma_a(folder, [tokenizer(t)["input_ids"] for t in texts[:3]], tau=0.5)
+    assert got.sigma_a == pytest.approx(float(np.mean(dense)), rel=1e-4)
+    assert result.temperatures["1.0"][1].sigma_a != pytest.approx(got.sigma_a, rel=1e-3)  # tau acts
+
+    # a rerun is served from the cache: nothing is embedded or measured again, same numbers
+    again = run_collapse("tiny", **{**kwargs, "output_dir": tmp_path / "again"})
+    assert again.config["estimate"] == {"texts_to_embed": 0, "sigma_a_to_compute": 0, "seconds": 0.0}
+    for tau, buckets in result.temperatures.items():
+        for a, b in zip(buckets, again.temperatures[tau], strict=True):
+            assert (a.mean_pairwise_cosine, a.spread, a.sigma_a) == (b.mean_pairwise_cosine, b.spread, b.sigma_a)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"lengths": (0,)}, "lengths must be positive"),
+        ({"temperatures": (1.0, 1.5)}, "temperature must be in"),
+        ({"temperatures": (0.8, float("nan"))}, "temperature must be in"),
+        ({"temperatures": ()}, "at least one temperature"),
+        ({"texts_per_bucket": 1}, "texts_per_bucket must be >= 2"),
+        ({"short_edges": (10, 5)}, "short edges must be"),
+    ],
+)
+def test_run_collapse_checks_its_arguments_before_any_work(tmp_path, kwargs, message):
+    """Bad arguments fail at once: no model loads, no data is read, no collapse.json is written."""
+    def factory(*args, **options):
+        raise AssertionError("the model must not load before the arguments are checked")
+
+    with pytest.raises(ValueError, match=message):
+        run_collapse("m", data_dir=tmp_path / "no-data", output_dir=tmp_path / "out", encoder_factory=factory,
+                     **kwargs)
+    assert not (tmp_path / "out").exists()
+
+
+def test_collapse_run_stopped_midway_is_marked_incomplete(tokenizer, tmp_path, monkeypatch):
+    """A run that fails after its first bucket leaves a collapse.json marked incomplete."""
+    import longembed.collapse.run as run_module
+
+    _write_fake_data(tmp_path / "data", n_essays=6)
+    folder = _tiny_bert_with(tokenizer, tmp_path / "bert")
+    calls = []
+    original = run_module._Measurer.measure
+
+    def failing(self, bucket, overhead, tau):
+        calls.append(tau)
+        if len(calls) == 2:
+            raise RuntimeError("killed")
+        return original(self, bucket, overhead, tau)
+
+    monkeypatch.setattr(run_module._Measurer, "measure", failing)
+    with pytest.raises(RuntimeError):
+        run_collapse(str(folder), data_dir=tmp_path / "data", output_dir=tmp_path / "out", lengths=(16, 32),
+                     short_edges=(), texts_per_bucket=3, sources=("essays",), show_progress_bar=False,
+                     cache_dir=tmp_path / "cache", say=None, with_sigma_a=False)
+    partial = CollapseResults.load(tmp_path / "out")
+    assert partial.complete is False and len(partial.temperatures["1.0"]) == 1
 
 
 def test_collapse_cli_parses_the_issue_flags(monkeypatch, tmp_path):
-    import longembed.collapse.cli as cli
+    """The collapse command passes every flag, encoder flags derived from EncoderConfig included."""
+    import longembed.cli.collapse as cli
 
     parser = argparse.ArgumentParser()
     register_cli(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(
-        [
-            "collapse",
-            "--model",
-            "m",
-            "--method",
-            "pi",
-            "--max-length",
-            "2048",
-            "--temperature",
-            "1.0",
-            "0.8",
-            "--data-dir",
-            str(tmp_path),
-            "--output",
-            str(tmp_path / "o"),
-            "--lengths",
-            "128",
-            "256",
-            "--texts-per-bucket",
-            "16",
-            "--batch-size",
-            "4",
-            "--seed",
-            "7",
-            "--option",
-            "scale=per_document",
-            "--short-edges",
-            "--sigma-a-texts",
-            "5",
-            "--quiet",
-        ]
-    )
+    args = parser.parse_args([
+        "collapse", "--model", "m", "--method", "pi", "--max-length", "2048", "--temperature", "1.0", "0.8",
+        "--data-dir", str(tmp_path), "--output", str(tmp_path / "o"), "--lengths", "128", "256",
+        "--texts-per-bucket", "16", "--batch-size", "4", "--seed", "7", "--scale", "per_document",
+        "--attention-scale", "logn", "--temperature-decay", "0.5", "--short-edges", "--sigma-a-texts", "5",
+        "--quiet", "--device", "cpu",
+    ])
     seen = {}
 
     def fake_run(model, **kwargs):
         seen.update(kwargs, model=model)
-        return {"config": {"plots": []}, "temperatures": {}}
+        return CollapseResults(config={"plots": []})
 
     monkeypatch.setattr(cli, "run_collapse", fake_run)
     assert args.func(args) == 0
     assert seen["model"] == "m" and seen["method"] == "pi" and seen["max_length"] == 2048
     assert seen["temperatures"] == [1.0, 0.8] and seen["lengths"] == [128, 256]
     assert seen["texts_per_bucket"] == 16 and seen["batch_size"] == 4 and seen["seed"] == 7
-    assert (
-        seen["short_edges"] == [] and seen["scale"] == "per_document" and seen["show_progress_bar"] is False
-    )
+    assert seen["short_edges"] == [] and seen["show_progress_bar"] is False and seen["device"] == "cpu"
+    assert seen["scale"] == "per_document" and seen["attention_scale"] == "logn" and seen["temperature_decay"] == 0.5
     assert seen["sigma_a_texts"] == 5 and seen["with_sigma_a"] is True
     assert seen["data_dir"] == tmp_path and seen["output_dir"] == tmp_path / "o"
+    assert "temperature" not in seen  # the taus travel as temperatures
+
+
+def test_collapse_cli_errors_are_one_line(tmp_path, capsys):
+    """A bad length or a QMSum file without transcripts: exit 2 with one line naming the problem."""
+    from longembed.cli.main import main
+
+    _write_fake_data(tmp_path / "data", n_essays=3)
+    base = ["collapse", "--model", "default", "--data-dir", str(tmp_path / "data"), "--output", str(tmp_path / "o")]
+    assert main([*base, "--lengths", "0"]) == 2
+    assert "lengths must be positive" in capsys.readouterr().err
+    meeting = tmp_path / "data" / "qmsum" / "data" / "ALL" / "train" / "Bad001.json"
+    meeting.parent.mkdir(parents=True, exist_ok=True)
+    meeting.write_text(json.dumps({"topic_list": []}))
+    assert main([*base, "--sources", "qmsum", "--lengths", "64"]) == 2
+    err = capsys.readouterr().err
+    assert "Bad001.json" in err and "meeting_transcripts" in err and "Traceback" not in err

@@ -11,7 +11,7 @@ from conftest import LO, words
 from transformers import AutoTokenizer
 
 from longembed import load_encoder
-from longembed.encoder import load_transformer
+from longembed.loading import load_transformer
 from longembed.pooling import pool
 
 METHODS_BY_FAMILY = {
@@ -67,11 +67,11 @@ def test_short_inputs_equal_the_unmodified_model(tiny_models, family, method):
         np.testing.assert_allclose(got, reference, atol=1e-5, rtol=0)
 
 
-@pytest.mark.parametrize(("family", "method"), CASES)
-@pytest.mark.parametrize("scale", ["fixed", "per_document"])
+@pytest.mark.parametrize(
+    ("family", "method", "scale"),
+    [(f, m, scale) for f, m in CASES for scale in ("fixed", "per_document") if m != "truncate" or scale == "fixed"],
+)
 def test_embedding_does_not_depend_on_batch_neighbours(tiny_models, family, method, scale):
-    if method == "truncate" and scale == "per_document":
-        pytest.skip("scale does not apply to truncate")
     encoder = encoder_for(tiny_models, family, method, scale=scale, attention_scale="logn")
     texts = [words(100, seed=4), words(7, seed=5), words(60, seed=6), words(30, seed=7), words(110, seed=8)]
     batched = encoder.encode(texts, batch_size=5, max_tokens_per_batch=10_000)
@@ -83,11 +83,9 @@ def test_embedding_does_not_depend_on_batch_neighbours(tiny_models, family, meth
     np.testing.assert_allclose(shuffled[::-1], batched, atol=1e-5, rtol=0)
 
 
-@pytest.mark.parametrize(("family", "method"), [c for c in CASES if c[1] not in ("truncate", "pcw")])
+@pytest.mark.parametrize(("family", "method"), [c for c in CASES if c[1] not in ("truncate", "pcw", "native")])
 def test_methods_change_long_inputs(tiny_models, family, method):
     """A method must actually act on inputs longer than Lo (guards against a silent no-op)."""
-    if method == "native":
-        pytest.skip("ALiBi's native method is the model itself")
     text = words(100, seed=9)
     plain = encoder_for(tiny_models, family, "pcw").encode([text])
     extended = encoder_for(tiny_models, family, method).encode([text])
@@ -258,3 +256,91 @@ def test_default_batches_hold_batch_size_full_length_inputs(tiny_models, monkeyp
     sizes.clear()
     encoder.encode([words(110, seed=i) for i in range(10)], batch_size=4, max_tokens_per_batch=250)
     assert sizes == [2, 2, 2, 2, 2]
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"method": "ntk", "max_length": 128, "ntk_factor": float("nan")}, ValueError, "ntk_factor must be a finite"),
+        ({"method": "ntk", "max_length": 128, "ntk_factor": float("inf")}, ValueError, "ntk_factor must be a finite"),
+        ({"method": "pi", "max_length": True}, ValueError, "max_length must be a positive integer"),
+        ({"method": "pi", "max_length": 10**9}, ValueError, "above the 1,048,576 tokens"),
+        ({"method": "pi", "max_length": 128, "temperature_reference": 1}, ValueError, "at least 2 tokens"),
+        ({"method": "pi", "max_length": 128, "ntk_variant": "dynamic"}, ValueError, "applies to method 'ntk' only"),
+        ({"method": "ntk", "max_length": 128, "yarn_options": {"beta": 1}}, ValueError, "unknown yarn_options"),
+        ({"method": "pi", "max_length": 128, "temperature": float("nan")}, ValueError, "temperature must be in"),
+    ],
+)
+def test_bad_options_are_clear_errors(tiny_models, options, error, message):
+    """Values that would silently give wrong vectors (NaN factors, True as a length, ...) are refused."""
+    family = "nomic" if options["method"] == "ntk" else "bert"
+    with pytest.raises(error, match=message):
+        load_encoder(tiny_models[family], **options)
+
+
+def test_original_length_beyond_the_position_table_fails_at_load(tiny_models):
+    """An Lo larger than the model's position table is refused at load, not deep in a forward."""
+    with pytest.raises(ValueError, match="original_length=64 is larger than this model's position table"):
+        load_encoder(tiny_models["bert"], method="pi", max_length=256, original_length=64)
+    with pytest.raises(ValueError, match="original_length=40 is larger"):
+        load_encoder(tiny_models["xlmr"], method="pi", max_length=256, original_length=40)  # table 33 - offset 2
+
+
+def test_a_scale_factor_beyond_the_papers_warns(tiny_models):
+    """max_length above 64 x Lo is allowed, with a warning that says how far beyond the papers it is."""
+    with pytest.warns(UserWarning, match="128 times this model's Lo=32"):
+        load_encoder(tiny_models["bert"], method="pi", max_length=128 * LO)
+
+
+def test_a_device_the_machine_lacks_is_a_clear_error(tiny_models):
+    """A missing or unknown device fails at load with a message naming it."""
+    missing = "cuda:99" if torch.cuda.is_available() else "cuda"
+    with pytest.raises(ValueError, match=f"device '{missing}'"):
+        load_encoder(tiny_models["bert"], device=missing)
+    with pytest.raises(ValueError, match="unknown device 'gpu-please'"):
+        load_encoder(tiny_models["bert"], device="gpu-please")
+
+
+def test_encode_takes_what_sentence_transformers_takes(tiny_models):
+    """An empty list gives a (0, dim) array; a numpy array of strings equals the list; bad text is named."""
+    encoder = load_encoder(tiny_models["bert"])
+    empty = encoder.encode([])
+    assert empty.shape == (0, 32) and empty.dtype == np.float32
+    texts = [words(5, seed=1), words(9, seed=2)]
+    np.testing.assert_array_equal(encoder.encode(np.array(texts)), encoder.encode(texts))
+    with pytest.raises(TypeError, match="1-D strings"):
+        encoder.encode(np.array([texts]))
+    with pytest.raises(ValueError, match=r"texts\[1\] holds a lone surrogate \(U\+D800\) at character 3"):
+        encoder.encode(["fine", "the\ud800 rest"])
+
+
+@pytest.mark.parametrize("family", list(METHODS_BY_FAMILY))
+def test_tempscale_and_logn_act_in_every_family(tiny_models, family):
+    """Every family runs through longembed's attention: a lower tau and log-n scaling change long inputs
+    (JinaBERT once silently kept its own attention, so both were no-ops there)."""
+    method = {"jina": "native"}.get(family, "pcw")
+    long_method = {"bert": "pi", "xlmr": "pi", "jina": "native"}.get(family, "ntk")
+    lo = {"original_length": LO} if family == "jina" else {}  # JinaBERT's Lo is its training length, 512
+    text = [words(100, seed=30)]
+    plain = encoder_for(tiny_models, family, long_method, **lo)
+    assert plain.model.config._attn_implementation == "longembed"
+    assert np.abs(encoder_for(tiny_models, family, method, temperature=0.5).encode(text)
+                  - encoder_for(tiny_models, family, method).encode(text)).max() > 1e-5
+    assert np.abs(encoder_for(tiny_models, family, long_method, attention_scale="logn", **lo).encode(text)
+                  - plain.encode(text)).max() > 1e-5
+
+
+def test_a_model_that_refuses_longembeds_attention_is_an_error(tiny_models, monkeypatch):
+    """If transformers will not switch a model's attention, loading fails instead of silently ignoring it."""
+    from transformers import PreTrainedModel
+
+    monkeypatch.setattr(PreTrainedModel, "set_attn_implementation", lambda self, name: None)
+    with pytest.raises(ValueError, match="cannot switch to longembed's attention function"):
+        load_encoder(tiny_models["bert"])
+
+
+def test_loading_prints_no_transformers_progress_bar(tiny_models, capfd):
+    """transformers' per-load "Loading weights" bar is off; the CLI's own progress is what shows."""
+    load_encoder(tiny_models["nomic"], method="ntk", max_length=128)
+    captured = capfd.readouterr()
+    assert "Loading weights" not in captured.err + captured.out

@@ -224,7 +224,7 @@ def test_alibi_attention_matches_naive_reference(kernel):
 def test_alibi_model_through_longembed_equals_its_own_attention(tiny_models):
     from transformers import AutoTokenizer
 
-    from longembed.encoder import load_transformer
+    from longembed.loading import load_transformer
     from longembed.pooling import pool
 
     folder = tiny_models["jina"]
@@ -255,7 +255,7 @@ def test_decoder_attention_stays_causal(tiny_models):
                 attention_mask=torch.ones_like(plan_inputs),
                 position_ids=torch.zeros_like(plan_inputs),
                 longembed_plan=AttentionPlan(
-                    rotary=rotary_tables("selfextend", encoder.rotary, n, torch.tensor([4]), LO)
+                    rotary=rotary_tables("selfextend", encoder.positions.rotary, n, torch.tensor([4]), LO)
                 ),
             ).last_hidden_state
             hidden[name] = out[0, : n - 3]
@@ -266,13 +266,13 @@ def test_selfextend_on_a_tiny_rope_model_matches_naive_attention(tiny_models):
     """Whole model: longembed's SelfExtend vs a naive n x n SelfExtend attention plugged in here."""
     from transformers import AttentionInterface
 
-    from longembed.encoder import load_transformer
+    from longembed.loading import load_transformer
     from longembed.pooling import pool
 
     folder = tiny_models["nomic"]
     g, w = 3, 8
     encoder = load_encoder(folder, method="selfextend", max_length=4 * LO, group_size=g, window=w)
-    spec = encoder.rotary
+    spec = encoder.positions.rotary
 
     def naive(module, q, k, v, attention_mask, scaling=None, **kwargs):
         out = _naive_selfextend(q, k, v, spec.inv_freq()[0], g, w, scaling)
@@ -289,3 +289,65 @@ def test_selfextend_on_a_tiny_rope_model_matches_naive_attention(tiny_models):
     expected = torch.nn.functional.normalize(pool(hidden, torch.ones_like(ids).bool(), "mean"), dim=-1)
     got = encoder.encode([text], normalize_embeddings=True)
     np.testing.assert_allclose(got, expected.numpy(), atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- dynamic NTK, presets
+def test_dynamic_ntk_equals_huggingface_dynamic_rope(tmp_path):
+    """ntk_variant="dynamic" equals transformers' own `dynamic` rope type (nomic's rotary_scaling_factor),
+    run on one document at a time; inputs up to Lo are untouched; in a batch, each document gets its own base."""
+    base, factor = 20.0, 8.0  # a small base: positions matter, so the dynamic base visibly changes vectors
+    folder = build_tiny("nomic", tmp_path / "plain", rope_parameters={"rope_theta": base, "rope_type": "default"})
+    hf_dynamic = build_tiny(
+        "nomic", tmp_path / "dynamic", rope_parameters={"rope_theta": base, "rope_type": "dynamic", "factor": factor}
+    )
+    from longembed.loading import load_transformer
+    from longembed.pooling import pool
+
+    encoder = load_encoder(folder, method="ntk", ntk_variant="dynamic", ntk_factor=factor, max_length=4 * LO)
+    plain = load_encoder(folder, max_length=4 * LO, original_length=4 * LO)
+    texts = [words(120, seed=21), words(70, seed=22), words(20, seed=23)]
+    expected = []
+    for text in texts:
+        # HF's dynamic base follows the longest input the model has seen so far (it only grows, and resets
+        # below Lo), so its vectors depend on the calls before: a fresh model per text is the reference
+        reference_model = load_transformer(hf_dynamic).eval()
+        batch = encoder.tokenizer([text], return_tensors="pt")
+        with torch.no_grad():
+            hidden = reference_model(**batch).last_hidden_state
+        expected.append(pool(hidden, batch["attention_mask"].bool(), "mean")[0].numpy())
+    got = encoder.encode(texts, batch_size=3, normalize_embeddings=False)
+    np.testing.assert_allclose(got, np.stack(expected), atol=2e-6)  # float32 rounding of the base: ~2e-7
+    untouched = plain.encode(texts, normalize_embeddings=False)
+    np.testing.assert_array_equal(got[2], untouched[2])  # 22 tokens <= Lo: the original model exactly
+    assert np.abs(got[0] - untouched[0]).max() > 1e-5  # the long input really changed (5x the tolerance)
+
+
+def test_dynamic_ntk_base_formula():
+    """The dynamic base multiplier: 1 up to Lo, then ((F n / Lo) - (F - 1)) ** (d / (d - 2))."""
+    from longembed.extension.rope import dynamic_ntk_multiplier
+
+    assert dynamic_ntk_multiplier(512, 512, 2.0, 64) == 1.0
+    assert dynamic_ntk_multiplier(1024, 512, 2.0, 64) == pytest.approx(3.0 ** (64 / 62))
+    assert dynamic_ntk_multiplier(2048, 512, 16.0, 64) == pytest.approx((16 * 4 - 15) ** (64 / 62))
+
+
+def test_longembed_paper_preset_sets_the_papers_options_and_explicit_options_win(tiny_models):
+    """preset="longembed-paper": log-n everywhere, per-document s for GP, NTK on every input; options given
+    explicitly override it; the vectors equal the same options spelled out."""
+    from longembed import EncoderConfig
+
+    gp = EncoderConfig.from_options("m", "gp", 128, preset="longembed-paper")
+    assert (gp.attention_scale, gp.scale, gp.apply_to) == ("logn", "per_document", "long")
+    ntk = EncoderConfig.from_options("m", "ntk", 128, preset="longembed-paper")
+    assert (ntk.attention_scale, ntk.scale, ntk.apply_to) == ("logn", "fixed", "all")
+    pi = EncoderConfig.from_options("m", "pi", 128, preset="longembed-paper", attention_scale=None)
+    assert (pi.attention_scale, pi.scale, pi.apply_to, pi.preset) == (None, "fixed", "long", "longembed-paper")
+    with pytest.raises(ValueError, match="unknown preset 'nope'; presets: longembed-paper"):
+        EncoderConfig.from_options("m", "pi", 128, preset="nope")
+    text = [words(100, seed=24), words(10, seed=25)]
+    preset = load_encoder(tiny_models["nomic"], method="ntk", max_length=4 * LO, preset="longembed-paper")
+    spelled = load_encoder(tiny_models["nomic"], method="ntk", max_length=4 * LO, attention_scale="logn",
+                           apply_to="all")
+    np.testing.assert_array_equal(preset.encode(text), spelled.encode(text))
+    default = load_encoder(tiny_models["nomic"], method="ntk", max_length=4 * LO)
+    assert np.abs(default.encode(text) - preset.encode(text)).max() > 1e-4

@@ -10,13 +10,18 @@ from typing import Any
 import pytest
 
 from longembed.evaluation.bm25 import BM25Model
-from longembed.evaluation.runner import evaluate_model, write_results
+from longembed.evaluation.runner import evaluate_model
 from longembed.report import collect_runs, write_report
 from longembed.report.tables import markdown_report, results_summary, run_label
+from longembed.results import RunResults, TaskResult
+
+
+def write_results(folder: Path, results: RunResults) -> None:
+    results.save(folder / "results.json")
 
 
 @pytest.fixture(scope="module")
-def bm25_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def bm25_results(tmp_path_factory: pytest.TempPathFactory) -> RunResults:
     out = tmp_path_factory.mktemp("bm25")
     return evaluate_model(
         BM25Model(), ["passkey"], lengths=[256, 512], output_dir=out, show_progress=False, log=None
@@ -24,17 +29,17 @@ def bm25_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def fake_run(
-    bm25: dict[str, Any],
+    bm25: RunResults,
     model: str,
     method: str,
     max_length: int,
-    by_length: dict[str, float],
+    by_length: dict[int, float],
     qmsum: float | None = None,
     temperature: float = 1.0,
-) -> dict[str, Any]:
-    """A results dict like an encoder run's, with chosen scores."""
+) -> RunResults:
+    """Results like an encoder run's, with chosen scores."""
     results = copy.deepcopy(bm25)
-    results["config"]["encoder"] = {
+    results.config.encoder = {
         "model": model,
         "method": method,
         "max_length": max_length,
@@ -42,16 +47,16 @@ def fake_run(
         "scale": "fixed",
         "apply_to": "long",
     }
-    results["config"]["resolved"] = {"method": method, "max_length": max_length}
-    results["config"]["temperatures"] = {"query": temperature, "document": temperature}
-    passkey = results["tasks"]["passkey"]
-    passkey["by_length"] = by_length
-    passkey["score"] = sum(by_length.values()) / len(by_length)
-    results["average"] = passkey["score"]
+    results.config.resolved = {"method": method, "max_length": max_length}
+    results.config.temperatures = {"query": temperature, "document": temperature}
+    passkey = results.tasks["passkey"]
+    passkey.by_length = by_length
+    passkey.score = sum(by_length.values()) / len(by_length)
+    results.average = passkey.score
     if qmsum is not None:
-        results["tasks"]["qmsum"] = {"main_score": "ndcg@10", "score": qmsum, "metrics": {"ndcg@10": qmsum}}
-        results["average"] = (passkey["score"] + qmsum) / 2
-        results["average_tasks"] = ["passkey", "qmsum"]
+        results.tasks["qmsum"] = TaskResult("ndcg@10", qmsum, {"ndcg@10": qmsum}, copy.deepcopy(passkey.counts))
+        results.average = (passkey.score + qmsum) / 2
+        results.average_tasks = ["passkey", "qmsum"]
     return results
 
 
@@ -60,10 +65,10 @@ def run_dirs(tmp_path: Path, bm25_results: dict[str, Any]) -> list[Path]:
     runs = {
         "bm25": bm25_results,
         "minilm-truncate": fake_run(
-            bm25_results, "/models/all-MiniLM-L6-v2", "truncate", 512, {"256": 42.0, "512": 17.5}, qmsum=21.25
+            bm25_results, "/models/all-MiniLM-L6-v2", "truncate", 512, {256: 42.0, 512: 17.5}, qmsum=21.25
         ),
         "minilm-pi": fake_run(
-            bm25_results, "/models/all-MiniLM-L6-v2", "pi", 4096, {"256": 44.0, "512": 31.0}, temperature=0.7
+            bm25_results, "/models/all-MiniLM-L6-v2", "pi", 4096, {256: 44.0, 512: 31.0}, temperature=0.7
         ),
     }
     dirs = []
@@ -102,7 +107,7 @@ def test_pngs_are_readable_images(tmp_path: Path, run_dirs: list[Path]) -> None:
 
 
 def test_collect_runs_from_a_parent_folder_and_unique_labels(
-    tmp_path: Path, run_dirs: list[Path], bm25_results: dict[str, Any]
+    tmp_path: Path, run_dirs: list[Path], bm25_results: RunResults
 ) -> None:
     write_results(tmp_path / "runs" / "bm25-again", bm25_results)
     runs = collect_runs([tmp_path / "runs"])
@@ -114,20 +119,29 @@ def test_collect_runs_from_a_parent_folder_and_unique_labels(
     (tmp_path / "bad.json").write_text(json.dumps({"format": "something else"}))
     with pytest.raises(ValueError, match="not a longembed results file"):
         collect_runs([tmp_path / "bad.json"])
+    (tmp_path / "list.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match="holds a JSON list, not a longembed results file"):
+        collect_runs([tmp_path / "list.json"])
+    (tmp_path / "broken.json").write_text('{"format": ')
+    with pytest.raises(ValueError, match="broken.json: not valid JSON"):
+        collect_runs([tmp_path / "broken.json"])
+    (tmp_path / "latin1.json").write_bytes('{"caf\u00e9": 1}'.encode("latin-1"))
+    with pytest.raises(ValueError, match="latin1.json: not UTF-8"):
+        collect_runs([tmp_path / "latin1.json"])
 
 
-def test_notes_for_incomplete_and_skipped(bm25_results: dict[str, Any]) -> None:
+def test_notes_for_incomplete_and_skipped(bm25_results: RunResults) -> None:
     from longembed.report.tables import Run
 
     results = copy.deepcopy(bm25_results)
-    results["complete"] = False
-    results["skipped"] = {"qmsum": "task 'qmsum': /data/qmsum does not exist."}
+    results.complete = False
+    results.skipped = {"qmsum": "task 'qmsum': /data/qmsum does not exist."}
     text = markdown_report([Run(Path("r"), results, "BM25")])
     assert "**incomplete run**" in text
     assert "qmsum skipped: task 'qmsum': /data/qmsum does not exist." in text
 
 
-def test_run_label_and_summary(bm25_results: dict[str, Any]) -> None:
+def test_run_label_and_summary(bm25_results: RunResults) -> None:
     assert run_label(bm25_results) == "BM25"
     summary = results_summary(bm25_results)
     assert "passkey" in summary and "100.00" in summary and "256: 100.0" in summary
@@ -141,14 +155,18 @@ def test_cli_report(tmp_path: Path, run_dirs: list[Path], capsys: pytest.Capture
     assert (out / "report.md").is_file() and (out / "passkey_by_length.png").is_file()
     assert "report.md" in capsys.readouterr().out
     assert main(["report", str(tmp_path / "missing"), "--output", str(out)]) == 2
+    (tmp_path / "listy").mkdir()
+    (tmp_path / "listy" / "results.json").write_text("[]")
+    assert main(["report", str(tmp_path / "listy"), "--output", str(out)]) == 2
+    assert "holds a JSON list" in capsys.readouterr().err  # one line, no traceback
 
 
 def test_by_length_table_adds_a_mean_over_the_lengths_all_runs_share(
-    tmp_path: Path, bm25_results: dict[str, Any]
+    tmp_path: Path, bm25_results: RunResults
 ) -> None:
     runs = {
-        "short": fake_run(bm25_results, "/m/a", "truncate", 512, {"256": 80.0, "512": 60.0, "1024": 20.0}),
-        "long": fake_run(bm25_results, "/m/a", "pi", 4096, {"512": 70.0, "1024": 50.0, "4096": 10.0}),
+        "short": fake_run(bm25_results, "/m/a", "truncate", 512, {256: 80.0, 512: 60.0, 1024: 20.0}),
+        "long": fake_run(bm25_results, "/m/a", "pi", 4096, {512: 70.0, 1024: 50.0, 4096: 10.0}),
     }
     for name, results in runs.items():
         write_results(tmp_path / name, results)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import zlib
 from collections.abc import Sequence
@@ -13,12 +14,8 @@ import pytest
 
 from longembed.config import EncoderConfig
 from longembed.evaluation.bm25 import BM25Model
-from longembed.evaluation.runner import (
-    evaluate_model,
-    load_results,
-    model_identity,
-    resolve_lengths,
-)
+from longembed.evaluation.runner import evaluate_model, resolve_lengths
+from longembed.results import RunResults
 from longembed.tasks import RetrievalData, TaskMetadata
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -137,14 +134,14 @@ class Interrupting:
         return self.inner.encode(texts, **kwargs)
 
 
-def run(model: Any, tmp_path: Path, name: str = "run", **kwargs: Any) -> dict[str, Any]:
+def run(model: Any, tmp_path: Path, name: str = "run", **kwargs: Any) -> RunResults:
     kwargs.setdefault("cache_dir", tmp_path / "cache")
     kwargs.setdefault("estimate", False)
     return evaluate_model(model, output_dir=tmp_path / name, show_progress=False, log=None, **kwargs)
 
 
-def scores_of(results: dict[str, Any]) -> dict[str, Any]:
-    return {name: (t["score"], t["metrics"], t.get("by_length")) for name, t in results["tasks"].items()}
+def scores_of(results: RunResults) -> dict[str, Any]:
+    return {name: (t.score, t.metrics, t.by_length) for name, t in results.tasks.items()}
 
 
 @pytest.fixture(scope="module")
@@ -159,34 +156,89 @@ def minilm():
 
 # --------------------------------------------------------------------------- results.json
 def test_bm25_passkey_results_structure(tmp_path: Path) -> None:
+    """results.json round-trips to the returned results and holds every documented field."""
     results = run(BM25Model(), tmp_path, tasks=["passkey"], lengths=[256, 512])
-    on_disk = load_results(tmp_path / "run")
-    assert on_disk == json.loads(json.dumps(results))
-    assert on_disk["complete"] is True
+    on_disk = RunResults.load(tmp_path / "run")
+    assert on_disk == results
+    raw = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert raw["format"] == "longembed-results/1" and raw["complete"] is True
+    assert raw["tasks"]["passkey"]["by_length"] == {"256": 100.0, "512": 100.0}  # JSON keys are strings
+    assert on_disk.complete is True
 
-    passkey = on_disk["tasks"]["passkey"]
-    assert passkey["main_score"] == "accuracy@1"
-    assert passkey["score"] == 100.0
-    assert passkey["by_length"] == {"256": 100.0, "512": 100.0}
-    assert set(passkey["metrics"]) >= METRIC_NAMES
-    assert all(0.0 <= v <= 100.0 for v in passkey["metrics"].values())
-    assert passkey["metrics"]["accuracy@1"] == 100.0
-    assert passkey["counts"]["documents"] == 200 and passkey["counts"]["queries"] == 100
-    assert set(passkey["lengths"]) == {"256", "512"}
-    assert passkey["lengths"]["512"]["counts"]["documents"] == 100
-    assert passkey["lengths"]["512"]["score"] == passkey["lengths"]["512"]["metrics"]["accuracy@1"] == 100.0
-    assert passkey["wall_time_s"] >= 0
+    passkey = on_disk.tasks["passkey"]
+    assert passkey.main_score == "accuracy@1"
+    assert passkey.score == 100.0
+    assert passkey.by_length == {256: 100.0, 512: 100.0}
+    assert set(passkey.metrics) >= METRIC_NAMES
+    assert all(0.0 <= v <= 100.0 for v in passkey.metrics.values())
+    assert passkey.metrics["accuracy@1"] == 100.0
+    assert passkey.counts.documents == 200 and passkey.counts.queries == 100
+    assert set(passkey.lengths) == {256, 512}
+    assert passkey.lengths[512].counts.documents == 100
+    assert passkey.lengths[512].score == passkey.lengths[512].metrics["accuracy@1"] == 100.0
+    assert passkey.wall_time_s >= 0 and passkey.cache is None  # BM25: no cache
 
-    config = on_disk["config"]
-    assert config["encoder"]["model"] == "bm25"
-    assert {"k1", "b", "stemmer"} <= set(config["encoder"])
-    assert config["tasks"] == ["passkey"] and config["lengths"] == [256, 512]
-    assert on_disk["average"] == 100.0 and on_disk["average_tasks"] == ["passkey"]
-    assert "lengths 256, 512 only" in on_disk["average_note"]
-    assert {"longembed", "torch", "transformers", "python", "model"} <= set(on_disk["versions"])
+    config = on_disk.config
+    assert config.encoder["model"] == "bm25"
+    assert {"k1", "b", "stemmer"} <= set(config.encoder)
+    assert config.tasks == ["passkey"] and config.lengths == [256, 512]
+    assert on_disk.average == 100.0 and on_disk.average_tasks == ["passkey"]
+    assert "lengths 256, 512 only" in on_disk.average_note
+    assert {"longembed", "torch", "transformers", "python", "model"} <= set(on_disk.versions)
+
+
+def test_old_results_files_still_load() -> None:
+    """A results.json written by the previous (dict-based) runner loads into the typed results."""
+    old = {
+        "format": "longembed-results/1", "created": "2026-11-20T10:00:00+00:00", "complete": True,
+        "config": {"encoder": {"model": "bm25"}, "resolved": {}, "tasks": ["passkey"], "lengths": [256],
+                   "data_dir": None, "prompts": None, "prompt_source": None, "temperatures": None,
+                   "batch_size": None, "similarity": "bm25", "cache_dir": None, "cache_namespaces": {}},
+        "versions": {"model": {"name": "bm25"}}, "estimate": None, "average": 100.0,
+        "average_tasks": ["passkey"], "average_note": "", "skipped": {}, "wall_time_s": 1.0,
+        "tasks": {"passkey": {
+            "main_score": "accuracy@1", "score": 100.0, "metrics": {"accuracy@1": 100.0},
+            "by_length": {"256": 100.0},
+            "lengths": {"256": {"score": 100.0, "metrics": {"accuracy@1": 100.0}, "counts": {
+                "documents": 100, "queries": 50, "document_tokens_mean": 250.0, "document_tokens_max": 256,
+                "tokens_counted": "words / 0.75"}, "cache": {}, "encode_time_s": 0.0, "wall_time_s": 0.5}},
+            "counts": {"documents": 100, "queries": 50, "document_tokens_max": 256, "document_tokens_mean": 250.0,
+                       "tokens_counted": "words / 0.75"},
+            "cache": {}, "encode_time_s": 0.0, "wall_time_s": 0.5}},
+    }
+    results = RunResults.from_dict(old)
+    assert results.tasks["passkey"].by_length == {256: 100.0}
+    assert results.tasks["passkey"].lengths[256].counts.documents == 100
+    assert RunResults.from_dict(json.loads(json.dumps(results.to_dict()))) == results
+
+
+def test_a_finished_results_json_is_never_lost(tmp_path: Path) -> None:
+    """A new run into a folder with a finished results.json: while it runs (or if killed) the old file
+    stays; if it finishes with another configuration, the old one is kept under a new name."""
+    first = run(BM25Model(), tmp_path, tasks=["passkey"], lengths=[256])
+    folder = tmp_path / "run"
+    assert RunResults.load(folder) == first
+
+    killed = Interrupting(HashEncoder(tmp_path / "m"), fail_after=0)
+    with pytest.raises(KeyboardInterrupt):
+        run(killed, tmp_path, tasks=["passkey"], lengths=[256])
+    assert RunResults.load(folder) == first  # untouched
+    incomplete = RunResults.load(folder / "results.incomplete.json")
+    assert incomplete.complete is False and incomplete.config.encoder["model"] != "bm25"
+
+    second = run(HashEncoder(tmp_path / "m"), tmp_path, tasks=["passkey"], lengths=[256])
+    assert RunResults.load(folder) == second
+    assert not (folder / "results.incomplete.json").exists()
+    backups = sorted(folder.glob("results.2*.json"))
+    assert len(backups) == 1 and RunResults.load(backups[0]) == first
+
+    rerun = run(HashEncoder(tmp_path / "m"), tmp_path, tasks=["passkey"], lengths=[256])
+    assert RunResults.load(folder) == rerun
+    assert len(list(folder.glob("results.2*.json"))) == 1  # the same experiment rerun: no new backup
 
 
 def test_missing_data_is_skipped_and_recorded(tmp_path: Path) -> None:
+    """A task without data is skipped, named with the reason, and left out of the average."""
     results = run(
         BM25Model(),
         tmp_path,
@@ -194,15 +246,16 @@ def test_missing_data_is_skipped_and_recorded(tmp_path: Path) -> None:
         lengths=[256],
         data_dir=tmp_path / "empty",
     )
-    assert list(results["tasks"]) == ["passkey"]
-    assert set(results["skipped"]) == {"ghost", "qmsum"}
-    assert "Get it from nowhere" in results["skipped"]["ghost"]
-    assert "qmsum" in results["skipped"]["qmsum"]
-    assert results["average_tasks"] == ["passkey"]
-    assert load_results(tmp_path / "run")["skipped"] == results["skipped"]
+    assert list(results.tasks) == ["passkey"]
+    assert set(results.skipped) == {"ghost", "qmsum"}
+    assert "Get it from nowhere" in results.skipped["ghost"]
+    assert "qmsum" in results.skipped["qmsum"]
+    assert results.average_tasks == ["passkey"]
+    assert RunResults.load(tmp_path / "run").skipped == results.skipped
 
 
 def test_unknown_task_and_length_are_errors() -> None:
+    """Unknown task names and non-LongEmbed lengths are clear errors."""
     with pytest.raises(ValueError, match="unknown task"):
         evaluate_model(BM25Model(), ["passkee"], log=None)
     with pytest.raises(ValueError, match="not LongEmbed lengths"):
@@ -211,53 +264,57 @@ def test_unknown_task_and_length_are_errors() -> None:
 
 
 def test_average_is_the_mean_of_task_scores(tmp_path: Path) -> None:
+    """The average is the unweighted mean of the task scores it names."""
     results = run(HashEncoder(tmp_path / "m"), tmp_path, tasks=["passkey", TinyTask()], lengths=[256])
-    scores = [results["tasks"][t]["score"] for t in ("passkey", "tiny")]
-    assert results["average"] == pytest.approx(sum(scores) / 2, abs=1e-3)
-    assert results["average_tasks"] == ["passkey", "tiny"]
-    tiny = results["tasks"]["tiny"]
-    assert "by_length" not in tiny and tiny["main_score"] == "ndcg@10"
-    assert tiny["score"] == tiny["metrics"]["ndcg@10"]
-    assert tiny["score"] > 80  # the hashing model finds the topical documents
+    scores = [results.tasks[t].score for t in ("passkey", "tiny")]
+    assert results.average == pytest.approx(sum(scores) / 2, abs=1e-3)
+    assert results.average_tasks == ["passkey", "tiny"]
+    tiny = results.tasks["tiny"]
+    assert tiny.by_length is None and tiny.main_score == "ndcg@10"
+    assert tiny.score == tiny.metrics["ndcg@10"]
+    assert tiny.score > 80  # the hashing model finds the topical documents
 
 
 # --------------------------------------------------------------------------- prompts and temperatures
 def test_model_prompts_by_default_and_overrides(tmp_path: Path) -> None:
+    """Queries and documents get the model's prompts unless the arguments override them."""
     encoder = HashEncoder(tmp_path / "m")
     results = run(encoder, tmp_path, tasks=[TinyTask()])
-    assert results["config"]["prompts"] == {"query": "search_query: ", "document": "search_document: "}
-    assert results["config"]["prompt_source"] == {"query": "model", "document": "model"}
+    assert results.config.prompts == {"query": "search_query: ", "document": "search_document: "}
+    assert results.config.prompt_source == {"query": "model", "document": "model"}
     assert {c["prompt"] for c in encoder.calls} == {"search_query: ", "search_document: "}
     assert sum(c["n"] for c in encoder.calls if c["prompt"] == "search_query: ") == 6
 
     encoder = HashEncoder(tmp_path / "m")
-    results = run(
-        encoder, tmp_path, "other", tasks=[TinyTask()], query_prompt="", document_prompt="passage: "
-    )
-    assert results["config"]["prompts"] == {"query": "", "document": "passage: "}
+    results = run(encoder, tmp_path, "other", tasks=[TinyTask()], query_prompt="", document_prompt="passage: ")
+    assert results.config.prompts == {"query": "", "document": "passage: "}
     assert {c["prompt"] for c in encoder.calls} == {"", "passage: "}
 
 
 def test_separate_temperatures_reach_encode_and_the_cache_key(tmp_path: Path) -> None:
+    """A per-side tau reaches encode() and its side's cache key only."""
     encoder = HashEncoder(tmp_path / "m")
     base = run(encoder, tmp_path, "base", tasks=[TinyTask()])
     assert all(c["temperature"] is None for c in encoder.calls)  # the encoder's own tau: no override
 
     encoder = HashEncoder(tmp_path / "m")
     cooled = run(encoder, tmp_path, "cooled", tasks=[TinyTask()], query_temperature=0.5)
-    assert cooled["config"]["temperatures"] == {"query": 0.5, "document": 1.0}
+    assert cooled.config.temperatures == {"query": 0.5, "document": 1.0}
     by_prompt = {c["prompt"]: c["temperature"] for c in encoder.calls}
     assert by_prompt == {"search_query: ": 0.5}  # documents came from the cache, queries were re-encoded
-    namespaces = cooled["config"]["cache_namespaces"]
-    assert namespaces["documents"] == base["config"]["cache_namespaces"]["documents"]
-    assert namespaces["queries"] != base["config"]["cache_namespaces"]["queries"]
-    assert cooled["tasks"]["tiny"]["metrics"] != base["tasks"]["tiny"]["metrics"]
+    namespaces = cooled.config.cache_namespaces
+    assert namespaces["documents"] == base.config.cache_namespaces["documents"]
+    assert namespaces["queries"] != base.config.cache_namespaces["queries"]
+    assert cooled.tasks["tiny"].metrics != base.tasks["tiny"].metrics
 
 
 def test_temperature_override_needs_an_encode_that_takes_it(tmp_path: Path) -> None:
+    """A tau other than the encoder's needs encode(temperature=); a bad tau is refused."""
     encoder = HashEncoder(tmp_path / "m", per_call_temperature=False)
     with pytest.raises(ValueError, match="no temperature= argument"):
         run(encoder, tmp_path, tasks=[TinyTask()], document_temperature=0.8)
+    with pytest.raises(ValueError, match=r"query temperature must be in \(0, 1\]"):
+        run(HashEncoder(tmp_path / "m"), tmp_path, tasks=[TinyTask()], query_temperature=float("nan"))
     # the encoder's configured temperature needs no override
     run(
         HashEncoder(tmp_path / "m2", per_call_temperature=False, temperature=0.8),
@@ -269,6 +326,7 @@ def test_temperature_override_needs_an_encode_that_takes_it(tmp_path: Path) -> N
 
 # --------------------------------------------------------------------------- cache
 def test_cache_key_ignores_on_overflow_but_not_max_length(tmp_path: Path) -> None:
+    """What cannot change a vector shares cache entries; what can (max_length, weights) does not."""
     first = HashEncoder(tmp_path / "m")
     run(first, tmp_path, "a", tasks=[TinyTask()])
     assert first.n_texts == 18
@@ -289,10 +347,11 @@ def test_cache_key_ignores_on_overflow_but_not_max_length(tmp_path: Path) -> Non
 
     uncached = HashEncoder(tmp_path / "m")
     results = run(uncached, tmp_path, "e", tasks=[TinyTask()], use_cache=False)
-    assert uncached.n_texts == 18 and results["config"]["cache_dir"] is None
+    assert uncached.n_texts == 18 and results.config.cache_dir is None
 
 
 def test_resume_after_kill_matches_uninterrupted_run(tmp_path: Path, minilm) -> None:
+    """A killed run resumes from its cached chunks and ends with the uninterrupted run's scores."""
     tasks = [TinyTask(), "passkey"]
     reference = run(
         minilm,
@@ -307,55 +366,63 @@ def test_resume_after_kill_matches_uninterrupted_run(tmp_path: Path, minilm) -> 
     killed = Interrupting(minilm, fail_after=40)
     with pytest.raises(KeyboardInterrupt):
         run(killed, tmp_path, "resumed", tasks=tasks, lengths=[256], chunk_size=16)
-    partial = load_results(tmp_path / "resumed")
-    assert partial["complete"] is False and list(partial["tasks"]) == ["tiny"]
+    partial = RunResults.load(tmp_path / "resumed")
+    assert partial.complete is False and list(partial.tasks) == ["tiny"]
 
     resumed = Interrupting(minilm)
     results = run(resumed, tmp_path, "resumed", tasks=tasks, lengths=[256], chunk_size=16)
-    assert results["tasks"]["passkey"]["cache"]["documents_cached"] == 16  # one whole chunk was saved
+    assert results.tasks["passkey"].cache.documents_cached == 16  # one whole chunk was saved
     assert resumed.n_texts == 100 - 16 + 50
-    assert scores_of(load_results(tmp_path / "resumed")) == scores_of(reference)
+    assert scores_of(RunResults.load(tmp_path / "resumed")) == scores_of(reference)
 
     warm = Interrupting(minilm)
     again = run(warm, tmp_path, "warm", tasks=tasks, lengths=[256], chunk_size=16, estimate=True)
     assert warm.n_texts == 0
     assert scores_of(again) == scores_of(reference)
-    assert again["estimate"]["documents_cached"] == again["estimate"]["documents"] == 112
-    assert again["estimate"]["seconds"] is None  # nothing to encode: no warm-up
+    assert again.estimate.documents_cached == again.estimate.documents == 112
+    assert again.estimate.seconds is None  # nothing to encode: no warm-up
 
 
 # --------------------------------------------------------------------------- the real model
-def test_minilm_results_versions_and_estimate(tmp_path: Path, minilm) -> None:
-    results = run(minilm, tmp_path, tasks=[TinyTask()], estimate=True)
-    model = results["versions"]["model"]
-    config_file = Path(model["path"]) / "config.json"
-    import hashlib
+def _independent_hash(path: Path) -> str:
+    """sha256 of the whole file up to 2 MiB, else of its first and last MiB (computed here)."""
+    data = path.read_bytes()
+    part = data if len(data) <= 2 << 20 else data[: 1 << 20] + data[-(1 << 20):]
+    return hashlib.sha256(part).hexdigest()
 
-    assert model["files"]["config.json"]["sha256"] == hashlib.sha256(config_file.read_bytes()).hexdigest()
+
+def test_minilm_results_versions_and_estimate(tmp_path: Path, minilm) -> None:
+    """A real run records every model file's size and hash, the resolved settings and the estimate."""
+    results = run(minilm, tmp_path, tasks=[TinyTask()], estimate=True)
+    model = results.versions["model"]
+    folder = Path(model["path"])
+    on_disk = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
+                     if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+    assert sorted(model["files"]) == on_disk and "model.safetensors" in on_disk
+    for name, entry in model["files"].items():
+        assert entry["size"] == (folder / name).stat().st_size
+        assert entry["sha256"] == _independent_hash(folder / name)
     assert model["files"]["model.safetensors"]["hashed"] == "sha256 of first and last MiB"
-    assert results["config"]["encoder"] == minilm.config.to_dict()
-    assert results["config"]["resolved"]["max_length"] == 512
-    estimate = results["estimate"]
-    assert estimate["documents"] == 12 and estimate["documents_cached"] == 0
-    assert estimate["tokens_to_encode"] > 12 * 10
-    assert estimate["seconds"] is not None and estimate["seconds"] >= 0
-    assert estimate["cost_model"]["a"] >= 0 and estimate["cost_model"]["b"] >= 0
-    tiny = results["tasks"]["tiny"]
-    assert tiny["counts"]["documents_truncated"] == 0
-    assert tiny["counts"]["tokens_counted"] == "tokenizer"
-    assert tiny["score"] > 80
-    assert model_identity(minilm)["files"] == model["files"]
+    assert results.config.encoder == minilm.config.to_dict()
+    assert results.config.resolved["max_length"] == 512
+    estimate = results.estimate
+    assert estimate.documents == 12 and estimate.documents_cached == 0
+    assert estimate.tokens_to_encode == sum(len(minilm.tokenizer(t)["input_ids"]) for t in
+                                            [*TinyTask().load(None).corpus.values(), *TinyTask().load(None).queries.values()])
+    assert estimate.seconds is not None and estimate.seconds >= 0
+    assert estimate.cost_model["a"] >= 0 and estimate.cost_model["b"] >= 0
+    tiny = results.tasks["tiny"]
+    assert tiny.counts.documents_truncated == 0
+    assert tiny.counts.tokens_counted == "tokenizer"
+    assert tiny.score > 80
 
 
 def test_query_temperature_reaches_the_real_encoder(tmp_path: Path, minilm) -> None:
-    import inspect
-
+    """The cached query vectors are the encoder's vectors at the query tau and prompt."""
     from longembed.evaluation.cache import EmbeddingCache, text_key
 
-    if "temperature" not in inspect.signature(minilm.encode).parameters:
-        pytest.skip("this LongContextEncoder.encode has no per-call temperature yet")
     results = run(minilm, tmp_path, tasks=[TinyTask()], query_temperature=0.5, query_prompt="q: ")
-    key = results["config"]["cache_namespaces"]["queries"]
+    key = results.config.cache_namespaces["queries"]
     cache = EmbeddingCache(tmp_path / "cache")
     fingerprint = json.loads((cache.root / key / "fingerprint.json").read_text())
     namespace = cache.namespace(fingerprint)
@@ -371,38 +438,64 @@ def test_query_temperature_reaches_the_real_encoder(tmp_path: Path, minilm) -> N
 
 @pytest.mark.skipif(not DATA_DIR.is_dir(), reason="shared data folder absent")
 def test_bm25_on_real_data(tmp_path: Path) -> None:
+    """BM25 on SQuALITY: all 127 stories, a high nDCG@10, marked as a stand-in."""
     results = run(BM25Model(), tmp_path, tasks=["squality"], data_dir=DATA_DIR)
-    squality = results["tasks"]["squality"]
-    assert squality["counts"]["documents"] == 127
-    assert squality["main_score"] == "ndcg@10" and squality["score"] > 80
-    assert squality["stand_in_for"]
+    squality = results.tasks["squality"]
+    assert squality.counts.documents == 127
+    assert squality.main_score == "ndcg@10" and squality.score > 80
+    assert squality.stand_in_for
 
 
 # --------------------------------------------------------------------------- CLI
 def test_cli_eval_bm25(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``eval --model bm25`` writes results.json and prints the table; ignored flags are all named."""
     from longembed.cli.main import main
 
     out = tmp_path / "bm25"
-    assert (
-        main(["eval", "--model", "bm25", "--tasks", "passkey", "--lengths", "256", "--output", str(out)]) == 0
-    )
-    results = load_results(out)
-    assert results["tasks"]["passkey"]["by_length"] == {"256": 100.0}
+    argv = ["eval", "--model", "bm25", "--tasks", "passkey", "--lengths", "256", "--output", str(out),
+            "--attention-scale", "logn", "--scale", "per_document", "--method", "pi", "--temperature", "0.5"]
+    assert main(argv) == 0
+    results = RunResults.load(out)
+    assert results.tasks["passkey"].by_length == {256: 100.0}
     printed = capsys.readouterr().out
     assert "passkey" in printed and "100.00" in printed and "results.json" in printed
+    ignored = next(line for line in printed.splitlines() if "ignored for --model bm25" in line)
+    for flag in ("--method", "--attention-scale", "--scale", "--temperature"):
+        assert flag in ignored
 
 
 def test_cli_eval_without_runnable_task_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No runnable task: exit 1 with the skip recorded; a bad length: exit 2."""
     from longembed.cli.main import main
 
     monkeypatch.delenv("LONGEMBED_DATA_DIR", raising=False)
     assert main(["eval", "--model", "bm25", "--tasks", "qmsum", "--output", str(tmp_path / "r")]) == 1
-    assert "qmsum" in load_results(tmp_path / "r")["skipped"]
+    assert "qmsum" in RunResults.load(tmp_path / "r").skipped
     assert main(["eval", "--model", "bm25", "--lengths", "300", "--output", str(tmp_path / "r")]) == 2
 
 
+def test_cli_eval_needles_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``eval --needles FILE`` with 7 needles: 7 documents and 7 queries per length."""
+    from longembed.cli.main import main
+
+    needles = tmp_path / "needles.jsonl"
+    needles.write_text("\n".join(json.dumps({"fact": f"Quibble {i} is the capital of Zarn {i}.",
+                                             "question": f"What is the capital of Zarn {i}?"}) for i in range(7)))
+    out = tmp_path / "needle"
+    argv = ["eval", "--model", "bm25", "--tasks", "needle", "--lengths", "256", "--needles", str(needles),
+            "--data-dir", str(DATA_DIR), "--output", str(out)]
+    if not (DATA_DIR / "paul_graham_essays").is_dir():
+        pytest.skip("the essays (needle haystack) are not in the shared data folder")
+    assert main(argv) == 0
+    counts = RunResults.load(out).tasks["needle"].counts
+    assert counts.documents == 7 and counts.queries == 7
+    assert main([*argv[:-2], "--tasks", "passkey", "--output", str(tmp_path / "x")]) == 2
+    assert "not among --tasks" in capsys.readouterr().err
+
+
 def test_cli_length_and_list_parsing() -> None:
-    from longembed.cli.evaluate import default_output, parse_length, split_list
+    """--lengths and --tasks lists: commas or spaces, 4k = 4096; the default output folder."""
+    from longembed.cli.options import default_output, parse_length, split_list
 
     assert split_list(["passkey,needle", "qmsum"]) == ["passkey", "needle", "qmsum"]
     assert [parse_length(x) for x in ("256", "4k", "32K")] == [256, 4096, 32768]

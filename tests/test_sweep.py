@@ -20,15 +20,16 @@ import pytest
 
 import longembed.evaluation.sweep as sweep_module
 from longembed.config import EncoderConfig
-from longembed.evaluation.runner import evaluate_model, load_results
+from longembed.evaluation.runner import evaluate_model
 from longembed.evaluation.sweep import (
     NOT_USED_FOR_SELECTION,
     Candidate,
     choose,
-    load_sweep,
     parse_candidates,
     sweep_temperature,
 )
+from longembed.report.sweep import write_sweep_report
+from longembed.results import RunResults, SweepResults
 from longembed.tasks import RetrievalData, TaskMetadata
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -127,7 +128,7 @@ def recorder(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     """Wrap the sweep's evaluate_model: record every call (tasks, taus, encoder) and tag the phase."""
     calls: list[dict[str, Any]] = []
 
-    def recording(model: Any, tasks: Any = None, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    def recording(model: Any, tasks: Any = None, *args: Any, **kwargs: Any) -> RunResults:
         names = [t if isinstance(t, str) else t.metadata.name for t in tasks]
         output = kwargs.get("output_dir")
         phase = Path(output).parent.name if output is not None else "?"
@@ -145,7 +146,7 @@ def recorder(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     return calls
 
 
-def sweep(tmp_path: Path, factory: Factory | None = None, **kwargs: Any) -> dict[str, Any]:
+def sweep(tmp_path: Path, factory: Factory | None = None, **kwargs: Any) -> SweepResults:
     kwargs.setdefault("output_dir", tmp_path / "sweep")
     kwargs.setdefault("cache_dir", tmp_path / "cache")
     kwargs.setdefault("lengths", [256])
@@ -182,7 +183,7 @@ def test_selection_never_evaluates_a_scoring_task(tmp_path: Path, recorder: list
     selection_texts = {text for phase, text, _ in PeakEncoder.log if phase == "select"}
     assert selection_texts == {"query pick", "peak 0.7 pick", "decoy pick"}
     assert any("judge" in text for phase, text, _ in PeakEncoder.log if phase == "score")
-    assert result["chosen"]["label"] == "tau=0.7"
+    assert result.chosen["label"] == "tau=0.7"
 
 
 def test_chosen_is_the_selection_argmax_even_when_scoring_disagrees(tmp_path: Path) -> None:
@@ -194,23 +195,23 @@ def test_chosen_is_the_selection_argmax_even_when_scoring_disagrees(tmp_path: Pa
         score_tasks=[PeakTask("judge", 1.0)],
         report_all=True,
     )
-    scores = result["selection"]["scores"]
+    scores = result.selection.scores
     assert scores == {"tau=1.0": RANK_2_NDCG, "tau=0.9": RANK_2_NDCG, "tau=0.8": RANK_2_NDCG,
                       "tau=0.7": 100.0, "tau=0.5": RANK_2_NDCG}
-    assert result["chosen"]["label"] == "tau=0.7"
-    assert result["chosen"]["settings"]["document_temperature"] == 0.7
-    assert result["selection"]["gain_over_baseline"] == pytest.approx(100.0 - RANK_2_NDCG)
+    assert result.chosen["label"] == "tau=0.7"
+    assert result.chosen["settings"]["document_temperature"] == 0.7
+    assert result.selection.gain_over_baseline == pytest.approx(100.0 - RANK_2_NDCG)
 
-    judge = result["scoring"]["per_task"]["judge"]
-    assert judge["baseline"] == 100.0 and judge["chosen"] == RANK_2_NDCG
-    assert judge["delta"] == pytest.approx(RANK_2_NDCG - 100.0)
-    assert result["scoring"]["average"]["delta"] < 0  # honestly reported: the choice hurts here
+    judge = result.scoring.per_task["judge"]
+    assert judge.baseline == 100.0 and judge.chosen == RANK_2_NDCG
+    assert judge.delta == pytest.approx(RANK_2_NDCG - 100.0)
+    assert result.scoring.average.delta < 0  # honestly reported: the choice hurts here
 
     # the full table shows tau = 1.0 is best on the scoring task, and is marked as not used
-    full = result["all_candidates"]
-    assert full["note"] == NOT_USED_FOR_SELECTION
-    best_on_scoring = max(full["rows"], key=lambda r: r["average"])
-    assert best_on_scoring["label"] == "tau=1.0" and not best_on_scoring["chosen"]
+    full = result.all_candidates
+    assert full.note == NOT_USED_FOR_SELECTION
+    best_on_scoring = max(full.rows, key=lambda r: r.average)
+    assert best_on_scoring.label == "tau=1.0" and not best_on_scoring.chosen
 
 
 def test_per_side_candidate_and_ties_prefer_least_change(tmp_path: Path) -> None:
@@ -223,13 +224,13 @@ def test_per_side_candidate_and_ties_prefer_least_change(tmp_path: Path) -> None
         select_task=PeakTask("pick", 0.7),
         score_tasks=[PeakTask("judge", 0.7)],
     )
-    assert result["selection"]["tied"] == ["tau=0.7", "q=1.0 d=0.7"]
-    assert result["chosen"]["label"] == "q=1.0 d=0.7"
-    assert result["scoring"]["per_task"]["judge"] == {
-        "main_score": "ndcg@10", "baseline": RANK_2_NDCG, "chosen": 100.0, "delta": round(100 - RANK_2_NDCG, 4)
-    }
+    assert result.selection.tied == ["tau=0.7", "q=1.0 d=0.7"]
+    assert result.chosen["label"] == "q=1.0 d=0.7"
+    judge = result.scoring.per_task["judge"]
+    assert (judge.main_score, judge.baseline, judge.chosen, judge.delta) == (
+        "ndcg@10", RANK_2_NDCG, 100.0, round(100 - RANK_2_NDCG, 4))
     # the baseline was not listed: it is added, first, as a candidate
-    assert result["candidates"][0]["label"] == "tau=1.0" and result["candidates"][0]["source"] == "baseline (added)"
+    assert result.candidates[0].label == "tau=1.0" and result.candidates[0].source == "baseline (added)"
 
 
 def test_no_gain_keeps_the_baseline(tmp_path: Path, recorder: list[dict[str, Any]]) -> None:
@@ -240,8 +241,8 @@ def test_no_gain_keeps_the_baseline(tmp_path: Path, recorder: list[dict[str, Any
         select_task=PeakTask("pick", 0.3),
         score_tasks=[PeakTask("judge", 1.0)],
     )
-    assert result["chosen"]["label"] == "tau=1.0" and result["chosen"]["is_baseline"]
-    assert result["scoring"]["average"]["delta"] == 0.0
+    assert result.chosen["label"] == "tau=1.0" and result.chosen["is_baseline"]
+    assert result.scoring.average.delta == 0.0
     assert [c["phase"] for c in recorder] == ["select"] * 3 + ["score"]  # baseline scored once
 
 
@@ -325,17 +326,18 @@ def test_one_encoder_per_decay_setting_and_cached_rerun(tmp_path: Path, recorder
     assert by_label["tau=1.0 decay=0.5 ref=256"] is by_label["tau=0.8 decay=0.5 ref=256"]
     assert by_label["tau=1.0 decay=0.5 ref=256"] is not shared
     # decay 0.5 at ref 256: tau_eff = 0.8 x 0.8^0.5 = 0.716 for "tau=0.8 decay=0.5" -> wins on pick (0.7)
-    assert result["chosen"]["label"] == "tau=0.8 decay=0.5 ref=256"
-    assert result["selection"]["scores"]["tau=0.8 decay=0.5 ref=256"] == 100.0
+    assert result.chosen["label"] == "tau=0.8 decay=0.5 ref=256"
+    assert result.selection.scores["tau=0.8 decay=0.5 ref=256"] == 100.0
 
     n_encoded = len(PeakEncoder.log)
     again = sweep(tmp_path, Factory(tmp_path / "model"), **kwargs)
     assert len(PeakEncoder.log) == n_encoded  # everything came from the cache
-    assert again["selection"] == result["selection"] and again["scoring"] == result["scoring"]
+    assert again.selection == result.selection and again.scoring == result.scoring
 
 
 # --------------------------------------------------------------------------- outputs
 def test_sweep_json_markdown_and_plot(tmp_path: Path) -> None:
+    """sweep.json round-trips; every run it names is on disk and agrees with it; the report renders it."""
     result = sweep(
         tmp_path,
         candidates=[{"temperature": 0.9}, {"temperature": 0.7},
@@ -346,42 +348,43 @@ def test_sweep_json_markdown_and_plot(tmp_path: Path) -> None:
         report_all=True,
     )
     out = tmp_path / "sweep"
-    on_disk = load_sweep(out)
-    assert on_disk == json.loads(json.dumps(result))
-    assert set(on_disk) >= {"format", "protocol", "config", "candidates", "selection", "baseline", "chosen",
-                            "scoring", "all_candidates", "versions", "encoders_built", "files", "wall_time_s"}
-    config = on_disk["config"]
+    on_disk = SweepResults.load(out)
+    assert on_disk == result
+    raw = json.loads((out / "sweep.json").read_text())
+    assert set(raw) >= {"format", "protocol", "config", "candidates", "selection", "baseline", "chosen",
+                        "scoring", "all_candidates", "versions", "encoders_built", "files", "wall_time_s"}
+    config = on_disk.config
     assert config["select_task"] == "pick" and config["score_tasks"] == ["judge", "passkey"]
     assert config["lengths"] == [256, 512] and config["report_all"] is True
-    assert {"longembed", "longembed_code_sha256", "torch", "transformers", "python"} <= set(on_disk["versions"])
+    assert {"longembed", "longembed_code_sha256", "torch", "transformers", "python"} <= set(on_disk.versions)
 
-    candidates = on_disk["candidates"]
-    assert [c["label"] for c in candidates] == ["tau=1.0", "tau=0.9", "tau=0.7", "q=1.0 d=0.7"]
-    assert all(set(c) == {"label", "settings", "source", "selection_score", "chosen", "run"} for c in candidates)
-    assert [c["chosen"] for c in candidates] == [False, False, False, True]
-    assert candidates[3]["settings"] == {"query_temperature": 1.0, "document_temperature": 0.7,
-                                         "temperature_decay": 0.0, "temperature_reference": None}
+    candidates = on_disk.candidates
+    assert [c.label for c in candidates] == ["tau=1.0", "tau=0.9", "tau=0.7", "q=1.0 d=0.7"]
+    assert [c.chosen for c in candidates] == [False, False, False, True]
+    assert candidates[3].settings == {"query_temperature": 1.0, "document_temperature": 0.7,
+                                      "temperature_decay": 0.0, "temperature_reference": None}
     for c in candidates:  # every selection run is on disk and holds the selection task only
-        run = load_results(out / c["run"])
-        assert list(run["tasks"]) == ["pick"] and run["tasks"]["pick"]["score"] == c["selection_score"]
-        assert run["config"]["temperatures"] == {"query": c["settings"]["query_temperature"],
-                                                 "document": c["settings"]["document_temperature"]}
+        run = RunResults.load(out / c.run)
+        assert list(run.tasks) == ["pick"] and run.tasks["pick"].score == c.selection_score
+        assert run.config.temperatures == {"query": c.settings["query_temperature"],
+                                           "document": c.settings["document_temperature"]}
 
-    scoring = on_disk["scoring"]
-    assert scoring["tasks"] == ["judge", "passkey"]
-    assert set(scoring["per_task"]["passkey"]["by_length"]["baseline"]) == {"256", "512"}
+    scoring = on_disk.scoring
+    assert scoring.tasks == ["judge", "passkey"]
+    assert set(scoring.per_task["passkey"].by_length["baseline"]) == {"256", "512"}
     for side in ("baseline", "chosen"):
-        run = load_results(out / scoring["runs"][side])
-        assert {t: run["tasks"][t]["score"] for t in ("judge", "passkey")} == {
-            t: scoring["per_task"][t][side] for t in ("judge", "passkey")}
-        assert scoring["average"][side] == pytest.approx(run["average"], abs=1e-3)
-    assert scoring["average"]["delta"] == pytest.approx(
-        scoring["average"]["chosen"] - scoring["average"]["baseline"], abs=1e-3)
-    rows = on_disk["all_candidates"]["rows"]
-    assert [r["label"] for r in rows] == [c["label"] for c in candidates]
-    assert all(set(r["scores"]) == {"judge", "passkey"} for r in rows)
+        run = RunResults.load(out / scoring.runs[side])
+        assert {t: run.tasks[t].score for t in ("judge", "passkey")} == {
+            t: getattr(scoring.per_task[t], side) for t in ("judge", "passkey")}
+        assert getattr(scoring.average, side) == pytest.approx(run.average, abs=1e-3)
+    assert scoring.average.delta == pytest.approx(scoring.average.chosen - scoring.average.baseline, abs=1e-3)
+    rows = on_disk.all_candidates.rows
+    assert [r.label for r in rows] == [c.label for c in candidates]
+    assert all(set(r.scores) == {"judge", "passkey"} for r in rows)
 
-    markdown = (out / "sweep.md").read_text()
+    written = write_sweep_report(out)
+    markdown = written["markdown"].read_text()
+    assert written["markdown"] == out / "sweep.md"
     assert "## Selection on pick (ndcg@10)" in markdown and "**chosen**" in markdown
     assert "| **average** |" in markdown
     assert "not used for selection" in markdown
@@ -438,31 +441,30 @@ def test_real_encoder_baseline_equals_plain_evaluate_model(tmp_path: Path) -> No
         show_progress=False,
         log=None,
     )
-    assert result["chosen"]["label"] == "tau=0.5"
-    assert result["encoders_built"] == [{}]  # one real encoder served both taus
+    assert result.chosen["label"] == "tau=0.5"
+    assert result.encoders_built == [{}]  # one real encoder served both taus
 
-    baseline_run = load_results(tmp_path / "sweep" / result["scoring"]["runs"]["baseline"])
+    baseline_run = RunResults.load(tmp_path / "sweep" / result.scoring.runs["baseline"])
     reference = evaluate_model(plain_encoder, [score], output_dir=tmp_path / "plain", use_cache=False,
                                estimate=False, show_progress=False, log=None)
-    assert baseline_run["tasks"]["mini-b"]["metrics"] == reference["tasks"]["mini-b"]["metrics"]
-    assert baseline_run["config"]["encoder"] == reference["config"]["encoder"]
-    assert baseline_run["config"]["temperatures"] == reference["config"]["temperatures"] == {
-        "query": 1.0, "document": 1.0}
-    assert result["scoring"]["per_task"]["mini-b"]["baseline"] == reference["tasks"]["mini-b"]["score"]
+    assert baseline_run.tasks["mini-b"].metrics == reference.tasks["mini-b"].metrics
+    assert baseline_run.config.encoder == reference.config.encoder
+    assert baseline_run.config.temperatures == reference.config.temperatures == {"query": 1.0, "document": 1.0}
+    assert result.scoring.per_task["mini-b"].baseline == reference.tasks["mini-b"].score
 
     # the vectors themselves: the sweep's cached document vectors vs direct encode() calls
     documents = list(score.load(None).corpus.values())
     cache = EmbeddingCache(tmp_path / "cache")
 
-    def cached(run: dict[str, Any]) -> np.ndarray:
-        key = run["config"]["cache_namespaces"]["documents"]
+    def cached(run: RunResults) -> np.ndarray:
+        key = run.config.cache_namespaces["documents"]
         fingerprint = _json.loads((cache.root / key / "fingerprint.json").read_text())
         entries = cache.namespace(fingerprint).load("mini-b/all/documents")
         return np.stack([entries.vectors[text_key(t)] for t in documents])
 
     plain_vectors = plain_encoder.encode(documents, normalize_embeddings=True)
     np.testing.assert_allclose(cached(baseline_run), plain_vectors, atol=1e-6)
-    chosen_run = load_results(tmp_path / "sweep" / result["scoring"]["runs"]["chosen"])
+    chosen_run = RunResults.load(tmp_path / "sweep" / result.scoring.runs["chosen"])
     cooled = load_encoder("default", temperature=0.5).encode(documents, normalize_embeddings=True)
     np.testing.assert_allclose(cached(chosen_run), cooled, atol=1e-6)  # per-call tau == configured tau
     assert not np.allclose(cooled, plain_vectors, atol=1e-3)  # and tau 0.5 does change the vectors
@@ -491,7 +493,7 @@ def test_cli_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pyte
     from longembed.cli.sweep import register_cli
 
     factory = Factory(tmp_path / "model")
-    monkeypatch.setattr(sweep_module, "_default_factory", factory)
+    monkeypatch.setattr(sweep_module, "load_encoder", factory)
     parser = argparse.ArgumentParser(prog="longembed")
     register_cli(parser.add_subparsers(dest="command"))
     out = tmp_path / "cli"
@@ -502,14 +504,13 @@ def test_cli_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pyte
         str(tmp_path / "cache"), "--report-all",
     ])
     assert args.func(args) == 0
-    result = load_sweep(out)
-    assert result["config"]["select_task"] == "passkey" and result["scoring"]["tasks"] == ["needle"]
-    assert [c["label"] for c in result["candidates"]] == [
+    result = SweepResults.load(out)
+    assert result.config["select_task"] == "passkey" and result.scoring.tasks == ["needle"]
+    assert [c.label for c in result.candidates] == [
         "tau=1.0", "tau=0.8", "tau=1.0 decay=0.5 ref=256", "tau=0.8 decay=0.5 ref=256"]
-    assert factory.builds[0] == {"model": "stub", "method": "pi", "max_length": 1024, "original_length": None,
-                                 "position_scheme": None, "scale": "fixed", "apply_to": "long",
-                                 "attention_scale": None, "ntk_factor": None, "group_size": None,
-                                 "window": None, "pooling": None, "on_overflow": "truncate"}
+    # only the options given on the command line reach the encoder (the rest: its defaults, or a preset)
+    assert factory.builds[0] == {"model": "stub", "method": "pi", "max_length": 1024}
     printed = capsys.readouterr().out
     assert "## Selection on passkey (accuracy@1)" in printed and "| **average** |" in printed
     assert "not used for selection" in printed and "sweep.json" in printed
+    assert (out / "sweep.md").is_file() and (out / "sweep.png").is_file()

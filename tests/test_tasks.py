@@ -193,16 +193,36 @@ def test_needles_file_validation(tmp_path: Path) -> None:
 
     good = [{"fact": f"Fact {i}.", "question": f"Question {i}?"} for i in range(60)]
     assert len(needle_mod.load_needles(write(good))) == 60
-    with pytest.raises(ValueError, match="line 3: missing or empty field 'question'"):
+    with pytest.raises(ValueError, match="needles.jsonl:3: missing or empty field 'question'"):
         needle_mod.load_needles(write(good[:2] + [{"fact": "x"}] + good[2:]))
     with pytest.raises(ValueError, match="duplicate fact"):
         needle_mod.load_needles(write(good + [{"fact": "Fact 1.", "question": "New?"}]))
     with pytest.raises(ValueError, match="duplicate question"):
         needle_mod.load_needles(write(good + [{"fact": "New.", "question": "Question 1?"}]))
-    with pytest.raises(ValueError, match="at least 50"):
-        needle_mod.load_needles(write(good[:49]))
+    with pytest.raises(ValueError, match="1 needle\\(s\\); at least 2"):
+        needle_mod.load_needles(write(good[:1]))
+    with pytest.raises(ValueError, match="not UTF-8"):
+        path = tmp_path / "latin1.jsonl"
+        path.write_bytes('{"fact": "caf\u00e9", "question": "q?"}'.encode("latin-1"))
+        needle_mod.load_needles(path)
     task = needle_mod.NeedleTask(needles_path=write(good))
     assert len(task.needles) == 60
+
+
+@pytest.mark.parametrize("n_needles", [2, 7, 50, 60])
+def test_fewer_than_50_needles_give_one_query_per_needle(tmp_path: Path, n_needles: int) -> None:
+    """A needles file of any size >= 2: one document per needle, min(50, needles) queries, each
+    query's relevant document holding its own fact."""
+    path = tmp_path / "needles.jsonl"
+    rows = [{"fact": f"Zorblat {i} owns a teal canoe.", "question": f"Who owns canoe {i}?"} for i in range(n_needles)]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    needles = needle_mod.load_needles(path)
+    data = needle_mod.generate(1024, "Some words here. More words there. " * 400, needles)
+    assert len(data.corpus) == n_needles and len(data.queries) == min(50, n_needles)
+    by_question = {n.question: n.fact for n in needles}
+    for qid, question in data.queries.items():
+        (doc_id,) = data.qrels[qid]
+        assert by_question[question] in data.corpus[doc_id]
 
 
 def test_needle_on_the_essays() -> None:

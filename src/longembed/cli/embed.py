@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import time
 import warnings
 from pathlib import Path
@@ -11,6 +11,10 @@ from pathlib import Path
 import numpy as np
 
 from longembed.cli.options import add_encoder_arguments, encoder_options
+from longembed.encoder import load_encoder
+from longembed.inputs import unicode_problem
+from longembed.results import atomic_write_bytes
+from longembed.tasks.base import iter_jsonl
 
 
 def register_cli(subparsers: argparse._SubParsersAction) -> None:
@@ -20,10 +24,9 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         description="Embed every document of INPUT (.txt: one per line; .jsonl: field 'text') into OUT.npy.",
     )
     parser.add_argument("input", type=Path, help=".txt (one document per line) or .jsonl (field 'text')")
-    parser.add_argument("-o", "--output", type=Path, required=True, help="where to write the .npy matrix")
-    parser.add_argument(
-        "--prompt", default=None, help="prefix added to every document, e.g. 'search_document: '"
-    )
+    parser.add_argument("-o", "--output", type=Path, required=True,
+                        help="the .npy file to write (.npy is added to a name without it)")
+    parser.add_argument("--prompt", default=None, help="prefix added to every document, e.g. 'search_document: '")
     parser.add_argument("--prompt-name", default=None, help="a named prompt of the model, e.g. 'document'")
     parser.add_argument("--field", default="text", help="the .jsonl field holding the text (default: text)")
     parser.add_argument("--no-normalize", action="store_true", help="write raw pooled vectors")
@@ -31,44 +34,70 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def read_text_lines(path: Path) -> list[str]:
+    """The file's lines as UTF-8; an error naming the file (and byte) if it is not UTF-8."""
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+
+
 def read_documents(path: Path, field: str = "text") -> list[str]:
-    """Documents from a .txt (one per non-empty line) or .jsonl file, with errors naming the line."""
+    """Documents from a .txt (one per non-empty line) or .jsonl file, with errors naming file:line."""
     if not path.is_file():
         raise FileNotFoundError(f"input file not found: {path}")
     suffix = path.suffix.lower()
+    docs: list[str] = []
     if suffix == ".txt":
-        lines = path.read_text(encoding="utf-8").splitlines()
-        docs = [line for line in lines if line.strip()]
+        lines = read_text_lines(path)
+        for number, line in enumerate(lines, start=1):
+            if line.strip():
+                _check_text(line, f"{path}:{number}")
+                docs.append(line)
         if len(docs) < len(lines):
             warnings.warn(f"{path}: skipped {len(lines) - len(docs)} empty line(s)", stacklevel=2)
     elif suffix == ".jsonl":
-        docs = []
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{number}: not valid JSON ({exc.msg})") from exc
+        for number, record in iter_jsonl(path):
             if not isinstance(record, dict) or not isinstance(record.get(field), str):
                 raise ValueError(f"{path}:{number}: expected an object with a string field {field!r}")
+            if not record[field].strip():
+                raise ValueError(f"{path}:{number}: the {field!r} text is empty; drop the line")
+            _check_text(record[field], f"{path}:{number}")
             docs.append(record[field])
     else:
-        raise ValueError(
-            f"{path}: unsupported input type {suffix!r}; use .txt (one document per line) or .jsonl"
-        )
+        raise ValueError(f"{path}: unsupported input type {suffix!r}; use .txt (one document per line) or .jsonl")
     if not docs:
         raise ValueError(f"{path}: no documents found")
     return docs
 
 
-def run(args: argparse.Namespace) -> int:
-    from longembed import load_encoder
+def _check_text(text: str, where: str) -> None:
+    problem = unicode_problem(text)
+    if problem:
+        raise ValueError(f"{where}: the text {problem}")
 
+
+def output_path(path: Path) -> Path:
+    """The .npy file to write, checked before any work: .npy added when missing; a folder, or a
+    folder that cannot be written, is a clear error now rather than after the whole encode."""
+    if path.is_dir():
+        raise ValueError(f"-o {path} is a folder; give a file name, e.g. {path / 'vectors.npy'}")
+    if path.suffix != ".npy":
+        path = path.with_name(path.name + ".npy")
+    folder = path.parent
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if existing is None or not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise PermissionError(f"cannot write {path}: {existing or folder} is not a writable folder")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise PermissionError(f"cannot write {path}: the file is not writable")
+    return path
+
+
+def run(args: argparse.Namespace) -> int:
+    output = output_path(args.output)
     docs = read_documents(args.input, args.field)
-    encoder = load_encoder(
-        args.model, method=args.method, max_length=args.max_length, **encoder_options(args)
-    )
+    encoder = load_encoder(args.model, method=args.method, max_length=args.max_length, device=args.device,
+                           **encoder_options(args))
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # overflow is reported in the summary below
@@ -81,12 +110,11 @@ def run(args: argparse.Namespace) -> int:
             normalize_embeddings=False if args.no_normalize else None,
         )
     elapsed = time.perf_counter() - start
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    np.save(args.output, vectors)
+    atomic_write_bytes(output, lambda handle: np.save(handle, vectors))
     stats = encoder.last_stats
     print(f"{encoder!r}")
     print(
-        f"embedded {len(docs)} documents ({stats.n_sequences} sequences) -> {args.output} "
+        f"embedded {len(docs)} documents ({stats.n_sequences} sequences) -> {output} "
         f"{vectors.shape[0]}x{vectors.shape[1]} float32 in {elapsed:.1f}s; longest input {stats.longest_input_tokens} tokens"
     )
     if stats.n_truncated:

@@ -12,11 +12,27 @@ cost estimate (documents, tokens, cached, seconds) and starts.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
+from typing import Any
 
-from longembed.cli.options import MODEL_HELP, add_benchmark_arguments, add_encoder_arguments, encoder_options
+from longembed.cli.options import (
+    MODEL_HELP,
+    add_benchmark_arguments,
+    add_encoder_arguments,
+    default_output,
+    encoder_options,
+    existing_folder,
+    given_encoder_flags,
+    parse_lengths,
+    split_list,
+)
+from longembed.encoder import load_encoder
+from longembed.evaluation.bm25 import BM25Model
+from longembed.evaluation.runner import default_data_dir, evaluate_model
+from longembed.report.tables import results_summary
+from longembed.results import RESULTS_FILE
+from longembed.tasks import DEFAULT_TASKS, get_task
 
 
 def register_cli(subparsers: argparse._SubParsersAction) -> None:
@@ -30,33 +46,28 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
             "(listed in results.json under 'skipped')."
         ),
     )
-    add_encoder_arguments(
-        parser, model_required=True, model_help=MODEL_HELP + ", or 'bm25' for the BM25 baseline"
-    )
+    add_encoder_arguments(parser, model_required=True, model_help=MODEL_HELP + ", or 'bm25' for the BM25 baseline")
     group = parser.add_argument_group("benchmark")
     group.add_argument(
         "--tasks",
         nargs="+",
         default=None,
         metavar="LIST",
-        help="comma- or space-separated task names (default: the six offline tasks: "
-        "passkey, needle, qmsum, squality, hotpotqa, narrativeqa)",
+        help=f"comma- or space-separated task names (default: the six offline tasks: {', '.join(DEFAULT_TASKS)})",
     )
-    add_benchmark_arguments(
-        group, "run folder for results.json (default: runs/<model>-<method>-<max_length>)"
-    )
+    add_benchmark_arguments(group, "run folder for results.json (default: runs/<model>-<method>-<max_length>)")
     group.add_argument(
-        "--query-temperature",
-        type=float,
+        "--needles",
+        type=Path,
         default=None,
-        help="TempScale tau for queries (default: --temperature)",
+        metavar="FILE",
+        help="needle task: a .jsonl of {fact, question} pairs instead of the packaged needles (at least 2; "
+        "min(50, needles) queries per length)",
     )
-    group.add_argument(
-        "--document-temperature",
-        type=float,
-        default=None,
-        help="TempScale tau for documents (default: --temperature)",
-    )
+    group.add_argument("--query-temperature", type=float, default=None,
+                       help="TempScale tau for queries (default: --temperature)")
+    group.add_argument("--document-temperature", type=float, default=None,
+                       help="TempScale tau for documents (default: --temperature)")
     group.add_argument(
         "--cache-ignore-code",
         action="store_true",
@@ -64,82 +75,49 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         "(reuse vectors across code edits you know do not change them)",
     )
     group.add_argument("--chunk-size", type=int, default=64, help="texts per cache write (default 64)")
-    group.add_argument(
-        "--no-estimate",
-        action="store_true",
-        help="skip the warm-up that times the encoder (counts are still printed)",
-    )
-    group.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="print the plan and the cost estimate, then stop (nothing encoded or written)",
-    )
+    group.add_argument("--no-estimate", action="store_true",
+                       help="skip the warm-up that times the encoder (counts are still printed)")
+    group.add_argument("--dry-run", action="store_true",
+                       help="print the plan and the cost estimate, then stop (nothing encoded or written)")
     parser.set_defaults(func=run)
 
 
-def split_list(values: list[str] | None) -> list[str] | None:
-    """``["a,b", "c"]`` -> ``["a", "b", "c"]``; None stays None."""
-    if values is None:
-        return None
-    return [item.strip() for value in values for item in value.split(",") if item.strip()]
-
-
-def parse_length(text: str) -> int:
-    """``"512"`` -> 512, ``"4k"`` -> 4096 (k = 1024, as in LongEmbed's lengths)."""
-    match = re.fullmatch(r"(\d+)\s*([kK]?)", text.strip())
-    if not match:
-        raise ValueError(f"not a length: {text!r} (use e.g. 512 or 4k)")
-    return int(match.group(1)) * (1024 if match.group(2) else 1)
-
-
-def default_output(model: str, method: str, max_length: int | None) -> Path:
-    """``runs/<model folder name>-<method>-<max_length>`` (``runs/bm25`` for BM25)."""
-    if model == "bm25":
-        return Path("runs") / "bm25"
-    name = Path(model.rstrip("/")).name or "model"
-    return Path("runs") / f"{name}-{method}-{max_length if max_length is not None else 'native'}"
+def resolve_task_list(names: list[str] | None, needles: Path | None) -> list[Any] | None:
+    """Task names, with the needle task built from ``needles`` when a file is given."""
+    if needles is None:
+        return names
+    if not Path(needles).is_file():
+        raise FileNotFoundError(f"--needles {needles}: no such file")
+    names = list(DEFAULT_TASKS) if names is None else names
+    if "needle" not in names:
+        raise ValueError("--needles applies to the needle task, which is not among --tasks")
+    task = get_task("needle", needles_path=needles)
+    task.needles  # read and check the file now, before any model loads  # noqa: B018
+    return [task if name == "needle" else name for name in names]
 
 
 def run(args: argparse.Namespace) -> int:
     """Build the model, evaluate it, write results.json; exit status 1 if no task could run."""
-    from longembed.evaluation.bm25 import BM25Model
-    from longembed.evaluation.runner import default_data_dir, evaluate_model
-
-    tasks = split_list(args.tasks)
-    lengths_text = split_list(args.lengths)
-    lengths = [parse_length(x) for x in lengths_text] if lengths_text is not None else None
-    data_dir = args.data_dir if args.data_dir is not None else default_data_dir()
+    tasks = resolve_task_list(split_list(args.tasks), args.needles)
+    lengths = parse_lengths(args.lengths)
+    data_dir = existing_folder(args.data_dir if args.data_dir is not None else default_data_dir(), "--data-dir")
     if data_dir is None:
-        print(
-            "note: no --data-dir and no $LONGEMBED_DATA_DIR: only tasks that need no data (passkey) can run"
-        )
-    elif not Path(data_dir).is_dir():
-        raise FileNotFoundError(f"--data-dir {data_dir} is not a folder")
+        print("note: no --data-dir and no $LONGEMBED_DATA_DIR: only tasks that need no data (passkey) can run")
     output = args.output or default_output(args.model, args.method, args.max_length)
 
     if args.model == "bm25":
-        ignored = [
-            flag
-            for flag, used in (
-                ("--method", args.method != "truncate"),
-                ("--max-length", args.max_length is not None),
-                ("--temperature", args.temperature != 1.0),
-            )
-            if used
+        ignored = given_encoder_flags(args) + [
+            flag for flag, used in (
+                ("--query-temperature", args.query_temperature is not None),
+                ("--document-temperature", args.document_temperature is not None),
+            ) if used
         ]
         if ignored:
-            print(f"note: {', '.join(ignored)} ignored for --model bm25")
-        model = BM25Model()
+            print(f"note: {', '.join(ignored)} ignored for --model bm25 (it has no encoder)")
+        model: Any = BM25Model()
     else:
-        from longembed import load_encoder
-
-        model = load_encoder(
-            args.model,
-            method=args.method,
-            max_length=args.max_length,
-            device=args.device,
-            **encoder_options(args),
-        )
+        model = load_encoder(args.model, method=args.method, max_length=args.max_length, device=args.device,
+                             **encoder_options(args))
         print(repr(model))
     try:
         results = evaluate_model(
@@ -163,14 +141,15 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(
             f"\ninterrupted: finished chunks are cached; run the same command again to resume "
-            f"({output}/results.json is marked incomplete)",
+            f"(a finished {output / RESULTS_FILE} is never replaced by an unfinished run)",
             file=sys.stderr,
         )
         return 130
     if args.dry_run:
         return 0
-    print(f"wrote {Path(output) / 'results.json'}")
-    if not results["tasks"]:
+    print(results_summary(results))
+    print(f"wrote {Path(output) / RESULTS_FILE}")
+    if not results.tasks:
         print("longembed eval: no task could run (see 'skipped' above)", file=sys.stderr)
         return 1
     return 0

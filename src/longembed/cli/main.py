@@ -1,4 +1,4 @@
-"""The ``longembed`` command: one subcommand per job (embed, eval, report, collapse)."""
+"""The ``longembed`` command: one subcommand per job (embed, eval, report, sweep, collapse)."""
 
 from __future__ import annotations
 
@@ -7,24 +7,25 @@ import logging
 import sys
 
 from longembed import __version__
+from longembed.cli import collapse, embed, evaluate, report, sweep
+
+SUBCOMMANDS = (embed, evaluate, report, sweep, collapse)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from longembed.cli import embed, evaluate, report, sweep
-    from longembed.collapse import cli as collapse
-
     parser = argparse.ArgumentParser(
         prog="longembed",
         description="Embed and search documents longer than an embedding model's context window.",
     )
     parser.add_argument("--version", action="version", version=f"longembed {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True)
-    for module in (embed, evaluate, report, sweep, collapse):
+    for module in SUBCOMMANDS:
         module.register_cli(subparsers)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run a subcommand; a user error prints one line ``longembed CMD: error: ...`` and exits 2."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     args = build_parser().parse_args(argv)
     try:

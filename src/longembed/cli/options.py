@@ -1,80 +1,112 @@
-"""Command-line flags shared by every subcommand that builds an encoder."""
+"""Command-line flags shared by the subcommands, the encoder's derived from ``EncoderConfig``.
+
+Every field of :class:`~longembed.config.EncoderConfig` is a flag (``max_length`` -> ``--max-length``)
+with the field's help text and choices, so a new encoder option is a new flag in every command.
+Flags the user did not give are left out of the options (``argparse.SUPPRESS``): the config's
+defaults, or a ``--preset``, decide them.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
+import re
+import types
+import typing
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from longembed.extension.methods import METHODS
+from longembed.config import EncoderConfig
 
-MODEL_HELP = "model folder, sentence-transformers folder or hub id ('default': packaged all-MiniLM-L6-v2)"
+MODEL_HELP = EncoderConfig.__dataclass_fields__["model"].metadata["help"]
+#: Fields given to load_encoder by position, not as options.
+POSITIONAL_FIELDS = ("model", "method", "max_length")
+
+
+def _key_value(parse_value: Any) -> Any:
+    """An argparse type for ``KEY=VALUE``; the value parsed by ``parse_value``."""
+
+    def parse(text: str) -> tuple[str, Any]:
+        if "=" not in text:
+            raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+        key, value = text.split("=", 1)
+        return key.strip(), parse_value(value)
+
+    return parse
+
+
+def _json_or_text(value: str) -> Any:
+    """A number, true/false or null when the text is one, else the text itself."""
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value
+
+
+def _base_type(annotation: Any) -> Any:
+    """int for ``int | None``, float for ``float``, dict[str, str] as it is (a union's non-None member)."""
+    if not isinstance(annotation, types.UnionType) and typing.get_origin(annotation) is not typing.Union:
+        return annotation
+    members = [a for a in typing.get_args(annotation) if a is not type(None)]
+    return members[0]
 
 
 def add_encoder_arguments(
-    parser: argparse.ArgumentParser, model_required: bool = False, model_help: str = MODEL_HELP
+    parser: argparse.ArgumentParser,
+    model_required: bool = False,
+    model_help: str = MODEL_HELP,
+    exclude: Sequence[str] = (),
 ) -> None:
-    """--model, --method, --max-length and the encoder's switches."""
+    """One flag per EncoderConfig field (minus ``exclude``), plus --device and --batch-size."""
     group = parser.add_argument_group("encoder")
-    group.add_argument(
-        "--model",
-        default=None if model_required else "default",
-        required=model_required,
-        help=model_help,
-    )
-    group.add_argument(
-        "--method", default="truncate", choices=list(METHODS), help="context-window extension method"
-    )
-    group.add_argument(
-        "--max-length", type=int, default=None, help="Lt: longest input in tokens (default: the model's Lo)"
-    )
-    group.add_argument(
-        "--original-length", type=int, default=None, help="Lo override (default: from the model config)"
-    )
-    group.add_argument(
-        "--position-scheme", choices=["ape", "rope", "alibi"], default=None, help="override detection"
-    )
-    group.add_argument(
-        "--scale", choices=["fixed", "per_document"], default="fixed", help="s = ceil(Lt/Lo) or ceil(n/Lo)"
-    )
-    group.add_argument(
-        "--apply-to", choices=["long", "all"], default="long", help="extend only inputs > Lo, or all"
-    )
-    group.add_argument(
-        "--attention-scale", choices=["logn"], default=None, help="multiply logits by max(1, log n/log Lo)"
-    )
-    group.add_argument("--temperature", type=float, default=1.0, help="TempScale tau in (0, 1]")
-    group.add_argument(
-        "--ntk-factor", type=float, default=None, help="NTK lambda (default: Table 6 by scale)"
-    )
-    group.add_argument(
-        "--group-size", type=int, default=None, help="SelfExtend g (default: Table 6 by scale)"
-    )
-    group.add_argument("--window", type=int, default=None, help="SelfExtend w (default: Table 6 by scale)")
-    group.add_argument(
-        "--pooling", choices=["mean", "cls", "last"], default=None, help="override the folder's pooling"
-    )
-    group.add_argument(
-        "--on-overflow", choices=["truncate", "error"], default="truncate", help="inputs > max-length"
-    )
+    hints = typing.get_type_hints(EncoderConfig)
+    for field in dataclasses.fields(EncoderConfig):
+        if field.name in exclude or not field.metadata.get("flag", True):
+            continue
+        flag = "--" + field.name.replace("_", "-")
+        meta = field.metadata
+        kwargs: dict[str, Any] = {"dest": field.name, "help": meta["help"], "default": argparse.SUPPRESS}
+        base = _base_type(hints[field.name])
+        if field.name == "model":
+            kwargs.update(default=None if model_required else "default", required=model_required, help=model_help)
+        elif field.name in ("method", "max_length"):
+            kwargs["default"] = field.default
+        if typing.get_origin(base) is dict:
+            value_type = typing.get_args(base)[1]
+            kwargs.update(action="append", metavar="KEY=VALUE",
+                          type=_key_value(str if value_type is str else _json_or_text))
+        elif meta.get("choices"):
+            kwargs["choices"] = list(meta["choices"])
+        elif base in (int, float):
+            kwargs["type"] = base
+        group.add_argument(flag, **kwargs)
+    group.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     group.add_argument("--batch-size", type=int, default=16, help="most sequences per batch")
 
 
 def encoder_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The EncoderConfig fields set on the command line (model, method and max_length excluded)."""
-    return {
-        "original_length": args.original_length,
-        "position_scheme": args.position_scheme,
-        "scale": args.scale,
-        "apply_to": args.apply_to,
-        "attention_scale": args.attention_scale,
-        "temperature": args.temperature,
-        "ntk_factor": args.ntk_factor,
-        "group_size": args.group_size,
-        "window": args.window,
-        "pooling": args.pooling,
-        "on_overflow": args.on_overflow,
-    }
+    """The EncoderConfig fields given on the command line (model, method and max_length excluded)."""
+    options: dict[str, Any] = {}
+    for field in dataclasses.fields(EncoderConfig):
+        if field.name in POSITIONAL_FIELDS or not hasattr(args, field.name):
+            continue
+        value = getattr(args, field.name)
+        options[field.name] = dict(value) if isinstance(value, list) else value
+    return options
+
+
+def given_encoder_flags(args: argparse.Namespace) -> list[str]:
+    """The encoder flags the user set (for commands that ignore them, e.g. ``--model bm25``)."""
+    flags = ["--" + name.replace("_", "-") for name in encoder_options(args)]
+    if getattr(args, "method", "truncate") != "truncate":
+        flags.insert(0, "--method")
+    if getattr(args, "max_length", None) is not None:
+        flags.insert(1 if flags and flags[0] == "--method" else 0, "--max-length")
+    if getattr(args, "device", None) is not None:
+        flags.append("--device")
+    return flags
 
 
 def add_benchmark_arguments(group: argparse._ArgumentGroup, output_help: str) -> None:
@@ -86,12 +118,7 @@ def add_benchmark_arguments(group: argparse._ArgumentGroup, output_help: str) ->
         metavar="LIST",
         help="passkey/needle lengths, e.g. 256,512,1k,4k (default: all eight, 256..32k)",
     )
-    group.add_argument(
-        "--data-dir",
-        type=Path,
-        default=None,
-        help="data folder (default: $LONGEMBED_DATA_DIR; passkey needs none)",
-    )
+    add_data_dir_argument(group, "data folder (default: $LONGEMBED_DATA_DIR; passkey needs none)")
     group.add_argument("--output", type=Path, default=None, help=output_help)
     group.add_argument(
         "--query-prompt",
@@ -103,6 +130,15 @@ def add_benchmark_arguments(group: argparse._ArgumentGroup, output_help: str) ->
         default=None,
         help="prefix of every document (default: the model's 'document' or 'passage' prompt)",
     )
+    add_cache_arguments(group)
+
+
+def add_data_dir_argument(group: Any, help: str, required: bool = False) -> None:
+    group.add_argument("--data-dir", type=Path, default=None, required=required, help=help)
+
+
+def add_cache_arguments(group: Any) -> None:
+    """--cache-dir and --no-cache."""
     group.add_argument(
         "--cache-dir",
         type=Path,
@@ -110,4 +146,39 @@ def add_benchmark_arguments(group: argparse._ArgumentGroup, output_help: str) ->
         help="embedding cache (default: $LONGEMBED_CACHE_DIR or ~/.cache/longembed/embeddings)",
     )
     group.add_argument("--no-cache", action="store_true", help="neither read nor write the embedding cache")
-    group.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
+
+
+def existing_folder(path: Path | None, flag: str) -> Path | None:
+    """``path`` if it is None or a folder, else a clear error naming the flag."""
+    if path is not None and not Path(path).is_dir():
+        raise FileNotFoundError(f"{flag} {path} is not a folder")
+    return path
+
+
+def split_list(values: list[str] | None) -> list[str] | None:
+    """``["a,b", "c"]`` -> ``["a", "b", "c"]``; None stays None."""
+    if values is None:
+        return None
+    return [item.strip() for value in values for item in value.split(",") if item.strip()]
+
+
+def parse_length(text: str) -> int:
+    """``"512"`` -> 512, ``"4k"`` -> 4096 (k = 1024, as in LongEmbed's lengths)."""
+    match = re.fullmatch(r"(\d+)\s*([kK]?)", text.strip())
+    if not match:
+        raise ValueError(f"not a length: {text!r} (use e.g. 512 or 4k)")
+    return int(match.group(1)) * (1024 if match.group(2) else 1)
+
+
+def parse_lengths(values: list[str] | None) -> list[int] | None:
+    """``--lengths 256,1k 4k`` -> [256, 1024, 4096]; None stays None."""
+    items = split_list(values)
+    return None if items is None else [parse_length(x) for x in items]
+
+
+def default_output(model: str, method: str, max_length: int | None) -> Path:
+    """``runs/<model folder name>-<method>-<max_length>`` (``runs/bm25`` for BM25)."""
+    if model == "bm25":
+        return Path("runs") / "bm25"
+    name = Path(model.rstrip("/")).name or "model"
+    return Path("runs") / f"{name}-{method}-{max_length if max_length is not None else 'native'}"

@@ -9,8 +9,8 @@
 Every candidate is evaluated on --select-task only; the best one (ties: the least change from
 tau = 1) is then compared with tau = 1 on --score-tasks, which must not include the selection task.
 --report-all adds every candidate's scores on the scoring tasks, marked "not used for selection".
-Writes OUTPUT/sweep.json, sweep.md and sweep.png (see ``longembed.evaluation.sweep``), and prints the
-tables. Embeddings are cached (``--cache-dir``), so a rerun is fast.
+Writes OUTPUT/sweep.json (``longembed.evaluation.sweep``), sweep.md and sweep.png
+(``longembed.report.sweep``), and prints the tables. Embeddings are cached (``--cache-dir``), so a rerun is fast.
 """
 
 from __future__ import annotations
@@ -20,8 +20,19 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-from longembed.cli.evaluate import default_output, parse_length, split_list
-from longembed.cli.options import add_benchmark_arguments, add_encoder_arguments, encoder_options
+from longembed.cli.options import (
+    add_benchmark_arguments,
+    add_encoder_arguments,
+    default_output,
+    encoder_options,
+    existing_folder,
+    parse_lengths,
+    split_list,
+)
+from longembed.evaluation.runner import default_data_dir
+from longembed.evaluation.sweep import sweep_temperature
+from longembed.report.sweep import sweep_tables, write_sweep_report
+from longembed.results import SWEEP_FILE
 
 #: The paper's range without its extreme 0.1 (section 5.1: {0.1, 0.5, 0.6, ..., 1.0}).
 DEFAULT_TEMPERATURES = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5)
@@ -37,11 +48,11 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
             "tau = 1), then compare it with tau = 1 on --score-tasks (the selection task excluded). "
             "Writes OUTPUT/sweep.json, sweep.md and sweep.png and prints the tables."
         ),
-        # The encoder switches include --temperature; here the candidates set it, so --temperature is
-        # redefined below as an alias of --temperatures.
-        conflict_handler="resolve",
     )
-    add_encoder_arguments(parser, model_required=True)
+    # the candidates set the TempScale options, so they are not encoder flags here
+    add_encoder_arguments(
+        parser, model_required=True, exclude=("temperature", "temperature_decay", "temperature_reference")
+    )
     group = parser.add_argument_group("candidates")
     group.add_argument(
         "--temperatures",
@@ -145,21 +156,12 @@ def build_candidates(
 
 def run(args: argparse.Namespace) -> int:
     """Run the sweep, write sweep.json / sweep.md / sweep.png, print the tables."""
-    from longembed.evaluation.runner import default_data_dir
-    from longembed.evaluation.sweep import SWEEP_JSON, SWEEP_MD, sweep_tables, sweep_temperature
-
     if args.model == "bm25":
         raise ValueError("--model bm25 has no attention temperature: sweep an embedding model")
     score_tasks = split_list(args.score_tasks) or []
-    lengths_text = split_list(args.lengths)
-    lengths = [parse_length(x) for x in lengths_text] if lengths_text is not None else None
-    data_dir = args.data_dir if args.data_dir is not None else default_data_dir()
-    if data_dir is not None and not Path(data_dir).is_dir():
-        raise FileNotFoundError(f"--data-dir {data_dir} is not a folder")
+    lengths = parse_lengths(args.lengths)
+    data_dir = existing_folder(args.data_dir if args.data_dir is not None else default_data_dir(), "--data-dir")
     output = args.output or Path(f"{default_output(args.model, args.method, args.max_length)}-sweep")
-    # --temperature is an alias of --temperatures here, so the encoder's own tau stays 1.
-    options = encoder_options(argparse.Namespace(**{**vars(args), "temperature": 1.0}))
-    options.pop("temperature")
     candidates = build_candidates(
         args.temperatures,
         args.query_temperatures,
@@ -171,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
         args.model,
         method=args.method,
         max_length=args.max_length,
-        encoder_options=options,
+        encoder_options=encoder_options(args),
         candidates=candidates,
         select_task=args.select_task.strip(),
         score_tasks=score_tasks,
@@ -188,7 +190,8 @@ def run(args: argparse.Namespace) -> int:
         device=args.device,
         estimate=args.estimate,
     )
+    written = write_sweep_report(sweep, output)
     print()
     print(sweep_tables(sweep))
-    print(f"\nwrote {output / SWEEP_JSON} and {output / SWEEP_MD}")
+    print(f"\nwrote {output / SWEEP_FILE}, {written['markdown']} and {written['plot']}")
     return 0

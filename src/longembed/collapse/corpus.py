@@ -17,21 +17,16 @@ sorted by name, lines in file order.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from longembed.tasks import needle, qmsum, squality
 
 __all__ = ["SOURCES", "Document", "load_long_documents"]
 
 SOURCES: tuple[str, ...] = ("essays", "squality", "qmsum")
 """Names accepted by :func:`load_long_documents`."""
-
-_ESSAYS_DIR = Path("paul_graham_essays") / "PaulGrahamEssays"
-_SQUALITY_DIR = Path("squality") / "data" / "v1-3" / "txt"
-_SQUALITY_SPLITS = ("train", "dev", "test")
-_QMSUM_DIR = Path("qmsum") / "data" / "ALL"
-_QMSUM_SPLITS = ("train", "val")
 
 
 @dataclass(frozen=True)
@@ -53,7 +48,7 @@ def _require_dir(path: Path, source: str, data_dir: Path) -> Path:
 
 
 def _essays(data_dir: Path) -> Iterator[Document]:
-    folder = _require_dir(data_dir / _ESSAYS_DIR, "essays", data_dir)
+    folder = _require_dir(data_dir / needle.ESSAY_SUBDIR, "essays", data_dir)
     files = sorted(folder.glob("*.txt"))
     if not files:
         raise FileNotFoundError(f"essays: no *.txt files in {folder}")
@@ -62,28 +57,18 @@ def _essays(data_dir: Path) -> Iterator[Document]:
 
 
 def _squality(data_dir: Path) -> Iterator[Document]:
-    folder = _require_dir(data_dir / _SQUALITY_DIR, "squality", data_dir)
-    files = [folder / f"{split}.jsonl" for split in _SQUALITY_SPLITS if (folder / f"{split}.jsonl").is_file()]
-    if not files:
-        raise FileNotFoundError(f"squality: none of {', '.join(_SQUALITY_SPLITS)}.jsonl in {folder}")
-    for f in files:
-        with f.open(encoding="utf-8") as fh:
-            for line_no, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                row = json.loads(line)
-                passage = (row.get("metadata") or {}).get("passage_id") or f"{f.stem}-{line_no}"
-                yield Document("squality", f"squality/{passage}", row["document"])
+    folder = _require_dir(data_dir / squality.SUBDIR, "squality", data_dir)
+    for _, story in squality.read_stories(folder, require_all=False):
+        yield Document("squality", f"squality/{story['metadata']['passage_id']}", story["document"])
 
 
 def _qmsum(data_dir: Path) -> Iterator[Document]:
-    folder = _require_dir(data_dir / _QMSUM_DIR, "qmsum", data_dir)
-    files = [f for split in _QMSUM_SPLITS for f in sorted((folder / split).glob("*.json"))]
+    folder = _require_dir(data_dir / qmsum.SUBDIR, "qmsum", data_dir)
+    files = qmsum.meeting_files(folder)
     if not files:
-        raise FileNotFoundError(f"qmsum: no {{{','.join(_QMSUM_SPLITS)}}}/*.json files in {folder}")
+        raise FileNotFoundError(f"qmsum: no {{{','.join(qmsum.SPLITS)}}}/*.json files in {folder}")
     for f in files:
-        meeting = json.loads(f.read_text(encoding="utf-8"))
-        text = "\n".join(f"{u['speaker']}: {u['content']}" for u in meeting["meeting_transcripts"])
+        text = qmsum.meeting_document(qmsum.read_meeting(f))
         yield Document("qmsum", f"qmsum/{f.parent.name}/{f.stem}", text)
 
 

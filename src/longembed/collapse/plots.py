@@ -7,11 +7,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+from matplotlib import ticker
 
-matplotlib.use("Agg")  # files only, no display; must precede pyplot
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib import ticker  # noqa: E402
+from longembed.report.plots import plt, save_figure
+from longembed.results import CollapseResults
 
 __all__ = ["METRICS", "plot_collapse"]
 
@@ -42,7 +41,7 @@ def _model_label(config: dict[str, Any]) -> str:
 
 
 def plot_collapse(
-    result: dict[str, Any], out_dir: Path, metrics: Sequence[str] = tuple(METRICS)
+    result: CollapseResults, out_dir: Path, metrics: Sequence[str] = tuple(METRICS)
 ) -> list[Path]:
     """Write one PNG per metric (metric vs length on a log2 axis, one line per temperature).
 
@@ -50,8 +49,7 @@ def plot_collapse(
     seeing all temperatures on one plot shows whether TempScale flattens them.
 
     Args:
-        result: the ``collapse.json`` structure (``{"config": ..., "temperatures": {tau:
-            {"buckets": [...]}}}``); each bucket needs ``length``, ``kind`` and the metric.
+        result: the collapse results (``CollapseResults.load("OUTPUT")`` re-plots a finished run).
         out_dir: folder for ``collapse_<metric>.png`` (created if missing).
         metrics: which metrics to plot.
 
@@ -61,23 +59,23 @@ def plot_collapse(
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    config = result.get("config", {})
-    temps = result.get("temperatures", {})
+    config = result.config
+    temps = result.temperatures
     colours = plt.get_cmap("viridis")
     paths = []
     for metric in metrics:
         fig, ax = plt.subplots(figsize=(7, 4.5))
         plotted = False
-        for i, (tau, entry) in enumerate(sorted(temps.items(), key=lambda kv: -float(kv[0]))):
+        for i, (tau, buckets) in enumerate(sorted(temps.items(), key=lambda kv: -float(kv[0]))):
             colour = colours(i / max(1, len(temps) - 1) * 0.85)
             for kind, style in _KIND_STYLE.items():
                 pts = sorted(
-                    (b["length"], b[metric])
-                    for b in entry.get("buckets", [])
-                    if b.get("kind", "prefix") == kind
-                    and _finite(b.get(metric))
-                    and _finite(b.get("length"))
-                    and b["length"] > 0
+                    (b.length, b.metric(metric))
+                    for b in buckets
+                    if b.kind == kind
+                    and _finite(b.metric(metric))
+                    and _finite(b.length)
+                    and b.length > 0
                 )
                 if not pts:
                     continue
@@ -101,9 +99,5 @@ def plot_collapse(
             ax.legend(fontsize=7)
         else:
             ax.text(0.5, 0.5, "no data", transform=ax.transAxes, ha="center")
-        fig.tight_layout()
-        path = out_dir / f"collapse_{metric}.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(save_figure(fig, out_dir / f"collapse_{metric}.png"))
     return paths

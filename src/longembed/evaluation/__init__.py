@@ -1,7 +1,14 @@
-"""Scoring retrieval: metrics, the BM25 baseline and the benchmark runner with its cache."""
+"""Scoring retrieval: metrics, the BM25 baseline, the embedding cache, and the benchmark runner.
+
+``evaluate_model`` runs the LongEmbed benchmark (``runner``); ``CachedEncoder`` wraps any encoder
+with the on-disk embedding cache (``cached_encoder``); ``sweep_temperature`` chooses a TempScale tau
+on one task and scores it on the others (``sweep``).
+"""
 
 from longembed.evaluation.bm25 import BM25Model
+from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.evaluation.metrics import evaluate, evaluate_scores, rank
-from longembed.evaluation.runner import evaluate_model, load_results
+from longembed.evaluation.runner import evaluate_model
+from longembed.evaluation.sweep import sweep_temperature
 
-__all__ = ["BM25Model", "evaluate", "evaluate_model", "evaluate_scores", "load_results", "rank"]
+__all__ = ["BM25Model", "CachedEncoder", "evaluate", "evaluate_model", "evaluate_scores", "rank", "sweep_temperature"]

@@ -8,7 +8,7 @@ Layout (everything under one root, by default ``$LONGEMBED_CACHE_DIR`` or
 
 * A **namespace** is the sha256 of a *fingerprint*: everything that decides the vector a text gets
   (model content, the encoder settings that affect vectors, the prompt, the temperature, the code
-  and library versions; see :func:`longembed.evaluation.runner.cache_fingerprint`).  Two runs that
+  and library versions; see :func:`longembed.evaluation.provenance.cache_fingerprint`).  Two runs that
   would compute the same vectors share a namespace, whatever their output folders.
 * A **shard** is one task/length/side, e.g. ``passkey/4096/documents``: the unit the runner loads.
 * A vector is found by the sha256 of its text (after no transformation: the prompt is part of the
@@ -16,7 +16,8 @@ Layout (everything under one root, by default ``$LONGEMBED_CACHE_DIR`` or
 
 Writes are atomic: a part is written to a temporary file in the same folder, flushed, fsynced and
 renamed with ``os.replace``; a process killed at any point leaves either the whole part or nothing.
-Part names are content hashes, so concurrent writers of the same shard cannot clobber each other.
+Part names are content hashes, so concurrent writers of the same shard cannot clobber each other, and
+a part whose content no longer matches its name (altered or damaged on disk) is not used.
 When a shard is complete, :meth:`CacheNamespace.compact` merges its parts into one file so that a
 warm run opens one file per shard.
 """
@@ -27,13 +28,15 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from longembed.results.files import atomic_write_bytes, atomic_write_text
 
 logger = logging.getLogger(__name__)
 
@@ -65,29 +68,6 @@ def canonical_json(value: Any) -> str:
 def fingerprint_key(fingerprint: dict[str, Any]) -> str:
     """The namespace name of a fingerprint: sha256 of its canonical JSON (first 24 hex digits)."""
     return hashlib.sha256(canonical_json(fingerprint).encode()).hexdigest()[:24]
-
-
-def atomic_write_bytes(path: Path, write: Callable[[Any], None]) -> None:
-    """Call ``write(file)`` on a temporary file next to ``path``, then rename it onto ``path``.
-
-    Readers never see a half-written file: either the old one (or none) or the complete new one.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".tmp-{path.name}-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` atomically (see :func:`atomic_write_bytes`)."""
-    atomic_write_bytes(path, lambda handle: handle.write(text.encode("utf-8")))
 
 
 @dataclass
@@ -156,8 +136,7 @@ class CacheNamespace:
         self._write_fingerprint()
         key_array = np.asarray(list(keys), dtype=_KEY_DTYPE)
         token_array = np.asarray(list(tokens), dtype=np.int64)
-        digest = hashlib.sha256(key_array.tobytes() + vectors.tobytes()).hexdigest()[:16]
-        target = self._shard_dir(shard) / f"part-{digest}.npz"
+        target = self._shard_dir(shard) / f"part-{_content_digest(key_array, vectors)}.npz"
         atomic_write_bytes(target, lambda h: np.savez(h, keys=key_array, vectors=vectors, tokens=token_array))
         entries = self.load(shard)
         for i, key in enumerate(keys):
@@ -205,11 +184,19 @@ class CacheNamespace:
                 yield shard
 
 
+def _content_digest(keys: np.ndarray, vectors: np.ndarray) -> str:
+    """The name of a part: the first 16 hex digits of sha256(keys, vectors)."""
+    return hashlib.sha256(keys.tobytes() + vectors.tobytes()).hexdigest()[:16]
+
+
 def _read_part(path: Path) -> tuple[list[str], np.ndarray, np.ndarray] | None:
+    """A part's (keys, vectors, token counts), or None (logged) if it is unreadable, inconsistent, or
+    its content does not match the hash in its name."""
     try:
         with np.load(path, allow_pickle=False) as data:
-            keys = [k.decode("ascii") for k in data["keys"]]
-            vectors = np.asarray(data["vectors"], dtype=np.float32)
+            key_array = np.asarray(data["keys"], dtype=_KEY_DTYPE)
+            keys = [k.decode("ascii") for k in key_array]
+            vectors = np.ascontiguousarray(data["vectors"], dtype=np.float32)
             tokens = np.asarray(data["tokens"], dtype=np.int64)
     except FileNotFoundError:  # removed by a concurrent compaction
         return None
@@ -218,6 +205,9 @@ def _read_part(path: Path) -> tuple[list[str], np.ndarray, np.ndarray] | None:
         return None
     if vectors.ndim != 2 or len(keys) != vectors.shape[0] or len(tokens) != len(keys):
         logger.warning("embedding cache: skipping inconsistent %s", path)
+        return None
+    if path.name != f"part-{_content_digest(key_array, vectors)}.npz":
+        logger.warning("embedding cache: skipping %s: its content does not match the hash in its name", path)
         return None
     return keys, vectors, tokens
 
@@ -284,8 +274,6 @@ def encode_cached(
     cache as soon as it is done, so a run killed mid-way loses at most one chunk. With
     ``namespace=None`` nothing is read or written. ``progress(n)`` is called after each chunk.
     """
-    import time
-
     keys = [text_key(t) for t in texts]
     unique: dict[str, str] = {}
     for key, text in zip(keys, texts, strict=True):

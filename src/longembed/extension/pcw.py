@@ -4,10 +4,12 @@ Windows are cut from token ids, never decoded and re-tokenized.  They do not ove
 last one, which is aligned to the end of the document so that it is full.  Every window is
 wrapped in the model's special tokens and carries the prompt (e.g. "search_document: "), so each
 one looks to the model like an ordinary input.  The document embedding is the mean of the
-window embeddings (``encoder.py``).
+window embeddings (:func:`mean_over_windows`).
 """
 
 from __future__ import annotations
+
+import torch
 
 
 def window_spans(n_content: int, window: int) -> list[tuple[int, int]]:
@@ -29,3 +31,14 @@ def split_into_windows(
     if room <= 0:
         raise ValueError(f"the prompt ({len(prompt)} tokens) leaves no room in a {length}-token window")
     return [head + prompt + content[a:b] + tail for a, b in window_spans(len(content), room)]
+
+
+def mean_over_windows(per_sequence: torch.Tensor, owners: list[int], n_texts: int) -> torch.Tensor:
+    """(n_texts, ...) means of the rows of ``per_sequence`` that belong to each text (``owners``);
+    the identity when every text is one sequence."""
+    if len(owners) == n_texts:
+        return per_sequence
+    index = torch.tensor(owners)
+    sums = torch.zeros(n_texts, *per_sequence.shape[1:], dtype=per_sequence.dtype).index_add_(0, index, per_sequence)
+    counts = torch.bincount(index, minlength=n_texts).clamp(min=1).view(-1, *([1] * (per_sequence.dim() - 1)))
+    return sums / counts

@@ -5,7 +5,10 @@ depends on the relative position (m - n) * theta (LongEmbed eq. 1).  With scale 
 
 - GP:   positions p -> floor(p / s)
 - PI:   positions p -> p / s               (theta_j / s)
-- NTK:  base -> base * lambda              (lambda from Table 6 by s, or given)
+- NTK:  base -> base * lambda              (lambda from Table 6 by s, or given); or, with
+        ``ntk_variant="dynamic"``, a base that grows with the document's length n beyond Lo:
+        base * ((F n / Lo) - (F - 1)) ** (d / (d - 2)), as Hugging Face's ``dynamic`` rope type and
+        nomic-bert's ``rotary_scaling_factor`` F compute it (but per document, not per padded batch)
 - YaRN: per-frequency interpolation with attention factor (Peng et al. 2023), computed by
         transformers' own ``ROPE_INIT_FUNCTIONS["yarn"]`` from the rotary parameters.
 - SelfExtend (Jin et al. 2024), bidirectional: exact relative positions inside the neighbour
@@ -31,6 +34,9 @@ from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 from longembed.extension.scaling import ntk_lambda, selfextend_defaults
 
 ROPE_METHODS = ("gp", "pi", "ntk", "yarn", "selfextend")
+NTK_VARIANTS = ("static", "dynamic")
+#: Dynamic NTK's F when none is given: nomic's documented ``rotary_scaling_factor`` for 8k inputs.
+DEFAULT_DYNAMIC_NTK_FACTOR = 2.0
 
 
 @dataclass(frozen=True)
@@ -140,6 +146,14 @@ def _cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor, factor: torch.Tens
     return emb.cos() * f, emb.sin() * f
 
 
+def dynamic_ntk_multiplier(n: int, original_length: int, factor: float, rotary_dim: int) -> float:
+    """Dynamic NTK's base multiplier for an input of n tokens: 1 up to Lo, then
+    ((F n / Lo) - (F - 1)) ** (d / (d - 2)) (Hugging Face ``_compute_dynamic_ntk_parameters``)."""
+    if n <= original_length:
+        return 1.0
+    return ((factor * n / original_length) - (factor - 1)) ** (rotary_dim / (rotary_dim - 2))
+
+
 def rotary_tables(
     method: str,
     spec: RotarySpec,
@@ -147,12 +161,17 @@ def rotary_tables(
     scales: torch.Tensor,
     original_length: int,
     *,
+    lengths: torch.Tensor | None = None,
     ntk_factor: float | None = None,
+    ntk_variant: str = "static",
     group_size: int | None = None,
     window: int | None = None,
     yarn_options: dict | None = None,
 ) -> RotaryTables:
-    """cos/sin tables for every document of a batch under ``method`` ("none" for plain RoPE)."""
+    """cos/sin tables for every document of a batch under ``method`` ("none" for plain RoPE).
+
+    ``lengths`` (B,) are the documents' token counts; dynamic NTK needs them (its base depends on n).
+    """
     batch = len(scales)
     p = torch.arange(seq_len, dtype=torch.float32).unsqueeze(0).expand(batch, -1)
     s = scales.to(torch.float32).unsqueeze(1)
@@ -164,6 +183,14 @@ def rotary_tables(
         positions = torch.floor(p / s)
     elif method == "pi":
         positions = p / s
+    elif method == "ntk" and ntk_variant == "dynamic":
+        if lengths is None:
+            raise ValueError("dynamic NTK needs the documents' lengths")
+        big_f = DEFAULT_DYNAMIC_NTK_FACTOR if ntk_factor is None else ntk_factor
+        for b, n in enumerate(lengths.tolist()):
+            if n > original_length:
+                multiplier = dynamic_ntk_multiplier(n, original_length, big_f, spec.rotary_dim)
+                inv[b], factor[b] = (torch.as_tensor(x) for x in spec.inv_freq(multiplier))
     elif method == "ntk":
         for b, sb in enumerate(scales.tolist()):
             if sb > 1:

@@ -54,6 +54,11 @@ GLU_ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {
     "reglu": nn.ReLU,  # large model
 }
 
+# transformers' own attention kernels, which know nothing of ALiBi: a JinaBERT must not run on them.
+_KERNELS_WITHOUT_ALIBI = frozenset(
+    {"flash_attention_2", "flash_attention_3", "flex_attention", "paged|sdpa", "paged|eager", "sdpa_paged"}
+)
+
 # Keys of released checkpoints that this model deliberately does not have: the CLS pooler and the
 # MLM head (embeddings are mean-pooled), and buffers that old BERT code saved.
 _JINA_UNUSED_KEYS = [r"^(bert\.)?pooler\.", r"^cls\.", r"position_ids$", r"token_type_ids$"]
@@ -256,8 +261,13 @@ class JinaBertSelfAttention(nn.Module):
             attention_interface: Callable = sdpa_attention_forward
         elif implementation in (None, "eager"):
             attention_interface = eager_attention_forward
-        else:  # must add the ALiBi bias from module.alibi_slopes itself
-            attention_interface = ALL_ATTENTION_FUNCTIONS[implementation]
+        elif implementation in _KERNELS_WITHOUT_ALIBI:
+            raise ValueError(
+                f"JinaBERT needs the ALiBi bias, which the {implementation!r} attention does not add; "
+                "use 'eager', 'sdpa' or an attention function that reads module.alibi_slopes (e.g. 'longembed')"
+            )
+        else:  # a registered function (e.g. longembed's): it adds the bias from module.alibi_slopes
+            attention_interface = ALL_ATTENTION_FUNCTIONS.get_interface(implementation, eager_attention_forward)
 
         attn_output, attn_weights = attention_interface(
             self,

@@ -1,11 +1,12 @@
-"""Reports over benchmark runs: ``report.md`` (markdown tables) and PNG plots.
+"""Reports over results: ``report.md`` and PNG plots of benchmark runs, and sweep tables.
 
     >>> from longembed.report import write_report
     >>> write_report(["runs/minilm-truncate", "runs/minilm-pi-4k", "runs/bm25"], "report")
 
 A run is a folder holding the ``results.json`` written by ``longembed eval`` (or
-:func:`longembed.evaluation.runner.evaluate_model`). A folder without one is searched one level down,
-so a sweep's parent folder can be passed as it is.
+:func:`longembed.evaluation.evaluate_model`). A folder without one is searched one level down, so a
+sweep's parent folder can be passed as it is; a folder holding a ``sweep.json`` also gets its
+``sweep.md`` and ``sweep.png`` (:func:`~longembed.report.sweep.write_sweep_report`).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from longembed.report.plots import plot_length_heatmap, plot_task_bars
+from longembed.report.sweep import write_sweep_report
 from longembed.report.tables import SYNTHETIC_TASKS, Run, markdown_report, results_summary, unique_labels
+from longembed.results import RESULTS_FILE, SWEEP_FILE, RunResults
 
-RESULTS_FILE = "results.json"
-
-__all__ = ["Run", "collect_runs", "markdown_report", "results_summary", "write_report"]
+__all__ = ["Run", "collect_runs", "markdown_report", "results_summary", "write_report", "write_sweep_report"]
 
 
 def collect_runs(paths: Sequence[str | Path]) -> list[Run]:
@@ -26,8 +28,6 @@ def collect_runs(paths: Sequence[str | Path]) -> list[Run]:
     Raises FileNotFoundError naming a path with no results, and ValueError for a file that is not a
     longembed results file. Each run gets a distinct label.
     """
-    from longembed.evaluation.runner import load_results
-
     files: list[Path] = []
     for raw in paths:
         path = Path(raw)
@@ -37,6 +37,8 @@ def collect_runs(paths: Sequence[str | Path]) -> list[Run]:
             files.append(path / RESULTS_FILE)
         elif path.is_dir() and (found := sorted(path.glob(f"*/{RESULTS_FILE}"))):
             files.extend(found)
+        elif path.is_dir() and (found := sorted(path.glob(f"*/*/{RESULTS_FILE}"))) and (path / SWEEP_FILE).is_file():
+            files.extend(found)  # a sweep folder: select/<candidate>/ and score/<candidate>/
         else:
             raise FileNotFoundError(f"no {RESULTS_FILE} in {path} (nor in its subfolders)")
     runs = []
@@ -45,15 +47,16 @@ def collect_runs(paths: Sequence[str | Path]) -> list[Run]:
         if file.resolve() in seen:
             continue
         seen.add(file.resolve())
-        runs.append(Run(path=file.parent, results=load_results(file)))
+        runs.append(Run(path=file.parent, results=RunResults.load(file)))
     unique_labels(runs)
     return runs
 
 
 def write_report(paths: Sequence[str | Path], output_dir: str | Path) -> dict[str, Path]:
-    """Write ``report.md`` and the PNG plots for the runs at ``paths``; returns name -> file written."""
-    from longembed.report.plots import plot_length_heatmap, plot_task_bars
+    """Write ``report.md`` and the PNG plots for the runs at ``paths``; returns name -> file written.
 
+    Folders among ``paths`` that hold a sweep.json also get their sweep.md and sweep.png.
+    """
     runs = collect_runs(paths)
     output = Path(output_dir)
     output.mkdir(parents=True, exist_ok=True)
@@ -71,4 +74,8 @@ def write_report(paths: Sequence[str | Path], output_dir: str | Path) -> dict[st
     report = output / "report.md"
     report.write_text(markdown_report(runs, plots), encoding="utf-8")
     written["report"] = report
+    for raw in paths:
+        if (Path(raw) / SWEEP_FILE).is_file():
+            for name, path in write_sweep_report(Path(raw)).items():
+                written[f"{Path(raw).name} sweep {name}"] = path
     return written

@@ -17,21 +17,22 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from longembed.report.tables import TASK_TITLES, Run, _length_title, length_columns, task_columns  # noqa: E402
+from longembed.report.formatting import length_title  # noqa: E402
+from longembed.report.tables import TASK_TITLES, Run, length_columns, task_columns  # noqa: E402
 
 
 def plot_length_heatmap(runs: Sequence[Run], task: str, path: str | Path) -> Path | None:
     """Heatmap of ``task``'s accuracy (%) by run (rows) and length (columns); None if no run has it."""
     lengths = length_columns(runs, task)
-    rows = [r for r in runs if task in r.results.get("tasks", {})]
+    rows = [r for r in runs if task in r.results.tasks]
     if not lengths or not rows:
         return None
     values = np.full((len(rows), len(lengths)), np.nan)
     for i, run in enumerate(rows):
-        by_length = run.results["tasks"][task].get("by_length", {})
+        by_length = run.results.tasks[task].by_length or {}
         for j, n in enumerate(lengths):
-            if str(n) in by_length:
-                values[i, j] = by_length[str(n)]
+            if n in by_length:
+                values[i, j] = by_length[n]
 
     width = max(5.0, 1.0 + 0.9 * len(lengths) + 0.09 * max(len(r.label) for r in rows))
     fig, ax = plt.subplots(figsize=(width, 1.2 + 0.5 * len(rows)))
@@ -43,7 +44,7 @@ def plot_length_heatmap(runs: Sequence[Run], task: str, path: str | Path) -> Pat
             text = "–" if np.isnan(value) else f"{value:.0f}"
             dark = not np.isnan(value) and (value < 20 or value > 85)
             ax.text(j, i, text, ha="center", va="center", fontsize=9, color="white" if dark else "black")
-    ax.set_xticks(range(len(lengths)), [_length_title(n) for n in lengths])
+    ax.set_xticks(range(len(lengths)), [length_title(n) for n in lengths])
     ax.set_yticks(range(len(rows)), [r.label for r in rows])
     ax.set_xlabel("document length (tokens)")
     ax.set_title(f"{TASK_TITLES.get(task, task)}: accuracy@1 (%) by length")
@@ -61,11 +62,10 @@ def plot_task_bars(runs: Sequence[Run], path: str | Path) -> Path | None:
     values = np.full((len(runs), len(groups)), np.nan)
     for i, run in enumerate(runs):
         for j, task in enumerate(tasks):
-            entry = run.results.get("tasks", {}).get(task)
-            if entry is not None:
-                values[i, j] = entry["score"]
-        if run.results.get("average") is not None:
-            values[i, -1] = run.results["average"]
+            if task in run.results.tasks:
+                values[i, j] = run.results.tasks[task].score
+        if run.results.average is not None:
+            values[i, -1] = run.results.average
 
     width = 0.8 / len(runs)
     fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(groups) * max(1.0, len(runs) / 3)), 4.5))

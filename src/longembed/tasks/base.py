@@ -8,9 +8,12 @@ judgements (qrels). Synthetic tasks (passkey, needle) are generated one evaluati
 
 from __future__ import annotations
 
+import gzip
+import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 #: The eight evaluation lengths (in tokens) of the synthetic tasks (LongEmbed section 3.2).
 SYNTHETIC_LENGTHS: tuple[int, ...] = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
@@ -37,11 +40,6 @@ class TaskMetadata:
     lengths: tuple[int, ...] | None
     source: str
     stand_in_for: str | None = None
-
-    @property
-    def is_synthetic(self) -> bool:
-        """True for tasks generated at several lengths (passkey, needle)."""
-        return self.lengths is not None
 
 
 @dataclass
@@ -122,3 +120,40 @@ def require_dir(data_dir: Path | str | None, sub: str, metadata: TaskMetadata) -
     if not path.exists():
         raise TaskDataMissing(f"task {metadata.name!r}: {path} does not exist. {metadata.source}")
     return path
+
+
+def read_json_file(path: Path) -> Any:
+    """Parse a .json (or .json.gz) data file; bad UTF-8 or JSON raises a ValueError naming the file."""
+    opener = gzip.open if path.name.endswith(".gz") else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as handle:
+            return json.load(handle)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed object) of every non-empty line; errors name the file and line."""
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        lineno = 0
+        try:
+            for lineno, line in enumerate(handle, start=1):  # noqa: B007 - read in the except clause
+                if line.strip():
+                    yield lineno, json.loads(line)
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path}:{lineno + 1}: not UTF-8 text (byte {exc.start} of the line)") from None
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+
+
+def require_fields(record: Any, fields: tuple[str, ...], where: str) -> dict[str, Any]:
+    """``record`` if it is an object holding every field, else a ValueError naming ``where``."""
+    if not isinstance(record, dict):
+        raise ValueError(f"{where}: expected a JSON object, got {type(record).__name__}")
+    missing = [f for f in fields if f not in record]
+    if missing:
+        raise ValueError(f"{where}: missing field(s) {missing}")
+    return record

@@ -27,12 +27,10 @@ Queries are the questions (id ``hotpotqa-<HotpotQA _id>``); each has one relevan
 from __future__ import annotations
 
 import functools
-import gzip
-import json
 import random
 from pathlib import Path
 
-from longembed.tasks.base import RetrievalData, TaskMetadata, check_length, require_dir
+from longembed.tasks.base import RetrievalData, TaskMetadata, check_length, read_json_file, require_dir
 
 SUBDIR = "hotpotqa_dev_distractor"
 FILENAME = "hotpot_dev_distractor_v1.json.gz"
@@ -54,9 +52,10 @@ METADATA = TaskMetadata(
 
 @functools.lru_cache(maxsize=2)
 def _read(path: str) -> list[dict]:
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        return json.load(f)
+    examples = read_json_file(Path(path))
+    if not isinstance(examples, list):
+        raise ValueError(f"{path}: expected a JSON list of HotpotQA examples, got {type(examples).__name__}")
+    return examples
 
 
 def read_hotpotqa(path: Path | str) -> list[dict]:

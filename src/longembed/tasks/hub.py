@@ -23,14 +23,12 @@ the revision mteb pins. Off by default: without a network the hub client retries
 
 from __future__ import annotations
 
-import gzip
-import json
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from longembed.tasks.base import RetrievalData, TaskDataMissing, TaskMetadata, check_length
+from longembed.tasks.base import RetrievalData, TaskDataMissing, TaskMetadata, check_length, iter_jsonl
 
 HUB_REPO = "dwzhu/LongEmbed"
 #: The revision mteb's LongEmbed tasks pin.
@@ -62,14 +60,8 @@ def _open_rows(path: Path) -> Iterator[dict[str, Any]]:
             raise ImportError(f"reading {path} needs pandas (and pyarrow)") from exc
         yield from pd.read_parquet(path).to_dict(orient="records")
         return
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if line.strip():
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{path}, line {lineno}: not valid JSON ({exc.msg})") from None
+    for _, row in iter_jsonl(path):
+        yield row
 
 
 def _split_file(config_dir: Path, split: str) -> Path:

@@ -19,7 +19,8 @@ Documents, per evaluation length L (word budget B = 0.75 L):
   character lengths of its documents vary by the same amount at every length);
 * the needle goes, on its own line (newline before and after, as in Figure 7 and in Kamradt's
   original needle), at a uniformly random sentence boundary of the prefix;
-* 50 queries per length: the questions of a random subset of 50 needles.
+* 50 queries per length: the questions of a random subset of 50 needles (with fewer than 50
+  needles, one question per needle).
 
 The needles are not LongEmbed's (those are not public): ``tasks/data/needles.jsonl`` holds 100 new
 fact/question pairs; a user file with the fields ``fact`` and ``question`` may replace them.
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
-import json
 import random
 import re
 from dataclasses import dataclass
@@ -42,6 +42,7 @@ from longembed.tasks.base import (
     TaskDataMissing,
     TaskMetadata,
     check_length,
+    iter_jsonl,
     require_dir,
     word_budget,
 )
@@ -60,6 +61,8 @@ METADATA = TaskMetadata(
 
 DEFAULT_SEED = 20240418
 NUM_QUERIES = 50
+#: Fewest needles a file may have: one to find and at least one other document to tell it from.
+MIN_NEEDLES = 2
 #: The first essays of LongEmbed's haystack; the other essays follow in alphabetical order.
 ESSAY_ORDER_HEAD: tuple[str, ...] = ("rss.txt", "goodtaste.txt")
 
@@ -77,42 +80,35 @@ def load_needles(path: Path | str | None = None) -> tuple[Needle, ...]:
 
     Each line is a JSON object with non-empty string fields ``fact`` and ``question`` (other fields are
     ignored). Raises ValueError for a malformed line, a missing field, a duplicate fact or question, or
-    fewer than 50 needles (each length has 50 queries).
+    fewer than 2 needles.  Each needle is one document; each length asks min(50, needles) questions.
     """
     if path is None:
         resource = importlib.resources.files("longembed.tasks").joinpath("data/needles.jsonl")
         if not resource.is_file():
             raise FileNotFoundError("the packaged needles file longembed/tasks/data/needles.jsonl is missing")
-        text, origin = resource.read_text(encoding="utf-8"), "packaged needles.jsonl"
-    else:
-        text, origin = Path(path).read_text(encoding="utf-8"), str(path)
+        path = Path(str(resource))
+    origin = Path(path)
 
     needles: list[Needle] = []
     seen_facts: set[str] = set()
     seen_questions: set[str] = set()
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{origin}, line {lineno}: not valid JSON ({exc.msg})") from None
+    for lineno, row in iter_jsonl(origin):
         if not isinstance(row, dict):
-            raise ValueError(f"{origin}, line {lineno}: expected a JSON object")
+            raise ValueError(f"{origin}:{lineno}: expected a JSON object")
         for field in ("fact", "question"):
             value = row.get(field)
             if not isinstance(value, str) or not value.strip():
-                raise ValueError(f"{origin}, line {lineno}: missing or empty field {field!r}")
+                raise ValueError(f"{origin}:{lineno}: missing or empty field {field!r}")
         fact, question = row["fact"].strip(), row["question"].strip()
         if fact in seen_facts:
-            raise ValueError(f"{origin}, line {lineno}: duplicate fact {fact[:60]!r}")
+            raise ValueError(f"{origin}:{lineno}: duplicate fact {fact[:60]!r}")
         if question in seen_questions:
-            raise ValueError(f"{origin}, line {lineno}: duplicate question {question[:60]!r}")
+            raise ValueError(f"{origin}:{lineno}: duplicate question {question[:60]!r}")
         seen_facts.add(fact)
         seen_questions.add(question)
         needles.append(Needle(fact=fact, question=question))
-    if len(needles) < NUM_QUERIES:
-        raise ValueError(f"{origin}: {len(needles)} needles; at least {NUM_QUERIES} are needed")
+    if len(needles) < MIN_NEEDLES:
+        raise ValueError(f"{origin}: {len(needles)} needle(s); at least {MIN_NEEDLES} are needed")
     return tuple(needles)
 
 
@@ -189,7 +185,7 @@ def generate(
 
     queries: dict[str, str] = {}
     qrels: dict[str, dict[str, int]] = {}
-    for j, i in enumerate(rng.sample(range(len(needles)), NUM_QUERIES)):
+    for j, i in enumerate(rng.sample(range(len(needles)), min(NUM_QUERIES, len(needles)))):
         qid = f"needle-{length}-q{j:03d}"
         queries[qid] = needles[i].question
         qrels[qid] = {doc_ids[i]: 1}

@@ -15,10 +15,17 @@ first occurrence.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+from typing import Any
 
-from longembed.tasks.base import RetrievalData, TaskMetadata, check_length, require_dir
+from longembed.tasks.base import (
+    RetrievalData,
+    TaskMetadata,
+    check_length,
+    read_json_file,
+    require_dir,
+    require_fields,
+)
 
 SUBDIR = "qmsum/data/ALL"
 SPLITS = ("train", "val")
@@ -40,27 +47,41 @@ def meeting_document(meeting: dict) -> str:
     return "\n".join(f"{turn['speaker']}: {turn['content']}" for turn in meeting["meeting_transcripts"])
 
 
+def meeting_files(root: Path) -> list[Path]:
+    """The meeting files of ``root`` = ``<data_dir>/qmsum/data/ALL``, in LongEmbed's order."""
+    return [path for split in SPLITS for path in sorted((root / split).glob("*.json"))]
+
+
+def read_meeting(path: Path) -> dict[str, Any]:
+    """One QMSum meeting file, checked: a clear error naming the file for anything else."""
+    meeting = require_fields(read_json_file(path), ("meeting_transcripts",), f"{path} (a QMSum meeting file)")
+    for i, turn in enumerate(meeting["meeting_transcripts"]):
+        require_fields(turn, ("speaker", "content"), f"{path}, meeting_transcripts[{i}]")
+    return meeting
+
+
 def load_qmsum(root: Path) -> RetrievalData:
     """Build the QMSum retrieval data from ``root`` = ``<data_dir>/qmsum/data/ALL``."""
     corpus: dict[str, str] = {}
     queries: dict[str, str] = {}
     qrels: dict[str, dict[str, int]] = {}
     query_id_of: dict[str, str] = {}
-    for split in SPLITS:
-        for path in sorted((root / split).glob("*.json")):
-            meeting = json.loads(path.read_text(encoding="utf-8"))
-            doc_id = path.stem
-            if doc_id in corpus:
-                raise ValueError(f"meeting {doc_id} occurs twice under {root}")
-            corpus[doc_id] = meeting_document(meeting)
-            for item in meeting["general_query_list"] + meeting["specific_query_list"]:
-                answer = item["answer"]
-                if answer in query_id_of:  # the same summary in a later meeting: keep the first
-                    continue
-                qid = f"qmsum-q{len(queries):04d}"
-                query_id_of[answer] = qid
-                queries[qid] = answer
-                qrels[qid] = {doc_id: 1}
+    for path in meeting_files(root):
+        meeting = require_fields(
+            read_meeting(path), ("general_query_list", "specific_query_list"), f"{path} (a QMSum meeting file)"
+        )
+        doc_id = path.stem
+        if doc_id in corpus:
+            raise ValueError(f"meeting {doc_id} occurs twice under {root}")
+        corpus[doc_id] = meeting_document(meeting)
+        for item in meeting["general_query_list"] + meeting["specific_query_list"]:
+            answer = require_fields(item, ("answer",), f"{path}, a query of meeting {doc_id}")["answer"]
+            if answer in query_id_of:  # the same summary in a later meeting: keep the first
+                continue
+            qid = f"qmsum-q{len(queries):04d}"
+            query_id_of[answer] = qid
+            queries[qid] = answer
+            qrels[qid] = {doc_id: 1}
     if len(corpus) != EXPECTED_DOCS or len(queries) != EXPECTED_QUERIES:
         raise ValueError(
             f"QMSum under {root}: {len(corpus)} meetings and {len(queries)} queries, expected "

@@ -17,10 +17,18 @@ Ids: a story is named ``squality-<passage_id>``, a query ``squality-<passage_id>
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from longembed.tasks.base import RetrievalData, TaskMetadata, check_length, require_dir
+from longembed.tasks.base import (
+    RetrievalData,
+    TaskMetadata,
+    check_length,
+    iter_jsonl,
+    require_dir,
+    require_fields,
+)
 
 SUBDIR = "squality/data/v1-3/txt"
 FILES = ("train.jsonl", "dev.jsonl", "test.jsonl")
@@ -38,31 +46,43 @@ METADATA = TaskMetadata(
 )
 
 
+def read_stories(root: Path, require_all: bool = True) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(where, story) for every story of the train, dev and test files of ``root``, checked.
+
+    ``require_all=False`` reads the files that exist (at least one), for uses that need stories, not
+    the benchmark's exact set.
+    """
+    present = [name for name in FILES if (root / name).exists()]
+    if not present or (require_all and len(present) < len(FILES)):
+        missing = [name for name in FILES if name not in present]
+        raise FileNotFoundError(f"{root}: {', '.join(missing)} missing (SQuALITY has train, dev and test files)")
+    for name in present:
+        path = root / name
+        for lineno, story in iter_jsonl(path):
+            where = f"{path}:{lineno}"
+            require_fields(story, ("metadata", "document", "questions"), where)
+            require_fields(story["metadata"], ("passage_id",), where + " metadata")
+            yield where, story
+
+
 def load_squality(root: Path, max_summaries_per_story: int | None = None) -> RetrievalData:
     """Build the summary -> story data from ``root`` = ``<data_dir>/squality/data/v1-3/txt``."""
     corpus: dict[str, str] = {}
     queries: dict[str, str] = {}
     qrels: dict[str, dict[str, int]] = {}
-    for name in FILES:
-        path = root / name
-        if not path.exists():
-            raise FileNotFoundError(f"{path} is missing (SQuALITY has train, dev and test files)")
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            story = json.loads(line)
-            doc_id = f"squality-{story['metadata']['passage_id']}"
-            if doc_id in corpus:
-                raise ValueError(f"story {doc_id} occurs twice under {root}")
-            corpus[doc_id] = story["document"]
-            plot = [q for q in story["questions"] if q["question_text"].strip() == PLOT_QUESTION]
-            if len(plot) != 1:
-                raise ValueError(f"story {doc_id}: {len(plot)} questions {PLOT_QUESTION!r}, expected 1")
-            responses = plot[0]["responses"][:max_summaries_per_story]
-            for k, response in enumerate(responses):
-                qid = f"{doc_id}-s{k}"
-                queries[qid] = response["response_text"]
-                qrels[qid] = {doc_id: 1}
+    for _, story in read_stories(root):
+        doc_id = f"squality-{story['metadata']['passage_id']}"
+        if doc_id in corpus:
+            raise ValueError(f"story {doc_id} occurs twice under {root}")
+        corpus[doc_id] = story["document"]
+        plot = [q for q in story["questions"] if q["question_text"].strip() == PLOT_QUESTION]
+        if len(plot) != 1:
+            raise ValueError(f"story {doc_id}: {len(plot)} questions {PLOT_QUESTION!r}, expected 1")
+        responses = plot[0]["responses"][:max_summaries_per_story]
+        for k, response in enumerate(responses):
+            qid = f"{doc_id}-s{k}"
+            queries[qid] = response["response_text"]
+            qrels[qid] = {doc_id: 1}
     return RetrievalData(corpus=corpus, queries=queries, qrels=qrels).validate()
 
 

@@ -1,0 +1,53 @@
+"""sigma_a of an encoder's attention on real texts, through the encoder's attention-observer hook.
+
+The length-collapse paper's Figure 7 plots sigma_a = ||(I - 11^T/n) A||_2 of the last layer's
+attention A against text length.  ``LongContextEncoder.observe_attention`` shows each sequence's
+attention rows on demand; :func:`~longembed.collapse.spectral.sigma_a_blockwise` turns them into
+sigma_a per head without ever holding the n x n matrix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from longembed.collapse.spectral import sigma_a_blockwise
+from longembed.encoder import AttentionView
+from longembed.extension.pcw import mean_over_windows
+
+__all__ = ["attention_sigma_a"]
+
+
+def attention_sigma_a(
+    encoder: Any,
+    texts: str | Sequence[str],
+    layer: int = -1,
+    iters: int = 30,
+    prompt: str | None = None,
+    prompt_name: str | None = None,
+    temperature: float | None = None,
+    show_progress_bar: bool = False,
+) -> np.ndarray:
+    """sigma_a of one layer's attention (default the last), mean over heads, one value per text.
+
+    For PCW the value of a text is the mean over its windows.  ``temperature`` overrides the
+    encoder's TempScale tau for this call.  Returns float32 (len(texts),).
+    """
+    n_texts = 1 if isinstance(texts, str) else len(texts)
+    values: dict[int, float] = {}
+    owners: dict[int, int] = {}
+
+    def observe(view: AttentionView) -> None:
+        values[view.sequence] = float(sigma_a_blockwise(view.rows, view.length, iters=iters).mean())
+        owners[view.sequence] = view.text
+
+    encoder.observe_attention(
+        texts, observe, layer=layer, prompt=prompt, prompt_name=prompt_name,
+        temperature=temperature, show_progress_bar=show_progress_bar,
+    )
+    order = sorted(values)
+    per_sequence = torch.tensor([values[i] for i in order], dtype=torch.float32)
+    return mean_over_windows(per_sequence, [owners[i] for i in order], n_texts).numpy()

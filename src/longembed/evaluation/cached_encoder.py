@@ -1,0 +1,204 @@
+"""CachedEncoder: an encoder whose vectors are read from the embedding cache when they exist.
+
+    >>> cached = CachedEncoder(load_encoder("default", method="pi", max_length=4096))
+    >>> result = cached.encode(texts, shard="passkey/4096/documents", prompt="")
+    >>> result.vectors, result.n_cached, result.n_encoded
+
+In the manner of mteb's ``CachedEmbeddingWrapper``: it wraps any encoder with longembed's
+``encode`` (and, if it has one, a model folder to identify it by) and adds the on-disk cache of
+:mod:`longembed.evaluation.cache`.  A cache namespace is chosen per (prompt, temperature,
+normalization, quantity) from :func:`~longembed.evaluation.provenance.cache_fingerprint`, so a vector
+is reused exactly when it would be computed the same.  The benchmark runner, the TempScale sweep and
+the collapse measurement all encode through it: each is resumable, and a finished run reruns in
+seconds.
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from longembed.config import check_temperature
+from longembed.evaluation.cache import (
+    CachedEncoding,
+    CacheNamespace,
+    EmbeddingCache,
+    count_missing,
+    encode_cached,
+    text_key,
+)
+from longembed.evaluation.provenance import cache_fingerprint, library_versions, model_identity
+from longembed.tasks.base import WORDS_PER_TOKEN
+
+
+def accepts_keyword(function: Callable, name: str) -> bool:
+    """Whether ``function`` takes the keyword ``name`` (or any keyword)."""
+    try:
+        params = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+class CachedEncoder:
+    """Encodes through an on-disk cache; uncached (with a note) when the model has no folder."""
+
+    def __init__(
+        self,
+        encoder: Any,
+        cache_dir: str | Path | None = None,
+        *,
+        use_cache: bool = True,
+        include_code: bool = True,
+        batch_size: int = 16,
+        chunk_size: int = 64,
+        show_progress: bool = True,
+        log: Callable[[str], None] | None = print,
+    ):
+        if not callable(getattr(encoder, "encode", None)):
+            raise TypeError(f"{type(encoder).__name__} has no encode(): not an encoder")
+        if batch_size < 1 or chunk_size < 1:
+            raise ValueError("batch_size and chunk_size must be positive")
+        self.encoder = encoder
+        self.batch_size = batch_size
+        self.chunk_size = chunk_size
+        self.show_progress = show_progress
+        self.include_code = include_code
+        self.versions = library_versions()
+        self.identity = model_identity(encoder)
+        self.cache: EmbeddingCache | None = None
+        if use_cache and self.identity is not None:
+            self.cache = EmbeddingCache(cache_dir)
+        elif use_cache and log is not None:
+            log("embedding cache disabled: this encoder has no model folder to identify it by")
+        self.tokenizer = getattr(encoder, "tokenizer", None)
+        config = getattr(encoder, "config", None)
+        self.configured_temperature = float(getattr(config, "temperature", 1.0))
+        self._per_call_temperature = accepts_keyword(encoder.encode, "temperature")
+        self._namespaces: dict[tuple, CacheNamespace | None] = {}
+        self._token_memo: dict[tuple[str, str], int] = {}
+
+    # ------------------------------------------------------------------ keys
+    def temperature(self, value: float | None, name: str = "temperature") -> float:
+        """The tau a call will use (None: the encoder's own), checked; an encoder whose encode() takes
+        no ``temperature=`` can only use its own."""
+        tau = self.configured_temperature if value is None else check_temperature(value, name)
+        if tau != self.configured_temperature and not self._per_call_temperature:
+            raise ValueError(
+                f"{name} {tau} differs from the encoder's ({self.configured_temperature}) but its encode() "
+                "takes no temperature= argument"
+            )
+        return tau
+
+    def namespace(
+        self, prompt: str, temperature: float | None = None, normalize: bool = True, quantity: str = "embedding"
+    ) -> CacheNamespace | None:
+        """The cache namespace of vectors computed with this prompt, tau and normalization (None: no cache)."""
+        if self.cache is None or self.identity is None:
+            return None
+        tau = self.temperature(temperature)
+        key = (prompt, tau, normalize, quantity)
+        if key not in self._namespaces:
+            self._namespaces[key] = self.cache.namespace(
+                cache_fingerprint(
+                    self.encoder, self.identity, prompt, tau, self.versions,
+                    include_code=self.include_code, normalize=normalize, quantity=quantity,
+                )
+            )
+        return self._namespaces[key]
+
+    # ------------------------------------------------------------------ tokens
+    def count_tokens(self, texts: Sequence[str], prompt: str = "") -> list[int]:
+        """Tokens per text as the encoder sees it (prompt and special tokens included).
+
+        Without a tokenizer: words / 0.75 (LongEmbed's rough conversion).  Counted once per text.
+        """
+        todo = [t for t in dict.fromkeys(texts) if (prompt, text_key(t)) not in self._token_memo]
+        if todo:
+            if self.tokenizer is not None:
+                ids = self.tokenizer(
+                    [prompt + t for t in todo], add_special_tokens=True, truncation=False, verbose=False
+                )["input_ids"]
+                counts = [len(x) for x in ids]
+            else:
+                counts = [round(len((prompt + t).split()) / WORDS_PER_TOKEN) for t in todo]
+            for text, n in zip(todo, counts, strict=True):
+                self._token_memo[(prompt, text_key(text))] = n
+        return [self._token_memo[(prompt, text_key(t))] for t in texts]
+
+    def missing(
+        self, texts: Sequence[str], shard: str, prompt: str = "", temperature: float | None = None,
+        normalize: bool = True, quantity: str = "embedding",
+    ) -> tuple[int, list[str]]:
+        """(distinct texts already cached, the distinct texts that are not): for cost estimates."""
+        return count_missing(texts, self.namespace(prompt, temperature, normalize, quantity), shard)
+
+    # ------------------------------------------------------------------ encoding
+    def encode(
+        self,
+        texts: Sequence[str],
+        *,
+        shard: str,
+        prompt: str = "",
+        temperature: float | None = None,
+        normalize_embeddings: bool = True,
+        desc: str | None = None,
+    ) -> CachedEncoding:
+        """Vectors of ``texts`` in order: cached ones read, the rest encoded in chunks and stored.
+
+        ``shard`` groups the cache entries (e.g. "passkey/4096/documents"); unit vectors unless
+        ``normalize_embeddings=False`` (raw pooled vectors, a separate namespace).
+        """
+        tau = self.temperature(temperature)
+        kwargs: dict[str, Any] = {
+            "batch_size": self.batch_size,
+            "prompt": prompt,
+            "normalize_embeddings": normalize_embeddings,
+            "show_progress_bar": False,
+        }
+        if tau != self.configured_temperature:
+            kwargs["temperature"] = tau
+
+        def encode_chunk(chunk: list[str]) -> np.ndarray:
+            with warnings.catch_warnings():
+                # inputs longer than max_length are truncated with a warning per call; callers count
+                # them from the token counts and report them once
+                warnings.simplefilter("ignore", UserWarning)
+                return np.asarray(self.encoder.encode(chunk, **kwargs), dtype=np.float32)
+
+        result = self.compute(
+            texts, encode_chunk, shard=shard, prompt=prompt,
+            namespace=self.namespace(prompt, tau, normalize_embeddings), desc=desc,
+        )
+        if normalize_embeddings:
+            norms = np.linalg.norm(result.vectors, axis=1, keepdims=True)
+            result.vectors = result.vectors / np.where(norms > 0, norms, 1.0)
+        return result
+
+    def compute(
+        self,
+        texts: Sequence[str],
+        function: Callable[[list[str]], np.ndarray],
+        *,
+        shard: str,
+        namespace: CacheNamespace | None,
+        prompt: str = "",
+        desc: str | None = None,
+    ) -> CachedEncoding:
+        """Any per-text quantity (rows of ``function(texts)``) through the cache of ``namespace``."""
+        with tqdm(total=len(texts), desc=desc or shard, unit="text", disable=not self.show_progress) as bar:
+            return encode_cached(
+                texts,
+                encode=function,
+                count_tokens=lambda chunk: self.count_tokens(chunk, prompt),
+                namespace=namespace,
+                shard=shard,
+                chunk_size=self.chunk_size,
+                progress=bar.update,
+            )

@@ -1,0 +1,198 @@
+"""How long a run will take, printed before it starts: counts, cache hits and seconds from a warm-up.
+
+Seconds come from a cost model t(n) = c + a n + b n^2 per sequence of n tokens, fitted on two timed
+measurements on this machine with this encoder (:func:`measure_cost_model`).  Rough by design: it
+ignores padding and machine load, and says so in its output.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from longembed.evaluation.cached_encoder import CachedEncoder
+from longembed.results import Estimate, SideEstimate, UnitEstimate
+from longembed.tasks.base import WORDS_PER_TOKEN
+
+
+@dataclass
+class CostModel:
+    """Seconds for one sequence of n tokens: c + a n + b n^2 (rough)."""
+
+    a: float
+    b: float
+    c: float = 0.0
+    samples: list[dict[str, float]] = field(default_factory=list)
+
+    def seconds(self, n: float) -> float:
+        return self.c + self.a * n + self.b * n * n
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"a": self.a, "b": self.b, "c": self.c, "warmup": self.samples}
+
+
+def fit_cost_model(n1: int, t1: float, n2: int, t2: float, samples: list[dict[str, float]]) -> CostModel:
+    """The model through two points (n1, t1), (n2, t2) with n1 < n2: a n + b n^2 (attention grows
+    with n^2), or c + a n when the short input costs more per token (per-sequence overhead)."""
+    b = (t2 / n2 - t1 / n1) / (n2 - n1)
+    a = t1 / n1 - b * n1
+    if b < 0:
+        slope = max((t2 - t1) / (n2 - n1), 0.0)
+        return CostModel(slope, 0.0, max(t1 - slope * n1, 0.0), samples)
+    if a < 0:
+        a, b = 0.0, t2 / (n2 * n2)
+    return CostModel(a, b, 0.0, samples)
+
+
+def measure_cost_model(encoder: Any, batch_size: int) -> CostModel:
+    """Time a warm-up on this machine and fit seconds per sequence.
+
+    Two batched measurements, as the encoder batches real inputs: min(batch_size, 8) inputs of
+    n1 = min(512, Lt) tokens, and 2 inputs of n2 = min(Lt, 2048) tokens (min(Lo, 2048) for pcw, whose
+    sequences are windows of at most Lo tokens).  A first untimed call takes the one-off costs
+    (thread pools, lazy initialisation) out of the fit.  Costs about 8 x t(512) + 2 x t(2048): ~1.5 s
+    for MiniLM, ~10 s for nomic on 2 CPU cores.
+    """
+    cap = int(getattr(encoder, "max_length", 512) or 512)
+    original = int(getattr(encoder, "original_length", cap) or cap)
+    long_cap = original if getattr(encoder, "method", None) == "pcw" else cap
+    n1, n2 = min(512, cap), min(long_cap, 2048)
+    k1 = max(1, min(batch_size, 8))
+
+    def timed(texts: list[str]) -> float:
+        began = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            encoder.encode(texts, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False)
+        return (time.perf_counter() - began) / len(texts)
+
+    timed([filler_text(min(64, cap))])
+    t1 = timed([filler_text(n1)] * k1)
+    samples = [{"tokens": n1, "batch": k1, "seconds_per_sequence": t1}]
+    if n2 <= n1 * 1.5:
+        return CostModel(t1 / n1, 0.0, 0.0, samples)
+    t2 = timed([filler_text(n2)] * 2)
+    samples.append({"tokens": n2, "batch": 2, "seconds_per_sequence": t2})
+    return fit_cost_model(n1, t1, n2, t2, samples)
+
+
+def filler_text(n_tokens: int) -> str:
+    """A text of about ``n_tokens`` tokens (special tokens included) for timing."""
+    return " ".join(["hello"] * max(n_tokens - 2, 1))
+
+
+def document_seconds(n_tokens: int, encoder: Any, model: CostModel) -> float:
+    """Estimated seconds for one input of ``n_tokens``: truncated to Lt; pcw splits into Lo windows."""
+    cap = int(getattr(encoder, "max_length", n_tokens) or n_tokens)
+    n = min(n_tokens, cap)
+    original = int(getattr(encoder, "original_length", n) or n)
+    if getattr(encoder, "method", None) == "pcw" and n > original:
+        windows = math.ceil(n / original)
+        return windows * model.seconds(n / windows)
+    return model.seconds(n)
+
+
+@dataclass
+class SideToEncode:
+    """One side of one unit for the estimate: its texts, shard, prompt and tau."""
+
+    texts: list[str]
+    shard: str
+    prompt: str = ""
+    temperature: float | None = None
+
+
+def estimate_cost(
+    units: Sequence[tuple[str, SideToEncode, SideToEncode]],
+    encoder: CachedEncoder | None,
+    batch_size: int,
+    measure: bool,
+    log: Callable[[str], None],
+) -> Estimate:
+    """Documents, queries, tokens and cache hits per unit, and estimated seconds; printed and returned.
+
+    ``units`` are (label, documents, queries).  Tokens are counted only for texts not in the cache (a
+    warm rerun tokenizes nothing).  Seconds come from :func:`measure_cost_model`, skipped when there
+    is nothing to encode or ``measure`` is False.  BM25 (``encoder`` None): tokens = words / 0.75 and
+    no time estimate (indexing takes seconds).
+    """
+    rows: list[UnitEstimate] = []
+    to_time: list[list[int]] = []
+    for label, documents, queries in units:
+        sides = []
+        unit_tokens: list[int] = []
+        for side in (documents, queries):
+            if encoder is None:
+                tokens = [round(len(t.split()) / WORDS_PER_TOKEN) for t in side.texts]
+                n_cached, n_missing = 0, len(side.texts)
+            else:
+                n_cached, missing = encoder.missing(side.texts, side.shard, side.prompt, side.temperature)
+                tokens = encoder.count_tokens(missing, side.prompt) if missing else []
+                n_missing = len(missing)
+                unit_tokens += tokens
+            sides.append(SideEstimate(len(side.texts), n_cached, n_missing, sum(tokens), max(tokens, default=0)))
+        rows.append(UnitEstimate(label, sides[0], sides[1]))
+        to_time.append(unit_tokens)
+
+    model = None
+    if encoder is not None and measure and any(r.documents.to_encode + r.queries.to_encode for r in rows):
+        model = measure_cost_model(encoder.encoder, batch_size)
+    total = 0.0
+    if model is not None:
+        for row, tokens in zip(rows, to_time, strict=True):
+            seconds = sum(document_seconds(n, encoder.encoder, model) for n in tokens)
+            row.seconds = round(seconds, 1)
+            total += seconds
+    estimate = Estimate(
+        method=(
+            "seconds per sequence t(n) = c + a n + b n^2 fitted on a batched warm-up on this machine; inputs "
+            "truncated to max_length, pcw counted as windows of Lo; padding ignored (rough)"
+            if model is not None
+            else ("BM25: no encoding" if encoder is None else "not measured")
+        ),
+        cost_model=None if model is None else model.to_dict(),
+        units=rows,
+        documents=sum(r.documents.count for r in rows),
+        documents_cached=sum(r.documents.cached for r in rows),
+        queries=sum(r.queries.count for r in rows),
+        queries_cached=sum(r.queries.cached for r in rows),
+        tokens_to_encode=sum(r.documents.tokens + r.queries.tokens for r in rows),
+        seconds=None if model is None else round(total, 1),
+    )
+    log(format_estimate(estimate))
+    return estimate
+
+
+def format_estimate(estimate: Estimate) -> str:
+    """The estimate as a small text table."""
+    lines = [
+        f"{'unit':<16}{'docs':>6}{'cached':>8}{'doc tokens to encode':>22}{'max':>8}"
+        f"{'queries':>9}{'cached':>8}{'est. s':>9}"
+    ]
+    for row in estimate.units:
+        d, q = row.documents, row.queries
+        seconds = "-" if row.seconds is None else f"{row.seconds:.0f}"
+        lines.append(
+            f"{row.unit:<16}{d.count:>6}{d.cached:>8}{d.tokens:>22,}{d.max_tokens:>8}"
+            f"{q.count:>9}{q.cached:>8}{seconds:>9}"
+        )
+    when = "" if estimate.seconds is None else f"; estimated {format_duration(estimate.seconds)}"
+    lines.append(
+        f"total: {estimate.documents} documents ({estimate.documents_cached} cached), "
+        f"{estimate.queries} queries ({estimate.queries_cached} cached), "
+        f"{estimate.tokens_to_encode:,} tokens to encode{when} ({estimate.method})"
+    )
+    return "\n".join(lines)
+
+
+def format_duration(seconds: float) -> str:
+    """12 s, 3.5 min, 1.2 h."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -1,0 +1,177 @@
+"""Where a vector came from: the model's files, the encoder's settings, longembed's code, the libraries.
+
+Two uses.  A result file records it (``versions`` in results.json), so that a number can be traced
+to what produced it.  The embedding cache keys on it (:func:`cache_fingerprint`), so that a cached
+vector is reused only when everything that decides it is the same, and never after a change to the
+model, the settings that change vectors, or longembed's vector code.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import platform
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import transformers
+
+import longembed
+from longembed.evaluation.cache import CACHE_FORMAT
+from longembed.loading import DEFAULT_MODEL, default_model_path
+
+#: EncoderConfig fields that never change a vector: ``model`` (the folder's *content* is in the
+#: fingerprint instead, so a moved or copied folder stays warm), ``prompts`` (the prompt actually used is
+#: in the fingerprint), ``temperature`` (the per-call temperature actually used is), ``on_overflow``
+#: (it only decides between truncating and raising) and ``preset`` (its effect is in the other fields).
+NON_VECTOR_CONFIG_FIELDS = ("model", "prompts", "temperature", "on_overflow", "preset")
+
+#: Parts of longembed that cannot change a vector; every other module is in the code fingerprint.
+NON_VECTOR_PARTS = ("cli", "evaluation", "report", "tasks", "collapse", "results")
+
+_SMALL_FILE = 2 << 20  # model files up to 2 MiB are hashed whole; larger ones by size + head + tail
+_HEAD = 1 << 20
+
+
+def hash_file(path: Path) -> dict[str, Any]:
+    """size + sha256 of a small file, or of the first and last MiB of a large one; and the mtime."""
+    stat = path.stat()
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        if stat.st_size <= _SMALL_FILE:
+            digest.update(handle.read())
+            how = "sha256"
+        else:
+            digest.update(handle.read(_HEAD))
+            handle.seek(stat.st_size - _HEAD)
+            digest.update(handle.read(_HEAD))
+            how = "sha256 of first and last MiB"
+    return {
+        "size": stat.st_size,
+        "sha256": digest.hexdigest(),
+        "hashed": how,
+        "mtime": _dt.datetime.fromtimestamp(stat.st_mtime, tz=_dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def model_folder(model: str | Path) -> Path | None:
+    """The folder a model name resolves to without downloading anything (None if it is not local)."""
+    if str(model) == DEFAULT_MODEL:
+        try:
+            return default_model_path()
+        except (ImportError, FileNotFoundError):
+            return None
+    path = Path(model).expanduser()
+    return path.resolve() if path.is_dir() else None
+
+
+def model_identity(encoder: Any) -> dict[str, Any] | None:
+    """A cheap, identifying description of the model behind ``encoder`` (None if unknown).
+
+    Every file of the model folder (hidden ones excluded): size and sha256 (whole for files up to
+    2 MiB, first and last MiB for larger ones such as the weights), and mtime. The folder path and the
+    mtimes are recorded but are not part of the cache key (a copied folder stays warm).
+    """
+    config = getattr(encoder, "config", None)
+    source = getattr(encoder, "source", None)
+    folder = model_folder(config.model) if config is not None else None
+    if folder is None and source is not None:
+        transformer = Path(source.transformer_path)
+        folder = transformer.parent if (transformer.parent / "modules.json").is_file() else transformer
+    if folder is None or not folder.is_dir():
+        return None
+    files: dict[str, Any] = {}
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if path.is_file() and not any(part.startswith(".") for part in rel.parts):
+            files[rel.as_posix()] = hash_file(path)
+    return {"name": getattr(source, "name", str(folder)), "path": str(folder), "files": files}
+
+
+def code_fingerprint() -> str:
+    """sha256 of the longembed modules that compute vectors (all but :data:`NON_VECTOR_PARTS`): part of
+    the cache key, so that a change to the encoder's code never serves stale vectors."""
+    root = Path(longembed.__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        if rel.parts[0] in NON_VECTOR_PARTS:
+            continue
+        digest.update(rel.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of longembed (and its vector code's hash), torch, transformers, numpy and Python."""
+    return {
+        "longembed": longembed.__version__,
+        "longembed_code_sha256": code_fingerprint(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+def package_version(name: str) -> str | None:
+    """The installed version of a distribution, or None."""
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def encoder_device(encoder: Any) -> str:
+    """The device type an encoder runs on ("cpu", "cuda", ...; "unknown" if it does not say)."""
+    device = getattr(encoder, "device", None)
+    return getattr(device, "type", str(device)) if device is not None else "unknown"
+
+
+def resolved_settings(encoder: Any) -> dict[str, Any]:
+    """What the encoder made of its config (detected scheme, Lo, Lt, pooling, normalization)."""
+    names = ("method", "position_scheme", "original_length", "max_length", "pooling", "normalize")
+    return {name: getattr(encoder, name) for name in names if hasattr(encoder, name)}
+
+
+def cache_fingerprint(
+    encoder: Any,
+    identity: dict[str, Any],
+    prompt: str,
+    temperature: float,
+    versions: dict[str, str],
+    include_code: bool = True,
+    normalize: bool = True,
+    quantity: str = "embedding",
+) -> dict[str, Any]:
+    """Everything that decides a cached vector: model content, vector-relevant config, prompt, tau, code.
+
+    The mtimes and the folder path of ``identity`` are left out (they do not change a vector); torch and
+    transformers versions and the device type are kept (they can change the last bits of a vector).
+    ``include_code=False`` leaves out the hash of longembed's vector code (keeping only its version):
+    for reusing vectors across code edits known not to change them (e.g. while developing).
+    ``quantity`` names what is cached when it is not the embedding itself (e.g. sigma_a).
+    """
+    config = getattr(encoder, "config", None)
+    config_dict = config.to_dict() if config is not None and hasattr(config, "to_dict") else {}
+    fingerprint = {
+        "format": CACHE_FORMAT,
+        "model_files": {
+            name: {"size": f["size"], "sha256": f["sha256"]} for name, f in identity["files"].items()
+        },
+        "config": {k: v for k, v in config_dict.items() if k not in NON_VECTOR_CONFIG_FIELDS},
+        "resolved": resolved_settings(encoder),
+        "prompt": prompt,
+        "temperature": float(temperature),
+        "normalize_embeddings": normalize,
+        "code": versions["longembed_code_sha256"] if include_code else f"longembed {versions['longembed']}",
+        "torch": versions["torch"],
+        "transformers": versions["transformers"],
+        "device": encoder_device(encoder),
+    }
+    if quantity != "embedding":
+        fingerprint["quantity"] = quantity
+    return fingerprint

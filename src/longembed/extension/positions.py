@@ -1,0 +1,199 @@
+"""Position schemes: what a family of models needs, per batch, for an extension method to act.
+
+One object per family, chosen when the encoder loads (:func:`position_scheme_for`):
+
+- :class:`AbsolutePositions` (BERT, XLM-R): GP/RP/PI as ``position_ids``, the model's own
+  extension point; PI's fractional ids through the wrapped position table.
+- :class:`RotaryPositions` (nomic-bert, ModernBERT, Llama-style): the model runs with
+  ``position_ids = 0`` (its own rotation is then the identity) and the attention function rotates
+  q and k with per-document tables (GP, PI, NTK, YaRN, SelfExtend; ``rope.rotary_tables``).
+- :class:`AlibiPositions` (JinaBERT): nothing per batch; the attention function adds the bias.
+
+Each knows the model's trained context Lo and the longest input it can take, checks the method, and
+turns a batch (token counts, padded length, per-document scale s) into :class:`BatchPositions`:
+model inputs and the attention plan's rotary tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from longembed.extension.ape import APE_METHODS, InterpolatedPositionEmbedding, ape_position_ids
+from longembed.extension.methods import (
+    ALIBI,
+    APE,
+    OFFSET_POSITION_MODEL_TYPES,
+    ROPE,
+    check_method,
+    detect_position_scheme,
+)
+from longembed.extension.rope import ROPE_METHODS, RotarySpec, RotaryTables, rotary_tables
+
+#: JinaBERT's pre-training length (Jina v2, section 3), its Lo when the config does not say.
+DEFAULT_ALIBI_TRAINING_LENGTH = 512
+
+
+@dataclass
+class BatchPositions:
+    """What a batch needs besides token ids: model inputs (``position_ids``) and rotary tables."""
+
+    model_inputs: dict[str, torch.Tensor] = field(default_factory=dict)
+    rotary: RotaryTables | dict[str, RotaryTables] | None = None
+
+
+class PositionScheme:
+    """Base of the three families; ``name`` is "ape", "rope" or "alibi"."""
+
+    name = ""
+
+    def __init__(self, method: str, model_config: Any, original_length: int | None = None):
+        self.method = check_method(method, self.name).name
+        self.model_config = model_config
+        self.original_length = original_length or self.trained_length()
+
+    def trained_length(self) -> int:
+        """Lo read from the model config."""
+        raise NotImplementedError
+
+    def longest_input(self) -> int | None:
+        """The most tokens the model itself can take (a position table's size), or None if unbounded."""
+        return None
+
+    def default_max_length(self) -> int | None:
+        """Lt when none is given (None: the method needs one)."""
+        return self.original_length if self.method == "truncate" else None
+
+    def prepare_model(self, model: torch.nn.Module) -> None:
+        """Adapt the loaded model once (in place, this instance only)."""
+
+    def batch(self, lengths: torch.Tensor, seq_len: int, scales: torch.Tensor) -> BatchPositions:
+        """Positions of a right-padded batch: token counts (B,), padded length, scale factors (B,)."""
+        raise NotImplementedError
+
+
+class AbsolutePositions(PositionScheme):
+    """Learned position table (APE): GP, RP and PI act through ``position_ids``."""
+
+    name = APE
+
+    def __init__(self, method: str, model_config: Any, original_length: int | None = None):
+        model_type = getattr(model_config, "model_type", "")
+        # fairseq models (RoBERTa, XLM-R) start their table at padding_idx + 1
+        self.offset = model_config.pad_token_id + 1 if model_type in OFFSET_POSITION_MODEL_TYPES else 0
+        super().__init__(method, model_config, original_length)
+        table = model_config.max_position_embeddings - self.offset
+        if self.original_length > table:
+            raise ValueError(
+                f"original_length={self.original_length} is larger than this model's position table "
+                f"({table} positions)"
+            )
+
+    def trained_length(self) -> int:
+        return self.model_config.max_position_embeddings - self.offset
+
+    def longest_input(self) -> int | None:
+        # only the extension methods reuse positions; the model alone has one row per position
+        return None if self.method in APE_METHODS or self.method == "pcw" else self.original_length
+
+    def prepare_model(self, model: torch.nn.Module) -> None:
+        if self.method == "pi":
+            embeddings = model.embeddings
+            if not isinstance(embeddings.position_embeddings, InterpolatedPositionEmbedding):
+                embeddings.position_embeddings = InterpolatedPositionEmbedding(embeddings.position_embeddings)
+
+    def batch(self, lengths: torch.Tensor, seq_len: int, scales: torch.Tensor) -> BatchPositions:
+        if self.method not in APE_METHODS:
+            return BatchPositions()  # the model's own positions 0..n-1
+        ids = ape_position_ids(self.method, lengths, seq_len, scales, self.original_length, self.offset)
+        return BatchPositions({"position_ids": ids})
+
+
+class RotaryPositions(PositionScheme):
+    """RoPE: per-document cos/sin tables, applied by the attention function."""
+
+    name = ROPE
+
+    def __init__(
+        self,
+        method: str,
+        model_config: Any,
+        original_length: int | None = None,
+        *,
+        ntk_factor: float | None = None,
+        ntk_variant: str = "static",
+        group_size: int | None = None,
+        window: int | None = None,
+        yarn_options: dict[str, float] | None = None,
+    ):
+        super().__init__(method, model_config, original_length)
+        self.options = {
+            "ntk_factor": ntk_factor,
+            "ntk_variant": ntk_variant,
+            "group_size": group_size,
+            "window": window,
+            "yarn_options": dict(yarn_options or {}),
+        }
+        params = getattr(model_config, "rope_parameters", None) or {}
+        layer_types = set(getattr(model_config, "layer_types", None) or ())
+        # one spec, or one per layer type when layers differ (ModernBERT's local and global layers)
+        if layer_types and all(isinstance(params.get(t), dict) for t in layer_types):
+            self.rotary: RotarySpec | dict[str, RotarySpec] = {
+                t: RotarySpec.from_config(model_config, t) for t in sorted(layer_types)
+            }
+        else:
+            self.rotary = RotarySpec.from_config(model_config)
+
+    def trained_length(self) -> int:
+        params = getattr(self.model_config, "rope_parameters", None) or {}
+        return int(params.get("original_max_position_embeddings") or self.model_config.max_position_embeddings)
+
+    def batch(self, lengths: torch.Tensor, seq_len: int, scales: torch.Tensor) -> BatchPositions:
+        method = self.method if self.method in ROPE_METHODS else "none"
+
+        def tables(spec: RotarySpec) -> RotaryTables:
+            return rotary_tables(
+                method, spec, seq_len, scales, self.original_length, lengths=lengths, **self.options
+            )
+
+        specs = self.rotary
+        rotary = {t: tables(spec) for t, spec in specs.items()} if isinstance(specs, dict) else tables(specs)
+        # position 0 makes the model's own rotation the identity; the attention function rotates
+        position_ids = torch.zeros(len(lengths), seq_len, dtype=torch.long)
+        return BatchPositions({"position_ids": position_ids}, rotary)
+
+
+class AlibiPositions(PositionScheme):
+    """ALiBi: no positions at all; the bias -m_h |i - j| is the same formula at every length."""
+
+    name = ALIBI
+
+    def trained_length(self) -> int:
+        return int(getattr(self.model_config, "training_length", DEFAULT_ALIBI_TRAINING_LENGTH))
+
+    def default_max_length(self) -> int | None:
+        if self.method == "native":
+            return int(self.model_config.max_position_embeddings)
+        return super().default_max_length()
+
+    def batch(self, lengths: torch.Tensor, seq_len: int, scales: torch.Tensor) -> BatchPositions:
+        return BatchPositions()
+
+
+SCHEMES: dict[str, type[PositionScheme]] = {APE: AbsolutePositions, ROPE: RotaryPositions, ALIBI: AlibiPositions}
+
+
+def position_scheme_for(
+    model_config: Any,
+    method: str,
+    scheme: str | None = None,
+    original_length: int | None = None,
+    **rotary_options: Any,
+) -> PositionScheme:
+    """The position scheme of a model (detected from its config unless ``scheme`` is given)."""
+    name = scheme or detect_position_scheme(model_config)
+    if name == ROPE:
+        return RotaryPositions(method, model_config, original_length, **rotary_options)
+    return SCHEMES[name](method, model_config, original_length)

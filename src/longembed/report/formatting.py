@@ -1,0 +1,37 @@
+"""Numbers and markdown tables as every report writes them (one place, so they all look alike)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+MISSING = "–"
+
+
+def fmt(value: Any, digits: int = 1) -> str:
+    """A number with ``digits`` decimals, or "–" for None."""
+    return MISSING if value is None else f"{float(value):.{digits}f}"
+
+
+def signed(value: Any, digits: int = 2) -> str:
+    """A difference with its sign (+1.25, -0.50), or "–" for None."""
+    return MISSING if value is None else f"{float(value):+.{digits}f}"
+
+
+def length_title(n: int) -> str:
+    """4096 -> "4k", 256 -> "256" (k = 1024, as LongEmbed names its lengths)."""
+    return f"{n // 1024}k" if n >= 1024 and n % 1024 == 0 else str(n)
+
+
+def md_row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+
+def md_table(
+    header: Sequence[str], rows: Sequence[Sequence[str]], numeric_from: int, numeric_to: int | None = None
+) -> str:
+    """A markdown table whose columns numeric_from..numeric_to (exclusive; None: to the end) are
+    right-aligned."""
+    end = len(header) if numeric_to is None else numeric_to
+    rule = ["---:" if numeric_from <= i < end else "---" for i in range(len(header))]
+    return "\n".join([md_row(header), "| " + " | ".join(rule) + " |", *(md_row(r) for r in rows)])

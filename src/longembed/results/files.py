@@ -1,0 +1,107 @@
+"""Reading and writing result files: atomic writes, JSON-safe values, errors that name the file.
+
+Every file longembed writes as a result (``results.json``, ``sweep.json``, ``collapse.json``, the
+embedding cache's parts) goes through :func:`atomic_write_bytes`: a reader sees the old file or the
+whole new one, never half of one, and a run killed mid-write loses nothing that was finished.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def atomic_write_bytes(path: Path, write: Callable[[Any], None]) -> None:
+    """Call ``write(file)`` on a temporary file next to ``path``, then rename it onto ``path``.
+
+    The temporary file is flushed and fsynced before ``os.replace``, so a crash at any point leaves
+    either the old file (or none) or the complete new one.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".tmp-{path.name}-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically (see :func:`atomic_write_bytes`)."""
+    atomic_write_bytes(path, lambda handle: handle.write(text.encode("utf-8")))
+
+
+def write_json(path: Path, value: Any) -> Path:
+    """Write ``value`` as indented JSON (NaN/inf as null, numpy values as Python) atomically."""
+    atomic_write_text(path, json.dumps(json_safe(value), indent=2) + "\n")
+    return path
+
+
+def read_json(path: Path, what: str = "JSON file") -> Any:
+    """Parse a JSON file; a missing file, bad UTF-8 or bad JSON raises an error naming the file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no {what} at {path}") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text (byte {exc.start}): not a {what}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno}): not a {what}") from None
+
+
+def read_json_object(path: Path, what: str, format_name: str) -> dict[str, Any]:
+    """A JSON object whose ``format`` field is ``format_name``; a clear error for anything else."""
+    value = read_json(path, what)
+    if not isinstance(value, dict):
+        raise ValueError(f"{path} holds a JSON {type(value).__name__}, not a {what}")
+    if value.get("format") != format_name:
+        raise ValueError(f"{path} is not a {what} (format {value.get('format')!r}, expected {format_name!r})")
+    return value
+
+
+def load_result_file(
+    path: str | Path, file_name: str, what: str, format_name: str, from_dict: Callable[[dict[str, Any]], Any]
+) -> Any:
+    """Read a result file (``path`` is the file or the folder holding ``file_name``) into a typed object;
+    every failure is a ValueError or FileNotFoundError that names the file."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / file_name
+    data = read_json_object(path, what, format_name)
+    try:
+        return from_dict(data)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ValueError(f"{path}: malformed {what} ({type(exc).__name__}: {exc})") from None
+
+
+def json_safe(value: Any) -> Any:
+    """numpy scalars -> Python, NaN/inf -> None, dataclasses -> dicts, recursively (JSON has no NaN)."""
+    if hasattr(value, "to_dict") and not isinstance(value, type):
+        value = value.to_dict()
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = dataclasses.asdict(value)
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return repr(value)
