@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import string
 from pathlib import Path
 
@@ -125,3 +126,33 @@ def words(n: int, seed: int = 0) -> str:
     g = torch.Generator().manual_seed(seed)
     idx = torch.randint(len(WORDS), (n,), generator=g).tolist()
     return " ".join(WORDS[i] for i in idx)
+
+
+# ----------------------------------------------------------------------------- real model folders
+REAL_MODELS = ("all-MiniLM-L6-v2", "multilingual-e5-small", "nomic-embed-text-v1.5")
+
+
+def real_models_dir() -> Path:
+    """Where materialize.py puts the real models: $LONGEMBED_MODELS_DIR, else ~/.cache/longembed/models."""
+    configured = os.environ.get("LONGEMBED_MODELS_DIR")
+    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "longembed" / "models"
+
+
+def real_model_folder(name: str) -> Path:
+    """The folder of a real model built by ../shared/models/materialize.py.
+
+    When it is missing the test fails in CI (the environment variable CI is set) and is skipped
+    elsewhere, both with the command that builds it.
+    """
+    if name not in REAL_MODELS:
+        raise ValueError(f"unknown real model {name!r}; choose from {REAL_MODELS}")
+    folder = real_models_dir() / name
+    if not (folder / "config.json").is_file():
+        reason = (
+            f"real model folder {folder} is missing: run `python ../shared/models/materialize.py` "
+            f"(or set LONGEMBED_MODELS_DIR to the folder that holds {name})"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return folder
