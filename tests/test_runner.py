@@ -487,6 +487,7 @@ def test_cli_eval_needles_file(tmp_path: Path, capsys: pytest.CaptureFixture[str
     if not (DATA_DIR / "paul_graham_essays").is_dir():
         pytest.skip("the essays (needle haystack) are not in the shared data folder")
     assert main(argv) == 0
+    assert "needle: 7 needles from" in capsys.readouterr().out
     counts = RunResults.load(out).tasks["needle"].counts
     assert counts.documents == 7 and counts.queries == 7
     assert main([*argv[:-2], "--tasks", "passkey", "--output", str(tmp_path / "x")]) == 2

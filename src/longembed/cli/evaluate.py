@@ -92,7 +92,8 @@ def resolve_task_list(names: list[str] | None, needles: Path | None) -> list[Any
     if "needle" not in names:
         raise ValueError("--needles applies to the needle task, which is not among --tasks")
     task = get_task("needle", needles_path=needles)
-    task.needles  # read and check the file now, before any model loads  # noqa: B018
+    count = len(task.needles)  # read and check the file now, before any model loads
+    print(f"needle: {count} needles from {needles} ({count} documents, {min(count, 50)} queries per length)")
     return [task if name == "needle" else name for name in names]
 
 
