@@ -66,7 +66,10 @@ LO = 32
 def _save(model: torch.nn.Module, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "vocab.txt").write_text("\n".join(VOCAB))
-    BertTokenizer(vocab_file=str(folder / "vocab.txt")).save_pretrained(folder)
+    # transformers 5 ignores BertTokenizer(vocab_file=...): give the vocabulary itself
+    tokenizer = BertTokenizer(vocab={piece: i for i, piece in enumerate(VOCAB)})
+    assert tokenizer.convert_tokens_to_ids("the") == VOCAB.index("the"), "tiny tokenizer lost its vocabulary"
+    tokenizer.save_pretrained(folder)
     model.save_pretrained(folder)
     return folder
 

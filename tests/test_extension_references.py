@@ -305,7 +305,7 @@ def test_logn_scaling_equals_scaled_attention_logits(sharp_models):
     expected = embed(model, tokenizer, long_text, position_ids=grouped)
     model.set_attn_implementation("eager")
     unscaled = embed(model, tokenizer, long_text, position_ids=grouped)
-    assert np.abs(expected - unscaled).max() > 1e-3
+    assert np.abs(expected - unscaled).max() > 10 * ATOL  # the scaling is visible well above the tolerance
     encoder = load_encoder(folder, method="gp", max_length=LT, attention_scale="logn")
     got = encoder.encode([long_text, text], normalize_embeddings=False)
     np.testing.assert_allclose(got[0], expected, atol=ATOL, rtol=0)

@@ -1,7 +1,7 @@
 """The package's import graph: layers point one way, no cycles, no imports hidden inside functions.
 
-core (config, loading, inputs, encoder, pooling, batching, extension, models) <- tasks <- evaluation
-<- report / collapse <- cli; ``results`` is plain data that every layer above core may use.
+core (config, loading, inputs, encoder, pooling, batching, extension, models) <- export; core <- tasks
+<- evaluation <- report / collapse / training <- cli (training also builds on export); ``results`` is plain data that every layer above core may use.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ ALLOWED = {
     "evaluation": CORE | {"tasks", "results"},
     "report": {"tasks", "results"},
     "collapse": CORE | {"tasks", "results", "evaluation", "report"},
-    "cli": CORE | {"tasks", "results", "evaluation", "report", "collapse"},
+    "export": CORE,
+    "training": CORE | {"tasks", "results", "evaluation", "export"},
+    "cli": CORE | {"tasks", "results", "evaluation", "report", "collapse", "export", "training"},
 }
 
 

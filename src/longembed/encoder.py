@@ -32,7 +32,7 @@ from longembed.extension.pcw import mean_over_windows
 from longembed.extension.positions import position_scheme_for
 from longembed.extension.scaling import document_scales, length_temperature, logn_factor
 from longembed.inputs import EncodeStats, PreparedInputs, check_texts, prepare_inputs, special_token_layout
-from longembed.loading import load_transformer, resolve_device, resolve_model
+from longembed.loading import default_method, load_transformer, resolve_device, resolve_model
 from longembed.pooling import pool
 
 logger = logging.getLogger(__name__)
@@ -80,6 +80,7 @@ class LongContextEncoder:
             config.method,
             config.position_scheme,
             config.original_length,
+            extended=self.source.extended_table,
             **self._rotary_options(),
         )
         self.positions.prepare_model(self.model)
@@ -342,12 +343,18 @@ def _to_device(rotary: Any, device: torch.device) -> Any:
 
 def load_encoder(
     model: str | Path | None = "default",
-    method: str = "truncate",
+    method: str | None = None,
     max_length: int | None = None,
     device: str | torch.device | None = None,
     **options: Any,
 ) -> LongContextEncoder:
     """Load ``model`` with a context-window extension ``method`` (options: ``EncoderConfig``'s
-    fields, e.g. ``attention_scale="logn"``, ``preset="longembed-paper"``)."""
-    config = EncoderConfig.from_options("default" if model is None else str(model), method, max_length, **options)
+    fields, e.g. ``attention_scale="logn"``, ``preset="longembed-paper"``).
+
+    ``method=None`` opens a folder made by ``longembed tune`` or ``longembed export`` with the method
+    and Lt recorded in it, and any other model with "truncate".
+    """
+    model = "default" if model is None else str(model)
+    method = default_method(model) if method is None else method
+    config = EncoderConfig.from_options(model, method, max_length, **options)
     return LongContextEncoder(config, device=device)

@@ -19,6 +19,7 @@ import torch
 from transformers import AutoModel
 from transformers.utils import logging as hf_logging
 
+from longembed.extension.ape import EXTENDED_TABLE_FILE, ExtendedTable
 from longembed.models.jina_bert import JinaBertModel
 
 DEFAULT_MODEL = "default"
@@ -41,6 +42,10 @@ class ModelSource:
     pooling: str = "mean"
     normalize: bool = False
     prompts: dict[str, str] = field(default_factory=dict)
+    #: set when the folder's position table was extended (``longembed tune`` / ``export``)
+    extended_table: ExtendedTable | None = None
+    #: the model folder itself (a sentence-transformers folder's root; the transformer may be below it)
+    folder: Path | None = None
 
 
 def default_model_path() -> Path:
@@ -89,9 +94,11 @@ def read_model_folder(path: Path, name: str) -> ModelSource:
     if not modules_file.is_file():
         if not (path / "config.json").is_file():
             raise FileNotFoundError(f"{path} has neither config.json nor modules.json: not a model folder")
-        return ModelSource(name=name, transformer_path=path, prompts=_read_prompts(path))
+        return ModelSource(
+            name, path, prompts=_read_prompts(path), extended_table=read_extended_table(path), folder=path
+        )
     modules = json.loads(modules_file.read_text())
-    source = ModelSource(name=name, transformer_path=path, prompts=_read_prompts(path))
+    source = ModelSource(name=name, transformer_path=path, prompts=_read_prompts(path), folder=path)
     for module in modules:
         kind = module.get("type", "").rsplit(".", 1)[-1]
         module_path = path / module.get("path", "")
@@ -101,7 +108,28 @@ def read_model_folder(path: Path, name: str) -> ModelSource:
             source.pooling = _read_st_pooling(module_path / "config.json")
         elif kind == "Normalize":
             source.normalize = True
+    source.extended_table = read_extended_table(path) or read_extended_table(source.transformer_path)
     return source
+
+
+def read_extended_table(path: Path) -> ExtendedTable | None:
+    """The extended-position-table record of a folder (``longembed_positions.json``), if it has one."""
+    record_file = Path(path) / EXTENDED_TABLE_FILE
+    if not record_file.is_file():
+        return None
+    try:
+        return ExtendedTable.from_dict(json.loads(record_file.read_text()))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{record_file}: not a valid extended-position-table record ({exc})") from None
+
+
+def default_method(model: str | Path | None) -> str:
+    """The method a model opens with when none is given: the one its extended position table was
+    built with (a ``longembed tune`` or ``export`` folder), else "truncate"."""
+    if model is None or str(model) == DEFAULT_MODEL:
+        return "truncate"
+    table = resolve_model(model).extended_table
+    return table.method if table is not None else "truncate"
 
 
 def _read_st_pooling(config_file: Path) -> str:
@@ -138,14 +166,14 @@ def load_transformer(path: Path) -> torch.nn.Module:
     user watches.
     """
     config = json.loads((path / "config.json").read_text())
-    with _quiet_transformers():
+    with quiet_transformers():
         if config.get("model_type") == "jina_bert" or config.get("position_embedding_type") == "alibi":
             return JinaBertModel.from_pretrained(path, dtype=torch.float32)
         return AutoModel.from_pretrained(path, dtype=torch.float32)
 
 
 @contextlib.contextmanager
-def _quiet_transformers() -> Iterator[None]:
+def quiet_transformers() -> Iterator[None]:
     """transformers' progress bars off for the duration, as they were afterwards."""
     enabled = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()

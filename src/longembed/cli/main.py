@@ -1,4 +1,4 @@
-"""The ``longembed`` command: one subcommand per job (embed, eval, report, sweep, collapse)."""
+"""The ``longembed`` command: one subcommand per job (embed, eval, report, sweep, collapse, tune, export, train)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import logging
 import sys
 
 from longembed import __version__
-from longembed.cli import collapse, embed, evaluate, report, sweep
+from longembed.cli import collapse, embed, evaluate, export, report, sweep, train, tune
+from longembed.cli.options import resolve_method
 
-SUBCOMMANDS = (embed, evaluate, report, sweep, collapse)
+SUBCOMMANDS = (embed, evaluate, report, sweep, collapse, tune, export, train)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     args = build_parser().parse_args(argv)
     try:
+        resolve_method(args)
         return int(args.func(args) or 0)
     except (ValueError, TypeError, FileNotFoundError, OSError, ImportError) as exc:
         print(f"longembed {args.command}: error: {exc}", file=sys.stderr)

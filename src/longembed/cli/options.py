@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from longembed.config import EncoderConfig
+from longembed.loading import default_method
 
 MODEL_HELP = EncoderConfig.__dataclass_fields__["model"].metadata["help"]
 #: Fields given to load_encoder by position, not as options.
@@ -71,7 +72,10 @@ def add_encoder_arguments(
         base = _base_type(hints[field.name])
         if field.name == "model":
             kwargs.update(default=None if model_required else "default", required=model_required, help=model_help)
-        elif field.name in ("method", "max_length"):
+        elif field.name == "method":
+            kwargs.update(default=None, help=meta["help"] + " (default: the method a tuned or exported folder "
+                          "records, else truncate)")
+        elif field.name == "max_length":
             kwargs["default"] = field.default
         if typing.get_origin(base) is dict:
             value_type = typing.get_args(base)[1]
@@ -84,6 +88,14 @@ def add_encoder_arguments(
         group.add_argument(flag, **kwargs)
     group.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     group.add_argument("--batch-size", type=int, default=16, help="most sequences per batch")
+
+
+def resolve_method(args: argparse.Namespace) -> None:
+    """Fill in ``args.method`` when --method was not given: the model folder's recorded method
+    (``longembed tune`` / ``export``), else truncate.  BM25 has no method."""
+    if getattr(args, "method", "") is None:
+        model = getattr(args, "model", None)
+        args.method = "truncate" if model in (None, "bm25") else default_method(model)
 
 
 def encoder_options(args: argparse.Namespace) -> dict[str, Any]:

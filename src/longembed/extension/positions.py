@@ -21,7 +21,13 @@ from typing import Any
 
 import torch
 
-from longembed.extension.ape import APE_METHODS, InterpolatedPositionEmbedding, ape_position_ids
+from longembed.extension.ape import (
+    APE_METHODS,
+    ExtendedTable,
+    InterpolatedPositionEmbedding,
+    ape_position_ids,
+    extended_table_position_ids,
+)
 from longembed.extension.methods import (
     ALIBI,
     APE,
@@ -75,16 +81,44 @@ class PositionScheme:
 
 
 class AbsolutePositions(PositionScheme):
-    """Learned position table (APE): GP, RP and PI act through ``position_ids``."""
+    """Learned position table (APE): GP, RP and PI act through ``position_ids``.
+
+    A folder whose table was already extended (``longembed tune`` / ``longembed export``; its
+    ``ExtendedTable`` record) has Lo from the record, takes its own method (or truncate), and reads
+    the original rows for short inputs (``extended_table_position_ids``).
+    """
 
     name = APE
 
-    def __init__(self, method: str, model_config: Any, original_length: int | None = None):
+    def __init__(
+        self,
+        method: str,
+        model_config: Any,
+        original_length: int | None = None,
+        extended: ExtendedTable | None = None,
+    ):
         model_type = getattr(model_config, "model_type", "")
         # fairseq models (RoBERTa, XLM-R) start their table at padding_idx + 1
         self.offset = model_config.pad_token_id + 1 if model_type in OFFSET_POSITION_MODEL_TYPES else 0
+        self.extended = extended
+        if extended is not None:
+            if method not in (extended.method, "truncate"):
+                raise ValueError(
+                    f"this model's position table was extended with {extended.method!r} to "
+                    f"{extended.table_length} positions{' and tuned' if extended.tuned else ''}; open it with "
+                    f"method={extended.method!r} (or 'truncate'), or use the original model for {method!r}"
+                )
+            if original_length not in (None, extended.original_length):
+                raise ValueError(
+                    f"original_length={original_length} contradicts the extended table's Lo={extended.original_length}"
+                )
+            original_length = extended.original_length
         super().__init__(method, model_config, original_length)
         table = model_config.max_position_embeddings - self.offset
+        if extended is not None and extended.table_length > table:
+            raise ValueError(
+                f"the extended-table record says {extended.table_length} positions but the model has {table}"
+            )
         if self.original_length > table:
             raise ValueError(
                 f"original_length={self.original_length} is larger than this model's position table "
@@ -98,6 +132,11 @@ class AbsolutePositions(PositionScheme):
         # only the extension methods reuse positions; the model alone has one row per position
         return None if self.method in APE_METHODS or self.method == "pcw" else self.original_length
 
+    def default_max_length(self) -> int | None:
+        if self.extended is not None and self.method != "truncate":
+            return self.extended.table_length
+        return super().default_max_length()
+
     def prepare_model(self, model: torch.nn.Module) -> None:
         if self.method == "pi":
             embeddings = model.embeddings
@@ -105,6 +144,9 @@ class AbsolutePositions(PositionScheme):
                 embeddings.position_embeddings = InterpolatedPositionEmbedding(embeddings.position_embeddings)
 
     def batch(self, lengths: torch.Tensor, seq_len: int, scales: torch.Tensor) -> BatchPositions:
+        if self.extended is not None:
+            ids = extended_table_position_ids(self.extended, self.method, lengths, seq_len, scales, self.offset)
+            return BatchPositions({"position_ids": ids})
         if self.method not in APE_METHODS:
             return BatchPositions()  # the model's own positions 0..n-1
         ids = ape_position_ids(self.method, lengths, seq_len, scales, self.original_length, self.offset)
@@ -190,10 +232,16 @@ def position_scheme_for(
     method: str,
     scheme: str | None = None,
     original_length: int | None = None,
+    extended: ExtendedTable | None = None,
     **rotary_options: Any,
 ) -> PositionScheme:
-    """The position scheme of a model (detected from its config unless ``scheme`` is given)."""
+    """The position scheme of a model (detected from its config unless ``scheme`` is given);
+    ``extended`` is the record of an APE folder whose position table was extended."""
     name = scheme or detect_position_scheme(model_config)
+    if extended is not None and name != APE:
+        raise ValueError(f"an extended position table record belongs to an APE model, not a {name.upper()} one")
     if name == ROPE:
         return RotaryPositions(method, model_config, original_length, **rotary_options)
+    if name == APE:
+        return AbsolutePositions(method, model_config, original_length, extended)
     return SCHEMES[name](method, model_config, original_length)

@@ -24,6 +24,17 @@ are read by TEI's ``backends/candle/src/models/jina.rs`` and candle's ``models/j
 A released folder (config.json with ``"model_type": "bert"``, ``"position_embedding_type":
 "alibi"``) loads with ``JinaBertModel.from_pretrained(folder)``, no remote code needed.
 
+``JinaBertForMaskedLM`` is the pre-training model (paper section 4.3): the encoder under ``bert.``
+and BERT's MLM head under ``cls.predictions``, as in Jina's remote code (whose classes are
+HF BERT's, renamed):
+
+    bert.embeddings...,  bert.encoder.layer.N...
+    cls.predictions.transform.{dense, LayerNorm}   dense -> act (config.hidden_act) -> LayerNorm
+    cls.predictions.decoder.{weight, bias}         tied: word_embeddings.weight, cls.predictions.bias
+    cls.predictions.bias
+
+``JinaBertModel.from_pretrained`` reads such a folder too (the prefix is stripped, the head ignored).
+
 Attention contract (relied on by longembed's encoder): each ``JinaBertSelfAttention`` has a
 buffer ``alibi_slopes`` (H,) and calls ``attention_interface(module, q, k, v, mask, scaling=...,
 dropout=..., **kwargs)`` with q, k, v of shape (B, H, n, head_dim) and a padding-only mask.  For
@@ -40,10 +51,11 @@ from typing import Any
 
 import torch
 from torch import nn
-from transformers import AutoConfig, AutoModel, PreTrainedConfig, PreTrainedModel
+from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, PreTrainedConfig, PreTrainedModel
 from transformers import initialization as init
+from transformers.activations import ACT2FN
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, create_bidirectional_mask
-from transformers.modeling_outputs import BaseModelOutput
+from transformers.modeling_outputs import BaseModelOutput, MaskedLMOutput
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from longembed.extension.alibi import alibi_bias, alibi_slopes
@@ -69,7 +81,9 @@ class JinaBertConfig(PreTrainedConfig):
 
     ``feed_forward_type`` is "geglu" or "reglu".  ``max_position_embeddings`` is kept only
     because Jina's config records the supported length (8192) there; the model has no position
-    table, so it limits nothing.
+    table, so it limits nothing.  ``training_length`` is the sequence length the model was
+    pre-trained at (512 for Jina's models; longembed's Lo for ``method="truncate"``).
+    ``hidden_act`` is the activation of the MLM head's transform (Jina's config: "gelu").
     """
 
     model_type = "jina_bert"
@@ -87,12 +101,19 @@ class JinaBertConfig(PreTrainedConfig):
     initializer_range: float = 0.02
     layer_norm_eps: float = 1e-12
     pad_token_id: int | None = 0
+    training_length: int = 512
+    hidden_act: str = "gelu"
+    tie_word_embeddings: bool = True  # the MLM decoder is the word-embedding matrix
 
     def __post_init__(self, **kwargs: Any) -> None:
         if self.feed_forward_type not in GLU_ACTIVATIONS:
             raise ValueError(
                 f"feed_forward_type must be one of {sorted(GLU_ACTIVATIONS)}, got {self.feed_forward_type!r}"
             )
+        if self.hidden_act not in ACT2FN:
+            raise ValueError(f"hidden_act {self.hidden_act!r} is not a transformers activation")
+        if not isinstance(self.training_length, int) or self.training_length < 1:
+            raise ValueError(f"training_length must be a positive integer, got {self.training_length!r}")
         if self.hidden_size % self.num_attention_heads != 0:
             raise ValueError(
                 f"hidden_size {self.hidden_size} is not a multiple of num_attention_heads "
@@ -374,6 +395,8 @@ class JinaBertPreTrainedModel(PreTrainedModel):
             # Non-persistent buffer: from_pretrained builds the model on the meta device and
             # never loads it, so it must be recomputed here.
             init.copy_(module.alibi_slopes, alibi_slopes(module.num_attention_heads))
+        elif isinstance(module, JinaBertLMPredictionHead):
+            init.zeros_(module.bias)  # a bare Parameter: the generic rules above do not reach it
 
 
 class JinaBertModel(JinaBertPreTrainedModel):
@@ -465,11 +488,127 @@ class JinaBertModel(JinaBertPreTrainedModel):
         return output
 
 
+class JinaBertPredictionHeadTransform(nn.Module):
+    """dense -> activation (``config.hidden_act``) -> LayerNorm, before the tied decoder."""
+
+    def __init__(self, config: JinaBertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.transform_act_fn = ACT2FN[config.hidden_act]
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        return self.LayerNorm(self.transform_act_fn(self.dense(hidden_states)))
+
+
+class JinaBertLMPredictionHead(nn.Module):
+    """The decoder D of paper eq. (2): transform, then logits over the vocabulary.
+
+    ``decoder.weight`` is the word-embedding matrix and ``decoder.bias`` is ``bias`` (both tied by
+    ``JinaBertForMaskedLM._tied_weights_keys``), so the head adds only the transform and one bias.
+    """
+
+    def __init__(self, config: JinaBertConfig):
+        super().__init__()
+        self.transform = JinaBertPredictionHeadTransform(config)
+        self.decoder = nn.Linear(config.hidden_size, config.vocab_size, bias=True)
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        return self.decoder(self.transform(hidden_states))
+
+
+class JinaBertOnlyMLMHead(nn.Module):
+    """The ``cls`` module of the checkpoints: only ``predictions`` (no next-sentence head)."""
+
+    def __init__(self, config: JinaBertConfig):
+        super().__init__()
+        self.predictions = JinaBertLMPredictionHead(config)
+
+    def forward(self, sequence_output: torch.Tensor) -> torch.Tensor:
+        return self.predictions(sequence_output)
+
+
+class JinaBertForMaskedLM(JinaBertPreTrainedModel):
+    """JinaBERT with the MLM head: the model of pre-training (paper section 4.3).
+
+    ``labels`` (B, n) hold the original token id at masked positions and -100 elsewhere; the loss
+    is the cross entropy of eq. (2), averaged over the masked tokens of the batch.
+    """
+
+    _tied_weights_keys = {
+        "cls.predictions.decoder.weight": "bert.embeddings.word_embeddings.weight",
+        "cls.predictions.decoder.bias": "cls.predictions.bias",
+    }
+    # the head is this model's own: only the pooler and old buffers are left unread
+    _keys_to_ignore_on_load_unexpected = [k for k in _JINA_UNUSED_KEYS if k != r"^cls\."]
+
+    def __init__(self, config: JinaBertConfig):
+        super().__init__(config)
+        self.bert = JinaBertModel(config)
+        self.cls = JinaBertOnlyMLMHead(config)
+        self.post_init()
+
+    def get_output_embeddings(self) -> nn.Linear:
+        return self.cls.predictions.decoder
+
+    def set_output_embeddings(self, new_embeddings: nn.Linear) -> None:
+        self.cls.predictions.decoder = new_embeddings
+        self.cls.predictions.bias = new_embeddings.bias
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_hidden_states: bool | None = None,
+        output_attentions: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs: Any,
+    ) -> MaskedLMOutput:
+        """Logits (B, n, vocab) for every token, and the MLM loss when ``labels`` are given.
+
+        ``num_items_in_batch`` (passed by transformers' Trainer with gradient accumulation) makes the
+        loss the sum over this batch's masked tokens divided by the masked tokens of the whole
+        accumulated batch, so every masked token weighs the same.
+        """
+        num_items_in_batch = kwargs.pop("num_items_in_batch", None)
+        outputs = self.bert(
+            input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            inputs_embeds=inputs_embeds,
+            output_hidden_states=output_hidden_states,
+            output_attentions=output_attentions,
+            **kwargs,
+        )
+        logits = self.cls(outputs.last_hidden_state)
+        loss = None
+        if labels is not None:
+            flat_logits = logits.view(-1, self.config.vocab_size).float()
+            flat_labels = labels.view(-1).to(logits.device)
+            if num_items_in_batch is None:
+                loss = nn.functional.cross_entropy(flat_logits, flat_labels, ignore_index=-100)
+            else:
+                loss = nn.functional.cross_entropy(flat_logits, flat_labels, ignore_index=-100, reduction="sum")
+                loss = loss / torch.as_tensor(num_items_in_batch, device=loss.device)
+        output = MaskedLMOutput(
+            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+        )
+        if return_dict is False:
+            return output.to_tuple()
+        return output
+
+
 AutoConfig.register("jina_bert", JinaBertConfig, exist_ok=True)
 AutoModel.register(JinaBertConfig, JinaBertModel, exist_ok=True)
+AutoModelForMaskedLM.register(JinaBertConfig, JinaBertForMaskedLM, exist_ok=True)
 
 __all__ = [
     "JinaBertConfig",
+    "JinaBertForMaskedLM",
     "JinaBertModel",
     "JinaBertPreTrainedModel",
     "eager_attention_forward",

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import random
+from dataclasses import dataclass
 from pathlib import Path
 
 from longembed.tasks.base import RetrievalData, TaskMetadata, check_length, read_json_file, require_dir
@@ -75,13 +76,33 @@ def _words(title: str, text: str) -> int:
     return len(_format(0, title, text).split())
 
 
-def build_hotpotqa(
+@dataclass(frozen=True)
+class HotpotQASelection:
+    """Which HotpotQA examples and paragraphs the task uses: ``questions`` (indices into the examples,
+    in task order) and ``documents`` (each question's passages as (title, text), in document order)."""
+
+    questions: list[int]
+    documents: list[list[tuple[str, str]]]
+
+    def question_ids(self, examples: list[dict]) -> frozenset[str]:
+        """The HotpotQA ``_id`` of every question the task asks."""
+        return frozenset(examples[i]["_id"] for i in self.questions)
+
+    def titles(self) -> frozenset[str]:
+        """The Wikipedia title of every paragraph in the task's corpus."""
+        return frozenset(title for passages in self.documents for title, _ in passages)
+
+
+def select_hotpotqa(
     examples: list[dict],
     num_queries: int = DEFAULT_NUM_QUERIES,
     doc_words: int = DEFAULT_DOC_WORDS,
     seed: int = DEFAULT_SEED,
-) -> RetrievalData:
-    """Build the question -> long document data from HotpotQA examples (recipe in the module docstring)."""
+) -> HotpotQASelection:
+    """Steps 1-4 of the recipe (module docstring): the questions and each one's shuffled passages.
+
+    Training code uses it to leave out everything the benchmark asks and searches.
+    """
     rng = random.Random(f"longembed-hotpotqa:{seed}")
     order = list(range(len(examples)))
     rng.shuffle(order)
@@ -112,11 +133,9 @@ def build_hotpotqa(
             claimed.add(title)
             pool.append(_passage(title, sentences))
 
-    corpus: dict[str, str] = {}
-    queries: dict[str, str] = {}
-    qrels: dict[str, dict[str, int]] = {}
+    documents: list[list[tuple[str, str]]] = []
     next_filler = 0
-    for k, i in enumerate(selected):
+    for i in selected:
         passages = [_passage(title, sentences) for title, sentences in examples[i]["context"]]
         words = sum(_words(*p) for p in passages)
         while next_filler < len(pool) and words + _words(*pool[next_filler]) <= doc_words:
@@ -126,6 +145,22 @@ def build_hotpotqa(
         if next_filler >= len(pool):
             raise ValueError("ran out of filler passages; lower doc_words or num_queries")
         rng.shuffle(passages)
+        documents.append(passages)
+    return HotpotQASelection(selected, documents)
+
+
+def build_hotpotqa(
+    examples: list[dict],
+    num_queries: int = DEFAULT_NUM_QUERIES,
+    doc_words: int = DEFAULT_DOC_WORDS,
+    seed: int = DEFAULT_SEED,
+) -> RetrievalData:
+    """Build the question -> long document data from HotpotQA examples (recipe in the module docstring)."""
+    selection = select_hotpotqa(examples, num_queries, doc_words, seed)
+    corpus: dict[str, str] = {}
+    queries: dict[str, str] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    for k, (i, passages) in enumerate(zip(selection.questions, selection.documents, strict=True)):
         doc_id = f"hotpotqa-doc{k:03d}"
         corpus[doc_id] = "\n".join(_format(n, t, x) for n, (t, x) in enumerate(passages, start=1))
         qid = f"hotpotqa-{examples[i]['_id']}"

@@ -1,0 +1,10 @@
+"""Export an extended model as a plain folder that sentence-transformers, TEI or transformers load."""
+
+from longembed.export.plain_model import (
+    EXPORTABLE,
+    export_model,
+    write_extended_table_model,
+    write_table_record,
+)
+
+__all__ = ["EXPORTABLE", "export_model", "write_extended_table_model", "write_table_record"]

@@ -1,0 +1,278 @@
+"""Contrastive training of an embedding model, on sentence-transformers' trainer: the project's one trainer.
+
+Position tuning (LongEmbed, Appendix B) and JinaBERT's stages II and III (Jina v2, section 5) both
+train through :func:`train_contrastive`.  The loss is sentence-transformers'
+``MultipleNegativesRankingLoss`` (:func:`info_nce_loss`), with s the cosine similarity and tau the
+temperature (``scale = 1 / tau``).  For a batch of k rows (q_i, p_i, n_{i,1..m}):
+
+- ``symmetric=False`` (E5, LongEmbed's tuning): mean over i of
+  -ln( e^{s(q_i,p_i)/tau} / sum_j [ e^{s(q_i,p_j)/tau} + sum_l e^{s(q_i,n_{j,l})/tau} ] ),
+  in-batch positives and every row's hard negatives in the denominator.
+- ``symmetric=True`` (Jina v2): that term plus the passage-to-query term
+  -ln( e^{s(p_i,q_i)/tau} / sum_j e^{s(p_i,q_j)/tau} ), each direction with its own softmax
+  (``partition_mode="per_direction"``).  With no hard negatives this is equation (3) + (4); with
+  them, equation (5).  sentence-transformers averages the two directions where the paper adds
+  them: the loss is half the paper's, which only rescales the gradient (Adam is invariant to it).
+
+``tests/test_training.py`` checks the loss against a naive loop over these formulas.
+
+sentence-transformers, ``datasets`` and ``accelerate`` are the ``training`` extra; without them this
+module imports, and training raises an ImportError that says what to install.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers.trainer_utils import get_last_checkpoint
+
+from longembed.training.data import TrainingPair
+
+try:  # the ``training`` extra
+    from datasets import Dataset
+    from sentence_transformers import (
+        SentenceTransformer,
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+    )
+    from sentence_transformers.base.sampler import BatchSamplers
+    from sentence_transformers.sentence_transformer.data_collator import SentenceTransformerDataCollator
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    TRAINING_IMPORT_ERROR: ImportError | None = None
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    TRAINING_IMPORT_ERROR = exc
+    SentenceTransformerDataCollator = object  # type: ignore[assignment,misc]
+
+PRECISIONS = ("fp32", "bf16", "fp16")
+CHECKPOINTS = "checkpoints"
+RUN_CONFIG_FILE = "run_config.json"
+
+
+def require_training_extra() -> None:
+    """Raise a clear ImportError when the ``training`` extra is missing."""
+    if TRAINING_IMPORT_ERROR is not None:
+        raise ImportError(
+            f"training needs sentence-transformers, datasets and accelerate ({TRAINING_IMPORT_ERROR}): "
+            "pip install 'longembed[training]'"
+        )
+
+
+@dataclass
+class ContrastiveConfig:
+    """Hyperparameters of a contrastive run, named as in the papers; round-trips through JSON.
+
+    Defaults are LongEmbed's further tuning (Appendix B and Table 4: lr 5e-4, 100 warm-up steps,
+    3 epochs, batch 512, tau 0.01, weight decay 0.01, 7 hard negatives).
+    """
+
+    batch_size: int = 512
+    learning_rate: float = 5e-4
+    warmup_steps: int = 100
+    epochs: float = 3.0
+    max_steps: int | None = None
+    weight_decay: float = 0.01
+    temperature: float = 0.01
+    symmetric: bool = False
+    hard_negatives: int = 7
+    max_seq_length: int | None = None
+    save_steps: int = 100
+    logging_steps: int = 10
+    seed: int = 0
+    precision: str = "fp32"
+    device: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("batch_size", "save_steps", "logging_steps"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+        if self.max_steps is not None and (not isinstance(self.max_steps, int) or self.max_steps < 1):
+            raise ValueError(f"max_steps must be a positive integer, got {self.max_steps!r}")
+        if not 0 < self.temperature <= 1:
+            raise ValueError(f"temperature (the InfoNCE tau) must be in (0, 1], got {self.temperature}")
+        if self.learning_rate <= 0 or self.epochs <= 0 or self.warmup_steps < 0 or self.weight_decay < 0:
+            raise ValueError("learning_rate and epochs must be positive, warmup_steps and weight_decay >= 0")
+        if self.hard_negatives < 0:
+            raise ValueError(f"hard_negatives must be >= 0, got {self.hard_negatives}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> ContrastiveConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown contrastive training option(s) {unknown}; known: {sorted(known)}")
+        return cls(**values)
+
+
+@dataclass
+class TrainingSummary:
+    """What a finished run did and cost (written beside the model)."""
+
+    steps: int
+    examples: int
+    seconds: float
+    examples_per_second: float
+    final_loss: float | None
+    resumed_from: str | None
+    losses: list[tuple[int, float]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def info_nce_loss(model: SentenceTransformer, temperature: float, symmetric: bool) -> MultipleNegativesRankingLoss:
+    """InfoNCE with in-batch and hard negatives (module docstring for the exact formula)."""
+    require_training_extra()
+    directions = ("query_to_doc", "doc_to_query") if symmetric else ("query_to_doc",)
+    return MultipleNegativesRankingLoss(
+        model, scale=1.0 / temperature, directions=directions, partition_mode="per_direction"
+    )
+
+
+def pairs_dataset(pairs: Sequence[TrainingPair], hard_negatives: int, seed: int = 0) -> Dataset:
+    """Columns query, positive, negative_1..negative_m (m = ``hard_negatives``).
+
+    A pair with fewer than m hard negatives is filled with random positives of other groups (random
+    negatives, as LongEmbed's Appendix A does for NLI, which has one hard negative per example).
+    """
+    require_training_extra()
+    if not pairs:
+        raise ValueError("no training pairs")
+    rng = random.Random(f"longembed-negatives:{seed}")
+    columns: dict[str, list[str]] = {"query": [], "positive": []}
+    for j in range(hard_negatives):
+        columns[f"negative_{j + 1}"] = []
+    for pair in pairs:
+        columns["query"].append(pair.query)
+        columns["positive"].append(pair.positive)
+        negatives = list(pair.negatives[:hard_negatives])
+        while len(negatives) < hard_negatives:
+            other = pairs[rng.randrange(len(pairs))]
+            if other.group != pair.group and other.positive not in negatives:
+                negatives.append(other.positive)
+        for j, text in enumerate(negatives):
+            columns[f"negative_{j + 1}"].append(text)
+    return Dataset.from_dict(columns)
+
+
+#: (model, column prompts) -> a sentence-transformers data collator
+CollatorFactory = Callable[[Any, dict[str, str]], Any]
+
+
+def train_contrastive(
+    model: SentenceTransformer,
+    pairs: Sequence[TrainingPair],
+    output_dir: Path | str,
+    config: ContrastiveConfig,
+    prompts: dict[str, str] | None = None,
+    collator: CollatorFactory | None = None,
+    run_identity: dict[str, Any] | None = None,
+) -> TrainingSummary:
+    """Train ``model`` in place on ``pairs``; checkpoints in ``output_dir/checkpoints``, resumed after a kill.
+
+    ``prompts`` maps the columns (query, positive, negative_j) to prefixes (e.g. E5's "query: ").
+    ``collator`` builds the data collator from (model, prompts), e.g. PoSE's position ids.
+    ``run_identity`` (method, model, data, ...) is stored with the checkpoints: a resumed run must
+    be the same run, else a ValueError says so instead of silently mixing two trainings.
+    """
+    require_training_extra()
+    output_dir = Path(output_dir)
+    checkpoint_dir = output_dir / CHECKPOINTS
+    identity = {"config": config.to_dict(), **(run_identity or {})}
+    resume = resume_point(checkpoint_dir, identity)
+    if config.max_seq_length is not None:
+        model.max_seq_length = config.max_seq_length
+    dataset = pairs_dataset(pairs, config.hard_negatives, config.seed)
+    column_prompts = _column_prompts(dataset.column_names, prompts or {})
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(checkpoint_dir),
+        per_device_train_batch_size=config.batch_size,
+        learning_rate=config.learning_rate,
+        warmup_steps=config.warmup_steps,
+        num_train_epochs=config.epochs,
+        max_steps=config.max_steps or -1,
+        weight_decay=config.weight_decay,
+        lr_scheduler_type="linear",
+        save_strategy="steps",
+        save_steps=config.save_steps,
+        save_total_limit=2,
+        logging_steps=config.logging_steps,
+        seed=config.seed,
+        data_seed=config.seed,
+        bf16=config.precision == "bf16",
+        fp16=config.precision == "fp16",
+        use_cpu=config.device == "cpu" or (config.device is None and not torch.cuda.is_available()),
+        batch_sampler=BatchSamplers.NO_DUPLICATES,
+        prompts=column_prompts or None,
+        report_to="none",
+        dataloader_drop_last=True,
+        disable_tqdm=False,
+    )
+    trainer = SentenceTransformerTrainer(
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        loss=info_nce_loss(model, config.temperature, config.symmetric),
+        data_collator=collator(model, column_prompts) if collator is not None else None,
+    )
+    checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    (checkpoint_dir / RUN_CONFIG_FILE).write_text(json.dumps(identity, indent=2, sort_keys=True) + "\n")
+    start = time.perf_counter()
+    result = trainer.train(resume_from_checkpoint=resume)
+    seconds = time.perf_counter() - start
+    losses = [(int(e["step"]), float(e["loss"])) for e in trainer.state.log_history if "loss" in e]
+    steps_run = result.global_step - (checkpoint_step(resume) if resume else 0)
+    examples = steps_run * config.batch_size
+    return TrainingSummary(
+        steps=result.global_step,
+        examples=examples,
+        seconds=round(seconds, 1),
+        examples_per_second=round(examples / seconds, 2) if seconds > 0 else 0.0,
+        final_loss=losses[-1][1] if losses else None,
+        resumed_from=resume,
+        losses=losses,
+    )
+
+
+def _column_prompts(columns: Sequence[str], prompts: dict[str, str]) -> dict[str, str]:
+    """Prompts per dataset column: 'query' for the query column, 'document' for the others."""
+    out = {}
+    for column in columns:
+        prompt = prompts.get("query" if column == "query" else "document", "")
+        if prompt:
+            out[column] = prompt
+    return out
+
+
+def resume_point(checkpoint_dir: Path, identity: dict[str, Any]) -> str | None:
+    """The last checkpoint of the same run, None for a fresh run; a ValueError for another run's."""
+    if not checkpoint_dir.is_dir():
+        return None
+    last = get_last_checkpoint(str(checkpoint_dir))
+    if last is None:
+        return None
+    record = checkpoint_dir / RUN_CONFIG_FILE
+    previous = json.loads(record.read_text()) if record.is_file() else None
+    if previous != json.loads(json.dumps(identity)):
+        raise ValueError(
+            f"{checkpoint_dir} holds checkpoints of a different run; resume it with the same options, "
+            "or write to another --output"
+        )
+    return last
+
+
+def checkpoint_step(path: str) -> int:
+    return int(Path(path).name.rsplit("-", 1)[-1])

@@ -1,0 +1,84 @@
+"""What position tuning adds to contrastive training: PoSE position ids and the frozen original rows.
+
+LongEmbed, Appendix B: a training text x_0..x_{n-1} (n <= Lo) gets position ids {u, ..., u + n - 1}
+with u drawn for every text from U{0, ..., Lt - Lo}, so short training texts exercise every part of
+the Lt-row table at the cost of short training.  Section 4.3 / Figure 4 (right): only the added rows
+learn; the original model, and the original rows inside the extended table, stay frozen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from longembed.training.contrastive import SentenceTransformerDataCollator
+
+
+def pose_position_ids(
+    attention_mask: torch.Tensor,
+    target_length: int,
+    original_length: int,
+    offset: int = 0,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """(B, n) int64 ids: offset + u_b + (0..n-1) for row b, u_b ~ U{0..Lt-Lo}; padding gets ``offset``.
+
+    Rows are right-padded (``attention_mask`` 1 then 0), as sentence-transformers' tokenizers pad.
+    """
+    batch, n = attention_mask.shape
+    if n > original_length:
+        raise ValueError(f"PoSE training texts must have at most Lo={original_length} tokens, got {n}")
+    u = torch.randint(0, target_length - original_length + 1, (batch, 1), generator=generator)
+    ids = u + torch.arange(n).unsqueeze(0)
+    ids = torch.where(attention_mask.bool().cpu(), ids, torch.zeros_like(ids))
+    return ids + offset
+
+
+@dataclass
+class PoseDataCollator(SentenceTransformerDataCollator):
+    """sentence-transformers' collator plus ``<column>_position_ids`` drawn by :func:`pose_position_ids`.
+
+    The trainer hands every ``<column>_*`` feature to the model, and BERT-style models take
+    ``position_ids`` as an input: PoSE needs no change to the model or the trainer.
+    """
+
+    target_length: int = 0
+    original_length: int = 0
+    position_offset: int = 0
+    seed: int = 0
+    _generator: torch.Generator | None = field(default=None, init=False, repr=False)
+
+    def __call__(self, features: list[dict[str, Any]]) -> dict[str, Any]:
+        batch = super().__call__(features)
+        if self._generator is None:
+            self._generator = torch.Generator().manual_seed(self.seed)
+        for key in [k for k in batch if k.endswith("_attention_mask")]:
+            column = key[: -len("attention_mask")]
+            batch[f"{column}position_ids"] = pose_position_ids(
+                batch[key], self.target_length, self.original_length, self.position_offset, self._generator
+            )
+        return batch
+
+
+def freeze_all_but_new_rows(model: nn.Module, kept_rows: torch.Tensor, offset: int = 0) -> nn.Parameter:
+    """Freeze every parameter of a BERT-style model but its position table, and in that table the rows
+    that are the original vectors (``kept_rows``, a bool mask over positions; the first ``offset``
+    rows, a fairseq padding block, are frozen too).  Returns the table.
+
+    Frozen rows get an exactly-zero gradient (a hook on the table), so Adam leaves them bit-identical
+    (its moments stay 0) as long as weight decay is 0 for the table: decoupled weight decay would
+    shrink every row, frozen or not.
+    """
+    table = model.embeddings.position_embeddings.weight
+    for parameter in model.parameters():
+        parameter.requires_grad_(False)
+    table.requires_grad_(True)
+    learnable = torch.cat([torch.zeros(offset, dtype=torch.bool), ~kept_rows.bool()])
+    if learnable.shape[0] != table.shape[0]:
+        raise ValueError(f"row mask covers {learnable.shape[0]} rows, the table has {table.shape[0]}")
+    mask = learnable.to(table.dtype).unsqueeze(1)
+    table.register_hook(lambda grad: grad * mask.to(grad.device, grad.dtype))
+    return table
