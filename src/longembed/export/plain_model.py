@@ -37,7 +37,8 @@ from longembed.extension.ape import (
     ExtendedTable,
     extended_position_table,
 )
-from longembed.extension.methods import APE, OFFSET_POSITION_MODEL_TYPES, ROPE, detect_position_scheme
+from longembed.extension.methods import APE, ROPE, detect_position_scheme
+from longembed.extension.positions import AbsolutePositions, RotaryPositions
 from longembed.extension.rope import DEFAULT_DYNAMIC_NTK_FACTOR
 from longembed.extension.scaling import fixed_scale, ntk_lambda
 from longembed.loading import ModelSource, load_transformer, resolve_model
@@ -92,9 +93,8 @@ def write_extended_table_model(
 ) -> Path:
     """An APE model with its position table extended to ``max_length`` rows by ``method`` (pi, gp, rp)."""
     transformer = load_transformer(source.transformer_path)
-    config = transformer.config
-    offset = config.pad_token_id + 1 if config.model_type in OFFSET_POSITION_MODEL_TYPES else 0
-    lo = original_length or config.max_position_embeddings - offset
+    positions = AbsolutePositions("truncate", transformer.config, original_length)
+    offset, lo = positions.offset, positions.original_length
     if max_length <= lo:
         raise ValueError(f"max_length={max_length} is not beyond this model's Lo={lo}: nothing to extend")
     check_scale_factor(max_length, lo)
@@ -144,7 +144,7 @@ def _export_extended_folder(
 
 def _write_rotary_model(source: ModelSource, config: EncoderConfig, model_config: Any, output: Path) -> Path:
     """Copy the folder and put the method into the rotary parameters of config.json."""
-    lo = config.original_length or _rotary_trained_length(model_config)
+    lo = RotaryPositions("truncate", model_config, config.original_length).original_length
     lt = config.max_length
     if lt <= lo:
         raise ValueError(f"max_length={lt} is not beyond this model's Lo={lo}: nothing to extend")
@@ -189,11 +189,6 @@ def _write_rotary_model(source: ModelSource, config: EncoderConfig, model_config
     config_file.write_text(json.dumps(raw, indent=2) + "\n")
     _set_max_seq_length(output, transformer_dir, lt)
     return output
-
-
-def _rotary_trained_length(model_config: Any) -> int:
-    params = getattr(model_config, "rope_parameters", None) or {}
-    return int(params.get("original_max_position_embeddings") or model_config.max_position_embeddings)
 
 
 def _refuse_inexpressible(config: EncoderConfig) -> None:

@@ -198,28 +198,13 @@ def train_contrastive(
     dataset = pairs_dataset(pairs, config.hard_negatives, config.seed)
     column_prompts = _column_prompts(dataset.column_names, prompts or {})
     args = SentenceTransformerTrainingArguments(
-        output_dir=str(checkpoint_dir),
-        per_device_train_batch_size=config.batch_size,
-        learning_rate=config.learning_rate,
-        warmup_steps=config.warmup_steps,
+        **shared_trainer_arguments(config, checkpoint_dir),
         num_train_epochs=config.epochs,
         max_steps=config.max_steps or -1,
-        weight_decay=config.weight_decay,
-        lr_scheduler_type="linear",
-        save_strategy="steps",
-        save_steps=config.save_steps,
-        save_total_limit=2,
-        logging_steps=config.logging_steps,
-        seed=config.seed,
-        data_seed=config.seed,
-        bf16=config.precision == "bf16",
-        fp16=config.precision == "fp16",
         use_cpu=config.device == "cpu" or (config.device is None and not torch.cuda.is_available()),
         batch_sampler=BatchSamplers.NO_DUPLICATES,
         prompts=column_prompts or None,
-        report_to="none",
         dataloader_drop_last=True,
-        disable_tqdm=False,
     )
     trainer = SentenceTransformerTrainer(
         model=model,
@@ -244,6 +229,30 @@ def train_contrastive(
         final_loss=losses[-1][1] if losses else None,
         resumed_from=resume,
         losses=losses,
+    )
+
+
+def shared_trainer_arguments(config: Any, checkpoint_dir: Path) -> dict[str, Any]:
+    """The transformers ``TrainingArguments`` every longembed trainer sets alike (contrastive and MLM):
+    batch, learning rate, linear schedule with warm-up, weight decay, checkpoints (the last two kept),
+    logging, seeds, mixed precision, progress bar on and no experiment trackers."""
+    return dict(
+        output_dir=str(checkpoint_dir),
+        per_device_train_batch_size=config.batch_size,
+        learning_rate=config.learning_rate,
+        warmup_steps=config.warmup_steps,
+        weight_decay=config.weight_decay,
+        lr_scheduler_type="linear",
+        save_strategy="steps",
+        save_steps=config.save_steps,
+        save_total_limit=2,
+        logging_steps=config.logging_steps,
+        seed=config.seed,
+        data_seed=config.seed,
+        bf16=config.precision == "bf16",
+        fp16=config.precision == "fp16",
+        report_to="none",
+        disable_tqdm=False,
     )
 
 

@@ -67,6 +67,7 @@ from longembed.training.contrastive import (
     checkpoint_step,
     require_training_extra,
     resume_point,
+    shared_trainer_arguments,
 )
 
 try:  # the ``training`` extra; without it ``require_training_extra`` says what to install
@@ -392,31 +393,16 @@ def train_mlm(
     resume = resume_point(checkpoint_dir, identity)
     dataset = tokenize_documents(texts, tokenizer, config.training_length)
     args = TrainingArguments(
-        output_dir=str(checkpoint_dir),
-        per_device_train_batch_size=config.batch_size,
+        **shared_trainer_arguments(config, checkpoint_dir),
         gradient_accumulation_steps=config.gradient_accumulation_steps,
-        learning_rate=config.learning_rate,
         adam_beta1=config.adam_beta1,
         adam_beta2=config.adam_beta2,
         adam_epsilon=config.adam_epsilon,
-        weight_decay=config.weight_decay,
         max_grad_norm=config.max_grad_norm,
-        lr_scheduler_type="linear",
-        warmup_steps=config.warmup_steps,
         max_steps=config.max_steps,
-        save_strategy="steps",
-        save_steps=config.save_steps,
-        save_total_limit=2,
-        logging_steps=config.logging_steps,
-        seed=config.seed,
-        data_seed=config.seed,
-        bf16=config.precision == "bf16",
-        fp16=config.precision == "fp16",
         use_cpu=not _cuda_requested(config.device),
         remove_unused_columns=False,  # the collator needs special_tokens_mask and offset_mapping
         include_num_input_tokens_seen="non_padding",
-        report_to="none",
-        disable_tqdm=False,
     )
     trainer = MaskedTokensTrainer(
         model=model,

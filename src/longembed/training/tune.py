@@ -33,10 +33,12 @@ from typing import Any
 import torch
 from transformers import AutoConfig
 
+from longembed.evaluation.runner import default_prompts
 from longembed.export import write_extended_table_model, write_table_record
 from longembed.extension.ape import ExtendedTable, extended_position_table
-from longembed.extension.methods import APE, OFFSET_POSITION_MODEL_TYPES, detect_position_scheme
-from longembed.loading import ModelSource, resolve_model
+from longembed.extension.methods import APE, detect_position_scheme
+from longembed.extension.positions import AbsolutePositions
+from longembed.loading import resolve_device, resolve_model
 from longembed.training.contrastive import (
     CHECKPOINTS,
     ContrastiveConfig,
@@ -102,8 +104,8 @@ def tune_positions(
             "position tuning trains the rows of a learned position table (BERT, XLM-R); "
             f"{source.name} has {detect_position_scheme(model_config).upper()} positions"
         )
-    offset = model_config.pad_token_id + 1 if model_config.model_type in OFFSET_POSITION_MODEL_TYPES else 0
-    lo = model_config.max_position_embeddings - offset
+    positions = AbsolutePositions("truncate", model_config)
+    offset, lo = positions.offset, positions.original_length
     table = ExtendedTable(method, lo, max_length, tuned=True)
     output = Path(output)
     _check_output(output, overwrite)
@@ -114,7 +116,7 @@ def tune_positions(
     if not (initial / "modules.json").is_file():
         shutil.rmtree(initial, ignore_errors=True)
         write_extended_table_model(source, method, max_length, initial)
-    st_model = SentenceTransformer(str(initial), device=_st_device(config.device))
+    st_model = SentenceTransformer(str(initial), device=str(resolve_device(config.device)))
     st_model.max_seq_length = min(config.max_seq_length or lo, lo)
     transformer = st_model[0].auto_model
     original_table = transformer.embeddings.position_embeddings.weight.detach().clone()
@@ -140,7 +142,7 @@ def tune_positions(
         "pairs_sha256": _pairs_digest(pairs),
     }
     summary = train_contrastive(
-        st_model, pairs, output, config, prompts=_prompts(source), collator=collator, run_identity=identity
+        st_model, pairs, output, config, prompts=default_prompts(source), collator=collator, run_identity=identity
     )
     _check_frozen(transformer, frozen_before, kept, offset)
     st_model.max_seq_length = max_length
@@ -184,12 +186,6 @@ def _select_pairs(
     return pairs, counts
 
 
-def _prompts(source: ModelSource) -> dict[str, str]:
-    """The model's query and document prompts (E5: 'query: ' / 'passage: ')."""
-    p = source.prompts
-    return {"query": p.get("query", ""), "document": p.get("document", p.get("passage", ""))}
-
-
 def _pairs_digest(pairs: list[TrainingPair]) -> str:
     digest = hashlib.sha256()
     for pair in pairs:
@@ -207,9 +203,3 @@ def _check_frozen(model: torch.nn.Module, before: dict[str, torch.Tensor], kept:
             value, old = value[rows], old[rows]
         if not torch.equal(value.cpu(), old.cpu()):
             raise RuntimeError(f"a frozen weight changed during position tuning: {name}")
-
-
-def _st_device(device: str | None) -> str:
-    if device is not None:
-        return device
-    return "cuda" if torch.cuda.is_available() else "cpu"
