@@ -39,6 +39,7 @@ def test_registry_names_and_metadata() -> None:
         "passkey",
         "needle",
         "qmsum",
+        "qmsum_passages",
         "squality",
         "hotpotqa",
         "narrativeqa",

@@ -26,12 +26,36 @@ from tqdm.auto import tqdm
 from transformers import AutoTokenizer
 
 from longembed.batching import length_batches
+from longembed.chunking.late import late_chunk_vectors
+from longembed.chunking.spans import (
+    SentenceChunking,
+    Span,
+    TokenChunking,
+    check_spans,
+    parse_chunking,
+    sentence_chunk_spans,
+    token_chunk_spans,
+)
+from longembed.chunking.tokens import (
+    TokenEmbeddings,
+    assemble_tokens,
+    plan_windows,
+    token_layouts,
+    window_inputs,
+)
 from longembed.config import EncoderConfig, check_scale_factor, check_temperature
 from longembed.extension.attention import ATTENTION_NAME, AttentionPlan
 from longembed.extension.pcw import mean_over_windows
 from longembed.extension.positions import position_scheme_for
 from longembed.extension.scaling import document_scales, length_temperature, logn_factor
-from longembed.inputs import EncodeStats, PreparedInputs, check_texts, prepare_inputs, special_token_layout
+from longembed.inputs import (
+    EncodeStats,
+    PreparedInputs,
+    check_overflow,
+    check_texts,
+    prepare_inputs,
+    special_token_layout,
+)
 from longembed.loading import default_method, load_transformer, resolve_device, resolve_model
 from longembed.pooling import pool
 
@@ -40,7 +64,12 @@ logger = logging.getLogger(__name__)
 # Token budget per batch that the default never goes below: activations are linear in tokens.
 MIN_TOKEN_BUDGET = 65_536
 
-__all__ = ["AttentionView", "EncodeStats", "LongContextEncoder", "load_encoder"]
+__all__ = ["AttentionView", "EncodeStats", "LongContextEncoder", "TokenEmbeddings", "load_encoder"]
+
+#: encode()'s output_value choices (sentence-transformers' names).
+OUTPUT_VALUES = ("sentence_embedding", "token_embeddings")
+#: Chunk boundaries: a chunking string ("tokens:256", "sentences:4") or (start, end) spans per text.
+ChunkingArgument = str | TokenChunking | SentenceChunking | Sequence[Sequence[Span]]
 
 
 @dataclass
@@ -144,7 +173,8 @@ class LongContextEncoder:
         prompt_name: str | None = None,
         max_tokens_per_batch: int | None = None,
         temperature: float | None = None,
-    ) -> np.ndarray:
+        output_value: str = "sentence_embedding",
+    ) -> np.ndarray | list[np.ndarray]:
         """Embed ``texts``; returns float32 (len(texts), dim) in input order (a 1-D vector for a str).
 
         normalize_embeddings: None follows the model folder (unit vectors if it has a Normalize
@@ -156,7 +186,19 @@ class LongContextEncoder:
         capped at max(batch_size x Lo, 65,536)): inputs are batched by length, never in input order.
         temperature overrides the configured TempScale tau for this call (e.g. separate query
         and document temperatures).  An empty list gives an empty (0, dim) array.
+        output_value="token_embeddings" returns, per text, the (n_tokens, dim) float32 last-layer
+        states instead (special and prompt tokens included; see :meth:`encode_tokens` for their
+        character offsets).
         """
+        if output_value not in OUTPUT_VALUES:
+            raise ValueError(f"output_value must be one of {OUTPUT_VALUES}, got {output_value!r}")
+        if output_value == "token_embeddings":
+            tokens = self.encode_tokens(
+                texts, batch_size=batch_size, show_progress_bar=show_progress_bar, prompt=prompt,
+                prompt_name=prompt_name, max_tokens_per_batch=max_tokens_per_batch, temperature=temperature,
+            )
+            arrays = [t.embeddings for t in tokens]
+            return arrays[0] if isinstance(texts, str) else arrays
         single = isinstance(texts, str)
         if temperature is not None:
             temperature = check_temperature(temperature)
@@ -177,6 +219,128 @@ class LongContextEncoder:
             embeddings = torch.nn.functional.normalize(embeddings, dim=-1)
         out = embeddings.numpy().astype(np.float32, copy=False)
         return out[0] if single else out
+
+    def encode_tokens(
+        self,
+        texts: str | Sequence[str],
+        batch_size: int = 32,
+        show_progress_bar: bool = False,
+        prompt: str | None = None,
+        prompt_name: str | None = None,
+        max_tokens_per_batch: int | None = None,
+        temperature: float | None = None,
+        window_overlap: int | None = None,
+    ) -> list[TokenEmbeddings]:
+        """Per text, its token states with each token's character offsets in the text.
+
+        Under any method: a text is run as ``encode`` runs it (PCW: one window of Lo tokens at a time,
+        each token's state taken from its window).  Texts longer than max_length are cut as ``encode``
+        cuts them, unless ``window_overlap`` is given: then nothing is cut, and a long text runs as
+        windows of max_length tokens (PCW: Lo) sharing ``window_overlap`` tokens, each token's state
+        taken from the window where it is farthest from an edge ("long late chunking").
+        """
+        if temperature is not None:
+            temperature = check_temperature(temperature)
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        checked = check_texts(texts)
+        layouts = token_layouts(
+            checked, self.tokenizer, self._resolve_prompt(prompt, prompt_name), self.special_tokens
+        )
+        if window_overlap is None:
+            self.last_stats = check_overflow(
+                [len(x.ids) for x in layouts], self.max_length, self.config.on_overflow, stacklevel=4
+            )
+            layouts = [x.truncated(self.max_length) for x in layouts]
+        else:
+            self.last_stats = EncodeStats(n_inputs=len(layouts),
+                                          longest_input_tokens=max((len(x.ids) for x in layouts), default=0))
+        window = self.original_length if self.method == "pcw" else self.max_length
+        plans = [
+            plan_windows(len(x.ids) - x.lead - x.trail, window - x.lead - x.trail, window_overlap or 0)
+            for x in layouts
+        ]
+        sequences = [ids for layout, plan in zip(layouts, plans, strict=True) for ids in window_inputs(layout, plan)]
+        self.last_stats.n_sequences = len(sequences)
+        states = self._run_states(sequences, batch_size, max_tokens_per_batch, show_progress_bar, temperature)
+        out, k = [], 0
+        for layout, plan in zip(layouts, plans, strict=True):
+            out.append(assemble_tokens(layout, plan, states[k : k + len(plan)]))
+            k += len(plan)
+        return out
+
+    def chunk_spans(self, texts: str | Sequence[str], chunking: ChunkingArgument) -> list[list[Span]]:
+        """The (start, end) character spans of each text's chunks (see :mod:`longembed.chunking.spans`)."""
+        checked = check_texts(texts)
+        if not isinstance(chunking, str | TokenChunking | SentenceChunking):
+            if len(chunking) != len(checked):
+                raise ValueError(f"chunking gives spans for {len(chunking)} texts, but there are {len(checked)} texts")
+            return [check_spans(t, spans, f"chunking[{i}]") for i, (t, spans) in enumerate(zip(checked, chunking, strict=True))]
+        rule = parse_chunking(chunking)
+        if isinstance(rule, SentenceChunking):
+            return [sentence_chunk_spans(t, rule.n) for t in checked]
+        layouts = token_layouts(checked, self.tokenizer, "", self.special_tokens)
+        return [token_chunk_spans(x.offsets, rule.size, rule.overlap) for x in layouts]
+
+    def encode_chunks(
+        self,
+        texts: str | Sequence[str],
+        chunking: ChunkingArgument = "tokens:256",
+        late: bool = True,
+        batch_size: int = 32,
+        normalize_embeddings: bool | None = None,
+        show_progress_bar: bool = False,
+        prompt: str | None = None,
+        prompt_name: str | None = None,
+        max_tokens_per_batch: int | None = None,
+        temperature: float | None = None,
+        window_overlap: int | None = None,
+    ) -> list[tuple[np.ndarray, list[Span]]]:
+        """Per text, ``(vectors, spans)``: one float32 vector per chunk and its (start, end) character span.
+
+        chunking: "tokens:256", "tokens:256:32" (size, overlap), "sentences:4", or a list of
+        (start, end) character spans per text.
+        late=True (late chunking): the model runs once over the whole text (texts longer than
+        max_length as overlapping windows of max_length, ``window_overlap`` tokens shared; default an
+        eighth of the window) and each chunk is the mean of its tokens' states (:mod:`longembed.
+        chunking.late`); mean-pooling models only.  late=False (naive chunking): each chunk's text is
+        embedded alone, prompt and special tokens added as for any input.
+        Vectors are unit length when the model normalizes (or normalize_embeddings=True).
+        """
+        single = isinstance(texts, str)
+        checked = check_texts(texts)
+        if not isinstance(chunking, str | TokenChunking | SentenceChunking) and single:
+            chunking = [chunking]
+        spans = self.chunk_spans(checked, chunking)
+        norm = self.normalize if normalize_embeddings is None else normalize_embeddings
+        if late:
+            if self.pooling != "mean":
+                raise ValueError(
+                    f"late chunking mean-pools each chunk's token states, but this model pools with "
+                    f"{self.pooling!r} (its vectors were trained that way); use late=False (naive chunking), "
+                    "or load it with pooling='mean' if you accept a pooling it was not trained with"
+                )
+            window = self.original_length if self.method == "pcw" else self.max_length
+            overlap = window // 8 if window_overlap is None else window_overlap
+            tokens = self.encode_tokens(
+                checked, batch_size=batch_size, show_progress_bar=show_progress_bar, prompt=prompt,
+                prompt_name=prompt_name, max_tokens_per_batch=max_tokens_per_batch, temperature=temperature,
+                window_overlap=overlap,
+            )
+            vectors = [late_chunk_vectors(t, s) for t, s in zip(tokens, spans, strict=True)]
+        else:
+            pieces = [text[a:b] for text, text_spans in zip(checked, spans, strict=True) for a, b in text_spans]
+            flat = self.encode(
+                pieces, batch_size, normalize_embeddings=False, show_progress_bar=show_progress_bar,
+                prompt=prompt, prompt_name=prompt_name, max_tokens_per_batch=max_tokens_per_batch,
+                temperature=temperature,
+            )
+            bounds = np.cumsum([0] + [len(s) for s in spans])
+            vectors = [flat[bounds[i] : bounds[i + 1]] for i in range(len(spans))]
+        if norm:
+            vectors = [v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12) for v in vectors]
+        out = [(np.asarray(v, dtype=np.float32), s) for v, s in zip(vectors, spans, strict=True)]
+        return out
 
     def observe_attention(
         self,
@@ -269,6 +433,30 @@ class LongContextEncoder:
                 bar.update(len(batch))
         return out
 
+    def _run_states(
+        self,
+        sequences: list[list[int]],
+        batch_size: int,
+        max_tokens: int | None,
+        show_progress_bar: bool,
+        temperature: float | None = None,
+    ) -> list[np.ndarray]:
+        """Last-layer token states (len, dim) float32 of every sequence, batched by length."""
+        lengths = [len(s) for s in sequences]
+        budget = max_tokens or self._default_token_budget(batch_size, max(lengths, default=1))
+        out: list[np.ndarray] = [np.zeros((0, self.embedding_dim), dtype=np.float32)] * len(sequences)
+        with (
+            torch.inference_mode(),
+            tqdm(total=len(sequences), desc="encoding", unit="seq", disable=not show_progress_bar) as bar,
+        ):
+            for batch in length_batches(lengths, batch_size, budget):
+                hidden, _ = self._hidden([sequences[i] for i in batch], temperature=temperature)
+                hidden = hidden.float().cpu().numpy()
+                for row, i in enumerate(batch):
+                    out[i] = hidden[row, : lengths[i]].copy()
+                bar.update(len(batch))
+        return out
+
     def _default_token_budget(self, batch_size: int, longest: int) -> int:
         """Padded tokens per batch: batch_size full-length inputs, capped at the larger of
         batch_size x Lo and MIN_TOKEN_BUDGET (memory grows with tokens, not their square), and
@@ -298,6 +486,17 @@ class LongContextEncoder:
         temperature: float | None = None,
     ) -> torch.Tensor:
         """Pooled embeddings (B, dim) of a batch of token-id sequences."""
+        hidden, mask = self._hidden(sequences, observer, observe_layer, temperature)
+        return pool(hidden, mask, self.pooling)
+
+    def _hidden(
+        self,
+        sequences: list[list[int]],
+        observer: Callable | None = None,
+        observe_layer: int | None = None,
+        temperature: float | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Last-layer states (B, n, dim) of a batch of token-id sequences, and its (B, n) mask of real tokens."""
         lengths = torch.tensor([len(s) for s in sequences])
         n = int(lengths.max())
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
@@ -322,7 +521,7 @@ class LongContextEncoder:
         )
         inputs = {k: v.to(self.device) for k, v in {**inputs, **positions.model_inputs}.items()}
         hidden = self.model(**inputs, longembed_plan=plan).last_hidden_state
-        return pool(hidden, inputs["attention_mask"].bool(), self.pooling)
+        return hidden, inputs["attention_mask"].bool()
 
     def __repr__(self) -> str:
         c = self.config

@@ -98,6 +98,25 @@ def unicode_problem(text: str) -> str | None:
     return None
 
 
+def check_overflow(
+    token_counts: Sequence[int], max_length: int, on_overflow: str = "truncate", stacklevel: int = 5
+) -> EncodeStats:
+    """Stats of inputs of ``token_counts`` tokens; those longer than ``max_length`` are listed and a
+    warning says they will be truncated (``on_overflow="error"``: a ValueError instead)."""
+    stats = EncodeStats(n_inputs=len(token_counts), longest_input_tokens=max(token_counts, default=0))
+    stats.truncated_indices = [i for i, n in enumerate(token_counts) if n > max_length]
+    stats.n_truncated = len(stats.truncated_indices)
+    if stats.n_truncated:
+        message = (
+            f"{stats.n_truncated} of {len(token_counts)} inputs exceed max_length={max_length} tokens "
+            f"(longest: {stats.longest_input_tokens}; first indices: {stats.truncated_indices[:5]})"
+        )
+        if on_overflow == "error":
+            raise ValueError(message + "; raise max_length or shorten them (on_overflow='error')")
+        warnings.warn(message + "; they were truncated to max_length", stacklevel=stacklevel)
+    return stats
+
+
 def prepare_inputs(
     texts: list[str],
     tokenizer: Any,
@@ -120,20 +139,10 @@ def prepare_inputs(
     encoded = tokenizer([prefix + t for t in texts], add_special_tokens=True, truncation=False, verbose=False)[
         "input_ids"
     ]
-    stats = EncodeStats(n_inputs=len(texts), longest_input_tokens=max((len(x) for x in encoded), default=0))
-    for i, ids in enumerate(encoded):
-        if len(ids) > max_length:
-            stats.n_truncated += 1
-            stats.truncated_indices.append(i)
-            encoded[i] = ids[: max_length - tail] + ids[len(ids) - tail :]
-    if stats.n_truncated:
-        message = (
-            f"{stats.n_truncated} of {len(texts)} inputs exceed max_length={max_length} tokens "
-            f"(longest: {stats.longest_input_tokens}; first indices: {stats.truncated_indices[:5]})"
-        )
-        if on_overflow == "error":
-            raise ValueError(message + "; raise max_length or shorten them (on_overflow='error')")
-        warnings.warn(message + "; they were truncated to max_length", stacklevel=4)
+    stats = check_overflow([len(ids) for ids in encoded], max_length, on_overflow)
+    for i in stats.truncated_indices:
+        ids = encoded[i]
+        encoded[i] = ids[: max_length - tail] + ids[len(ids) - tail :]
 
     if window is None:
         sequences, owners = encoded, list(range(len(encoded)))

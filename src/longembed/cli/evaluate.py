@@ -2,6 +2,8 @@
 
     longembed eval --model PATH --method pi --max-length 4096 --tasks passkey,qmsum --output runs/pi4k
     longembed eval --model bm25 --tasks passkey --lengths 256 --output runs/bm25
+    longembed eval --model PATH --method pi --max-length 4096 --tasks qmsum --granularity chunks \
+        --chunking tokens:256 --late --output runs/pi4k-late
 
 Embeddings are cached (``--cache-dir``; default ``$LONGEMBED_CACHE_DIR`` or
 ``~/.cache/longembed/embeddings``), so an interrupted run resumes where it stopped when the same
@@ -30,6 +32,7 @@ from longembed.cli.options import (
 from longembed.encoder import load_encoder
 from longembed.evaluation.bm25 import BM25Model
 from longembed.evaluation.runner import default_data_dir, evaluate_model
+from longembed.evaluation.scoring import GRANULARITIES
 from longembed.report.tables import results_summary
 from longembed.results import RESULTS_FILE
 from longembed.tasks import DEFAULT_TASKS, get_task
@@ -64,6 +67,22 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         help="needle task: a .jsonl of {fact, question} pairs instead of the packaged needles (at least 2; "
         "min(50, needles) queries per length)",
     )
+    chunks = parser.add_argument_group("chunks (retrieve passages, not only documents)")
+    chunks.add_argument(
+        "--granularity", choices=GRANULARITIES, default="document",
+        help="document: one vector per document; chunks: a document scores its best chunk (MaxSim), and a "
+        "passage task (qmsum_passages) embeds its passages with their context (default: document)",
+    )
+    chunks.add_argument(
+        "--chunking", default="tokens:256", metavar="SPEC",
+        help="with --granularity chunks: tokens:SIZE[:OVERLAP] or sentences:N (default tokens:256)",
+    )
+    style = chunks.add_mutually_exclusive_group()
+    style.add_argument("--late", dest="late", action="store_true", default=True,
+                       help="late chunking: one pass over the whole document, chunk = mean of its token states "
+                       "(default)")
+    style.add_argument("--naive", dest="late", action="store_false",
+                       help="naive chunking: every chunk embedded alone")
     group.add_argument("--query-temperature", type=float, default=None,
                        help="TempScale tau for queries (default: --temperature)")
     group.add_argument("--document-temperature", type=float, default=None,
@@ -138,6 +157,9 @@ def run(args: argparse.Namespace) -> int:
             cache_includes_code=not args.cache_ignore_code,
             estimate=not args.no_estimate,
             dry_run=args.dry_run,
+            granularity=args.granularity,
+            chunking=args.chunking,
+            late=args.late,
         )
     except KeyboardInterrupt:
         print(

@@ -18,6 +18,8 @@ Writes are atomic: a part is written to a temporary file in the same folder, flu
 renamed with ``os.replace``; a process killed at any point leaves either the whole part or nothing.
 Part names are content hashes, so concurrent writers of the same shard cannot clobber each other, and
 a part whose content no longer matches its name (altered or damaged on disk) is not used.
+An entry is one vector per text, or, for chunked documents, a matrix of one vector per chunk (a
+part then also stores ``rows``: how many vectors each key has).
 When a shard is complete, :meth:`CacheNamespace.compact` merges its parts into one file so that a
 warm run opens one file per shard.
 """
@@ -72,7 +74,8 @@ def fingerprint_key(fingerprint: dict[str, Any]) -> str:
 
 @dataclass
 class ShardEntries:
-    """The cached entries of one shard: vectors and token counts by text key."""
+    """The cached entries of one shard: vectors (a (dim,) vector, or a (chunks, dim) matrix for chunked
+    documents) and token counts by text key."""
 
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
     tokens: dict[str, int] = field(default_factory=dict)
@@ -128,20 +131,26 @@ class CacheNamespace:
         self._shards[shard] = entries
         return entries
 
-    def add(self, shard: str, keys: Sequence[str], vectors: np.ndarray, tokens: Sequence[int]) -> Path:
-        """Store ``vectors`` (one row per key) and their token counts as a new part, atomically."""
-        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        if vectors.ndim != 2 or vectors.shape[0] != len(keys) or len(tokens) != len(keys):
-            raise ValueError(f"{len(keys)} keys, {len(tokens)} token counts and vectors of shape {vectors.shape}")
+    def add(
+        self, shard: str, keys: Sequence[str], vectors: np.ndarray | Sequence[np.ndarray], tokens: Sequence[int]
+    ) -> Path:
+        """Store ``vectors`` (one row per key, or one (chunks, dim) matrix per key) and their token
+        counts as a new part, atomically."""
+        stacked, rows = _stack_entries(vectors)
+        if len(rows if rows is not None else stacked) != len(keys) or len(tokens) != len(keys):
+            raise ValueError(f"{len(keys)} keys, {len(tokens)} token counts and vectors of shape {stacked.shape}")
         self._write_fingerprint()
         key_array = np.asarray(list(keys), dtype=_KEY_DTYPE)
         token_array = np.asarray(list(tokens), dtype=np.int64)
-        target = self._shard_dir(shard) / f"part-{_content_digest(key_array, vectors)}.npz"
-        atomic_write_bytes(target, lambda h: np.savez(h, keys=key_array, vectors=vectors, tokens=token_array))
+        target = self._shard_dir(shard) / f"part-{_content_digest(key_array, stacked, rows)}.npz"
+        arrays = {"keys": key_array, "vectors": stacked, "tokens": token_array}
+        if rows is not None:
+            arrays["rows"] = rows
+        atomic_write_bytes(target, lambda h: np.savez(h, **arrays))
         entries = self.load(shard)
-        for i, key in enumerate(keys):
-            entries.vectors[key] = vectors[i]
-            entries.tokens[key] = int(token_array[i])
+        for key, entry, count in zip(keys, _split_entries(stacked, rows), token_array, strict=True):
+            entries.vectors[key] = entry
+            entries.tokens[key] = int(count)
         return target
 
     def compact(self, shard: str) -> None:
@@ -166,8 +175,10 @@ class CacheNamespace:
         if not merged:
             return
         keys = sorted(merged)
-        vectors = np.stack([merged[k][0] for k in keys])
-        written = self.add(shard, keys, vectors, [merged[k][1] for k in keys])
+        if len({merged[k][0].ndim for k in keys}) > 1:
+            logger.warning("embedding cache: %s mixes single vectors and chunk matrices; not compacted", shard)
+            return
+        written = self.add(shard, keys, [merged[k][0] for k in keys], [merged[k][1] for k in keys])
         for part in read_ok:
             if part != written:
                 part.unlink(missing_ok=True)
@@ -184,13 +195,35 @@ class CacheNamespace:
                 yield shard
 
 
-def _content_digest(keys: np.ndarray, vectors: np.ndarray) -> str:
-    """The name of a part: the first 16 hex digits of sha256(keys, vectors)."""
-    return hashlib.sha256(keys.tobytes() + vectors.tobytes()).hexdigest()[:16]
+def _stack_entries(vectors: np.ndarray | Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray | None]:
+    """(the rows as one float32 (n, dim) array, rows per entry or None when every entry is one vector)."""
+    if isinstance(vectors, np.ndarray) and vectors.ndim == 2:
+        return np.ascontiguousarray(vectors, dtype=np.float32), None
+    entries = [np.asarray(v, dtype=np.float32) for v in vectors]
+    if all(e.ndim == 1 for e in entries):
+        dim = entries[0].shape[0] if entries else 0
+        return np.ascontiguousarray(np.stack(entries) if entries else np.zeros((0, dim), np.float32)), None
+    if not all(e.ndim == 2 for e in entries):
+        raise ValueError("cache entries must all be vectors or all be (chunks, dim) matrices")
+    rows = np.asarray([len(e) for e in entries], dtype=np.int64)
+    return np.ascontiguousarray(np.concatenate(entries)), rows
 
 
-def _read_part(path: Path) -> tuple[list[str], np.ndarray, np.ndarray] | None:
-    """A part's (keys, vectors, token counts), or None (logged) if it is unreadable, inconsistent, or
+def _split_entries(stacked: np.ndarray, rows: np.ndarray | None) -> list[np.ndarray]:
+    """The entries of a part: its rows, or consecutive blocks of ``rows`` rows."""
+    if rows is None:
+        return list(stacked)
+    return np.split(stacked, np.cumsum(rows)[:-1]) if len(rows) else []
+
+
+def _content_digest(keys: np.ndarray, vectors: np.ndarray, rows: np.ndarray | None = None) -> str:
+    """The name of a part: the first 16 hex digits of sha256(keys, vectors[, rows])."""
+    extra = b"" if rows is None else rows.tobytes()
+    return hashlib.sha256(keys.tobytes() + vectors.tobytes() + extra).hexdigest()[:16]
+
+
+def _read_part(path: Path) -> tuple[list[str], list[np.ndarray], np.ndarray] | None:
+    """A part's (keys, entries, token counts), or None (logged) if it is unreadable, inconsistent, or
     its content does not match the hash in its name."""
     try:
         with np.load(path, allow_pickle=False) as data:
@@ -198,18 +231,21 @@ def _read_part(path: Path) -> tuple[list[str], np.ndarray, np.ndarray] | None:
             keys = [k.decode("ascii") for k in key_array]
             vectors = np.ascontiguousarray(data["vectors"], dtype=np.float32)
             tokens = np.asarray(data["tokens"], dtype=np.int64)
+            rows = np.asarray(data["rows"], dtype=np.int64) if "rows" in data.files else None
     except FileNotFoundError:  # removed by a concurrent compaction
         return None
     except Exception as exc:  # noqa: BLE001 - any unreadable file is skipped, never fatal
         logger.warning("embedding cache: skipping unreadable %s (%s: %s)", path, type(exc).__name__, exc)
         return None
-    if vectors.ndim != 2 or len(keys) != vectors.shape[0] or len(tokens) != len(keys):
+    n_rows = vectors.shape[0] if rows is None else int(rows.sum())
+    n_entries = vectors.shape[0] if rows is None else len(rows)
+    if vectors.ndim != 2 or len(keys) != n_entries or len(tokens) != len(keys) or n_rows != vectors.shape[0]:
         logger.warning("embedding cache: skipping inconsistent %s", path)
         return None
-    if path.name != f"part-{_content_digest(key_array, vectors)}.npz":
+    if path.name != f"part-{_content_digest(key_array, vectors, rows)}.npz":
         logger.warning("embedding cache: skipping %s: its content does not match the hash in its name", path)
         return None
-    return keys, vectors, tokens
+    return keys, _split_entries(vectors, rows), tokens
 
 
 class EmbeddingCache:
@@ -228,7 +264,11 @@ class EmbeddingCache:
 
 @dataclass
 class CachedEncoding:
-    """The result of :func:`encode_cached`: vectors in input order, plus what it cost."""
+    """The result of :func:`encode_cached`: vectors in input order, plus what it cost.
+
+    For chunked documents ``vectors`` holds every text's chunk vectors one after another and ``rows``
+    how many each text has (None: one vector per text).
+    """
 
     vectors: np.ndarray
     tokens: np.ndarray
@@ -236,6 +276,12 @@ class CachedEncoding:
     n_cached: int
     n_encoded: int
     encode_seconds: float
+    rows: np.ndarray | None = None
+
+    def owners(self) -> np.ndarray:
+        """For each row of ``vectors``, the index of its text."""
+        counts = np.ones(len(self.tokens), dtype=np.int64) if self.rows is None else self.rows
+        return np.repeat(np.arange(len(counts)), counts)
 
 
 def plan_chunks(lengths: Sequence[int], chunk_size: int, chunk_chars: int) -> list[tuple[int, int]]:
@@ -259,22 +305,29 @@ def plan_chunks(lengths: Sequence[int], chunk_size: int, chunk_chars: int) -> li
 
 def encode_cached(
     texts: Sequence[str],
-    encode: Callable[[list[str]], np.ndarray],
+    encode: Callable[[list[str]], np.ndarray | list[np.ndarray]],
     count_tokens: Callable[[list[str]], list[int]],
     namespace: CacheNamespace | None,
     shard: str,
     chunk_size: int = 64,
     chunk_chars: int = 200_000,
     progress: Callable[[int], None] | None = None,
+    keys: Sequence[str] | None = None,
 ) -> CachedEncoding:
     """Vectors of ``texts`` (in order), from the cache where possible, encoding the rest in chunks.
+
+    ``encode`` returns one vector per text, or one (chunks, dim) matrix per text (chunked documents).
+    ``keys`` replaces the texts' own keys (:func:`text_key`) when a vector depends on more than the
+    text (e.g. the chunk spans a task gives).
 
     Identical texts are encoded once. Missing texts are sorted by length (longest first, ties by
     key: deterministic) and encoded in chunks (:func:`plan_chunks`); each chunk is written to the
     cache as soon as it is done, so a run killed mid-way loses at most one chunk. With
     ``namespace=None`` nothing is read or written. ``progress(n)`` is called after each chunk.
     """
-    keys = [text_key(t) for t in texts]
+    keys = [text_key(t) for t in texts] if keys is None else list(keys)
+    if len(keys) != len(texts):
+        raise ValueError(f"{len(keys)} keys for {len(texts)} texts")
     unique: dict[str, str] = {}
     for key, text in zip(keys, texts, strict=True):
         unique.setdefault(key, text)
@@ -290,10 +343,14 @@ def encode_cached(
         chunk_keys = missing[start:end]
         chunk_texts = [unique[k] for k in chunk_keys]
         began = time.perf_counter()
-        vectors = np.asarray(encode(chunk_texts), dtype=np.float32)
+        encoded = encode(chunk_texts)
         seconds += time.perf_counter() - began
-        if vectors.shape[0] != len(chunk_texts):
-            raise ValueError(f"the encoder returned {vectors.shape[0]} vectors for {len(chunk_texts)} texts")
+        vectors = (
+            np.asarray(encoded, dtype=np.float32) if isinstance(encoded, np.ndarray)
+            else [np.asarray(e, dtype=np.float32) for e in encoded]
+        )
+        if len(vectors) != len(chunk_texts):
+            raise ValueError(f"the encoder returned {len(vectors)} vectors for {len(chunk_texts)} texts")
         tokens = count_tokens(chunk_texts)
         if namespace is not None:
             namespace.add(shard, chunk_keys, vectors, tokens)
@@ -310,27 +367,30 @@ def encode_cached(
         source = computed if key in computed else entries
         return source.vectors[key], source.tokens[key]
 
-    rows = [lookup(k) for k in keys]
-    dim = rows[0][0].shape[0] if rows else 0
-    vectors = np.stack([r[0] for r in rows]) if rows else np.zeros((0, dim), dtype=np.float32)
+    found = [lookup(k) for k in keys]
+    vectors, rows = _stack_entries([entry for entry, _ in found])
     return CachedEncoding(
         vectors=vectors,
-        tokens=np.asarray([r[1] for r in rows], dtype=np.int64),
+        tokens=np.asarray([count for _, count in found], dtype=np.int64),
         n_unique=len(unique),
         n_cached=len(cached),
         n_encoded=len(missing),
         encode_seconds=seconds,
+        rows=rows,
     )
 
 
-def count_missing(texts: Sequence[str], namespace: CacheNamespace | None, shard: str) -> tuple[int, list[str]]:
-    """(number of distinct texts already cached, the distinct texts that are not), for estimates."""
+def count_missing(
+    texts: Sequence[str], namespace: CacheNamespace | None, shard: str, keys: Sequence[str] | None = None
+) -> tuple[int, list[str]]:
+    """(number of distinct texts already cached, the distinct texts that are not), for estimates;
+    ``keys`` as in :func:`encode_cached`."""
     entries = namespace.load(shard) if namespace is not None else ShardEntries()
     seen: set[str] = set()
     missing: list[str] = []
     n_cached = 0
-    for text in texts:
-        key = text_key(text)
+    for index, text in enumerate(texts):
+        key = text_key(text) if keys is None else keys[index]
         if key in seen:
             continue
         seen.add(key)

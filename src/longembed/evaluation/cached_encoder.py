@@ -15,7 +15,9 @@ seconds.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import json
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -134,10 +136,10 @@ class CachedEncoder:
 
     def missing(
         self, texts: Sequence[str], shard: str, prompt: str = "", temperature: float | None = None,
-        normalize: bool = True, quantity: str = "embedding",
+        normalize: bool = True, quantity: str = "embedding", keys: Sequence[str] | None = None,
     ) -> tuple[int, list[str]]:
         """(distinct texts already cached, the distinct texts that are not): for cost estimates."""
-        return count_missing(texts, self.namespace(prompt, temperature, normalize, quantity), shard)
+        return count_missing(texts, self.namespace(prompt, temperature, normalize, quantity), shard, keys)
 
     # ------------------------------------------------------------------ encoding
     def encode(
@@ -181,6 +183,49 @@ class CachedEncoder:
             result.vectors = result.vectors / np.where(norms > 0, norms, 1.0)
         return result
 
+    def encode_chunks(
+        self,
+        texts: Sequence[str],
+        *,
+        shard: str,
+        chunking: str | None = "tokens:256",
+        spans: Sequence[Sequence[tuple[int, int]]] | None = None,
+        late: bool = True,
+        prompt: str = "",
+        temperature: float | None = None,
+        desc: str | None = None,
+    ) -> CachedEncoding:
+        """Unit chunk vectors of every text (``rows``: how many per text), through the cache.
+
+        Chunks come from ``chunking`` ("tokens:256", "sentences:4", ...) or, for a passage task, from
+        ``spans`` (character spans per text, which then also key the cache).  ``late`` chooses late
+        or naive chunking (``LongContextEncoder.encode_chunks``).
+        """
+        if (chunking is None) == (spans is None):
+            raise ValueError("give exactly one of chunking and spans")
+        if not callable(getattr(self.encoder, "encode_chunks", None)):
+            raise TypeError(f"{type(self.encoder).__name__} has no encode_chunks(): it cannot embed chunks")
+        tau = self.temperature(temperature)
+        keys = None if spans is None else chunk_keys(texts, spans)
+        spans_of = {} if spans is None else {text_key(t): list(s) for t, s in zip(texts, spans, strict=True)}
+        kwargs: dict[str, Any] = {
+            "late": late, "batch_size": self.batch_size, "prompt": prompt, "normalize_embeddings": True,
+        }
+        if tau != self.configured_temperature:
+            kwargs["temperature"] = tau
+
+        def encode_chunk(chunk: list[str]) -> list[np.ndarray]:
+            how = chunking if spans is None else [spans_of[text_key(t)] for t in chunk]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                return [vectors for vectors, _ in self.encoder.encode_chunks(chunk, how, **kwargs)]
+
+        quantity = chunk_quantity(chunking, late)
+        return self.compute(
+            texts, encode_chunk, shard=shard, prompt=prompt, keys=keys,
+            namespace=self.namespace(prompt, tau, True, quantity), desc=desc,
+        )
+
     def compute(
         self,
         texts: Sequence[str],
@@ -190,8 +235,10 @@ class CachedEncoder:
         namespace: CacheNamespace | None,
         prompt: str = "",
         desc: str | None = None,
+        keys: Sequence[str] | None = None,
     ) -> CachedEncoding:
-        """Any per-text quantity (rows of ``function(texts)``) through the cache of ``namespace``."""
+        """Any per-text quantity (rows of ``function(texts)``, or one matrix per text) through the cache
+        of ``namespace``; ``keys`` replace the texts' own cache keys."""
         with tqdm(total=len(texts), desc=desc or shard, unit="text", disable=not self.show_progress) as bar:
             return encode_cached(
                 texts,
@@ -201,4 +248,18 @@ class CachedEncoder:
                 shard=shard,
                 chunk_size=self.chunk_size,
                 progress=bar.update,
+                keys=keys,
             )
+
+
+def chunk_quantity(chunking: str | None, late: bool) -> str:
+    """The cache quantity of chunk vectors: "chunks/late/tokens:256", "chunks/naive/spans", ..."""
+    return f"chunks/{'late' if late else 'naive'}/{chunking if chunking is not None else 'spans'}"
+
+
+def chunk_keys(texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]) -> list[str]:
+    """Cache keys of texts chunked at given spans: sha256 of the text's key and its spans."""
+    return [
+        hashlib.sha256(f"{text_key(text)}:{json.dumps([list(s) for s in text_spans])}".encode()).hexdigest()
+        for text, text_spans in zip(texts, spans, strict=True)
+    ]

@@ -98,12 +98,15 @@ def document_seconds(n_tokens: int, encoder: Any, model: CostModel) -> float:
 
 @dataclass
 class SideToEncode:
-    """One side of one unit for the estimate: its texts, shard, prompt and tau."""
+    """One side of one unit for the estimate: its texts, shard, prompt and tau (and, for chunk
+    vectors, the cache quantity and keys they are stored under)."""
 
     texts: list[str]
     shard: str
     prompt: str = ""
     temperature: float | None = None
+    quantity: str = "embedding"
+    keys: list[str] | None = None
 
 
 def estimate_cost(
@@ -130,7 +133,9 @@ def estimate_cost(
                 tokens = [round(len(t.split()) / WORDS_PER_TOKEN) for t in side.texts]
                 n_cached, n_missing = 0, len(side.texts)
             else:
-                n_cached, missing = encoder.missing(side.texts, side.shard, side.prompt, side.temperature)
+                n_cached, missing = encoder.missing(
+                    side.texts, side.shard, side.prompt, side.temperature, quantity=side.quantity, keys=side.keys
+                )
                 tokens = encoder.count_tokens(missing, side.prompt) if missing else []
                 n_missing = len(missing)
                 unit_tokens += tokens

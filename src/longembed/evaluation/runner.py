@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from longembed.evaluation.bm25 import BM25Model
-from longembed.evaluation.cached_encoder import CachedEncoder
+from longembed.evaluation.cached_encoder import CachedEncoder, chunk_keys, chunk_quantity
 from longembed.evaluation.estimate import SideToEncode, estimate_cost
 from longembed.evaluation.provenance import (
     encoder_device,
@@ -42,10 +42,12 @@ from longembed.evaluation.provenance import (
     resolved_settings,
 )
 from longembed.evaluation.scoring import (
+    Granularity,
     Side,
     Unit,
     average,
     load_units,
+    passages_by_context,
     score_unit,
     task_result,
     task_summary,
@@ -136,6 +138,9 @@ def evaluate_model(
     dry_run: bool = False,
     show_progress: bool = True,
     log: Callable[[str], None] | None = print,
+    granularity: str = "document",
+    chunking: str = "tokens:256",
+    late: bool = True,
 ) -> RunResults:
     """Evaluate an encoder (or :class:`BM25Model`) on LongEmbed tasks; returns the typed results.
 
@@ -161,17 +166,23 @@ def evaluate_model(
     estimate:    time a warm-up to estimate seconds (counts and cache hits are always reported).
     dry_run:     stop after the estimate (nothing encoded, nothing written).
     log:         where progress lines go (None: silent).
+    granularity: "document" (one vector per document) or "chunks" (a document scores its best chunk;
+                 :class:`~longembed.evaluation.scoring.Granularity`), with ``chunking`` ("tokens:256",
+                 "tokens:256:32", "sentences:4") and ``late`` (late chunking; False: naive chunking).
     """
     say = log or (lambda _message: None)
     started = time.perf_counter()
     if batch_size < 1 or chunk_size < 1:
         raise ValueError("batch_size and chunk_size must be positive")
+    level = Granularity(granularity, chunking, late)
     task_objects = resolve_tasks(tasks)
     length_list = resolve_lengths(lengths)
     data_path = Path(data_dir).expanduser() if data_dir is not None else None
     versions = library_versions()
 
     if isinstance(model, BM25Model):
+        if level.chunked:
+            raise ValueError("BM25 scores whole documents: granularity='chunks' needs an encoder")
         scorer: CachedEncoder | BM25Model = model
         encoder_config, versions["model"] = _bm25_config(model)
         sides: dict[str, Side] = {}
@@ -216,13 +227,14 @@ def evaluate_model(
             similarity="cosine",
             cache_dir=None if cached.cache is None else str(cached.cache.root),
             cache_namespaces={name: ns.key for name, ns in namespaces.items() if ns is not None},
+            granularity=level.to_dict(),
         )
 
     results = RunResults(config=config, created=_dt.datetime.now(tz=_dt.UTC).isoformat(timespec="seconds"),
                          versions=versions)
     units, results.skipped = load_units(task_objects, data_path, length_list, say)
     results.estimate = estimate_cost(
-        [(u.label, *_sides_to_encode(u, sides)) for u in units],
+        [(u.label, *_sides_to_encode(u, sides, level)) for u in units],
         None if isinstance(scorer, BM25Model) else scorer,
         batch_size,
         estimate,
@@ -242,7 +254,7 @@ def evaluate_model(
             continue
         for unit in task_units:
             by_task.setdefault(name, []).append(
-                (unit, score_unit(unit, scorer, sides, max_length, task.metadata.main_score))
+                (unit, score_unit(unit, scorer, sides, max_length, task.metadata.main_score, level))
             )
         results.tasks[name] = task_result(task, by_task[name])
         say(task_summary(name, results.tasks[name]))
@@ -261,13 +273,27 @@ def evaluate_model(
     return results
 
 
-def _sides_to_encode(unit: Unit, sides: dict[str, Side]) -> tuple[SideToEncode, SideToEncode]:
-    """A unit's documents and queries as the estimate sees them."""
+def _sides_to_encode(
+    unit: Unit, sides: dict[str, Side], level: Granularity
+) -> tuple[SideToEncode, SideToEncode]:
+    """A unit's documents and queries as the estimate sees them (chunk granularity: the texts that
+    are chunked, under their chunk cache quantity)."""
     out = []
-    for name, texts in (("documents", unit.data.corpus), ("queries", unit.data.queries)):
+    data = unit.data
+    for name, texts in (("documents", data.corpus), ("queries", data.queries)):
         side = sides.get(name)
-        out.append(SideToEncode(
-            list(texts.values()), unit.shard(name),
-            side.prompt if side else "", side.temperature if side else None,
-        ))
+        prompt, tau = (side.prompt, side.temperature) if side else ("", None)
+        to_encode = SideToEncode(list(texts.values()), unit.shard(name), prompt, tau)
+        if name == "documents" and level.chunked and data.passages is None:
+            to_encode.quantity = chunk_quantity(level.chunking, level.late)
+        elif name == "documents" and level.chunked and level.late:
+            assert data.contexts is not None
+            by_context = passages_by_context(data)
+            context_texts = [data.contexts[c] for c in by_context]
+            spans = [[(data.passages[d].start, data.passages[d].end) for d in ids] for ids in by_context.values()]
+            to_encode = SideToEncode(
+                context_texts, unit.shard("contexts"), prompt, tau, chunk_quantity(None, True),
+                chunk_keys(context_texts, spans),
+            )
+        out.append(to_encode)
     return out[0], out[1]

@@ -13,10 +13,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from longembed.chunking.spans import parse_chunking
 from longembed.evaluation.bm25 import BM25Model
+from longembed.evaluation.cache import CachedEncoding
 from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.evaluation.metrics import evaluate_scores
 from longembed.results import CacheUse, Counts, TaskResult, UnitResult
@@ -40,6 +43,38 @@ class Unit:
     def shard(self, side: str) -> str:
         """The cache shard of one side ("documents" or "queries"), e.g. "passkey/4096/documents"."""
         return f"{self.task}/{'all' if self.length is None else self.length}/{side}"
+
+
+@dataclass(frozen=True)
+class Granularity:
+    """What a document vector is: the whole document ("document"), or its chunks ("chunks": a
+    document scores its best chunk, MaxSim), chunked by ``chunking`` with late or naive chunking.
+
+    On a passage task (``RetrievalData.passages``) the task's passages are the chunks: "chunks" with
+    ``late`` embeds each passage inside its whole context; naive chunking is the document level.
+    """
+
+    level: str = "document"
+    chunking: str = "tokens:256"
+    late: bool = True
+
+    def __post_init__(self) -> None:
+        if self.level not in GRANULARITIES:
+            raise ValueError(f"granularity must be one of {GRANULARITIES}, got {self.level!r}")
+        parse_chunking(self.chunking)
+
+    @property
+    def chunked(self) -> bool:
+        return self.level == "chunks"
+
+    def to_dict(self) -> dict[str, Any]:
+        if not self.chunked:
+            return {"level": self.level}
+        return {"level": self.level, "chunking": self.chunking, "late": self.late}
+
+
+GRANULARITIES = ("document", "chunks")
+DOCUMENT_LEVEL = Granularity()
 
 
 @dataclass
@@ -90,6 +125,7 @@ def score_unit(
     sides: dict[str, Side],
     max_length: int | None,
     main_score: str,
+    granularity: Granularity = DOCUMENT_LEVEL,
 ) -> UnitResult:
     """Encode (or BM25-score) one unit and evaluate it; metrics in percent."""
     began = time.perf_counter()
@@ -97,23 +133,28 @@ def score_unit(
     doc_ids, doc_texts = list(data.corpus), list(data.corpus.values())
     query_ids, query_texts = list(data.queries), list(data.queries.values())
     cache: CacheUse | None = None
+    truncated: int | None = None
     if isinstance(model, BM25Model):
         scores = model.score(query_texts, doc_texts)
         doc_tokens = np.asarray([round(len(t.split()) / WORDS_PER_TOKEN) for t in doc_texts])
         encode_seconds = 0.0
     else:
-        encoded = {}
-        for name, texts in (("documents", doc_texts), ("queries", query_texts)):
-            side = sides[name]
-            encoded[name] = model.encode(
-                texts, shard=unit.shard(name), prompt=side.prompt, temperature=side.temperature,
-                desc=f"{unit.label} {name}",
-            )
-        documents, queries = encoded["documents"], encoded["queries"]
-        scores = queries.vectors @ documents.vectors.T
+        documents = encode_documents(unit, model, sides["documents"], granularity)
+        queries = model.encode(
+            query_texts, shard=unit.shard("queries"), prompt=sides["queries"].prompt,
+            temperature=sides["queries"].temperature, desc=f"{unit.label} queries",
+        )
+        scores = max_over_rows(queries.vectors @ documents.vectors.T, documents.rows)
         doc_tokens = documents.tokens
+        if data.passages is not None and len(doc_tokens) != len(doc_ids):  # contexts were encoded
+            doc_tokens = np.asarray(model.count_tokens(doc_texts, sides["documents"].prompt))
         encode_seconds = documents.encode_seconds + queries.encode_seconds
         cache = CacheUse(documents.n_cached, documents.n_encoded, queries.n_cached, queries.n_encoded)
+        if max_length is not None:
+            # chunks are never cut: late chunking runs long texts as overlapping windows
+            truncated = 0 if granularity.chunked else int(np.sum(doc_tokens > max_length))
+    if data.query_contexts is not None:
+        scores = within_context(scores, data, query_ids, doc_ids)
     metrics = _percent(evaluate_scores(scores, query_ids, doc_ids, data.qrels))
     counts = Counts(
         documents=len(doc_ids),
@@ -121,7 +162,7 @@ def score_unit(
         document_tokens_mean=round(float(np.mean(doc_tokens)), 1),
         document_tokens_max=int(np.max(doc_tokens)),
         tokens_counted="words / 0.75" if isinstance(model, BM25Model) or model.tokenizer is None else "tokenizer",
-        documents_truncated=None if max_length is None else int(np.sum(doc_tokens > max_length)),
+        documents_truncated=truncated,
     )
     return UnitResult(
         score=metrics[main_score],
@@ -131,6 +172,64 @@ def score_unit(
         encode_time_s=round(encode_seconds, 3),
         wall_time_s=round(time.perf_counter() - began + unit.load_seconds, 3),
     )
+
+
+def encode_documents(unit: Unit, model: CachedEncoder, side: Side, granularity: Granularity) -> CachedEncoding:
+    """The unit's document vectors (``rows`` set when documents have several chunk vectors each).
+
+    Document level: one vector per document.  Chunks: every document's chunk vectors; on a passage
+    task with late chunking, each context is encoded once and every passage gets the vector of its
+    span inside it (in corpus order, one row per passage).
+    """
+    data = unit.data
+    texts = list(data.corpus.values())
+    desc = f"{unit.label} {side.name}"
+    common = {"prompt": side.prompt, "temperature": side.temperature, "desc": desc}
+    if not granularity.chunked or (data.passages is not None and not granularity.late):
+        return model.encode(texts, shard=unit.shard(side.name), **common)
+    if data.passages is None:
+        return model.encode_chunks(
+            texts, shard=unit.shard(side.name), chunking=granularity.chunking, late=granularity.late, **common
+        )
+    by_context = passages_by_context(data)
+    contexts = list(by_context)
+    spans = [[(data.passages[d].start, data.passages[d].end) for d in by_context[c]] for c in contexts]
+    encoded = model.encode_chunks(
+        [data.contexts[c] for c in contexts], shard=unit.shard("contexts"), chunking=None, spans=spans,
+        late=True, **common,
+    )
+    row_of = {doc_id: row for row, doc_id in enumerate(d for c in contexts for d in by_context[c])}
+    encoded.vectors = encoded.vectors[[row_of[d] for d in data.corpus]]
+    encoded.rows = None
+    return encoded
+
+
+def passages_by_context(data: RetrievalData) -> dict[str, list[str]]:
+    """Context id -> the ids of its passages, in corpus order (the order their spans are encoded in)."""
+    assert data.passages is not None
+    by_context: dict[str, list[str]] = {}
+    for doc_id in data.corpus:
+        by_context.setdefault(data.passages[doc_id].context, []).append(doc_id)
+    return by_context
+
+
+def max_over_rows(scores: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+    """(queries, documents) scores from (queries, chunks) ones: each document's best chunk (MaxSim);
+    ``rows[i]`` consecutive columns belong to document i.  The identity when rows is None."""
+    if rows is None:
+        return scores
+    if np.any(rows < 1):
+        raise ValueError("every document needs at least one chunk vector")
+    starts = np.concatenate([[0], np.cumsum(rows)[:-1]])
+    return np.maximum.reduceat(scores, starts, axis=1)
+
+
+def within_context(scores: np.ndarray, data: RetrievalData, query_ids: list[str], doc_ids: list[str]) -> np.ndarray:
+    """Scores with every document outside a query's context set to -inf (it searches its context only)."""
+    assert data.query_contexts is not None and data.passages is not None
+    doc_context = np.asarray([data.passages[d].context for d in doc_ids])
+    query_context = np.asarray([data.query_contexts[q] for q in query_ids])
+    return np.where(query_context[:, None] == doc_context[None, :], scores, -np.inf)
 
 
 def task_result(task: Task, unit_results: list[tuple[Unit, UnitResult]]) -> TaskResult:

@@ -12,13 +12,16 @@ from __future__ import annotations
 import torch
 
 
-def window_spans(n_content: int, window: int) -> list[tuple[int, int]]:
-    """(start, stop) spans of content tokens: consecutive windows, the last one end-aligned."""
+def window_spans(n_content: int, window: int, overlap: int = 0) -> list[tuple[int, int]]:
+    """(start, stop) spans of content tokens: windows every ``window - overlap`` tokens (PCW: no
+    overlap), the last one end-aligned."""
     if window <= 0:
         raise ValueError(f"window must be positive, got {window}")
+    if not 0 <= overlap < window:
+        raise ValueError(f"overlap must be in [0, {window}), got {overlap}")
     if n_content <= window:
         return [(0, n_content)]
-    spans = [(start, start + window) for start in range(0, n_content - window, window)]
+    spans = [(start, start + window) for start in range(0, n_content - window, window - overlap)]
     spans.append((n_content - window, n_content))
     return spans
 

@@ -80,6 +80,10 @@ def run_label(results: RunResults) -> str:
     for key, default in LABELLED_SETTINGS:
         if config.encoder.get(key, default) != default:
             parts.append(f"{key}={config.encoder[key]}")
+    granularity = config.granularity or {}
+    if granularity.get("level", "document") != "document":
+        style = "late" if granularity.get("late", True) else "naive"
+        parts.append(f"{style} chunks {granularity.get('chunking', '')}".rstrip())
     return " ".join(parts)
 
 

@@ -249,6 +249,7 @@ class RunConfig:
     similarity: str = "cosine"
     cache_dir: str | None = None
     cache_namespaces: dict[str, str] = field(default_factory=dict)
+    granularity: dict[str, Any] | None = None  # {"level": "chunks", "chunking": "tokens:256", "late": True}
 
     @property
     def is_bm25(self) -> bool:

@@ -1,17 +1,18 @@
 """The LongEmbed tasks and their offline stand-ins.
 
-=============  ===========  ===============================================================
-name           main score   data
-=============  ===========  ===============================================================
-passkey        accuracy@1   generated (8 lengths, 50 queries x 100 documents each)
-needle         accuracy@1   Paul Graham essays + packaged needles (8 lengths)
-qmsum          ndcg@10      QMSum train+val (exactly LongEmbed's)
-squality       ndcg@10      SQuALITY: stand-in for SummScreenFD
-hotpotqa       ndcg@10      HotpotQA dev distractor: stand-in for 2WikiMultihopQA
-narrativeqa    ndcg@10      LongEmbed hub layout only
-summscreenfd   ndcg@10      LongEmbed hub layout only
-2wikimqa       ndcg@10      LongEmbed hub layout only
-=============  ===========  ===============================================================
+==============  ===========  ===============================================================
+name            main score   data
+==============  ===========  ===============================================================
+passkey         accuracy@1   generated (8 lengths, 50 queries x 100 documents each)
+needle          accuracy@1   Paul Graham essays + packaged needles (8 lengths)
+qmsum           ndcg@10      QMSum train+val (exactly LongEmbed's)
+qmsum_passages  ndcg@10      QMSum specific queries -> answering passages of their meeting
+squality        ndcg@10      SQuALITY: stand-in for SummScreenFD
+hotpotqa        ndcg@10      HotpotQA dev distractor: stand-in for 2WikiMultihopQA
+narrativeqa     ndcg@10      LongEmbed hub layout only
+summscreenfd    ndcg@10      LongEmbed hub layout only
+2wikimqa        ndcg@10      LongEmbed hub layout only
+==============  ===========  ===============================================================
 
 ``DEFAULT_TASKS`` are the six that can run offline with ``../shared/data``. Every LongEmbed task
 (passkey, needle, qmsum, narrativeqa, summscreenfd, 2wikimqa) can also be read from the hub layout:
@@ -23,9 +24,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from longembed.tasks import hotpotqa, narrativeqa, needle, passkey, qmsum, squality, summscreenfd, wikimqa
+from longembed.tasks import (
+    hotpotqa,
+    narrativeqa,
+    needle,
+    passkey,
+    qmsum,
+    qmsum_passages,
+    squality,
+    summscreenfd,
+    wikimqa,
+)
 from longembed.tasks.base import (
     SYNTHETIC_LENGTHS,
+    Passage,
     RetrievalData,
     Task,
     TaskDataMissing,
@@ -38,6 +50,7 @@ _FACTORIES: dict[str, Callable[..., Task]] = {
     "passkey": passkey.PasskeyTask,
     "needle": needle.NeedleTask,
     "qmsum": qmsum.QMSumTask,
+    "qmsum_passages": qmsum_passages.QMSumPassagesTask,
     "squality": squality.SQuALITYTask,
     "hotpotqa": hotpotqa.HotpotQATask,
     "narrativeqa": narrativeqa.make_task,
@@ -105,6 +118,7 @@ __all__ = [
     "SYNTHETIC_LENGTHS",
     "TASKS",
     "HubTask",
+    "Passage",
     "RetrievalData",
     "Task",
     "TaskDataMissing",

@@ -42,13 +42,31 @@ class TaskMetadata:
     stand_in_for: str | None = None
 
 
+@dataclass(frozen=True)
+class Passage:
+    """Where a corpus document sits in a longer text: ``contexts[context][start:end]``."""
+
+    context: str
+    start: int
+    end: int
+
+
 @dataclass
 class RetrievalData:
-    """A retrieval problem: every query is scored against every document of the corpus."""
+    """A retrieval problem: every query is scored against every document of the corpus.
+
+    Passage tasks also say where each document comes from: ``contexts`` are the long texts (e.g.
+    meetings) the corpus's passages are cut from, ``passages`` the place of each corpus document in
+    its context (so late chunking can embed a passage with its whole context around it), and
+    ``query_contexts`` the context each query searches (its passages only).
+    """
 
     corpus: dict[str, str]
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
+    contexts: dict[str, str] | None = None
+    passages: dict[str, Passage] | None = None
+    query_contexts: dict[str, str] | None = None
 
     def validate(self) -> RetrievalData:
         """Check internal consistency; return ``self`` so loaders can ``return data.validate()``.
@@ -71,7 +89,31 @@ class RetrievalData:
         unjudged = [q for q in self.queries if q not in self.qrels]
         if unjudged:
             raise ValueError(f"{len(unjudged)} queries have no qrels, e.g. {unjudged[:3]}")
+        self._validate_passages()
         return self
+
+    def _validate_passages(self) -> None:
+        """Passages are exact slices of their contexts; a query searches an existing context that
+        holds its relevant passages."""
+        if self.passages is None:
+            if self.contexts is not None or self.query_contexts is not None:
+                raise ValueError("contexts and query_contexts need passages (where each document sits)")
+            return
+        if self.contexts is None:
+            raise ValueError("passages need the contexts they are cut from")
+        for doc_id, text in self.corpus.items():
+            where = self.passages.get(doc_id)
+            if where is None:
+                raise ValueError(f"document {doc_id!r} has no passage location")
+            context = self.contexts.get(where.context)
+            if context is None or context[where.start : where.end] != text:
+                raise ValueError(f"document {doc_id!r} is not {where.context}[{where.start}:{where.end}]")
+        for qid, context in (self.query_contexts or {}).items():
+            if qid not in self.queries or context not in self.contexts:
+                raise ValueError(f"query_contexts: {qid!r} -> {context!r} names an unknown query or context")
+            outside = [d for d, r in self.qrels.get(qid, {}).items() if r > 0 and self.passages[d].context != context]
+            if outside:
+                raise ValueError(f"query {qid!r} searches {context!r} but its relevant passages {outside[:3]} are elsewhere")
 
     def stats(self) -> dict[str, float]:
         """Counts and mean word lengths (``str.split()``), as in LongEmbed's Table 1."""
