@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -163,6 +163,11 @@ class LongContextEncoder:
     def embedding_dim(self) -> int:
         return self.model.config.hidden_size
 
+    @property
+    def window_length(self) -> int:
+        """The longest single model input: Lo under PCW (its windows), else max_length."""
+        return self.original_length if self.method == "pcw" else self.max_length
+
     def encode(
         self,
         texts: str | Sequence[str],
@@ -255,7 +260,7 @@ class LongContextEncoder:
         else:
             self.last_stats = EncodeStats(n_inputs=len(layouts),
                                           longest_input_tokens=max((len(x.ids) for x in layouts), default=0))
-        window = self.original_length if self.method == "pcw" else self.max_length
+        window = self.window_length
         plans = [
             plan_windows(len(x.ids) - x.lead - x.trail, window - x.lead - x.trail, window_overlap or 0)
             for x in layouts
@@ -320,8 +325,7 @@ class LongContextEncoder:
                     f"{self.pooling!r} (its vectors were trained that way); use late=False (naive chunking), "
                     "or load it with pooling='mean' if you accept a pooling it was not trained with"
                 )
-            window = self.original_length if self.method == "pcw" else self.max_length
-            overlap = window // 8 if window_overlap is None else window_overlap
+            overlap = self.window_length // 8 if window_overlap is None else window_overlap
             tokens = self.encode_tokens(
                 checked, batch_size=batch_size, show_progress_bar=show_progress_bar, prompt=prompt,
                 prompt_name=prompt_name, max_tokens_per_batch=max_tokens_per_batch, temperature=temperature,
@@ -408,6 +412,21 @@ class LongContextEncoder:
         self.last_stats = prepared.stats
         return prepared
 
+    def _batched(
+        self, sequences: list[list[int]], batch_size: int, max_tokens: int | None, show_progress_bar: bool
+    ) -> Iterator[list[int]]:
+        """Indices of ``sequences`` in batches by length under the token budget, run under
+        inference mode with one progress bar (advanced after each batch)."""
+        lengths = [len(s) for s in sequences]
+        budget = max_tokens or self._default_token_budget(batch_size, max(lengths, default=1))
+        with (
+            torch.inference_mode(),
+            tqdm(total=len(sequences), desc="encoding", unit="seq", disable=not show_progress_bar) as bar,
+        ):
+            for batch in length_batches(lengths, batch_size, budget):
+                yield batch
+                bar.update(len(batch))
+
     def _run(
         self,
         sequences: list[list[int]],
@@ -418,19 +437,12 @@ class LongContextEncoder:
         temperature: float | None = None,
     ) -> torch.Tensor:
         """Pooled vectors (len(sequences), dim) of every sequence, batched by length."""
-        lengths = [len(s) for s in sequences]
-        budget = max_tokens or self._default_token_budget(batch_size, max(lengths, default=1))
         out = torch.empty(len(sequences), self.embedding_dim)
-        with (
-            torch.inference_mode(),
-            tqdm(total=len(sequences), desc="encoding", unit="seq", disable=not show_progress_bar) as bar,
-        ):
-            for batch in length_batches(lengths, batch_size, budget):
-                pooled = self._forward([sequences[i] for i in batch], temperature=temperature)
-                if normalize:
-                    pooled = torch.nn.functional.normalize(pooled, dim=-1)
-                out[batch] = pooled.float().cpu()
-                bar.update(len(batch))
+        for batch in self._batched(sequences, batch_size, max_tokens, show_progress_bar):
+            pooled = self._forward([sequences[i] for i in batch], temperature=temperature)
+            if normalize:
+                pooled = torch.nn.functional.normalize(pooled, dim=-1)
+            out[batch] = pooled.float().cpu()
         return out
 
     def _run_states(
@@ -442,19 +454,12 @@ class LongContextEncoder:
         temperature: float | None = None,
     ) -> list[np.ndarray]:
         """Last-layer token states (len, dim) float32 of every sequence, batched by length."""
-        lengths = [len(s) for s in sequences]
-        budget = max_tokens or self._default_token_budget(batch_size, max(lengths, default=1))
         out: list[np.ndarray] = [np.zeros((0, self.embedding_dim), dtype=np.float32)] * len(sequences)
-        with (
-            torch.inference_mode(),
-            tqdm(total=len(sequences), desc="encoding", unit="seq", disable=not show_progress_bar) as bar,
-        ):
-            for batch in length_batches(lengths, batch_size, budget):
-                hidden, _ = self._hidden([sequences[i] for i in batch], temperature=temperature)
-                hidden = hidden.float().cpu().numpy()
-                for row, i in enumerate(batch):
-                    out[i] = hidden[row, : lengths[i]].copy()
-                bar.update(len(batch))
+        for batch in self._batched(sequences, batch_size, max_tokens, show_progress_bar):
+            hidden, _ = self._hidden([sequences[i] for i in batch], temperature=temperature)
+            hidden = hidden.float().cpu().numpy()
+            for row, i in enumerate(batch):
+                out[i] = hidden[row, : len(sequences[i])].copy()
         return out
 
     def _default_token_budget(self, batch_size: int, longest: int) -> int:

@@ -142,6 +142,14 @@ class CachedEncoder:
         return count_missing(texts, self.namespace(prompt, temperature, normalize, quantity), shard, keys)
 
     # ------------------------------------------------------------------ encoding
+    def _call_options(self, prompt: str, tau: float, **options: Any) -> dict[str, Any]:
+        """Keyword arguments of the wrapped encoder's calls: batch size, prompt, and tau when it is
+        not the encoder's own (an encoder without per-call tau never sees the argument)."""
+        kwargs: dict[str, Any] = {"batch_size": self.batch_size, "prompt": prompt, **options}
+        if tau != self.configured_temperature:
+            kwargs["temperature"] = tau
+        return kwargs
+
     def encode(
         self,
         texts: Sequence[str],
@@ -158,14 +166,7 @@ class CachedEncoder:
         ``normalize_embeddings=False`` (raw pooled vectors, a separate namespace).
         """
         tau = self.temperature(temperature)
-        kwargs: dict[str, Any] = {
-            "batch_size": self.batch_size,
-            "prompt": prompt,
-            "normalize_embeddings": normalize_embeddings,
-            "show_progress_bar": False,
-        }
-        if tau != self.configured_temperature:
-            kwargs["temperature"] = tau
+        kwargs = self._call_options(prompt, tau, normalize_embeddings=normalize_embeddings, show_progress_bar=False)
 
         def encode_chunk(chunk: list[str]) -> np.ndarray:
             with warnings.catch_warnings():
@@ -208,11 +209,7 @@ class CachedEncoder:
         tau = self.temperature(temperature)
         keys = None if spans is None else chunk_keys(texts, spans)
         spans_of = {} if spans is None else {text_key(t): list(s) for t, s in zip(texts, spans, strict=True)}
-        kwargs: dict[str, Any] = {
-            "late": late, "batch_size": self.batch_size, "prompt": prompt, "normalize_embeddings": True,
-        }
-        if tau != self.configured_temperature:
-            kwargs["temperature"] = tau
+        kwargs = self._call_options(prompt, tau, late=late, normalize_embeddings=True)
 
         def encode_chunk(chunk: list[str]) -> list[np.ndarray]:
             how = chunking if spans is None else [spans_of[text_key(t)] for t in chunk]

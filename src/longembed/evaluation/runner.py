@@ -46,8 +46,8 @@ from longembed.evaluation.scoring import (
     Side,
     Unit,
     average,
+    context_spans,
     load_units,
-    passages_by_context,
     score_unit,
     task_result,
     task_summary,
@@ -287,10 +287,7 @@ def _sides_to_encode(
         if name == "documents" and level.chunked and data.passages is None:
             to_encode.quantity = chunk_quantity(level.chunking, level.late)
         elif name == "documents" and level.chunked and level.late:
-            assert data.contexts is not None
-            by_context = passages_by_context(data)
-            context_texts = [data.contexts[c] for c in by_context]
-            spans = [[(data.passages[d].start, data.passages[d].end) for d in ids] for ids in by_context.values()]
+            context_texts, spans = context_spans(data)
             to_encode = SideToEncode(
                 context_texts, unit.shard("contexts"), prompt, tau, chunk_quantity(None, True),
                 chunk_keys(context_texts, spans),

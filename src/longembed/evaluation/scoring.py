@@ -192,13 +192,11 @@ def encode_documents(unit: Unit, model: CachedEncoder, side: Side, granularity: 
             texts, shard=unit.shard(side.name), chunking=granularity.chunking, late=granularity.late, **common
         )
     by_context = passages_by_context(data)
-    contexts = list(by_context)
-    spans = [[(data.passages[d].start, data.passages[d].end) for d in by_context[c]] for c in contexts]
+    context_texts, spans = context_spans(data, by_context)
     encoded = model.encode_chunks(
-        [data.contexts[c] for c in contexts], shard=unit.shard("contexts"), chunking=None, spans=spans,
-        late=True, **common,
+        context_texts, shard=unit.shard("contexts"), chunking=None, spans=spans, late=True, **common
     )
-    row_of = {doc_id: row for row, doc_id in enumerate(d for c in contexts for d in by_context[c])}
+    row_of = {doc_id: row for row, doc_id in enumerate(d for ids in by_context.values() for d in ids)}
     encoded.vectors = encoded.vectors[[row_of[d] for d in data.corpus]]
     encoded.rows = None
     return encoded
@@ -211,6 +209,17 @@ def passages_by_context(data: RetrievalData) -> dict[str, list[str]]:
     for doc_id in data.corpus:
         by_context.setdefault(data.passages[doc_id].context, []).append(doc_id)
     return by_context
+
+
+def context_spans(
+    data: RetrievalData, by_context: dict[str, list[str]] | None = None
+) -> tuple[list[str], list[list[tuple[int, int]]]]:
+    """(each context's text, its passages' character spans), in :func:`passages_by_context` order."""
+    assert data.passages is not None and data.contexts is not None
+    by_context = passages_by_context(data) if by_context is None else by_context
+    texts = [data.contexts[c] for c in by_context]
+    spans = [[(data.passages[d].start, data.passages[d].end) for d in ids] for ids in by_context.values()]
+    return texts, spans
 
 
 def max_over_rows(scores: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
