@@ -97,6 +97,14 @@ def test_length_batches_respect_budget_and_cover_everything():
         longest = max(lengths[i] for i in batch)
         assert longest * len(batch) <= 200 or len(batch) == 1
     assert batches[0] == [1, 4]  # longest first, budget 200 stops a third 100-token item
+    for batch in batches:  # nothing padded to more than twice its length
+        assert max(lengths[i] for i in batch) <= 2 * min(lengths[i] for i in batch)
+
+
+def test_length_batches_do_not_pad_short_inputs_to_a_long_batch():
+    """A 4k-token batch with room left must not take 50-token inputs (each would cost a 4k row)."""
+    batches = length_batches([4096, 50, 60, 4000, 55], batch_size=8, max_tokens=16384)
+    assert batches == [[0, 3], [2, 4, 1]]
 
 
 # ----------------------------------------------------------------------------- SelfExtend
