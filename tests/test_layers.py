@@ -1,7 +1,8 @@
 """The package's import graph: layers point one way, no cycles, no imports hidden inside functions.
 
 core (config, loading, inputs, encoder, pooling, batching, chunking, extension, models) <- export; core <- tasks
-<- evaluation <- report / collapse / training <- cli (training also builds on export); ``results`` is plain data that every layer above core may use.
+<- evaluation <- report / collapse / training <- cli (training also builds on export); core <- serving
+(the HTTP server) <- cli; core <- integrations (mteb, LangChain adapters); ``results`` is plain data that every layer above core may use.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ ALLOWED = {
     "collapse": CORE | {"tasks", "results", "evaluation", "report"},
     "export": CORE,
     "training": CORE | {"tasks", "results", "evaluation", "export"},
-    "cli": CORE | {"tasks", "results", "evaluation", "report", "collapse", "export", "training"},
+    "serving": CORE,
+    "integrations": CORE,
+    "cli": CORE | {"tasks", "results", "evaluation", "report", "collapse", "export", "training", "serving"},
 }
 
 

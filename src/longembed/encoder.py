@@ -250,7 +250,7 @@ class LongContextEncoder:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         checked = check_texts(texts)
         layouts = token_layouts(
-            checked, self.tokenizer, self._resolve_prompt(prompt, prompt_name), self.special_tokens
+            checked, self.tokenizer, self.resolve_prompt(prompt, prompt_name), self.special_tokens
         )
         if window_overlap is None:
             self.last_stats = check_overflow(
@@ -384,8 +384,8 @@ class LongContextEncoder:
                     [prepared.sequences[i]], observer=hook(i), observe_layer=target, temperature=temperature
                 )
 
-    # ------------------------------------------------------------------ internals
-    def _resolve_prompt(self, prompt: str | None, prompt_name: str | None) -> str:
+    def resolve_prompt(self, prompt: str | None = None, prompt_name: str | None = None) -> str:
+        """The prefix put before each text: ``prompt`` literally, or the model's prompt named ``prompt_name``."""
         if prompt is not None and prompt_name is not None:
             raise ValueError("pass either prompt or prompt_name, not both")
         if prompt_name is None:
@@ -397,13 +397,14 @@ class LongContextEncoder:
             )
         return self.prompts[prompt_name]
 
+    # ------------------------------------------------------------------ internals
     def _prepare(self, texts: str | Sequence[str], prompt: str | None, prompt_name: str | None) -> PreparedInputs:
         """Checked texts -> token-id sequences (PCW: windows of Lo tokens), with stats."""
         checked = check_texts(texts)
         prepared = prepare_inputs(
             checked,
             self.tokenizer,
-            self._resolve_prompt(prompt, prompt_name),
+            self.resolve_prompt(prompt, prompt_name),
             self.max_length,
             self.special_tokens,
             self.config.on_overflow,

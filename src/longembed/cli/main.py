@@ -1,4 +1,4 @@
-"""The ``longembed`` command: one subcommand per job (embed, eval, report, sweep, collapse, tune, export, train)."""
+"""The ``longembed`` command: one subcommand per job (embed, eval, report, sweep, collapse, tune, export, train, serve)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import logging
 import sys
 
 from longembed import __version__
-from longembed.cli import collapse, embed, evaluate, export, report, sweep, train, tune
+from longembed.cli import collapse, embed, evaluate, export, report, serve, sweep, train, tune
 from longembed.cli.options import resolve_method
 
-SUBCOMMANDS = (embed, evaluate, report, sweep, collapse, tune, export, train)
+SUBCOMMANDS = (embed, evaluate, report, sweep, collapse, tune, export, train, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

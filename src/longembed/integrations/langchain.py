@@ -1,0 +1,83 @@
+"""LangChain adapter: a LongContextEncoder as ``langchain_core.embeddings.Embeddings``.
+
+    >>> from longembed.integrations.langchain import LongEmbedEmbeddings
+    >>> embeddings = LongEmbedEmbeddings.from_pretrained("path/to/nomic-embed-text-v1.5", "selfextend", 8192)
+    >>> store = InMemoryVectorStore.from_texts(long_documents, embeddings)
+
+Documents are embedded with the model's "document" (or "passage") prompt and queries with its
+"query" prompt, as ``longembed eval`` does, so a vector store searches the way the benchmark scored.
+Vectors come back as plain Python floats (what LangChain's stores expect), unit length when the
+model normalizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from longembed.encoder import LongContextEncoder, load_encoder
+from longembed.integrations import INSTALL_HINT, retrieval_prompts
+
+try:
+    from langchain_core.embeddings import Embeddings
+except ImportError as exc:
+    raise ImportError(f"longembed.integrations.langchain needs langchain-core ({exc}): {INSTALL_HINT}") from exc
+
+__all__ = ["LongEmbedEmbeddings"]
+
+
+class LongEmbedEmbeddings(Embeddings):
+    """LangChain embeddings from a LongContextEncoder (texts of any length, any extension method).
+
+    batch_size: texts per ``encode`` batch.  normalize_embeddings: None follows the model folder,
+    True / False force it (as ``encode``'s argument).
+    """
+
+    def __init__(
+        self, encoder: LongContextEncoder, *, batch_size: int = 32, normalize_embeddings: bool | None = None
+    ) -> None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        self.encoder = encoder
+        self.batch_size = batch_size
+        self.normalize_embeddings = normalize_embeddings
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        model: str | Path,
+        method: str = "truncate",
+        max_length: int | None = None,
+        *,
+        device: str | None = None,
+        batch_size: int = 32,
+        normalize_embeddings: bool | None = None,
+        **options: Any,
+    ) -> LongEmbedEmbeddings:
+        """Load the encoder (``load_encoder``'s arguments and options) and wrap it."""
+        encoder = load_encoder(model, method=method, max_length=max_length, device=device, **options)
+        return cls(encoder, batch_size=batch_size, normalize_embeddings=normalize_embeddings)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """One vector per text, in order, with the document prompt.  ``texts`` must be a list (or
+        other sequence) of non-empty strings; a single string is a TypeError, not one document."""
+        if isinstance(texts, str) or not isinstance(texts, Sequence):
+            raise TypeError(f"embed_documents takes a list of strings, got {type(texts).__name__}; "
+                            "for one text use embed_documents([text]) or embed_query(text)")
+        if not texts:
+            return []
+        return self._embed(list(texts), retrieval_prompts(self.encoder)["document"]).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        """The vector of one query string, with the query prompt."""
+        if not isinstance(text, str):
+            raise TypeError(f"embed_query takes one string, got {type(text).__name__}")
+        return self._embed([text], retrieval_prompts(self.encoder)["query"])[0].tolist()
+
+    def _embed(self, texts: list[str], prompt: str) -> np.ndarray:
+        return self.encoder.encode(
+            texts, batch_size=self.batch_size, normalize_embeddings=self.normalize_embeddings, prompt=prompt
+        )

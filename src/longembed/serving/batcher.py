@@ -1,0 +1,192 @@
+"""Dynamic batching across concurrent requests, under a token budget, on one worker thread.
+
+Requests put their inputs in one queue; a worker thread takes the next batch whenever it is free
+(continuous batching: no timer, the queue fills while the model runs) and embeds it with
+``encoder.encode``, which sorts a batch by length and splits it under the same token budget.
+
+Fairness: a batch always starts with the oldest waiting input, then takes later inputs, in arrival
+order, while they fit in ``max_batch_tokens``.  A long input therefore waits only for the inputs that
+arrived before it, never behind an endless stream of short ones; short ones still fill the room a
+long one leaves.  The queue is bounded by tokens (:class:`QueueFull` -> 429), inference never runs on
+the event loop, and :meth:`DynamicBatcher.close` finishes every accepted input before it returns.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: encode(texts, prompt, normalize, max_batch_tokens) -> (n, dim) float32
+EncodeFunction = Callable[[list[str], str, bool, int], np.ndarray]
+
+
+class QueueFull(RuntimeError):
+    """The queue holds too many tokens already; the client should retry later (429)."""
+
+
+class ShuttingDown(RuntimeError):
+    """The server is finishing its accepted work and takes nothing new (503)."""
+
+
+@dataclass
+class _Job:
+    """One request: its inputs' vectors fill in as their batches finish."""
+
+    future: Future
+    vectors: list[np.ndarray | None]
+    remaining: int
+
+
+@dataclass
+class _Item:
+    """One input waiting for a batch."""
+
+    text: str
+    n_tokens: int
+    prompt: str
+    normalize: bool
+    job: _Job
+    index: int
+
+
+@dataclass
+class BatchRecord:
+    """What one batch held (for metrics)."""
+
+    n_inputs: int
+    n_tokens: int
+    seconds: float
+
+
+@dataclass
+class DynamicBatcher:
+    """Embeds submitted inputs in token-budgeted batches on a background thread."""
+
+    encode: EncodeFunction
+    max_batch_tokens: int
+    max_queue_tokens: int
+    on_batch: Callable[[BatchRecord], None] | None = None
+    _queue: deque[_Item] = field(default_factory=deque, init=False)
+    _queued_tokens: int = field(default=0, init=False)
+    _condition: threading.Condition = field(default_factory=threading.Condition, init=False)
+    _closing: bool = field(default=False, init=False)
+    _thread: threading.Thread | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        if self.max_batch_tokens < 1 or self.max_queue_tokens < 1:
+            raise ValueError("max_batch_tokens and max_queue_tokens must be positive")
+
+    # ---------------------------------------------------------------- client side
+    def submit(
+        self, texts: Sequence[str], token_counts: Sequence[int], prompt: str = "", normalize: bool = True
+    ) -> Future:
+        """Queue ``texts``; the future resolves to their (n, dim) float32 vectors in input order.
+
+        Raises :class:`QueueFull` when the queue already holds work and these tokens would pass
+        ``max_queue_tokens`` (an empty queue takes any request, so no request is refused forever),
+        :class:`ShuttingDown` after :meth:`close`.
+        """
+        if len(texts) != len(token_counts) or not texts:
+            raise ValueError("submit needs one token count per text, and at least one text")
+        future: Future = Future()
+        job = _Job(future, [None] * len(texts), len(texts))
+        tokens = sum(token_counts)
+        with self._condition:
+            if self._closing:
+                raise ShuttingDown("the server is shutting down")
+            if self._queue and self._queued_tokens + tokens > self.max_queue_tokens:
+                raise QueueFull(
+                    f"the queue holds {self._queued_tokens} tokens; this request's {tokens} would pass the "
+                    f"limit of {self.max_queue_tokens}: retry later"
+                )
+            for index, (text, n) in enumerate(zip(texts, token_counts, strict=True)):
+                self._queue.append(_Item(text, n, prompt, normalize, job, index))
+            self._queued_tokens += tokens
+            self._condition.notify()
+        return future
+
+    @property
+    def queued_tokens(self) -> int:
+        return self._queued_tokens
+
+    @property
+    def queued_inputs(self) -> int:
+        return len(self._queue)
+
+    @property
+    def closing(self) -> bool:
+        return self._closing
+
+    # ---------------------------------------------------------------- worker side
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._work, name="longembed-batcher", daemon=True)
+            self._thread.start()
+
+    def close(self, timeout: float | None = None) -> None:
+        """Take nothing new, finish every queued input, stop the worker."""
+        with self._condition:
+            self._closing = True
+            self._condition.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _next_batch(self) -> list[_Item]:
+        """The oldest input, then later ones in arrival order while they fit in the token budget."""
+        batch = [self._queue.popleft()]
+        room = self.max_batch_tokens - batch[0].n_tokens
+        kept: deque[_Item] = deque()
+        while self._queue and room > 0:
+            item = self._queue.popleft()
+            if item.n_tokens <= room:
+                batch.append(item)
+                room -= item.n_tokens
+            else:
+                kept.append(item)
+        self._queue.extendleft(reversed(kept))
+        self._queued_tokens -= sum(item.n_tokens for item in batch)
+        return batch
+
+    def _work(self) -> None:
+        while True:
+            with self._condition:
+                while not self._queue and not self._closing:
+                    self._condition.wait()
+                if not self._queue:
+                    return  # closing and drained
+                batch = self._next_batch()
+            self._run(batch)
+
+    def _run(self, batch: list[_Item]) -> None:
+        start = time.perf_counter()
+        groups: dict[tuple[str, bool], list[_Item]] = {}
+        for item in batch:
+            groups.setdefault((item.prompt, item.normalize), []).append(item)
+        for (prompt, normalize), items in groups.items():
+            try:
+                vectors = self.encode([i.text for i in items], prompt, normalize, self.max_batch_tokens)
+            except Exception as exc:  # a failure fails the requests it touches, not the server
+                for item in items:
+                    if not item.job.future.done():
+                        item.job.future.set_exception(exc)
+                continue
+            for item, vector in zip(items, vectors, strict=True):
+                self._deliver(item, vector)
+        if self.on_batch is not None:
+            self.on_batch(BatchRecord(len(batch), sum(i.n_tokens for i in batch), time.perf_counter() - start))
+
+    @staticmethod
+    def _deliver(item: _Item, vector: np.ndarray) -> None:
+        job = item.job
+        if job.future.done():  # an earlier group of the same request failed
+            return
+        job.vectors[item.index] = vector
+        job.remaining -= 1
+        if job.remaining == 0:
+            job.future.set_result(np.stack(job.vectors))

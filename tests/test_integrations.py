@@ -1,0 +1,177 @@
+"""The mteb and LangChain adapters on the real all-MiniLM-L6-v2: their vectors are ``encode``'s with the
+right prompts, and mteb scores a local task as longembed's own benchmark does."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from conftest import DATA_DIR, real_model_folder
+
+from longembed import load_encoder
+from longembed.integrations import INSTALL_HINT, retrieval_prompts
+
+try:
+    import langchain_core  # noqa: F401
+    import mteb
+except ImportError as exc:  # the extra is missing: skip here, but fail in CI (it is in the test extra)
+    if os.environ.get("CI"):
+        raise
+    pytest.skip(f"mteb / langchain-core missing ({exc}): {INSTALL_HINT}", allow_module_level=True)
+
+from mteb.types import PromptType  # noqa: E402
+
+from longembed.integrations.langchain import LongEmbedEmbeddings  # noqa: E402
+from longembed.integrations.mteb import LongEmbedMTEBModel, model_meta, retrieval_task  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+AGREEMENT_SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "mteb_agreement.py"
+PROMPTS = {"query": "q: ", "document": "d: "}
+QUERIES = ["Who founded the company?", "What is the capital of France?"]
+# Documents beyond MiniLM's 512 tokens, so the pi extension acts on them.
+DOCUMENTS = [
+    " ".join(f"Paragraph {i} of the report covers quarter {i % 4} results in detail." for i in range(45)),
+    "Paris is the capital and largest city of France.",
+    "The company was founded in 1998 by two students.",
+]
+
+
+@pytest.fixture(scope="module")
+def plain():
+    """MiniLM under pi at 2048 tokens: its folder's prompts are empty."""
+    return load_encoder(real_model_folder("all-MiniLM-L6-v2"), method="pi", max_length=2048)
+
+
+@pytest.fixture(scope="module")
+def prompted():
+    """The same, with query and document prompts (as nomic and E5 have)."""
+    return load_encoder(real_model_folder("all-MiniLM-L6-v2"), method="pi", max_length=2048, prompts=PROMPTS)
+
+
+def batches(texts: list[str], size: int = 2) -> list[dict[str, list[str]]]:
+    """What mteb hands ``encode``: batches of ``{"text": [...]}``."""
+    return [{"text": texts[i : i + size]} for i in range(0, len(texts), size)]
+
+
+def mteb_encode(model: LongEmbedMTEBModel, texts: list[str], prompt_type: PromptType | None) -> np.ndarray:
+    task = retrieval_task("tiny", {"d": "doc"}, {"q": "query"}, {"q": {"d": 1}})
+    return model.encode(batches(texts), task_metadata=task.metadata, hf_split="test", hf_subset="default",
+                        prompt_type=prompt_type, batch_size=2)
+
+
+# ----------------------------------------------------------------------------- mteb adapter
+def test_mteb_vectors_are_encode_with_the_side_prompt(prompted):
+    model = LongEmbedMTEBModel(prompted)
+    assert isinstance(model, mteb.models.EncoderProtocol)
+    queries = mteb_encode(model, QUERIES, PromptType.query)
+    documents = mteb_encode(model, DOCUMENTS, PromptType.document)
+    assert queries.dtype == np.float32 and documents.shape == (3, 384)
+    np.testing.assert_allclose(queries, prompted.encode(QUERIES, prompt_name="query"), atol=1e-6, rtol=0)
+    np.testing.assert_allclose(documents, prompted.encode(DOCUMENTS, prompt_name="document"), atol=1e-6, rtol=0)
+    # the prompts change the vectors, so the checks above tell the sides apart
+    assert np.abs(queries - prompted.encode(QUERIES, prompt_name="document")).max() > 1e-3
+    np.testing.assert_allclose(mteb_encode(model, QUERIES, None), prompted.encode(QUERIES), atol=1e-6, rtol=0)
+
+
+def test_mteb_without_model_prompts_adds_none(plain):
+    model = LongEmbedMTEBModel(plain)
+    texts = QUERIES + DOCUMENTS[1:]
+    expected = plain.encode(texts)
+    np.testing.assert_allclose(mteb_encode(model, texts, PromptType.document), expected, atol=1e-6, rtol=0)
+    np.testing.assert_allclose(mteb_encode(model, texts, PromptType.query), expected, atol=1e-6, rtol=0)
+
+
+def test_document_prompt_falls_back_to_passage_as_e5_names_it():
+    e5 = SimpleNamespace(prompts={"query": "query: ", "passage": "passage: "})
+    assert retrieval_prompts(e5) == {"query": "query: ", "document": "passage: "}
+    assert retrieval_prompts(SimpleNamespace(prompts={})) == {"query": "", "document": ""}
+
+
+def test_model_meta_names_the_configuration_and_reloads_it(prompted):
+    meta = model_meta(prompted)
+    assert meta.name == "longembed/all-MiniLM-L6-v2-pi-2048"
+    assert meta.revision and meta.embed_dim == 384 and meta.max_tokens == 2048
+    assert meta.similarity_fn_name.value == "cosine" and meta.use_instructions
+    assert meta.experiment_kwargs == {"prompts": PROMPTS}
+    reloaded = meta.load_model()
+    assert isinstance(reloaded, LongEmbedMTEBModel)
+    assert reloaded.encoder.config.to_dict() == {**prompted.config.to_dict(), "model": meta.loader_kwargs["model"]}
+    np.testing.assert_allclose(reloaded.encoder.encode(QUERIES, prompt_name="query"),
+                               prompted.encode(QUERIES, prompt_name="query"), atol=1e-6, rtol=0)
+
+
+def test_mteb_refuses_quantized_output(plain):
+    with pytest.raises(ValueError, match="float32"):
+        LongEmbedMTEBModel(plain).encode(batches(QUERIES), task_metadata=None, hf_split="test",
+                                         hf_subset="default", precision="int8")
+
+
+def test_retrieval_task_rejects_unknown_judged_documents():
+    with pytest.raises(ValueError, match="unknown"):
+        retrieval_task("bad", {"d1": "text"}, {"q1": "query"}, {"q1": {"d2": 1}})
+
+
+@pytest.mark.skipif(not (DATA_DIR / "paul_graham_essays").is_dir(), reason=f"needle data not found under {DATA_DIR}")
+def test_mteb_and_longembed_agree_on_needle(prompted, tmp_path, monkeypatch):
+    """The issue's check: same model, method and data, nDCG@10 within 0.1 points."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    spec = importlib.util.spec_from_file_location("mteb_agreement", AGREEMENT_SCRIPT)
+    agreement_script = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "mteb_agreement", agreement_script)  # dataclasses look their module up
+    spec.loader.exec_module(agreement_script)
+
+    # the first 40 of the 100 documents (and the queries they answer) keep the test quick
+    agreement = agreement_script.compare(prompted, "needle", 256, DATA_DIR, tmp_path, max_documents=40)
+    print(agreement.summary())
+    assert agreement.documents == 40 and agreement.queries >= 10
+    assert 50 < agreement.longembed <= 100  # a real score, not a degenerate one
+    assert agreement.difference <= agreement_script.TOLERANCE
+    saved = list((tmp_path / "mteb").rglob("longembed-needle-256.json"))  # mteb filed it under our name
+    assert len(saved) == 1 and "longembed__all-MiniLM-L6-v2-pi-2048" in saved[0].parts
+
+
+# ----------------------------------------------------------------------------- LangChain adapter
+def test_langchain_vectors_are_encode_with_the_side_prompt(prompted):
+    embeddings = LongEmbedEmbeddings(prompted, batch_size=2)
+    documents = embeddings.embed_documents(DOCUMENTS)
+    query = embeddings.embed_query(QUERIES[0])
+    assert isinstance(documents, list) and len(documents) == 3 and all(len(v) == 384 for v in documents)
+    assert all(type(x) is float for v in documents for x in v) and all(type(x) is float for x in query)
+    np.testing.assert_allclose(np.asarray(documents), prompted.encode(DOCUMENTS, prompt_name="document"),
+                               atol=1e-6, rtol=0)
+    np.testing.assert_allclose(np.asarray(query), prompted.encode(QUERIES[0], prompt_name="query"),
+                               atol=1e-6, rtol=0)
+    assert embeddings.embed_documents([]) == []
+
+
+def test_langchain_rejects_what_is_not_text(prompted):
+    embeddings = LongEmbedEmbeddings(prompted)
+    with pytest.raises(TypeError, match="list of strings"):
+        embeddings.embed_documents("one string is not a list of documents")
+    with pytest.raises(TypeError, match=r"texts\[1\] is int"):
+        embeddings.embed_documents(["fine", 3])
+    with pytest.raises(TypeError, match="one string"):
+        embeddings.embed_query(["a list"])
+    with pytest.raises(ValueError, match="empty"):
+        embeddings.embed_documents(["  "])
+    with pytest.raises(ValueError, match="batch_size"):
+        LongEmbedEmbeddings(prompted, batch_size=0)
+
+
+# ----------------------------------------------------------------------------- missing extras
+@pytest.mark.parametrize(("module", "missing"), [("mteb", "mteb"), ("langchain", "langchain_core")])
+def test_missing_extra_names_the_install_command(module, missing, monkeypatch):
+    for name in [n for n in sys.modules if n == missing or n.startswith(f"{missing}.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.delitem(sys.modules, f"longembed.integrations.{module}")
+    with pytest.raises(ImportError, match=r'pip install "longembed\[integrations\]"'):
+        importlib.import_module(f"longembed.integrations.{module}")
+    assert INSTALL_HINT == 'pip install "longembed[integrations]"'
