@@ -9,6 +9,10 @@ Lo), which cuts the input itself.
 from __future__ import annotations
 
 import base64
+import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -384,3 +388,35 @@ def test_a_failed_batch_fails_its_requests_not_the_server() -> None:
         bad.result(10)
     assert batcher.submit(["fine"], [5]).result(10).shape == (1, 2)
     batcher.close()
+
+
+def test_the_serve_command_answers_and_stops_cleanly_on_sigterm(minilm, encoder) -> None:
+    """``longembed serve`` in its own process: /info reflects the flags, a request is answered,
+    SIGTERM ends it after a graceful shutdown."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    command = [sys.executable, "-m", "longembed.cli.main", "serve", "--model", str(minilm), "--method", "pi",
+               "--max-length", "1024", "--port", str(port), "--overflow", "error", "--max-client-batch-size", "4"]
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(base + "/health", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                assert server.poll() is None, server.stdout.read()
+                assert time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.3)
+        info = httpx.get(base + "/info", timeout=10).json()
+        assert (info["overflow"], info["max_client_batch_size"], info["max_length"]) == ("error", 4, 1024)
+        response = httpx.post(base + "/embed", json={"inputs": ["hello there"]}, timeout=60)
+        np.testing.assert_allclose(np.array(response.json(), dtype=np.float32), encoder.encode(["hello there"]), atol=1e-6)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        output = server.communicate(timeout=60)[0]
+    # uvicorn shuts down gracefully, then re-raises the signal, so the exit status is the signal's
+    assert server.returncode in (0, -signal.SIGTERM), output
+    assert "Application shutdown complete" in output and "Traceback" not in output
