@@ -2,7 +2,7 @@
 
 core (config, loading, inputs, encoder, pooling, batching, chunking, extension, models) <- export; core <- tasks
 <- evaluation <- report / collapse / training <- cli (training also builds on export); core <- serving
-(the HTTP server) <- cli; core <- integrations (mteb, LangChain adapters); ``results`` is plain data that every layer above core may use.
+(the HTTP server) <- cli; core <- integrations (mteb, LangChain adapters); core <- corpus (embedding corpora of shards, locally or on Ray) <- cli; ``results`` is plain data that every layer above core may use.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ ALLOWED = {
     "training": CORE | {"tasks", "results", "evaluation", "export"},
     "serving": CORE,
     "integrations": CORE,
-    "cli": CORE | {"tasks", "results", "evaluation", "report", "collapse", "export", "training", "serving"},
+    "corpus": CORE | {"results"},
+    "cli": CORE | {"tasks", "results", "evaluation", "report", "collapse", "export", "training", "serving", "corpus"},
 }
 
 
