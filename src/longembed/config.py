@@ -20,7 +20,7 @@ from longembed.extension.methods import METHODS, POSITION_SCHEMES
 from longembed.extension.presets import PRESETS, preset_options
 from longembed.extension.rope import NTK_VARIANTS
 from longembed.extension.scaling import APPLY_MODES, SCALE_MODES
-from longembed.loading import POOLING_MODES
+from longembed.loading import DTYPES, POOLING_MODES
 
 OVERFLOW_MODES = ("truncate", "error")
 #: The longest max_length accepted (2^20 tokens: 32 times the longest LongEmbed length).
@@ -78,6 +78,8 @@ class EncoderConfig:
         "named prompts NAME=TEXT, merged over the model folder's (e.g. query='query: ')"))
     on_overflow: str = field(default="truncate", metadata=_option(
         "inputs longer than max_length: cut them with a warning, or refuse them", OVERFLOW_MODES))
+    dtype: str = field(default="float32", metadata=_option(
+        "precision of the weights and activations (vectors are returned as float32)", tuple(DTYPES)))
     preset: str | None = field(default=None, metadata=_option(
         "a paper's exact settings, e.g. 'longembed-paper' (explicit options win)", tuple(PRESETS)))
 
@@ -85,7 +87,7 @@ class EncoderConfig:
         self.model = str(self.model)
         if self.method not in METHODS:
             raise ValueError(f"unknown method {self.method!r}; choose from: {', '.join(METHODS)}")
-        for name in ("scale", "apply_to", "attention_scale", "on_overflow", "ntk_variant"):
+        for name in ("scale", "apply_to", "attention_scale", "on_overflow", "ntk_variant", "dtype"):
             _check_choice(name, getattr(self, name), _choices(name))
         for name in ("position_scheme", "pooling", "preset"):
             if getattr(self, name) is not None:

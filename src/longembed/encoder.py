@@ -56,7 +56,14 @@ from longembed.inputs import (
     prepare_inputs,
     special_token_layout,
 )
-from longembed.loading import default_method, load_transformer, resolve_device, resolve_model
+from longembed.loading import (
+    DTYPES,
+    default_method,
+    load_transformer,
+    load_transformer_config,
+    resolve_device,
+    resolve_model,
+)
 from longembed.pooling import pool
 
 logger = logging.getLogger(__name__)
@@ -91,28 +98,23 @@ class AttentionView:
 class LongContextEncoder:
     """Embeds texts of any length with a chosen context-window extension method."""
 
-    def __init__(self, config: EncoderConfig, device: str | torch.device | None = None):
+    def __init__(self, config: EncoderConfig, device: str | torch.device | None = None, lazy: bool = False):
+        """``lazy=True`` reads only the model's configuration and tokenizer now and its weights at the
+        first forward: a run whose every vector is cached never loads them."""
         self.config = config
         self.source = resolve_model(config.model)
         self.device = resolve_device(device)
+        self.dtype = DTYPES[config.dtype]
         self.tokenizer = AutoTokenizer.from_pretrained(self.source.transformer_path)
-        self.model = load_transformer(self.source.transformer_path).to(self.device).eval()
-        self.model.set_attn_implementation(ATTENTION_NAME)
-        if self.model.config._attn_implementation != ATTENTION_NAME:
-            raise ValueError(
-                f"{type(self.model).__name__} cannot switch to longembed's attention function (transformers "
-                "allows it only for models that look up ALL_ATTENTION_FUNCTIONS.get_interface); its "
-                "extension methods, attention scaling and TempScale would silently not apply"
-            )
+        self.model_config = load_transformer_config(self.source.transformer_path)
         self.positions = position_scheme_for(
-            self.model.config,
+            self.model_config,
             config.method,
             config.position_scheme,
             config.original_length,
             extended=self.source.extended_table,
             **self._rotary_options(),
         )
-        self.positions.prepare_model(self.model)
         self.position_scheme = self.positions.name
         self.method = self.positions.method
         self.original_length = self.positions.original_length
@@ -120,13 +122,38 @@ class LongContextEncoder:
         self.pooling = config.pooling or self.source.pooling
         self.prompts = {**self.source.prompts, **config.prompts}
         self.normalize = self.source.normalize
-        self.num_layers = self.model.config.num_hidden_layers
+        self.num_layers = self.model_config.num_hidden_layers
         self.special_tokens = special_token_layout(self.tokenizer)
-        self._takes_token_types = "token_type_ids" in inspect.signature(self.model.forward).parameters
         self.last_stats = EncodeStats()
         # Scores (batch x heads x queries x keys) held at once before attention works in query
         # blocks; a memory knob only, results do not depend on it.
         self.max_score_elements = 1 << 24
+        self._model: torch.nn.Module | None = None
+        if not lazy:
+            self._load_model()
+
+    @property
+    def model(self) -> torch.nn.Module:
+        """The transformer, with longembed's attention function on this instance (loaded on first use)."""
+        return self._model if self._model is not None else self._load_model()
+
+    @property
+    def model_loaded(self) -> bool:
+        return self._model is not None
+
+    def _load_model(self) -> torch.nn.Module:
+        model = load_transformer(self.source.transformer_path, self.config.dtype).to(self.device).eval()
+        model.set_attn_implementation(ATTENTION_NAME)
+        if model.config._attn_implementation != ATTENTION_NAME:
+            raise ValueError(
+                f"{type(model).__name__} cannot switch to longembed's attention function (transformers "
+                "allows it only for models that look up ALL_ATTENTION_FUNCTIONS.get_interface); its "
+                "extension methods, attention scaling and TempScale would silently not apply"
+            )
+        self.positions.prepare_model(model)
+        self._takes_token_types = "token_type_ids" in inspect.signature(model.forward).parameters
+        self._model = model
+        return model
 
     def _rotary_options(self) -> dict[str, Any]:
         c = self.config
@@ -161,7 +188,7 @@ class LongContextEncoder:
     # ------------------------------------------------------------------ public API
     @property
     def embedding_dim(self) -> int:
-        return self.model.config.hidden_size
+        return self.model_config.hidden_size
 
     @property
     def window_length(self) -> int:
@@ -503,6 +530,7 @@ class LongContextEncoder:
         temperature: float | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Last-layer states (B, n, dim) of a batch of token-id sequences, and its (B, n) mask of real tokens."""
+        model = self.model
         lengths = torch.tensor([len(s) for s in sequences])
         n = int(lengths.max())
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
@@ -520,14 +548,14 @@ class LongContextEncoder:
         plan = AttentionPlan(
             key_mask=None if bool(mask.all()) else mask.to(self.device),
             logit_scale=None if bool((multiplier == 1).all()) else multiplier.to(self.device),
-            rotary=_to_device(positions.rotary, self.device),
+            rotary=_to_device(positions.rotary, self.device, self.dtype),
             observer=observer,
             observe_layer=observe_layer,
             max_score_elements=self.max_score_elements,
         )
         inputs = {k: v.to(self.device) for k, v in {**inputs, **positions.model_inputs}.items()}
-        hidden = self.model(**inputs, longembed_plan=plan).last_hidden_state
-        return hidden, inputs["attention_mask"].bool()
+        hidden = model(**inputs, longembed_plan=plan).last_hidden_state
+        return hidden.float(), inputs["attention_mask"].bool()  # pooled and returned in float32
 
     def __repr__(self) -> str:
         c = self.config
@@ -538,12 +566,22 @@ class LongContextEncoder:
         )
 
 
-def _to_device(rotary: Any, device: torch.device) -> Any:
+def _to_device(rotary: Any, device: torch.device, dtype: torch.dtype) -> Any:
+    """Rotary tables on the model's device, their floating-point tensors in its dtype (as Hugging Face
+    casts cos/sin to the query's dtype); integer tensors (SelfExtend's windows) stay integers."""
     if rotary is None:
         return None
     if isinstance(rotary, dict):
-        return {name: tables.to(device) for name, tables in rotary.items()}
-    return rotary.to(device)
+        return {name: _to_device(tables, device, dtype) for name, tables in rotary.items()}
+
+    def move(x: Any) -> Any:
+        if x is None:
+            return None
+        if isinstance(x, tuple):
+            return tuple(move(t) for t in x)
+        return x.to(device, dtype) if x.is_floating_point() else x.to(device)
+
+    return type(rotary)(**{name: move(value) for name, value in vars(rotary).items()})
 
 
 def load_encoder(
@@ -551,15 +589,21 @@ def load_encoder(
     method: str | None = None,
     max_length: int | None = None,
     device: str | torch.device | None = None,
+    dtype: str = "float32",
+    lazy: bool = False,
     **options: Any,
 ) -> LongContextEncoder:
     """Load ``model`` with a context-window extension ``method`` (options: ``EncoderConfig``'s
     fields, e.g. ``attention_scale="logn"``, ``preset="longembed-paper"``).
+
+    device: "cpu", "cuda", "cuda:1", "mps" (default: cuda if available).  dtype: "float32",
+    "bfloat16" or "float16" for the weights and activations; vectors come back as float32 either
+    way.  lazy: load the weights at the first forward (a fully cached run never does).
 
     ``method=None`` opens a folder made by ``longembed tune`` or ``longembed export`` with the method
     and Lt recorded in it, and any other model with "truncate".
     """
     model = "default" if model is None else str(model)
     method = default_method(model) if method is None else method
-    config = EncoderConfig.from_options(model, method, max_length, **options)
-    return LongContextEncoder(config, device=device)
+    config = EncoderConfig.from_options(model, method, max_length, dtype=dtype, **options)
+    return LongContextEncoder(config, device=device, lazy=lazy)

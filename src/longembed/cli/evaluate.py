@@ -136,8 +136,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"note: {', '.join(ignored)} ignored for --model bm25 (it has no encoder)")
         model: Any = BM25Model()
     else:
+        # lazy: the weights load at the first vector to compute, so a fully cached rerun never reads them
         model = load_encoder(args.model, method=args.method, max_length=args.max_length, device=args.device,
-                             **encoder_options(args))
+                             lazy=True, **encoder_options(args))
         print(repr(model))
     try:
         results = evaluate_model(

@@ -1,34 +1,60 @@
-"""The ``longembed`` command: one subcommand per job (embed, eval, report, sweep, collapse, tune, export, train, serve)."""
+"""The ``longembed`` command: one subcommand per job (embed, eval, report, sweep, collapse, tune, export, train, serve).
+
+Each subcommand lives in its own module of ``longembed.cli``; only the one that runs is imported, so
+``longembed eval`` does not pay for the training stack (sentence-transformers, datasets) or the
+server's (FastAPI, uvicorn): a fully cached rerun is mostly process start.  ``longembed --help`` and
+a mistyped subcommand import them all, to list every choice.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import sys
 
 from longembed import __version__
-from longembed.cli import collapse, embed, evaluate, export, report, serve, sweep, train, tune
 from longembed.cli.options import resolve_method
 
-SUBCOMMANDS = (embed, evaluate, report, sweep, collapse, tune, export, train, serve)
+#: subcommand -> its module in longembed.cli (each has ``register_cli(subparsers)``).
+SUBCOMMANDS = {
+    "embed": "embed",
+    "eval": "evaluate",
+    "report": "report",
+    "sweep": "sweep",
+    "collapse": "collapse",
+    "tune": "tune",
+    "export": "export",
+    "train": "train",
+    "serve": "serve",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def chosen_subcommand(argv: list[str]) -> str | None:
+    """The subcommand named in ``argv`` (its first argument that is not an option), if it is known."""
+    first = next((arg for arg in argv if not arg.startswith("-")), None)
+    return first if first in SUBCOMMANDS else None
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser, with only the chosen subcommand's module imported (all of them without one)."""
     parser = argparse.ArgumentParser(
         prog="longembed",
         description="Embed and search documents longer than an embedding model's context window.",
     )
     parser.add_argument("--version", action="version", version=f"longembed {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True)
-    for module in SUBCOMMANDS:
-        module.register_cli(subparsers)
+    chosen = chosen_subcommand(sys.argv[1:] if argv is None else argv)
+    for name, module in SUBCOMMANDS.items():
+        if chosen in (None, name):
+            importlib.import_module(f"longembed.cli.{module}").register_cli(subparsers)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run a subcommand; a user error prints one line ``longembed CMD: error: ...`` and exits 2."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     try:
         resolve_method(args)
         return int(args.func(args) or 0)
