@@ -3,18 +3,25 @@
 1. 512-token inputs on all-MiniLM-L6-v2: longembed ``encode`` vs sentence-transformers
    ``encode``, same texts, same batch size, timed alternately in the same process (median of
    --repeats).  Reported as a ratio of throughputs (> 1: longembed is faster).
-2. Mixed lengths: QMSum meetings cut to 4,096 tokens, MiniLM + pi.  Naive fixed-size batches in
-   input order (padded to each batch's longest) vs longembed's batching by length under a token
-   budget, alternated --repeats times (min of each).  Reported as a speed-up ratio; the vectors of
-   both runs are compared too.
+2. QMSum meetings cut to 4,096 tokens, MiniLM + pi.  Naive fixed-size batches in input order
+   (padded to each batch's longest) vs longembed's batching by length under a token budget,
+   alternated --repeats times (min of each).  Reported as a speed-up ratio; the vectors of both runs
+   are compared too.
+3. A mixed-length corpus: --per-length passkey and needle documents at each of --lengths, plus
+   --qmsum-mixed QMSum meetings cut to the longest length, shuffled together; the same comparison.
+
+Naive batching runs the encoder's own forward on each padded batch of --batch-size inputs in input
+order (``encode`` itself would sort them and split them by length).
 
     python benchmarks/bench_throughput.py --data-dir ../shared/data
+    python benchmarks/bench_throughput.py --parts 3 --per-length 6 --qmsum-mixed 12 --repeats 2
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import time
 from pathlib import Path
@@ -23,7 +30,9 @@ import numpy as np
 import torch
 
 from longembed import load_encoder
+from longembed.encoder import LongContextEncoder
 from longembed.loading import default_model_path
+from longembed.tasks import get_task
 
 
 def timed(fn) -> float:
@@ -58,13 +67,20 @@ def main() -> None:
     parser.add_argument("--texts", type=int, default=128, help="512-token texts in part 1")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--qmsum-docs", type=int, default=96, help="QMSum documents in part 2 (197 = all)")
-    parser.add_argument("--parts", default="1,2", help="which parts to run (default: 1,2)")
+    parser.add_argument("--parts", default="1,2", help="which parts to run (default: 1,2; 3: the mixed corpus)")
+    parser.add_argument("--model", default="default", help="model of parts 2 and 3 (default: packaged MiniLM)")
+    parser.add_argument("--lengths", default="256,512,1024,2048,4096", help="part 3: passkey/needle lengths")
+    parser.add_argument("--per-length", type=int, default=6, help="part 3: documents per task and length")
+    parser.add_argument("--qmsum-mixed", type=int, default=12, help="part 3: QMSum meetings cut to the longest length")
+    parser.add_argument("--naive-batch", type=int, default=8, help="parts 2 and 3: inputs per naive batch")
     args = parser.parse_args()
     torch.set_grad_enabled(False)
     if "1" in args.parts.split(","):
         compare_with_sentence_transformers(args)
     if "2" in args.parts.split(","):
         compare_batching(args)
+    if "3" in args.parts.split(","):
+        compare_batching_mixed(args)
 
 
 def compare_with_sentence_transformers(args: argparse.Namespace) -> None:
@@ -97,41 +113,59 @@ def compare_with_sentence_transformers(args: argparse.Namespace) -> None:
     )
 
 
-def compare_batching(args: argparse.Namespace) -> None:
-    pi = load_encoder("default", method="pi", max_length=4096)
-    docs = []
-    for doc in qmsum_documents(args.data_dir)[: args.qmsum_docs]:
-        ids = pi.tokenizer(doc, add_special_tokens=False)["input_ids"][:4094]
-        docs.append(pi.tokenizer.decode(ids))
-    doc_lengths = [len(pi.tokenizer(d)["input_ids"]) for d in docs]
-    batch = 8
+def naive_encode(encoder: LongContextEncoder, docs: list[str], batch: int) -> np.ndarray:
+    """Fixed-size batches in input order, each padded to its longest input: the encoder's own
+    forward, without its sorting and length batching."""
+    prepared = encoder._prepare(docs, None, None)
+    out = []
+    with torch.inference_mode():
+        for start in range(0, len(prepared.sequences), batch):
+            pooled = encoder._forward(prepared.sequences[start : start + batch])
+            out.append(torch.nn.functional.normalize(pooled.float(), dim=-1) if encoder.normalize else pooled.float())
+    return torch.cat(out).numpy()
 
-    def naive():
-        out = []
-        for i in range(0, len(docs), batch):  # input order, each batch padded to its longest
-            out.append(pi.encode(docs[i : i + batch], batch_size=batch, max_tokens_per_batch=10**9))
-        return np.concatenate(out)
 
+def cut_to(encoder: LongContextEncoder, doc: str, tokens: int) -> str:
+    ids = encoder.tokenizer(doc, add_special_tokens=False)["input_ids"][: tokens - 2]
+    return encoder.tokenizer.decode(ids)
+
+
+def race(encoder: LongContextEncoder, docs: list[str], batch: int, repeats: int, label: str) -> dict:
+    """Naive vs length batching on ``docs``, alternated ``repeats`` times (min of each)."""
+    lengths = [len(encoder.tokenizer(d)["input_ids"]) for d in docs]
     results, naive_times, sorted_times = {}, [], []
-    for _ in range(args.repeats):  # alternate, so a change in machine load hits both alike
-        naive_times.append(timed(lambda: results.__setitem__("naive", naive())))
-        sorted_times.append(timed(lambda: results.__setitem__("sorted", pi.encode(docs, batch_size=batch))))
+    for _ in range(repeats):  # alternate, so a change in machine load hits both alike
+        naive_times.append(timed(lambda: results.__setitem__("naive", naive_encode(encoder, docs, batch))))
+        sorted_times.append(timed(lambda: results.__setitem__("sorted", encoder.encode(docs, batch_size=batch))))
     naive_t, sorted_t = min(naive_times), min(sorted_times)
-    padded = sum(
-        max(doc_lengths[i : i + batch]) * len(doc_lengths[i : i + batch]) for i in range(0, len(docs), batch)
-    )
-    print(
-        f"part 2: {len(docs)} QMSum documents cut to 4k, {min(doc_lengths)}-{max(doc_lengths)} tokens (sum {sum(doc_lengths)}), batch {batch}"
-    )
-    print(
-        f"  naive fixed-size batches in input order: {naive_t:.1f}s min of {[round(t, 1) for t in naive_times]} (padded tokens {padded})"
-    )
-    print(
-        f"  longembed length batching:               {sorted_t:.1f}s min of {[round(t, 1) for t in sorted_times]}"
-    )
-    print(
-        f"  speed-up = {naive_t / sorted_t:.2f}   (max |diff| between the two: {np.abs(results['naive'] - results['sorted']).max():.1e})"
-    )
+    padded = sum(max(lengths[i : i + batch]) * len(lengths[i : i + batch]) for i in range(0, len(docs), batch))
+    difference = float(np.abs(results["naive"] - results["sorted"]).max())
+    print(f"{label}: {len(docs)} documents, {min(lengths)}-{max(lengths)} tokens (sum {sum(lengths)}), batch {batch}")
+    print(f"  naive fixed-size batches in input order: {naive_t:.1f}s min of {[round(t, 1) for t in naive_times]} "
+          f"(padded tokens {padded})")
+    print(f"  longembed length batching:               {sorted_t:.1f}s min of {[round(t, 1) for t in sorted_times]}")
+    print(f"  speed-up = {naive_t / sorted_t:.2f}   (max |diff| between the two: {difference:.1e})")
+    return {"documents": len(docs), "tokens": sum(lengths), "padded_tokens_naive": padded, "naive_s": naive_times,
+            "sorted_s": sorted_times, "speedup": naive_t / sorted_t, "max_abs_diff": difference}
+
+
+def compare_batching(args: argparse.Namespace) -> None:
+    pi = load_encoder(args.model, method="pi", max_length=4096)
+    docs = [cut_to(pi, doc, 4096) for doc in qmsum_documents(args.data_dir)[: args.qmsum_docs]]
+    race(pi, docs, args.naive_batch, args.repeats, "part 2: QMSum cut to 4k")
+
+
+def compare_batching_mixed(args: argparse.Namespace) -> None:
+    lengths = [int(n) for n in args.lengths.split(",")]
+    pi = load_encoder(args.model, method="pi", max_length=max(lengths))
+    docs = []
+    for task in ("passkey", "needle"):
+        for length in lengths:
+            corpus = get_task(task).load(args.data_dir, length).corpus
+            docs += list(corpus.values())[: args.per_length]
+    docs += [cut_to(pi, doc, max(lengths)) for doc in qmsum_documents(args.data_dir)[: args.qmsum_mixed]]
+    random.Random(0).shuffle(docs)
+    race(pi, docs, args.naive_batch, args.repeats, "part 3: passkey + needle + QMSum, shuffled")
 
 
 if __name__ == "__main__":
