@@ -28,7 +28,6 @@ import torch
 
 from longembed import load_encoder
 
-
 #: Model types whose feed-forward is gated (SwiGLU / GEGLU: three f x d matrices).
 GATED_MODEL_TYPES = {"nomic_bert", "jina_bert"}
 
