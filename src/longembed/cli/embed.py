@@ -1,4 +1,5 @@
-"""``longembed embed``: embed a .txt (one document per line) or .jsonl (field ``text``) file."""
+"""``longembed embed``: embed a .txt (one document per line) or .jsonl (field ``text``) file into a .npy
+matrix; a folder of shards, a .parquet file or ``--engine ray`` go to :mod:`longembed.cli.embed_corpus`."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from longembed.cli.embed_corpus import add_corpus_arguments, is_corpus_run, reject_ray_flags, run_corpus
 from longembed.cli.options import add_encoder_arguments, encoder_options
 from longembed.encoder import load_encoder
 from longembed.inputs import unicode_problem
@@ -20,17 +22,23 @@ from longembed.tasks.base import iter_jsonl
 def register_cli(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "embed",
-        help="embed documents into a .npy matrix",
-        description="Embed every document of INPUT (.txt: one per line; .jsonl: field 'text') into OUT.npy.",
+        help="embed documents into a .npy matrix, or a corpus of shards into parquet files (local or Ray)",
+        description="Embed every document of INPUT (.txt: one per line; .jsonl: field 'text') into OUT.npy; "
+        "or a folder of shards (.txt, .jsonl or .parquet), a .parquet file, or any INPUT with --engine ray, "
+        "into a folder OUT of one .parquet file (id, vector, truncated) per shard, resumable by shard.",
     )
-    parser.add_argument("input", type=Path, help=".txt (one document per line) or .jsonl (field 'text')")
+    parser.add_argument("input", type=Path,
+                        help=".txt (one document per line), .jsonl (fields 'text', 'id'), .parquet, or a folder of them")
     parser.add_argument("-o", "--output", type=Path, required=True,
-                        help="the .npy file to write (.npy is added to a name without it)")
+                        help="the .npy file to write (.npy is added to a name without it); for a corpus, the "
+                        "folder of .parquet files")
     parser.add_argument("--prompt", default=None, help="prefix added to every document, e.g. 'search_document: '")
     parser.add_argument("--prompt-name", default=None, help="a named prompt of the model, e.g. 'document'")
-    parser.add_argument("--field", default="text", help="the .jsonl field holding the text (default: text)")
+    parser.add_argument("--field", default="text",
+                        help="the .jsonl field or .parquet column holding the text (default: text)")
     parser.add_argument("--no-normalize", action="store_true", help="write raw pooled vectors")
     add_encoder_arguments(parser)
+    add_corpus_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -94,6 +102,9 @@ def output_path(path: Path) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
+    if is_corpus_run(args):
+        return run_corpus(args)
+    reject_ray_flags(args)
     output = output_path(args.output)
     docs = read_documents(args.input, args.field)
     encoder = load_encoder(args.model, method=args.method, max_length=args.max_length, device=args.device,

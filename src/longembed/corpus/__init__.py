@@ -1,0 +1,34 @@
+"""Embedding a corpus of any size: shards in, one parquet file of ids and vectors per shard out.
+
+``embed_corpus(INPUT, OUT, EmbedJob(...), engine="local"|"ray")`` reads ``.txt``, ``.jsonl`` or
+``.parquet`` shards (:mod:`~longembed.corpus.shards`), embeds each with an encoder built once per
+process or per Ray actor (:mod:`~longembed.corpus.job`), and writes ``OUT/<shard>.parquet``
+atomically (:mod:`~longembed.corpus.writer`).  A rerun embeds only the shards whose output is missing,
+damaged or stale (:mod:`~longembed.corpus.plan`), so a killed run resumes where it stopped.  The Ray
+engine (:mod:`~longembed.corpus.ray_engine`) runs the same shards on a pool of actors, on this machine
+or a cluster.  pyarrow and ray are the ``ray`` extra: ``pip install 'longembed[ray]'``.
+"""
+
+from longembed.corpus.job import CHUNK_ROWS, EmbedJob, ShardEmbedder, ShardReport
+from longembed.corpus.plan import CorpusPlan, plan_corpus
+from longembed.corpus.ray_engine import RaySettings
+from longembed.corpus.run import ENGINES, CorpusResult, embed_corpus
+from longembed.corpus.shards import Shard, ShardReader, find_shards
+from longembed.corpus.writer import read_embeddings
+
+__all__ = [
+    "CHUNK_ROWS",
+    "ENGINES",
+    "CorpusPlan",
+    "CorpusResult",
+    "EmbedJob",
+    "RaySettings",
+    "Shard",
+    "ShardEmbedder",
+    "ShardReader",
+    "ShardReport",
+    "embed_corpus",
+    "find_shards",
+    "plan_corpus",
+    "read_embeddings",
+]

@@ -1,0 +1,225 @@
+"""The input of a corpus run: its shards, found in a file or a folder, and their documents read as (id, text).
+
+A shard is one file: ``.txt`` (one document per line; empty lines are skipped and counted; the id of
+line n is ``"<shard name without suffix>:<n>"``), ``.jsonl`` (one JSON object per line, with an id
+field and a text field) or ``.parquet`` (an id column and a text column).  A folder is read
+recursively; every file in it must be a shard of one type, so a stray file is an error rather than
+a corpus silently missing it (names starting with ``.`` or ``_``, such as ``_SUCCESS`` or
+temporary files, are ignored).
+
+Every document is checked before any is embedded: a missing or non-string field, an empty text,
+invalid Unicode or an id used twice in a shard is a ValueError naming the file and line (or row).
+jsonl and parquet ids may be strings or integers; they are written as strings.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from longembed.corpus.arrow import pa, pq, require_arrow
+from longembed.inputs import unicode_problem
+
+#: Shard types by file suffix (lower case).
+SHARD_SUFFIXES = (".txt", ".jsonl", ".parquet")
+#: Names starting with these are not shards (hidden files, ``_SUCCESS``, temporary files).
+IGNORED_PREFIXES = (".", "_")
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One input file: its path and its name relative to the input (the output keeps that name)."""
+
+    path: Path
+    name: str  # POSIX path relative to the input folder, e.g. "2024/part-001.jsonl"
+
+    @property
+    def kind(self) -> str:
+        """The shard type: ".txt", ".jsonl" or ".parquet"."""
+        return Path(self.name).suffix.lower()
+
+    @property
+    def id_prefix(self) -> str:
+        """The name without its suffix: ``.txt`` ids are ``"<id_prefix>:<line>"``."""
+        return str(PurePosixPath(self.name).with_suffix(""))
+
+    def size(self) -> int:
+        """The file's size in bytes (recorded with its vectors, so a changed shard is embedded again)."""
+        return self.path.stat().st_size
+
+
+def find_shards(input_path: Path) -> list[Shard]:
+    """The shards of ``input_path`` (a shard file, or a folder of shards of one type), sorted by name.
+
+    Errors: a missing path, a file that is not a shard type, a folder holding other files or more
+    than one shard type, or no shard at all.
+    """
+    input_path = Path(input_path)
+    if input_path.is_file():
+        if input_path.suffix.lower() not in SHARD_SUFFIXES:
+            raise ValueError(f"{input_path}: unsupported shard type {input_path.suffix!r}; use {_types()}")
+        return [Shard(input_path.resolve(), input_path.name)]
+    if not input_path.is_dir():
+        raise FileNotFoundError(f"input not found: {input_path}")
+    shards, others = [], []
+    for path in sorted(input_path.rglob("*")):
+        relative = path.relative_to(input_path)
+        if any(part.startswith(IGNORED_PREFIXES) for part in relative.parts) or not path.is_file():
+            continue
+        if path.suffix.lower() in SHARD_SUFFIXES:
+            shards.append(Shard(path.resolve(), relative.as_posix()))
+        else:
+            others.append(relative.as_posix())
+    if others:
+        raise ValueError(
+            f"{input_path} holds {len(others)} file(s) that are not shards ({', '.join(others[:5])}); every "
+            f"file must be {_types()} (names starting with '.' or '_' are ignored)"
+        )
+    if not shards:
+        raise ValueError(f"{input_path}: no shards found ({_types()})")
+    kinds: dict[str, list[str]] = {}
+    for shard in shards:
+        kinds.setdefault(shard.kind, []).append(shard.name)
+    if len(kinds) > 1:
+        found = "; ".join(f"{len(names)} {kind} ({', '.join(names[:3])})" for kind, names in sorted(kinds.items()))
+        raise ValueError(f"{input_path} mixes shard types: {found}; put one type of shard in a folder")
+    return shards
+
+
+def _types() -> str:
+    return ".txt (one document per line), .jsonl or .parquet"
+
+
+class ShardReader:
+    """The documents of one shard as (id, text), checked, in file order.
+
+    ``skipped_empty_lines`` counts the empty lines of a ``.txt`` shard passed over by the last read.
+    """
+
+    def __init__(self, shard: Shard, text_field: str = "text", id_field: str = "id"):
+        self.shard = shard
+        self.text_field = text_field
+        self.id_field = id_field
+        self.skipped_empty_lines = 0
+
+    def documents(self) -> Iterator[tuple[str, str]]:
+        """Every document as (id, text); a ValueError naming file and line at the first bad one."""
+        self.skipped_empty_lines = 0
+        seen: dict[str, str] = {}
+        records = {".txt": self._txt, ".jsonl": self._jsonl, ".parquet": self._parquet}[self.shard.kind]
+        for where, doc_id, text in records():
+            if doc_id in seen:
+                raise ValueError(f"{where}: duplicate id {doc_id!r} (first at {seen[doc_id]})")
+            seen[doc_id] = where
+            problem = unicode_problem(text)
+            if problem:
+                raise ValueError(f"{where}: the text {problem}")
+            yield doc_id, text
+
+    def count(self) -> int:
+        """Read the whole shard, checking every document; the number of documents."""
+        return sum(1 for _ in self.documents())
+
+    def chunks(self, rows: int) -> Iterator[tuple[list[str], list[str]]]:
+        """The documents as (ids, texts) lists of at most ``rows`` each, in file order."""
+        ids: list[str] = []
+        texts: list[str] = []
+        for doc_id, text in self.documents():
+            ids.append(doc_id)
+            texts.append(text)
+            if len(ids) == rows:
+                yield ids, texts
+                ids, texts = [], []
+        if ids:
+            yield ids, texts
+
+    def _txt(self) -> Iterator[tuple[str, str, str]]:
+        """Lines numbered as ``str.splitlines`` numbers them (as ``longembed embed FILE.txt`` reads them)."""
+        path = self.shard.path
+        number = 0
+        with path.open(encoding="utf-8") as handle:
+            try:
+                for physical in handle:
+                    for line in physical.splitlines():
+                        number += 1
+                        if line.strip():
+                            yield f"{path}:{number}", f"{self.shard.id_prefix}:{number}", line
+                        else:
+                            self.skipped_empty_lines += 1
+            except UnicodeDecodeError:
+                raise ValueError(f"{path}:{number + 1}: not UTF-8 text") from None
+
+    def _jsonl(self) -> Iterator[tuple[str, str, str]]:
+        path = self.shard.path
+        number = 0
+        with path.open(encoding="utf-8") as handle:
+            try:
+                for number, line in enumerate(handle, start=1):  # noqa: B007 - read in the except clause
+                    if not line.strip():
+                        continue
+                    where = f"{path}:{number}"
+                    try:
+                        record = json.loads(line)
+                    except json.JSONDecodeError as exc:
+                        raise ValueError(f"{where}: not valid JSON ({exc.msg})") from None
+                    if not isinstance(record, dict):
+                        raise ValueError(f"{where}: expected a JSON object, got {type(record).__name__}")
+                    yield where, self._id(record, where), self._text(record, where)
+            except UnicodeDecodeError:
+                raise ValueError(f"{path}:{number + 1}: not UTF-8 text") from None
+
+    def _parquet(self) -> Iterator[tuple[str, str, str]]:
+        require_arrow()
+        path = self.shard.path
+        try:
+            handle = pq.ParquetFile(path)
+        except (pa.ArrowException, OSError) as exc:
+            raise ValueError(f"{path}: not a readable parquet file ({exc})") from None
+        schema = handle.schema_arrow
+        for field, what in ((self.id_field, "id"), (self.text_field, "text")):
+            if field not in schema.names:
+                raise ValueError(f"{path}: no column {field!r} (the {what}; columns: {schema.names})")
+        if not _is_text(schema.field(self.text_field).type):
+            raise ValueError(f"{path}: column {self.text_field!r} is {schema.field(self.text_field).type}, not string")
+        id_type = schema.field(self.id_field).type
+        if not (_is_text(id_type) or pa.types.is_integer(id_type)):
+            raise ValueError(f"{path}: column {self.id_field!r} is {id_type}; ids must be strings or integers")
+        row = 0
+        for batch in handle.iter_batches(batch_size=4096, columns=[self.id_field, self.text_field]):
+            columns = batch.to_pydict()
+            for doc_id, text in zip(columns[self.id_field], columns[self.text_field], strict=True):
+                row += 1
+                where = f"{path}: row {row} (counting from 1)"
+                record = {self.id_field: doc_id, self.text_field: text}
+                yield where, self._id(record, where), self._text(record, where)
+
+    def _id(self, record: dict[str, Any], where: str) -> str:
+        value = record.get(self.id_field)
+        if self.id_field not in record or value is None:
+            raise ValueError(
+                f"{where}: missing field {self.id_field!r} (every .jsonl or .parquet document needs an id; "
+                "--id-field names the field)"
+            )
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"{where}: the id {value!r} is not a non-empty string or an integer")
+        return value
+
+    def _text(self, record: dict[str, Any], where: str) -> str:
+        value = record.get(self.text_field)
+        if not isinstance(value, str):
+            what = "missing" if value is None else f"a {type(value).__name__}"
+            raise ValueError(f"{where}: expected a string field {self.text_field!r}, got {what}")
+        if not value.strip():
+            raise ValueError(f"{where}: the {self.text_field!r} text is empty; drop the line")
+        return value
+
+
+def _is_text(arrow_type: Any) -> bool:
+    return pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type) or (
+        hasattr(pa.types, "is_string_view") and pa.types.is_string_view(arrow_type)
+    )
