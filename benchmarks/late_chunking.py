@@ -3,6 +3,7 @@
     python benchmarks/late_chunking.py --model /work/models/all-MiniLM-L6-v2 --method pi --max-length 4096 \\
         --data-dir ../shared/data --out runs/late/minilm-pi-4k --tasks passkey,needle --lengths 256,512,1024,2048,4096
     python benchmarks/late_chunking.py ... --tasks qmsum_passages          # the passage-level task
+    python benchmarks/late_chunking.py ... --tasks qmsum_passages --qmsum-splits val   # its 35 val meetings
     python benchmarks/late_chunking.py ... --cost-only                      # seconds: one 4k pass vs 16 chunks
 
 Each variant is one ``longembed eval`` run (the same as the command line: ``--granularity document``,
@@ -28,6 +29,7 @@ from longembed import load_encoder
 from longembed.evaluation.runner import evaluate_model
 from longembed.results import RunResults
 from longembed.tasks.needle import ESSAY_SUBDIR, build_haystack
+from longembed.tasks.qmsum_passages import QMSumPassagesTask
 
 VARIANTS = {
     "single": {"granularity": "document"},
@@ -37,11 +39,16 @@ VARIANTS = {
 
 
 def run_variants(args: argparse.Namespace, encoder) -> dict[str, RunResults]:
-    tasks = [t for t in args.tasks.split(",") if t]
+    names = [t for t in args.tasks.split(",") if t]
+    tasks = [
+        QMSumPassagesTask(splits=args.qmsum_splits.split(",")) if name == "qmsum_passages" and args.qmsum_splits
+        else name
+        for name in names
+    ]
     lengths = [int(n) for n in args.lengths.split(",")] if args.lengths else None
     runs = {}
     for name, options in VARIANTS.items():
-        if name == "naive" and tasks == ["qmsum_passages"]:
+        if name == "naive" and names == ["qmsum_passages"]:
             continue  # the same run as "single" on a passage task
         print(f"== {name}", flush=True)
         runs[name] = evaluate_model(
@@ -103,6 +110,9 @@ def main() -> None:
     parser.add_argument("--cache-dir", type=Path, default=None)
     parser.add_argument("--cost-only", action="store_true")
     parser.add_argument("--cost-length", type=int, default=4096)
+    parser.add_argument("--no-cost", action="store_true", help="skip the cost measurement")
+    parser.add_argument("--qmsum-splits", default=None,
+                        help="qmsum_passages on these QMSum splits only, e.g. 'val' (35 of the 197 meetings)")
     args = parser.parse_args()
     encoder = load_encoder(args.model, method=args.method, max_length=args.max_length)
     print(repr(encoder))
@@ -113,6 +123,8 @@ def main() -> None:
         name = "comparison-" + args.tasks.replace(",", "-") + ".md"
         (args.out / name).write_text(table)
         print(table)
+    if args.no_cost:
+        return
     result = cost(encoder, args.data_dir, args.cost_length, documents=4, repeats=3)
     (args.out / "cost.json").write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps({k: v for k, v in result.items() if k != "timings"}))

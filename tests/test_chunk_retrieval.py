@@ -18,7 +18,12 @@ from longembed.evaluation.scoring import Granularity, max_over_rows, within_cont
 from longembed.report.tables import run_label
 from longembed.results import RunResults
 from longembed.tasks import Passage, RetrievalData, TaskMetadata, get_task
-from longembed.tasks.qmsum_passages import load_qmsum_passages, meeting_passages, turn_spans
+from longembed.tasks.qmsum_passages import (
+    QMSumPassagesTask,
+    load_qmsum_passages,
+    meeting_passages,
+    turn_spans,
+)
 
 
 # ----------------------------------------------------------------------------- cache
@@ -135,6 +140,11 @@ def test_the_qmsum_passage_task_on_the_real_data() -> None:
     assert all(len(text.split()) <= 192 for text in data.corpus.values())
     # every word of every meeting is in exactly one passage
     assert sum(len(t.split()) for t in data.corpus.values()) == sum(len(t.split()) for t in data.contexts.values())
+    val = QMSumPassagesTask(splits=("val",)).load(DATA_DIR)  # the val meetings alone: a smaller run
+    assert len(val.contexts) == 35 and set(val.corpus) < set(data.corpus)
+    assert all(val.query_contexts[q] in val.contexts for q in val.queries)
+    with pytest.raises(ValueError, match="splits must be"):
+        QMSumPassagesTask(splits=("test",))
 
 
 # ----------------------------------------------------------------------------- the runner and the CLI

@@ -15,6 +15,7 @@ first occurrence.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +48,9 @@ def meeting_document(meeting: dict) -> str:
     return "\n".join(f"{turn['speaker']}: {turn['content']}" for turn in meeting["meeting_transcripts"])
 
 
-def meeting_files(root: Path) -> list[Path]:
+def meeting_files(root: Path, splits: Sequence[str] = SPLITS) -> list[Path]:
     """The meeting files of ``root`` = ``<data_dir>/qmsum/data/ALL``, in LongEmbed's order."""
-    return [path for split in SPLITS for path in sorted((root / split).glob("*.json"))]
+    return [path for split in splits for path in sorted((root / split).glob("*.json"))]
 
 
 def read_meeting(path: Path) -> dict[str, Any]:

@@ -19,6 +19,7 @@ is two queries).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from longembed.tasks.base import (
@@ -29,7 +30,7 @@ from longembed.tasks.base import (
     require_dir,
     require_fields,
 )
-from longembed.tasks.qmsum import SUBDIR, meeting_document, meeting_files, read_meeting
+from longembed.tasks.qmsum import SPLITS, SUBDIR, meeting_document, meeting_files, read_meeting
 
 PASSAGE_WORDS = 192
 
@@ -93,15 +94,15 @@ def relevant_turns(item: dict, n_turns: int, where: str) -> set[int]:
     return turns
 
 
-def load_qmsum_passages(root: Path, words: int = PASSAGE_WORDS) -> RetrievalData:
-    """Build the passage task from ``root`` = ``<data_dir>/qmsum/data/ALL``."""
+def load_qmsum_passages(root: Path, words: int = PASSAGE_WORDS, splits: Sequence[str] = SPLITS) -> RetrievalData:
+    """Build the passage task from the meetings of ``splits`` in ``root`` = ``<data_dir>/qmsum/data/ALL``."""
     corpus: dict[str, str] = {}
     contexts: dict[str, str] = {}
     passages: dict[str, Passage] = {}
     queries: dict[str, str] = {}
     qrels: dict[str, dict[str, int]] = {}
     query_contexts: dict[str, str] = {}
-    for path in meeting_files(root):
+    for path in meeting_files(root, splits):
         meeting = require_fields(read_meeting(path), ("specific_query_list",), f"{path} (a QMSum meeting file)")
         meeting_id = path.stem
         document = meeting_document(meeting)
@@ -131,12 +132,17 @@ class QMSumPassagesTask:
 
     metadata = METADATA
 
-    def __init__(self, passage_words: int = PASSAGE_WORDS):
+    def __init__(self, passage_words: int = PASSAGE_WORDS, splits: Sequence[str] = SPLITS):
+        """splits: QMSum's "train" and/or "val" meetings (default both; "val" alone is 35 of the 197)."""
         if passage_words < 1:
             raise ValueError(f"passage_words must be positive, got {passage_words}")
+        unknown = sorted(set(splits) - set(SPLITS))
+        if unknown or not splits:
+            raise ValueError(f"splits must be a non-empty selection of {SPLITS}, got {tuple(splits)}")
         self.passage_words = passage_words
+        self.splits = tuple(splits)
 
     def load(self, data_dir: Path | None, length: int | None = None) -> RetrievalData:
         """Read ``<data_dir>/qmsum/data/ALL``; raises TaskDataMissing if it is absent."""
         check_length(METADATA, length)
-        return load_qmsum_passages(require_dir(data_dir, SUBDIR, METADATA), self.passage_words)
+        return load_qmsum_passages(require_dir(data_dir, SUBDIR, METADATA), self.passage_words, self.splits)
