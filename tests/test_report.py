@@ -11,8 +11,8 @@ import pytest
 
 from longembed.evaluation.bm25 import BM25Model
 from longembed.evaluation.runner import evaluate_model
-from longembed.report import collect_runs, write_report
 from longembed.report.tables import markdown_report, results_summary, run_label
+from longembed.report.write import collect_runs, write_report
 from longembed.results import RunResults, TaskResult
 
 

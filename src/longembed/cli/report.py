@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from longembed.report import write_report
+from longembed.report.write import write_report
 
 
 def register_cli(subparsers: argparse._SubParsersAction) -> None:
