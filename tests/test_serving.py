@@ -21,12 +21,12 @@ import httpx
 import numpy as np
 import openai
 import pytest
+from conftest import real_model_folder, words
 from fastapi.testclient import TestClient
 
 from longembed import load_encoder
 from longembed.serving import ServerSettings, bound_port, build_server, create_app
 from longembed.serving.batcher import DynamicBatcher, QueueFull, ShuttingDown
-from tests.conftest import real_model_folder, words
 
 MAX_LENGTH = 1024  # Lt; MiniLM's window Lo is 512
 
