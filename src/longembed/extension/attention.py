@@ -8,23 +8,28 @@ layer.  The plan carries what differs per document: the padding mask, the logit 
 the per-document rotary tables (PI, GP, NTK, YaRN, SelfExtend).  ALiBi slopes come from the
 attention module itself (``module.alibi_slopes``, see ``longembed.models.jina_bert``).
 
-Memory grows linearly with length.  Plain attention goes to torch's fused kernel, which never
-materializes the score matrix.  Attention that needs explicit scores (ALiBi biases, SelfExtend's
-merged scores, local windows) works in query blocks when the full score tensor would exceed
-``AttentionPlan.max_score_elements``, so at most (batch x heads x block x n) scores exist at a
-time; no n x n matrix per head is ever materialized.
+Memory grows linearly with length and time stays close to plain attention's.  Plain attention
+goes to torch's fused kernel, which never materializes the score matrix.  SelfExtend, ALiBi and
+local windows go through fused kernels too (``longembed.extension.fused``): SelfExtend as
+triangles and bands of keys merged by their log-sum-exp, ALiBi with its bias as a strided view of
+one vector per head, local windows as row blocks over their band of keys.  What those paths do not
+cover (padding that is not at the end, SelfExtend where no kernel returns the log-sum-exp, and
+combinations no model uses) runs from explicit scores (``_ExplicitAttention``), in query blocks of
+at most ``AttentionPlan.max_score_elements`` scores; no n x n matrix per head is materialized.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import torch
 import torch.nn.functional as F
 from transformers import AttentionInterface
 from transformers.masking_utils import AttentionMaskInterface
 
+from longembed.extension.fused import LseKernel, alibi_attention, local_attention, selfextend_attention
 from longembed.extension.rope import RotaryTables, apply_rotary
 
 ATTENTION_NAME = "longembed"
@@ -54,6 +59,7 @@ class AttentionPlan:
     observer: AttentionObserver | None = None
     observe_layer: int | None = None
     layers_seen: int = field(default=0, init=False)
+    key_lengths: list[int] | None = field(default=None, init=False, repr=False)  # [] if not right-padded
 
 
 def _expand_kv(x: torch.Tensor, heads: int) -> torch.Tensor:
@@ -110,169 +116,199 @@ def longembed_attention(
 
     causal = bool(getattr(module, "is_causal", False))
     slopes = getattr(module, "alibi_slopes", None)
-    selfextend = tables is not None and tables.window is not None and bool((tables.window > 0).any())
     local = _local_window(module, causal)
-    observing = plan.observer is not None and layer == plan.observe_layer
-    bool_mask = None if key_mask is None or bool(key_mask.all()) else key_mask[:, None, None, :]
-
-    block = n
-    if batch * heads * n * n > plan.max_score_elements:
-        block = max(1, plan.max_score_elements // (batch * heads * n))
-
-    if slopes is None and not selfextend and local is None and not observing:
-        # Plain attention: torch's fused kernel, which never materializes the score matrix when
-        # the mask is a (B, 1, 1, n) key mask or causality is implicit.  Only causal attention
-        # over a padded batch needs an explicit (rows x n) mask, so it goes in query blocks.
-        if not causal or bool_mask is None:
-            out = F.scaled_dot_product_attention(
-                query, key, value, attn_mask=bool_mask, is_causal=causal, scale=scaling
-            )
-            return out.transpose(1, 2).contiguous(), None
-        outs = []
-        for start in range(0, n, block):
-            stop = min(n, start + block)
-            mask = _causal_block(start, stop, n, query.device)[None, None] & bool_mask
-            outs.append(
-                F.scaled_dot_product_attention(
-                    query[:, :, start:stop], key, value, attn_mask=mask, scale=scaling
-                )
-            )
-        return torch.cat(outs, dim=2).transpose(1, 2).contiguous(), None
-
-    fused = _FLASH_CPU is not None and query.device.type == "cpu" and not observing
-    # Rows per block: explicit scores and ALiBi biases are per head; the fused kernel's masks are not.
-    per_row = batch * n * (heads if slopes is not None or not fused else 1)
-    step = max(1, plan.max_score_elements // per_row)
-    k_grouped = apply_rotary(k_raw, *tables.k_grouped) if selfextend else None
-    window = w_min = w_max = None
-    if selfextend:
-        window = tables.window.to(query.device)
+    window = None
+    if tables is not None and tables.window is not None and bool((tables.window > 0).any()):
+        window = tables.window.to(device=query.device, dtype=torch.long)
         window = torch.where(window > 0, window, torch.full_like(window, n))  # SelfExtend off: all exact
-        w_min, w_max = int(window.min()), int(window.max())
-        window = window.view(batch, 1, 1, 1)
+    explicit = _ExplicitAttention(
+        query,
+        key,
+        value,
+        q_raw,
+        k_raw,
+        tables if window is not None else None,
+        window,
+        slopes,
+        causal,
+        local,
+        key_mask,
+        scaling,
+    )
+    if plan.observer is not None and layer == plan.observe_layer:
+        plan.observer(layer, explicit.probabilities)
+    if window is not None and local is not None and local < int(window.min()) + causal:
+        window = None  # every key of the local window lies inside SelfExtend's exact window
 
-    def parts(start: int, stop: int) -> list[_Part]:
-        """The key ranges that query rows start..stop attend to, each with its own q/k and mask.
-
-        One part for ALiBi and local windows; three for SelfExtend: grouped keys on the left
-        (j <= i - w, below stop - w_min), exact keys in the window (|i - j| < w), grouped keys on
-        the right (j >= i + w, from start + w_min).  The masks are disjoint and cover every key.
-        """
-        rows = torch.arange(start, stop, device=query.device)
-
-        def part(q: torch.Tensor, k: torch.Tensor, a: int, b: int, allowed=None) -> _Part:
-            rel = rows.unsqueeze(1) - torch.arange(a, b, device=query.device).unsqueeze(0)  # i - j
-            keep = allowed(rel) if allowed is not None else None
-            if causal:
-                keep = rel >= 0 if keep is None else keep & (rel >= 0)
-            if local is not None:
-                inside = (rel < local) & (rel >= 0) if causal else rel.abs() <= local
-                keep = inside if keep is None else keep & inside
-            if keep is not None and keep.dim() == 2:
-                keep = keep[None, None]
-            if bool_mask is not None:
-                keep = bool_mask[..., a:b] if keep is None else keep & bool_mask[..., a:b]
-            bias = None
-            if slopes is not None:  # ALiBi: -m_h |i - j|
-                bias = -slopes.to(query.dtype).view(1, heads, 1, 1) * rel.abs().to(query.dtype)
-            return _Part(q, k[:, :, a:b], value[:, :, a:b], a, keep, bias)
-
-        q_rows = query[:, :, start:stop]
-        if not selfextend:
-            return [part(q_rows, key, 0, n)]
-        q_left = apply_rotary(q_raw[:, :, start:stop], *_slice_rows(tables.q_left, start, stop))
-        q_right = apply_rotary(q_raw[:, :, start:stop], *_slice_rows(tables.q_right, start, stop))
-        left_end, right_start = max(0, min(n, stop - w_min)), min(n, max(0, start + w_min))
-        lo, hi = max(0, start - w_max + 1), min(n, stop + w_max - 1)
-        found = [part(q_rows, key, lo, hi, lambda rel: rel.abs() < window)]
-        if left_end > 0:
-            found.append(part(q_left, k_grouped, 0, left_end, lambda rel: rel >= window))
-        if right_start < n:
-            found.append(part(q_right, k_grouped, right_start, n, lambda rel: rel <= -window))
-        return found
-
-    def probabilities(start: int, stop: int) -> torch.Tensor:
-        """Softmax rows start..stop over all keys, (B, H, stop - start, n), from this block only."""
-        scored = [(p, _scores(p, scaling)) for p in parts(start, stop)]
-        total = torch.logsumexp(torch.stack([torch.logsumexp(s, -1) for _, s in scored]), 0).unsqueeze(-1)
-        probs = query.new_zeros(batch, heads, stop - start, n)
-        for p, s in scored:
-            probs[..., p.offset : p.offset + s.shape[-1]] += torch.exp(s - total).nan_to_num(0.0)
-        return probs
-
-    if observing:
-        plan.observer(layer, probabilities)
-    out = torch.empty_like(query)
-    for start in range(0, n, step):
-        stop = min(n, start + step)
-        results = [
-            _attend_fused(p, scaling) if fused else _attend_explicit(p, scaling) for p in parts(start, stop)
-        ]
-        out[:, :, start:stop] = _merge(results)
+    if slopes is None and window is None and local is None:
+        return _plain(query, key, value, key_mask, causal, scaling, plan.max_score_elements), None
+    if plan.key_lengths is None:  # the same for every layer of this forward
+        plan.key_lengths = _prefix_lengths(key_mask, batch, n)
+    lengths = plan.key_lengths or None
+    lse_kernel = _lse_kernel(query.device)
+    if (
+        lengths is None  # padding that is not at the end
+        or (window is not None and (local is not None or lse_kernel is None))
+        or (slopes is not None and (causal or local is not None or window is not None))  # no model has these
+    ):
+        out = explicit.attend(plan.max_score_elements)
+    elif window is not None:
+        queries = {
+            "exact": query,
+            "left": apply_rotary(q_raw, *tables.q_left),
+            "right": apply_rotary(q_raw, *tables.q_right),
+        }
+        keys = {"exact": key, "grouped": apply_rotary(k_raw, *tables.k_grouped)}
+        windows = [int(w) for w in tables.window.tolist()]
+        out = selfextend_attention(queries, keys, value, lengths, windows, causal, scaling, lse_kernel)
+    elif slopes is not None:
+        out = alibi_attention(query, key, value, slopes, lengths, scaling, plan.max_score_elements)
+    else:
+        out = local_attention(query, key, value, local, causal, lengths, scaling)
     return out.transpose(1, 2).contiguous(), None
 
 
+def _plain(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    key_mask: torch.Tensor | None,
+    causal: bool,
+    scaling: float,
+    max_score_elements: int,
+) -> torch.Tensor:
+    """Plain attention, (B, n, H, d), through torch's fused kernel.
+
+    The kernel never materializes the score matrix when the mask is a (B, 1, 1, n) key mask or
+    causality is implicit.  Only causal attention over a padded batch needs an explicit
+    (rows x n) mask, so it goes in query blocks.
+    """
+    batch, heads, n, _ = query.shape
+    bool_mask = None if key_mask is None or bool(key_mask.all()) else key_mask[:, None, None, :]
+    if not causal or bool_mask is None:
+        out = F.scaled_dot_product_attention(
+            query, key, value, attn_mask=bool_mask, is_causal=causal, scale=scaling
+        )
+        return out.transpose(1, 2).contiguous()
+    block = max(1, max_score_elements // (batch * heads * n))
+    outs = []
+    for start in range(0, n, block):
+        stop = min(n, start + block)
+        mask = _causal_block(start, stop, n, query.device)[None, None] & bool_mask
+        outs.append(
+            F.scaled_dot_product_attention(query[:, :, start:stop], key, value, attn_mask=mask, scale=scaling)
+        )
+    return torch.cat(outs, dim=2).transpose(1, 2).contiguous()
+
+
 # The fused CPU kernel behind scaled_dot_product_attention, which also returns the log-sum-exp
-# needed to merge attention over disjoint key sets (SelfExtend).  Falls back to explicit scores
-# where it is missing (other devices, other torch builds).
+# SelfExtend needs to merge attention over disjoint key sets.  It is a private op of torch's CPU
+# build; where it is missing (other devices, other builds), SelfExtend uses ``_ExplicitAttention``.
 _FLASH_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
 
 
-@dataclass
-class _Part:
-    """Query rows attending to keys offset..offset + len(key): allowed (bool) and bias (ALiBi)."""
+def _lse_kernel(device: torch.device) -> LseKernel | None:
+    """The (output, log-sum-exp) kernel for tensors on ``device``, or None where there is none."""
+    flash = _FLASH_CPU
+    if flash is None or device.type != "cpu":
+        return None
 
-    query: torch.Tensor
-    key: torch.Tensor
-    value: torch.Tensor
-    offset: int
-    allowed: torch.Tensor | None
-    bias: torch.Tensor | None
+    def kernel(
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        causal: bool,
+        scale: float,
+        mask: torch.Tensor | None,
+    ):
+        return flash(q, k, v, 0.0, causal, attn_mask=mask, scale=scale)
 
-
-def _scores(part: _Part, scaling: float) -> torch.Tensor:
-    scores = torch.matmul(part.query, part.key.transpose(-1, -2)) * scaling
-    if part.bias is not None:
-        scores = scores + part.bias
-    if part.allowed is not None:
-        scores = scores.masked_fill(~part.allowed, float("-inf"))
-    return scores
+    return kernel
 
 
-def _attend_explicit(part: _Part, scaling: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """(output, log-sum-exp) of one part from explicit scores; rows with no key give 0, -inf."""
-    scores = _scores(part, scaling)
-    lse = torch.logsumexp(scores, dim=-1)
-    out = torch.matmul(torch.exp(scores - lse.unsqueeze(-1)).nan_to_num(0.0), part.value)
-    return out, lse
+def _prefix_lengths(key_mask: torch.Tensor | None, batch: int, n: int) -> list[int]:
+    """Each document's key count L when its real keys are 0..L - 1 (right padding), else []."""
+    if key_mask is None:
+        return [n] * batch
+    lengths = key_mask.sum(-1)
+    prefix = torch.arange(n, device=key_mask.device).unsqueeze(0) < lengths.unsqueeze(1)
+    return [int(x) for x in lengths.tolist()] if bool((prefix == key_mask).all()) else []
 
 
-def _attend_fused(part: _Part, scaling: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """(output, log-sum-exp) of one part through the fused kernel, with an additive mask."""
-    mask = part.bias
-    if part.allowed is not None:
-        blocked = torch.zeros(part.allowed.shape, dtype=part.query.dtype, device=part.query.device)
-        blocked.masked_fill_(~part.allowed, float("-inf"))
-        mask = blocked if mask is None else mask + blocked
-    if mask is not None:
-        rows, keys = part.query.shape[2], part.key.shape[2]
-        mask = mask.expand(part.query.shape[0], -1, rows, keys)
-    out, lse = _FLASH_CPU(part.query, part.key, part.value, 0.0, False, attn_mask=mask, scale=scaling)
-    if part.allowed is not None:  # a row with no allowed key: the kernel reports lse 0, not -inf
-        lse = lse.masked_fill(~part.allowed.any(-1).expand_as(lse), float("-inf"))
-    return out, lse
+class _ExplicitAttention:
+    """Attention of one layer from explicit scores, rows start..stop at a time.
 
+    The definition every fused path must equal (and the fallback where none applies): for query
+    i and key j, the score is q_i . k_j * scaling with exact positions, or with SelfExtend's
+    grouped positions where |i - j| >= w (left rotation for j < i, right for j > i); ALiBi adds
+    -m_h |i - j|; keys are dropped by padding, causality (j > i) and a local window.  Memory: at
+    most ``max_score_elements`` scores (x3 for SelfExtend) at a time.
+    """
 
-def _merge(results: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
-    """Combine attention over disjoint key sets: sum of outputs weighted by exp(lse - total)."""
-    if len(results) == 1:
-        return results[0][0]
-    total = torch.logsumexp(torch.stack([lse for _, lse in results]), dim=0)
-    out = torch.zeros_like(results[0][0])
-    for o, lse in results:
-        weight = torch.exp(lse - total).nan_to_num(0.0).unsqueeze(-1)
-        out = out + torch.where(weight > 0, o * weight, torch.zeros_like(o))
-    return out
+    def __init__(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        q_raw: torch.Tensor,
+        k_raw: torch.Tensor,
+        tables: RotaryTables | None,
+        window: torch.Tensor | None,
+        slopes: torch.Tensor | None,
+        causal: bool,
+        local: int | None,
+        key_mask: torch.Tensor | None,
+        scaling: float,
+    ):
+        self.query, self.key, self.value, self.q_raw = query, key, value, q_raw
+        self.tables, self.slopes, self.causal, self.local = tables, slopes, causal, local
+        self.key_mask, self.scaling = key_mask, scaling
+        self.k_raw = k_raw
+        self.window = window.view(-1, 1, 1, 1) if window is not None else None
+
+    @cached_property
+    def k_grouped(self) -> torch.Tensor:
+        return apply_rotary(self.k_raw, *self.tables.k_grouped)
+
+    def scores(self, start: int, stop: int) -> torch.Tensor:
+        """Scores (B, H, stop - start, n) of rows start..stop, -inf where a key is not allowed."""
+        q = self.query[:, :, start:stop]
+        n = self.key.shape[2]
+        rel = torch.arange(start, stop, device=q.device)[:, None] - torch.arange(n, device=q.device)  # i - j
+        scores = torch.matmul(q, self.key.transpose(-1, -2)) * self.scaling
+        if self.tables is not None:
+            raw = self.q_raw[:, :, start:stop]
+            grouped = self.k_grouped.transpose(-1, -2)
+            left = torch.matmul(apply_rotary(raw, *_slice_rows(self.tables.q_left, start, stop)), grouped)
+            right = torch.matmul(apply_rotary(raw, *_slice_rows(self.tables.q_right, start, stop)), grouped)
+            scores = torch.where(rel >= self.window, left * self.scaling, scores)
+            scores = torch.where(rel <= -self.window, right * self.scaling, scores)
+        if self.slopes is not None:  # ALiBi: -m_h |i - j|
+            scores = scores - self.slopes.to(scores.dtype).view(1, -1, 1, 1) * rel.abs().to(scores.dtype)
+        allowed = torch.ones_like(rel, dtype=torch.bool)
+        if self.causal:
+            allowed &= rel >= 0
+        if self.local is not None:
+            allowed &= (rel < self.local) & (rel >= 0) if self.causal else rel.abs() <= self.local
+        allowed = allowed[None, None]
+        if self.key_mask is not None:
+            allowed = allowed & self.key_mask[:, None, None, :]
+        return scores.masked_fill(~allowed, float("-inf"))
+
+    def probabilities(self, start: int, stop: int) -> torch.Tensor:
+        """Softmax rows start..stop over all keys, (B, H, stop - start, n); 0 for a row with no key."""
+        return torch.softmax(self.scores(start, stop), dim=-1).nan_to_num(0.0)
+
+    def attend(self, max_score_elements: int) -> torch.Tensor:
+        """The attention output (B, H, n, d), in query blocks of at most ``max_score_elements`` scores."""
+        batch, heads, n, _ = self.query.shape
+        per_row = batch * heads * n * (3 if self.tables is not None else 1)
+        step = max(1, max_score_elements // per_row)
+        out = torch.empty_like(self.query)
+        for start in range(0, n, step):
+            stop = min(n, start + step)
+            out[:, :, start:stop] = torch.matmul(self.probabilities(start, stop), self.value)
+        return out
 
 
 def _slice_rows(table: tuple[torch.Tensor, torch.Tensor], start: int, stop: int):
