@@ -21,6 +21,7 @@ from longembed.extension.presets import PRESETS, preset_options
 from longembed.extension.rope import NTK_VARIANTS
 from longembed.extension.scaling import APPLY_MODES, SCALE_MODES
 from longembed.loading import DTYPES, POOLING_MODES
+from longembed.quantization import QUANTIZATION_SCHEMES
 
 OVERFLOW_MODES = ("truncate", "error")
 #: The longest max_length accepted (2^20 tokens: 32 times the longest LongEmbed length).
@@ -80,6 +81,9 @@ class EncoderConfig:
         "inputs longer than max_length: cut them with a warning, or refuse them", OVERFLOW_MODES))
     dtype: str = field(default="float32", metadata=_option(
         "precision of the weights and activations (vectors are returned as float32)", tuple(DTYPES)))
+    quantization: str | None = field(default=None, metadata=_option(
+        "'int8': dynamic int8 quantization of the linear layers (needs torchao and dtype float32; "
+        "a CPU speed-up, see benchmarks/RESULTS.md); off by default", QUANTIZATION_SCHEMES))
     preset: str | None = field(default=None, metadata=_option(
         "a paper's exact settings, e.g. 'longembed-paper' (explicit options win)", tuple(PRESETS)))
 
@@ -89,9 +93,13 @@ class EncoderConfig:
             raise ValueError(f"unknown method {self.method!r}; choose from: {', '.join(METHODS)}")
         for name in ("scale", "apply_to", "attention_scale", "on_overflow", "ntk_variant", "dtype"):
             _check_choice(name, getattr(self, name), _choices(name))
-        for name in ("position_scheme", "pooling", "preset"):
+        for name in ("position_scheme", "pooling", "preset", "quantization"):
             if getattr(self, name) is not None:
                 _check_choice(name, getattr(self, name), _choices(name))
+        if self.quantization is not None and self.dtype != "float32":
+            raise ValueError(
+                f"quantization={self.quantization!r} starts from float32 weights; got dtype={self.dtype!r}"
+            )
         self.temperature = check_temperature(self.temperature)
         if not _is_number(self.temperature_decay) or not 0 <= self.temperature_decay <= 4:
             raise ValueError(f"temperature_decay must be a number in [0, 4], got {self.temperature_decay!r}")

@@ -65,6 +65,7 @@ from longembed.loading import (
     resolve_model,
 )
 from longembed.pooling import pool
+from longembed.quantization import quantize_linear_layers
 
 logger = logging.getLogger(__name__)
 
@@ -143,6 +144,8 @@ class LongContextEncoder:
 
     def _load_model(self) -> torch.nn.Module:
         model = load_transformer(self.source.transformer_path, self.config.dtype).to(self.device).eval()
+        if self.config.quantization is not None:
+            quantize_linear_layers(model, self.config.quantization)
         model.set_attn_implementation(ATTENTION_NAME)
         if model.config._attn_implementation != ATTENTION_NAME:
             raise ValueError(
