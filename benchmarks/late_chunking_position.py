@@ -15,7 +15,12 @@ embedding cache, so after that benchmark this one costs only the query encoding)
 * accuracy@1 split by whether the relevant document's planted sentence is in its first chunk;
 * for chunks, which chunk index wins, and the mean query-chunk cosine by chunk index over the chunks
   that do not hold the planted sentence (a score offset by position alone, independent of content
-  when, as in needle, every document has the same filler there).
+  when, as in needle, every document has the same filler there);
+* whether that offset explains the result: accuracy@1 after subtracting, from each query's cosine with
+  each chunk, that query's mean cosine over all chunks at the same index ("offset removed");
+* the planted sentence's lift: a query's cosine with the chunk of its relevant document that holds the
+  planted sentence, minus its mean cosine with the other documents' chunks at the same index (how much
+  the fact moves a chunk vector, the signal that has to beat the offset).
 
 A document's score over chunks is its best chunk (MaxSim), as in ``longembed eval --granularity chunks``.
 """
@@ -81,16 +86,44 @@ def analyse(doc_scores: np.ndarray, gold: np.ndarray, relative: np.ndarray, earl
 
 def chunk_scores(queries: np.ndarray, chunks, n_docs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(MaxSim document scores, winning chunk index per query and document, query-chunk cosines)."""
-    owners = chunks.owners()
+    return chunk_scores_from_cosines(queries @ chunks.vectors.T, chunks.owners(), n_docs)
+
+
+def chunk_scores_from_cosines(
+    cosines: np.ndarray, owners: np.ndarray, n_docs: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """MaxSim over given query-chunk scores: (document scores, winning chunk index, the scores)."""
     first = np.searchsorted(owners, np.arange(n_docs))
-    cosines = queries @ chunks.vectors.T
-    scores = np.full((len(queries), n_docs), -np.inf)
-    best = np.zeros((len(queries), n_docs), dtype=np.int64)
+    scores = np.full((len(cosines), n_docs), -np.inf)
+    best = np.zeros((len(cosines), n_docs), dtype=np.int64)
     for column, owner in enumerate(owners):
         better = cosines[:, column] > scores[:, owner]
         scores[better, owner] = cosines[better, column]
         best[better, owner] = column - first[owner]
     return scores, best, cosines
+
+
+def offset_removed(cosines: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """Query-chunk cosines minus each query's mean cosine over all chunks at the same chunk index."""
+    centred = cosines.copy()
+    for k in np.unique(index):
+        at_k = index == k
+        centred[:, at_k] -= cosines[:, at_k].mean(1, keepdims=True)
+    return centred
+
+
+def planted_lift(
+    cosines: np.ndarray, owners: np.ndarray, index: np.ndarray, gold: np.ndarray, planted_chunk: np.ndarray
+) -> float:
+    """Mean over queries of cos(query, the relevant document's planted chunk) minus the query's mean
+    cosine with the other documents' chunks at that index."""
+    lifts = []
+    for row, doc in enumerate(gold):
+        k = planted_chunk[doc]
+        own = (owners == doc) & (index == k)
+        others = (owners != doc) & (index == k)
+        lifts.append(cosines[row, own][0] - cosines[row, others].mean())
+    return float(np.mean(lifts))
 
 
 def main() -> None:
@@ -167,6 +200,13 @@ def main() -> None:
                     for k in np.unique(index)
                     if ((index == k) & ~holds_planted).any()
                 }
+                centred_scores, _, _ = chunk_scores_from_cosines(
+                    offset_removed(cosines, index), owners, len(texts)
+                )
+                result["accuracy@1_offset_removed"] = round(
+                    100 * float((centred_scores.argmax(1) == gold).mean()), 1
+                )
+                result["planted_lift"] = round(planted_lift(cosines, owners, index, gold, planted_chunk), 4)
                 run[variant] = result
             report["runs"].append(run)
             lines += [
@@ -191,6 +231,8 @@ def main() -> None:
                     f"{variant}: winning chunk index {run[variant]['winning_chunk_index']}; mean query-chunk "
                     "cosine by chunk index (chunks without the planted line): "
                     + ", ".join(f"{k}: {v:.3f}" for k, v in cos.items())
+                    + f"; accuracy@1 with that offset removed: {run[variant]['accuracy@1_offset_removed']}"
+                    + f"; the planted sentence's lift: {run[variant]['planted_lift']:.4f}"
                 )
             lines.append("")
             print("\n".join(lines[-8:]), flush=True)
