@@ -340,6 +340,31 @@ def test_whole_word_masking_rate_and_80_10_10(tiny_tokenizer_folder):
     assert abs((masked_tokens - as_mask - kept) / masked_tokens - (0.1 - 0.1 / len(VOCAB))) < 0.025
 
 
+def test_masks_depend_only_on_seed_and_batch(tiny_tokenizer_folder):
+    """A batch's masks are a function of (seed, token ids): not of earlier calls, not of the collator
+    instance; another seed or another batch order gives other masks; token-level masking (no whole
+    words) keeps the rate and never touches special tokens."""
+    tokenizer = load_tokenizer(tiny_tokenizer_folder)
+    dataset = tokenize_documents([mixed_text(40, i) for i in range(40)], tokenizer, 64)
+    first, second = [dataset[i] for i in range(20)], [dataset[i] for i in range(20, 40)]
+    collator = mlm_collator(tokenizer, MLMConfig(seed=3))
+    before = collator(second)
+    collator(first)
+    after = collator(second)
+    fresh = mlm_collator(tokenizer, MLMConfig(seed=3))(second)
+    for batch in (after, fresh):
+        assert torch.equal(batch["input_ids"], before["input_ids"]) and torch.equal(batch["labels"], before["labels"])
+    assert not torch.equal(mlm_collator(tokenizer, MLMConfig(seed=4))(second)["labels"], before["labels"])
+    assert not torch.equal(collator(second[::-1])["labels"], before["labels"].flip(0))
+    tokens = mlm_collator(tokenizer, MLMConfig(seed=3, whole_word_mask=False))(second)
+    special = torch.nn.utils.rnn.pad_sequence(
+        [torch.tensor(e["special_tokens_mask"]) for e in second], batch_first=True, padding_value=1
+    ).bool()
+    chosen = tokens["labels"] != -100
+    assert not chosen[special].any()
+    assert abs(chosen.sum().item() / (~special).sum().item() - 0.3) < 0.05
+
+
 def test_sequences_are_the_first_tokens_of_single_documents(tiny_tokenizer_folder):
     tokenizer = load_tokenizer(tiny_tokenizer_folder)
     texts = [mixed_text(80, 1), "the of and", mixed_text(5, 2)]

@@ -6,9 +6,9 @@ The recipe, each part named as in the paper and done with transformers' own tool
   dropped; no packing of several documents into one sequence, one sequence per document
   (:func:`tokenize_documents`).  Batches are padded dynamically, so their masked-token counts vary.
 - **Masking**: 30% of the words, whole-word masking, and of the masked tokens 80% become [MASK],
-  10% a random token, 10% stay (:class:`WholeWordMaskCollator`, transformers'
-  ``DataCollatorForLanguageModeling`` with ``whole_word_mask=True``).  The loss is the cross entropy
-  of eq. (2) over the masked tokens.
+  10% a random token, 10% stay (:class:`~longembed.training.masking.WholeWordMaskCollator`, seeded per
+  batch by longembed, not by a library's private random state).  The loss is the cross entropy of
+  eq. (2) over the masked tokens.
 - **Optimizer**: AdamW (beta1 0.9, beta2 0.98, eps 1e-6, weight decay 0.01), learning rate linear from
   0 to eta over the warm-up steps, then linearly to 0; dropout 0.1 and attention dropout 0.1.
 - **Training loop**: transformers' ``Trainer``: checkpoints every ``save_steps`` in
@@ -31,24 +31,19 @@ JinaBERT's so both feed-forwards have the same parameters and FLOPs (GEGLU: h x 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
-import math
 import time
-import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from transformers import (
     AutoModelForMaskedLM,
     AutoTokenizer,
     BertConfig,
     BertForMaskedLM,
-    DataCollatorForLanguageModeling,
     PreTrainedModel,
     PreTrainedTokenizerBase,
     Trainer,
@@ -69,6 +64,7 @@ from longembed.training.contrastive import (
     resume_point,
     shared_trainer_arguments,
 )
+from longembed.training.masking import WholeWordMaskCollator
 
 try:  # the ``training`` extra; without it ``require_training_extra`` says what to install
     from datasets import Dataset
@@ -286,70 +282,12 @@ def tokenize_documents(
     )
 
 
-@dataclass
-class WholeWordMaskCollator(DataCollatorForLanguageModeling):
-    """``DataCollatorForLanguageModeling`` with whole-word masking *and* the 80/10/10 replacement.
-
-    Two additions to the library's collator, both needed by the paper's recipe:
-
-    - transformers switches random replacement off when ``whole_word_mask`` is set (every chosen
-      token becomes [MASK]); the paper, like Google's original whole-word masking, replaces 80% of the
-      chosen tokens with [MASK], 10% with a random token and keeps 10%, decided token by token.  The
-      requested ``mask_replace_prob`` / ``random_replace_prob`` are kept here.
-    - ``offset_mapping`` (the word boundaries) is padded to the batch's length, which the tokenizer's
-      ``pad`` does not do.
-
-    With a ``seed`` the masks of a batch are a function of the seed and the batch's token ids, not of
-    how many batches came before: a run resumed from a checkpoint (which skips the batches it already
-    trained on) masks the remaining batches exactly as an uninterrupted run does.  Words are maximal
-    runs of tokens with no gap between their character offsets (so "word." is one word).
-    """
-
-    def __post_init__(self) -> None:
-        replace, random_replace = self.mask_replace_prob, self.random_replace_prob
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="Random token replacement is not supported")
-            super().__post_init__()
-        self.mask_replace_prob, self.random_replace_prob = float(replace), float(random_replace)
-
-    def torch_call(self, examples: list[Any]) -> dict[str, Any]:
-        if isinstance(examples[0], Mapping) and "offset_mapping" in examples[0]:
-            if self.whole_word_mask:
-                longest = max(len(e["input_ids"]) for e in examples)
-                if self.pad_to_multiple_of:
-                    longest = math.ceil(longest / self.pad_to_multiple_of) * self.pad_to_multiple_of
-                examples = [
-                    {**e, "offset_mapping": _padded_offsets(e["offset_mapping"], longest)} for e in examples
-                ]
-            else:  # token-level masking needs no word boundaries
-                examples = [{k: v for k, v in e.items() if k != "offset_mapping"} for e in examples]
-        if self.seed is not None:
-            self.generator = torch.Generator().manual_seed(_batch_seed(self.seed, examples))
-        return super().torch_call(examples)
-
-
-def _padded_offsets(offsets: Sequence[Sequence[int]], length: int) -> list[list[int]]:
-    """Character offsets padded with (0, 0) (what special tokens have) to ``length`` tokens."""
-    return [list(o) for o in offsets] + [[0, 0]] * (length - len(offsets))
-
-
-def _batch_seed(seed: int, examples: list[Any]) -> int:
-    """A 63-bit seed from the run's seed and the token ids of a batch (order included)."""
-    digest = hashlib.sha256(str(seed).encode())
-    for example in examples:
-        ids = example["input_ids"] if isinstance(example, Mapping) else example
-        digest.update(np.asarray(ids, dtype=np.int64).tobytes())
-        digest.update(b"|")
-    return int.from_bytes(digest.digest()[:8], "little") >> 1
-
-
 def mlm_collator(
     tokenizer: PreTrainedTokenizerBase, config: MLMConfig, seed: int | None = None
 ) -> WholeWordMaskCollator:
     """The masking of ``config`` (30% whole words, 80/10/10 by default), seeded by ``seed``."""
     return WholeWordMaskCollator(
         tokenizer=tokenizer,
-        mlm=True,
         whole_word_mask=config.whole_word_mask,
         mlm_probability=config.mlm_probability,
         mask_replace_prob=config.mask_replace_prob,
