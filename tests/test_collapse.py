@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from longembed import load_encoder
-from longembed.cli.collapse import register_cli
+from longembed.cli.parsers.collapse import register_cli
 from longembed.collapse import (
     build_length_buckets,
     build_short_buckets,

@@ -24,6 +24,7 @@ from transformers import BertConfig, BertTokenizer, TrainerCallback, TrainingArg
 
 from longembed import load_encoder
 from longembed.cli import train as train_cli
+from longembed.cli.parsers import train as train_parser
 from longembed.evaluation.runner import DATA_DIR_ENV
 from longembed.models.jina_bert import JinaBertConfig, JinaBertForMaskedLM, JinaBertModel
 from longembed.training.contrastive import ContrastiveConfig, SentenceTransformer, train_contrastive
@@ -611,7 +612,7 @@ def test_user_text_file_errors(tmp_path):
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="longembed")
-    train_cli.register_cli(parser.add_subparsers(dest="command", required=True))
+    train_parser.register_cli(parser.add_subparsers(dest="command", required=True))
     return parser
 
 
@@ -637,7 +638,7 @@ def test_cli_parses_and_fails_clearly(tmp_path, monkeypatch):
         ]
     )
     assert (args.stage, args.max_steps, args.precision, args.device) == ("pairs", 5, "bf16", "cpu")
-    assert args.func is train_cli.run_jina
+    assert args.func.resolve() is train_cli.run_jina
     for argv in (
         ["train", "jina", "--stage", "finetune", "--output", "o"],
         ["train", "jina", "--stage", "mlm", "--max-steps", "0"],

@@ -1,6 +1,7 @@
 """The package's import graph: layers point one way, no cycles, no imports hidden inside functions.
 
-core (config, loading, quantization, inputs, encoder, pooling, batching, chunking, extension, models) <- export; core <- tasks
+core (config, loading, quantization, inputs, encoder, pooling, batching, chunking, extension, models, and
+the package plumbing: lazy exports, library-noise filters) <- export; core <- tasks
 <- evaluation <- report / collapse / training <- cli (training also builds on export); core <- serving
 (the HTTP server) <- cli; core <- integrations (mteb, LangChain adapters); core <- corpus (embedding corpora of shards, locally or on Ray) <- cli; ``results`` is plain data that every layer above core may use.
 """
@@ -13,7 +14,10 @@ from pathlib import Path
 import longembed
 
 ROOT = Path(longembed.__file__).resolve().parent
-CORE = {"config", "loading", "quantization", "inputs", "encoder", "pooling", "batching", "chunking", "extension", "models"}
+CORE = {
+    "config", "loading", "quantization", "inputs", "encoder", "pooling", "batching", "chunking", "extension", "models",
+    "lazy", "noise",
+}
 #: Which top-level parts each part may import (besides itself and the package root).
 ALLOWED = {
     "__init__": CORE,  # the package root exports the encoder API

@@ -96,7 +96,7 @@ def test_bad_quantization_options_are_clear_errors(tiny_models, monkeypatch) -> 
         quantize_linear_layers(torch.nn.Linear(4, 4).to(torch.bfloat16), "int8")
     with pytest.raises(ValueError, match="no nn.Linear layer"):
         quantize_linear_layers(torch.nn.LayerNorm(4), "int8")
-    monkeypatch.setattr(quantization_module, "quantize_", None)
+    monkeypatch.setattr(quantization_module, "torchao_installed", lambda: False)
     with pytest.raises(ImportError, match=r"pip install 'longembed\[quantization\]'"):
         load_encoder(tiny_models["bert"], quantization="int8").encode(["a text"])
 

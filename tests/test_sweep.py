@@ -472,7 +472,8 @@ def test_real_encoder_baseline_equals_plain_evaluate_model(tmp_path: Path) -> No
 
 # --------------------------------------------------------------------------- CLI
 def test_cli_candidates_and_temperature_alias() -> None:
-    from longembed.cli.sweep import build_candidates, register_cli
+    from longembed.cli.parsers.sweep import register_cli
+    from longembed.cli.sweep import build_candidates
 
     parser = argparse.ArgumentParser(prog="longembed")
     register_cli(parser.add_subparsers(dest="command"))
@@ -490,7 +491,7 @@ def test_cli_candidates_and_temperature_alias() -> None:
 
 @pytest.mark.skipif(not (DATA_DIR / "paul_graham_essays").is_dir(), reason="shared data folder absent")
 def test_cli_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from longembed.cli.sweep import register_cli
+    from longembed.cli.parsers.sweep import register_cli
 
     factory = Factory(tmp_path / "model")
     monkeypatch.setattr(sweep_module, "load_encoder", factory)

@@ -3,12 +3,37 @@
 >>> from longembed import load_encoder
 >>> enc = load_encoder("all-MiniLM-L6-v2-folder", method="pi", max_length=4096)
 >>> vectors = enc.encode(long_texts, batch_size=8, show_progress_bar=True)
+
+The names below are imported on first use (``longembed.lazy``), so ``import longembed`` and the
+command line's ``--help`` do not pay for torch and transformers; ``from longembed import
+load_encoder`` works as usual.  Importing the package also filters a few known library messages that
+say nothing to a user (``longembed.noise``).
 """
 
-from longembed.config import EncoderConfig
-from longembed.encoder import EncodeStats, LongContextEncoder, load_encoder
-from longembed.extension.methods import METHODS
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from longembed import noise
+from longembed.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-__all__ = ["METHODS", "EncodeStats", "EncoderConfig", "LongContextEncoder", "load_encoder", "__version__"]
+#: public name -> the module that defines it
+_EXPORTS = {
+    "EncoderConfig": "longembed.config",
+    "EncodeStats": "longembed.encoder",
+    "LongContextEncoder": "longembed.encoder",
+    "load_encoder": "longembed.encoder",
+    "METHODS": "longembed.extension.methods",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+    from longembed.config import EncoderConfig
+    from longembed.encoder import EncodeStats, LongContextEncoder, load_encoder
+    from longembed.extension.methods import METHODS
+
+noise.silence_known_library_noise()
+
+__all__ = ["METHODS", "EncodeStats", "EncoderConfig", "LongContextEncoder", "__version__", "load_encoder"]

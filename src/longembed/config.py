@@ -16,14 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from longembed.extension.methods import METHODS, POSITION_SCHEMES
+from longembed.extension.methods import APPLY_MODES, METHODS, NTK_VARIANTS, POSITION_SCHEMES, SCALE_MODES
 from longembed.extension.presets import PRESETS, preset_options
-from longembed.extension.rope import NTK_VARIANTS
-from longembed.extension.scaling import APPLY_MODES, SCALE_MODES
-from longembed.loading import DTYPES, POOLING_MODES
-from longembed.quantization import QUANTIZATION_SCHEMES
 
 OVERFLOW_MODES = ("truncate", "error")
+#: How token states become one vector (read from the model folder unless overridden).
+POOLING_MODES = ("mean", "cls", "last")
+#: Precisions a model can run in, as torch spells them (``loading.DTYPES`` maps them to torch dtypes).
+DTYPE_NAMES = ("float32", "bfloat16", "float16")
+#: Quantization schemes (``longembed.quantization``).
+QUANTIZATION_SCHEMES = ("int8",)
 #: The longest max_length accepted (2^20 tokens: 32 times the longest LongEmbed length).
 MAX_SUPPORTED_LENGTH = 1 << 20
 #: Above this many times Lo, a scale factor is beyond anything the papers tried: warn.
@@ -80,7 +82,7 @@ class EncoderConfig:
     on_overflow: str = field(default="truncate", metadata=_option(
         "inputs longer than max_length: cut them with a warning, or refuse them", OVERFLOW_MODES))
     dtype: str = field(default="float32", metadata=_option(
-        "precision of the weights and activations (vectors are returned as float32)", tuple(DTYPES)))
+        "precision of the weights and activations (vectors are returned as float32)", DTYPE_NAMES))
     quantization: str | None = field(default=None, metadata=_option(
         "'int8': dynamic int8 quantization of the linear layers (needs torchao and dtype float32; "
         "a CPU speed-up, see benchmarks/RESULTS.md); off by default", QUANTIZATION_SCHEMES))

@@ -44,7 +44,7 @@ from longembed.chunking.tokens import (
     window_inputs,
 )
 from longembed.config import EncoderConfig, check_scale_factor, check_temperature
-from longembed.extension.attention import ATTENTION_NAME, AttentionPlan
+from longembed.extension.attention import AttentionPlan, register_attention_function
 from longembed.extension.pcw import mean_over_windows
 from longembed.extension.positions import position_scheme_for
 from longembed.extension.scaling import document_scales, length_temperature, logn_factor
@@ -146,8 +146,9 @@ class LongContextEncoder:
         model = load_transformer(self.source.transformer_path, self.config.dtype).to(self.device).eval()
         if self.config.quantization is not None:
             quantize_linear_layers(model, self.config.quantization)
-        model.set_attn_implementation(ATTENTION_NAME)
-        if model.config._attn_implementation != ATTENTION_NAME:
+        attention_name = register_attention_function()
+        model.set_attn_implementation(attention_name)
+        if model.config._attn_implementation != attention_name:
             raise ValueError(
                 f"{type(model).__name__} cannot switch to longembed's attention function (transformers "
                 "allows it only for models that look up ALL_ATTENTION_FUNCTIONS.get_interface); its "

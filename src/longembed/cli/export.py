@@ -11,33 +11,14 @@ vectors for inputs longer than Lo; what it does to short inputs is in the README
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from longembed.cli.options import add_encoder_arguments, encoder_options
+from longembed.cli.model_defaults import resolve_method
+from longembed.cli.options import encoder_options
 from longembed.export import export_model
 
 
-def register_cli(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``export`` subcommand (handler: :func:`run`)."""
-    parser = subparsers.add_parser(
-        "export",
-        help="write an extended model as a plain sentence-transformers folder",
-        description=(
-            "Write MODEL extended with METHOD to MAX_LENGTH as a standard folder (position table for APE "
-            "models, rotary parameters for RoPE models) that loads with no longembed code."
-        ),
-    )
-    parser.add_argument("--output", required=True, type=Path, help="the folder to write")
-    parser.add_argument("--overwrite", action="store_true", help="replace a non-empty --output")
-    add_encoder_arguments(
-        parser,
-        model_required=True,
-        exclude=("prompts", "pooling", "on_overflow", "temperature_reference"),
-    )
-    parser.set_defaults(func=run)
-
-
 def run(args: argparse.Namespace) -> int:
+    resolve_method(args)
     folder = export_model(
         args.model, args.method, args.max_length, args.output, overwrite=args.overwrite, **encoder_options(args)
     )

@@ -1,9 +1,10 @@
 """The ``longembed`` command: one subcommand per job (embed, eval, report, sweep, collapse, tune, export, train, serve).
 
-Each subcommand lives in its own module of ``longembed.cli``; only the one that runs is imported, so
+Each subcommand has two modules: its flags in ``longembed.cli.parsers.<name>`` (light imports only)
+and the command in ``longembed.cli.<name>``, imported only when it runs (``CommandHandler``).  So
+``longembed --help`` and ``longembed <command> --help`` import neither torch nor transformers, and
 ``longembed eval`` does not pay for the training stack (sentence-transformers, datasets) or the
-server's (FastAPI, uvicorn): a fully cached rerun is mostly process start.  ``longembed --help`` and
-a mistyped subcommand import them all, to list every choice.
+server's (FastAPI, uvicorn): a fully cached rerun is mostly importing torch and transformers.
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ import logging
 import sys
 
 from longembed import __version__
-from longembed.cli.options import resolve_method
 
-#: subcommand -> its module in longembed.cli (each has ``register_cli(subparsers)``).
+#: subcommand -> its modules: ``longembed.cli.parsers.<module>`` (``register_cli``) and ``longembed.cli.<module>``.
 SUBCOMMANDS = {
     "embed": "embed",
     "eval": "evaluate",
@@ -47,7 +47,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     chosen = chosen_subcommand(sys.argv[1:] if argv is None else argv)
     for name, module in SUBCOMMANDS.items():
         if chosen in (None, name):
-            importlib.import_module(f"longembed.cli.{module}").register_cli(subparsers)
+            importlib.import_module(f"longembed.cli.parsers.{module}").register_cli(subparsers)
     return parser
 
 
@@ -56,7 +56,6 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     args = build_parser(argv).parse_args(argv)
     try:
-        resolve_method(args)
         return int(args.func(args) or 0)
     except (ValueError, TypeError, FileNotFoundError, OSError, ImportError) as exc:
         print(f"longembed {args.command}: error: {exc}", file=sys.stderr)

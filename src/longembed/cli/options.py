@@ -3,23 +3,25 @@
 Every field of :class:`~longembed.config.EncoderConfig` is a flag (``max_length`` -> ``--max-length``)
 with the field's help text and choices, so a new encoder option is a new flag in every command.
 Flags the user did not give are left out of the options (``argparse.SUPPRESS``): the config's
-defaults, or a ``--preset``, decide them.
+defaults, or a ``--preset``, decide them.  Nothing here imports torch or transformers: the parsers
+(``longembed.cli.parsers``) are built from it for ``--help``.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import json
 import re
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from longembed.config import EncoderConfig
-from longembed.loading import default_method
 
 MODEL_HELP = EncoderConfig.__dataclass_fields__["model"].metadata["help"]
 #: Fields given to load_encoder by position, not as options.
@@ -90,12 +92,19 @@ def add_encoder_arguments(
     group.add_argument("--batch-size", type=int, default=16, help="most sequences per batch")
 
 
-def resolve_method(args: argparse.Namespace) -> None:
-    """Fill in ``args.method`` when --method was not given: the model folder's recorded method
-    (``longembed tune`` / ``export``), else truncate.  BM25 has no method."""
-    if getattr(args, "method", "") is None:
-        model = getattr(args, "model", None)
-        args.method = "truncate" if model in (None, "bm25") else default_method(model)
+@dataclass(frozen=True)
+class CommandHandler:
+    """A subcommand's handler, named by module and function and imported only when the command runs,
+    so that building the parser (``--help``, a typo) never imports torch or transformers."""
+
+    module: str
+    function: str = "run"
+
+    def resolve(self) -> Callable[[argparse.Namespace], int | None]:
+        return getattr(importlib.import_module(self.module), self.function)
+
+    def __call__(self, args: argparse.Namespace) -> int | None:
+        return self.resolve()(args)
 
 
 def encoder_options(args: argparse.Namespace) -> dict[str, Any]:

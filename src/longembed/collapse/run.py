@@ -27,6 +27,12 @@ from typing import Any
 import numpy as np
 
 from longembed.collapse.buckets import Bucket, build_length_buckets, build_short_buckets
+from longembed.collapse.choices import (
+    DEFAULT_LENGTHS,
+    DEFAULT_SHORT_EDGES,
+    DEFAULT_SIGMA_A_TEXTS,
+    DEFAULT_TEXTS_PER_BUCKET,
+)
 from longembed.collapse.corpus import SOURCES, load_long_documents
 from longembed.collapse.metrics import embedding_statistics
 from longembed.collapse.plots import plot_collapse
@@ -44,10 +50,6 @@ __all__ = ["DEFAULT_LENGTHS", "DEFAULT_SHORT_EDGES", "run_collapse"]
 
 log = logging.getLogger(__name__)
 
-DEFAULT_LENGTHS: tuple[int, ...] = (128, 256, 512, 1024, 2048, 4096)
-DEFAULT_SHORT_EDGES: tuple[int, ...] = (0, 100, 200, 300, 400, 500)
-DEFAULT_TEXTS_PER_BUCKET = 32
-DEFAULT_SIGMA_A_TEXTS = 8
 SIGMA_A_LAYER = -1
 SIGMA_A_ITERS = 30
 

@@ -9,18 +9,44 @@ engine (:mod:`~longembed.corpus.ray_engine`) runs the same shards on a pool of a
 or a cluster.  pyarrow and ray are the ``ray`` extra: ``pip install 'longembed[ray]'``.
 """
 
-from longembed.corpus.job import CHUNK_ROWS, EmbedJob, ShardEmbedder, ShardReport
-from longembed.corpus.plan import CorpusPlan, plan_corpus
-from longembed.corpus.ray_engine import RaySettings
-from longembed.corpus.run import ENGINES, CorpusResult, embed_corpus
-from longembed.corpus.shards import Shard, ShardReader, find_shards
-from longembed.corpus.writer import read_embeddings
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from longembed.lazy import lazy_exports
+
+#: public name -> the module that defines it (imported on first use: see longembed.lazy)
+_EXPORTS = {
+    "CHUNK_ROWS": "longembed.corpus.job",
+    "EmbedJob": "longembed.corpus.job",
+    "ShardEmbedder": "longembed.corpus.job",
+    "ShardReport": "longembed.corpus.job",
+    "CorpusPlan": "longembed.corpus.plan",
+    "plan_corpus": "longembed.corpus.plan",
+    "RaySettings": "longembed.corpus.ray_engine",
+    "ENGINES": "longembed.corpus.run",
+    "CorpusResult": "longembed.corpus.run",
+    "embed_corpus": "longembed.corpus.run",
+    "Shard": "longembed.corpus.shards",
+    "ShardReader": "longembed.corpus.shards",
+    "find_shards": "longembed.corpus.shards",
+    "read_embeddings": "longembed.corpus.writer",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+    from longembed.corpus.job import CHUNK_ROWS, EmbedJob, ShardEmbedder, ShardReport
+    from longembed.corpus.plan import CorpusPlan, plan_corpus
+    from longembed.corpus.ray_engine import RaySettings
+    from longembed.corpus.run import ENGINES, CorpusResult, embed_corpus
+    from longembed.corpus.shards import Shard, ShardReader, find_shards
+    from longembed.corpus.writer import read_embeddings
 
 __all__ = [
     "CHUNK_ROWS",
-    "ENGINES",
     "CorpusPlan",
     "CorpusResult",
+    "ENGINES",
     "EmbedJob",
     "RaySettings",
     "Shard",

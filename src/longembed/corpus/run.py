@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from longembed.corpus.arrow import require_arrow
+from longembed.corpus.choices import ENGINES
 from longembed.corpus.job import EmbedJob, ShardReport
 from longembed.corpus.local import embed_shards_locally
 from longembed.corpus.plan import CorpusPlan, plan_corpus
@@ -31,7 +32,6 @@ from longembed.corpus.ray_engine import (
 )
 from longembed.corpus.writer import remove_partial_files
 
-ENGINES = ("local", "ray")
 logger = logging.getLogger(__name__)
 
 

@@ -14,13 +14,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from types import ModuleType
 from typing import Any
 
-import bm25s
 import numpy as np
 
 # bm25s sets its own logger to DEBUG, which prints "Building index ..." for every index built.
 logging.getLogger("bm25s").setLevel(logging.WARNING)
+
+
+def _bm25s() -> ModuleType:
+    """bm25s, imported when BM25 first scores: it brings scipy.sparse, a tenth of a second that a
+    cached embedding rerun (which imports this module but never scores BM25) should not pay."""
+    import bm25s
+
+    return bm25s
 
 
 def _default_stemmer() -> Any | None:
@@ -52,7 +60,7 @@ class BM25Model:
         self.stemmer_name = "snowball-english" if self.stemmer is not None else None
 
     def _tokenize(self, texts: Sequence[str], return_ids: bool) -> Any:
-        return bm25s.tokenize(
+        return _bm25s().tokenize(
             list(texts),
             stopwords=self.stopwords,
             stemmer=self.stemmer,
@@ -64,7 +72,7 @@ class BM25Model:
         """BM25 scores of every query against every document: a float32 array (len(queries), len(corpus))."""
         if not corpus:
             raise ValueError("empty corpus")
-        retriever = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
+        retriever = _bm25s().BM25(k1=self.k1, b=self.b, method=self.method)
         retriever.index(self._tokenize(corpus, return_ids=True), show_progress=False)
         out = np.zeros((len(queries), len(corpus)), dtype=np.float32)
         for i, tokens in enumerate(self._tokenize(queries, return_ids=False)):

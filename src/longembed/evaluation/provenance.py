@@ -30,7 +30,7 @@ from longembed.loading import DEFAULT_MODEL, default_model_path
 NON_VECTOR_CONFIG_FIELDS = ("model", "prompts", "temperature", "on_overflow", "preset")
 
 #: Parts of longembed that cannot change a vector; every other module is in the code fingerprint.
-NON_VECTOR_PARTS = ("cli", "evaluation", "report", "tasks", "collapse", "results")
+NON_VECTOR_PARTS = ("cli", "evaluation", "report", "tasks", "collapse", "results", "noise", "lazy")
 
 _SMALL_FILE = 2 << 20  # model files up to 2 MiB are hashed whole; larger ones by size + head + tail
 _HEAD = 1 << 20

@@ -21,6 +21,7 @@ from longembed.chunking.spans import parse_chunking
 from longembed.evaluation.bm25 import BM25Model
 from longembed.evaluation.cache import CachedEncoding
 from longembed.evaluation.cached_encoder import CachedEncoder
+from longembed.evaluation.choices import GRANULARITIES
 from longembed.evaluation.metrics import evaluate_scores
 from longembed.results import CacheUse, Counts, TaskResult, UnitResult
 from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS, RetrievalData, Task, TaskDataMissing
@@ -73,7 +74,6 @@ class Granularity:
         return {"level": self.level, "chunking": self.chunking, "late": self.late}
 
 
-GRANULARITIES = ("document", "chunks")
 DOCUMENT_LEVEL = Granularity()
 
 

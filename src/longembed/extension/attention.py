@@ -1,4 +1,4 @@
-"""longembed's attention function, registered with ``transformers.AttentionInterface``.
+"""longembed's attention function, registered with ``transformers.AttentionInterface`` when a model loads.
 
 A model instance opts in with ``model.set_attn_implementation("longembed")``; nothing else in
 the process changes.  Each forward call receives an ``AttentionPlan`` through the model's
@@ -26,8 +26,6 @@ from functools import cached_property
 
 import torch
 import torch.nn.functional as F
-from transformers import AttentionInterface
-from transformers.masking_utils import AttentionMaskInterface
 
 from longembed.extension.fused import LseKernel, alibi_attention, local_attention, selfextend_attention
 from longembed.extension.rope import RotaryTables, apply_rotary
@@ -349,5 +347,16 @@ def padding_only_mask(
     return attention_mask[:, -kv_length:].bool()[:, None, None, :]
 
 
-AttentionInterface.register(ATTENTION_NAME, longembed_attention)
-AttentionMaskInterface.register(ATTENTION_NAME, padding_only_mask)
+def register_attention_function() -> str:
+    """Register :func:`longembed_attention` (and its mask) with transformers under ``ATTENTION_NAME``.
+
+    Called when a model is loaded, not when this module is imported: transformers' attention
+    registries live in ``modeling_utils``, whose import (with torchao and torch.distributed behind
+    it) costs more than a fully cached benchmark rerun does.  Registering again is harmless.
+    """
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface
+
+    AttentionInterface.register(ATTENTION_NAME, longembed_attention)
+    AttentionMaskInterface.register(ATTENTION_NAME, padding_only_mask)
+    return ATTENTION_NAME

@@ -12,6 +12,15 @@ from dataclasses import dataclass
 APE, ROPE, ALIBI = "ape", "rope", "alibi"
 POSITION_SCHEMES = (APE, ROPE, ALIBI)
 
+# The choices of the methods' switches, here (no torch) so that the config and the command line can
+# list them without importing the arithmetic.
+#: s = ceil(Lt / Lo) for every document ("fixed") or ceil(n / Lo) per document ("per_document").
+SCALE_MODES = ("fixed", "per_document")
+#: Which inputs a method changes: only those longer than Lo ("long"), or every input ("all").
+APPLY_MODES = ("long", "all")
+#: NTK: one base for the target length ("static"), or a base that grows with n ("dynamic").
+NTK_VARIANTS = ("static", "dynamic")
+
 
 @dataclass(frozen=True)
 class MethodInfo:

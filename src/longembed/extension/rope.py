@@ -34,7 +34,6 @@ from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 from longembed.extension.scaling import ntk_lambda, selfextend_defaults
 
 ROPE_METHODS = ("gp", "pi", "ntk", "yarn", "selfextend")
-NTK_VARIANTS = ("static", "dynamic")
 #: Dynamic NTK's F when none is given: nomic's documented ``rotary_scaling_factor`` for 8k inputs.
 DEFAULT_DYNAMIC_NTK_FACTOR = 2.0
 

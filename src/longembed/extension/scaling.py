@@ -12,8 +12,7 @@ import math
 
 import torch
 
-SCALE_MODES = ("fixed", "per_document")
-APPLY_MODES = ("long", "all")
+from longembed.extension.methods import APPLY_MODES, SCALE_MODES
 
 # Table 6: NTK base multiplier lambda by scale factor s (base 10000 -> 10000 * lambda).
 NTK_LAMBDA_TABLE: dict[int, float] = {1: 1.0, 2: 3.0, 4: 5.0, 8: 10.0}

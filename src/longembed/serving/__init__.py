@@ -5,35 +5,56 @@ prometheus-client); without it this package still imports (the settings and the 
 need nothing), and :func:`require_serving_extra` says what to install.  :func:`create_app` builds the
 ASGI app for any encoder; :func:`build_server` wraps it in uvicorn.  The modules: ``overflow``
 (extend / truncate / error), ``batcher`` (dynamic batching under a token budget), ``metrics``
-(Prometheus), ``app`` (routes), ``server`` (uvicorn), ``settings``.
+(Prometheus), ``app`` (routes), ``server`` (uvicorn), ``settings``.  Names are imported on first use
+(``longembed.lazy``), so the command line's ``--help`` reads the choices without the web stack.
 """
 
 from __future__ import annotations
 
-from longembed.serving.batcher import DynamicBatcher
-from longembed.serving.overflow import OVERFLOW_POLICIES, OverflowPlanner
-from longembed.serving.settings import ServerSettings
+import importlib.util
+from typing import TYPE_CHECKING
 
-try:  # the ``serving`` extra
+from longembed.lazy import lazy_exports
+
+#: The packages of the ``serving`` extra, by import name.
+SERVING_PACKAGES = ("fastapi", "uvicorn", "prometheus_client")
+
+#: public name -> the module that defines it (imported on first use: see longembed.lazy)
+_EXPORTS = {
+    "DynamicBatcher": "longembed.serving.batcher",
+    "OVERFLOW_POLICIES": "longembed.serving.choices",
+    "OverflowPlanner": "longembed.serving.overflow",
+    "ServerSettings": "longembed.serving.settings",
+    "ApiError": "longembed.serving.app",
+    "EmbeddingService": "longembed.serving.app",
+    "create_app": "longembed.serving.app",
+    "bound_port": "longembed.serving.server",
+    "build_server": "longembed.serving.server",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
     from longembed.serving.app import ApiError, EmbeddingService, create_app
+    from longembed.serving.batcher import DynamicBatcher
+    from longembed.serving.choices import OVERFLOW_POLICIES
+    from longembed.serving.overflow import OverflowPlanner
     from longembed.serving.server import bound_port, build_server
-
-    SERVING_IMPORT_ERROR: ImportError | None = None
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    SERVING_IMPORT_ERROR = exc
+    from longembed.serving.settings import ServerSettings
 
 
 def require_serving_extra() -> None:
     """An ImportError naming the extra when FastAPI, uvicorn or prometheus-client is missing."""
-    if SERVING_IMPORT_ERROR is not None:
+    missing = [name for name in SERVING_PACKAGES if importlib.util.find_spec(name) is None]
+    if missing:
         raise ImportError(
-            f"longembed serve needs the serving extra ({SERVING_IMPORT_ERROR.name} is missing): "
+            f"longembed serve needs the serving extra ({', '.join(missing)} missing): "
             'pip install "longembed[serving]"'
-        ) from SERVING_IMPORT_ERROR
+        )
 
 
 __all__ = [
     "OVERFLOW_POLICIES",
+    "SERVING_PACKAGES",
     "ApiError",
     "DynamicBatcher",
     "EmbeddingService",

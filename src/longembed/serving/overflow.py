@@ -24,8 +24,7 @@ from dataclasses import dataclass
 
 from longembed.chunking.tokens import token_layouts
 from longembed.encoder import LongContextEncoder
-
-OVERFLOW_POLICIES = ("extend", "truncate", "error")
+from longembed.serving.choices import OVERFLOW_POLICIES
 
 
 class InputTooLong(ValueError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from longembed.serving.overflow import OVERFLOW_POLICIES
+from longembed.serving.choices import OVERFLOW_POLICIES
 
 #: Models trained with Matryoshka representation learning: the output sizes they support.
 MATRYOSHKA_DIMENSIONS = {"nomic-embed-text-v1.5": (768, 512, 256, 128, 64)}

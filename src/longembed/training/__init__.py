@@ -7,16 +7,43 @@ Jina v2 recipe: MLM pre-training (``mlm.py``), then pairs and hard negatives (``
 ``training`` extra.
 """
 
-from longembed.training.contrastive import (
-    ContrastiveConfig,
-    TrainingSummary,
-    info_nce_loss,
-    train_contrastive,
-)
-from longembed.training.data import TrainingPair, mlm_documents, read_pairs_jsonl, training_pairs
-from longembed.training.jina import JinaRecipeConfig, train_jina
-from longembed.training.mlm import mlm_accuracy_by_length, train_mlm
-from longembed.training.tune import TuningResult, default_tuning_config, tune_positions
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from longembed.lazy import lazy_exports
+
+#: public name -> the module that defines it (imported on first use: see longembed.lazy)
+_EXPORTS = {
+    "ContrastiveConfig": "longembed.training.config",
+    "TrainingSummary": "longembed.training.contrastive",
+    "info_nce_loss": "longembed.training.contrastive",
+    "train_contrastive": "longembed.training.contrastive",
+    "TrainingPair": "longembed.training.data",
+    "mlm_documents": "longembed.training.data",
+    "read_pairs_jsonl": "longembed.training.data",
+    "training_pairs": "longembed.training.data",
+    "JinaRecipeConfig": "longembed.training.jina",
+    "train_jina": "longembed.training.jina",
+    "mlm_accuracy_by_length": "longembed.training.mlm",
+    "train_mlm": "longembed.training.mlm",
+    "TuningResult": "longembed.training.tune",
+    "default_tuning_config": "longembed.training.config",
+    "tune_positions": "longembed.training.tune",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+    from longembed.training.contrastive import (
+        ContrastiveConfig,
+        TrainingSummary,
+        info_nce_loss,
+        train_contrastive,
+    )
+    from longembed.training.data import TrainingPair, mlm_documents, read_pairs_jsonl, training_pairs
+    from longembed.training.jina import JinaRecipeConfig, train_jina
+    from longembed.training.mlm import mlm_accuracy_by_length, train_mlm
+    from longembed.training.tune import TuningResult, default_tuning_config, tune_positions
 
 __all__ = [
     "ContrastiveConfig",

@@ -46,6 +46,7 @@ from longembed.evaluation.metrics import evaluate_scores
 from longembed.loading import default_model_path
 from longembed.models.jina_bert import JinaBertForMaskedLM
 from longembed.tasks.base import iter_jsonl, read_json_file
+from longembed.training.choices import STAGES
 from longembed.training.contrastive import (
     CHECKPOINTS,
     ContrastiveConfig,
@@ -78,7 +79,6 @@ try:  # the ``training`` extra
 except ImportError:  # pragma: no cover - exercised only without the extra (require_training_extra says so)
     Transformer = Pooling = None  # type: ignore[assignment,misc]
 
-STAGES = ("mlm", "pairs", "negatives")
 RECORD_FILE = "longembed_jina.json"
 #: The files sentence-transformers needs beside a model's own weights, config and tokenizer.
 SENTENCE_TRANSFORMERS_FILES = (

@@ -54,9 +54,9 @@ from transformers import (
 from longembed.extension.ape import APE_METHODS, InterpolatedPositionEmbedding, ape_position_ids
 from longembed.loading import quiet_transformers, resolve_device
 from longembed.models.jina_bert import JinaBertConfig, JinaBertForMaskedLM
+from longembed.training.choices import PRECISIONS
 from longembed.training.contrastive import (
     CHECKPOINTS,
-    PRECISIONS,
     RUN_CONFIG_FILE,
     TrainingSummary,
     checkpoint_step,

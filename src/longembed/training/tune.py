@@ -39,6 +39,8 @@ from longembed.extension.ape import ExtendedTable, extended_position_table
 from longembed.extension.methods import APE, detect_position_scheme
 from longembed.extension.positions import AbsolutePositions
 from longembed.loading import resolve_device, resolve_model
+from longembed.training.choices import TUNABLE_METHODS
+from longembed.training.config import default_tuning_config
 from longembed.training.contrastive import (
     CHECKPOINTS,
     ContrastiveConfig,
@@ -50,13 +52,7 @@ from longembed.training.contrastive import (
 from longembed.training.data import SOURCES, TrainingPair, training_pairs
 from longembed.training.positions import PoseDataCollator, freeze_all_but_new_rows
 
-TUNABLE_METHODS = ("pi", "rp")
 TUNING_FILE = "longembed_tuning.json"
-
-
-def default_tuning_config(**overrides: Any) -> ContrastiveConfig:
-    """The paper's hyperparameters (Appendix B) with weight decay 0 (module docstring)."""
-    return ContrastiveConfig(**{"weight_decay": 0.0, **overrides})
 
 
 @dataclass

@@ -1,0 +1,8 @@
+"""What a benchmark run can score: one vector per document, or a document's best chunk.
+
+Apart from the modules that use them so that the command line can list them (``--help``) without
+importing the scoring stack.
+"""
+
+#: document: one vector per document; chunks: a document scores its best chunk (MaxSim).
+GRANULARITIES = ("document", "chunks")

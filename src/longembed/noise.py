@@ -1,0 +1,65 @@
+"""Known library messages that say nothing to a longembed user, filtered by their exact text.
+
+Installed once, when ``longembed`` is imported, as filters on the loggers that emit them, so every
+command's stderr starts with what longembed has to say.  Each filter matches one message of one
+library and nothing else: every other warning of the same logger still shows.
+
+- torchao, when installed (the ``quantization`` extra; transformers imports it too), tries to load its
+  CUDA kernels (``_C_mxfp8``, ``_C_cutlass_90a``...) at import and logs "Failed to load ...: Could not
+  load this library" for each on a machine without CUDA.  Those kernels cannot run there anyway; with
+  CUDA available the message is kept (a failed load then is a real problem).
+- torchao logs "Detected no triton, on systems without Triton certain kernels will not work" when it
+  is imported without Triton, a GPU compiler; kept when CUDA is available.
+- torch (2.13) logs, for each Enum that torchao registers with pytree, "<enum ...> is an Enum subclass
+  and is now natively supported by torch.compile ... deprecated": advice for torchao's developers.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+
+#: torchao's CUDA-only kernel libraries, named in its "Failed to load" message
+_TORCHAO_KERNEL_LOAD = re.compile(r"Failed to load \S*torchao[/\\]_C\S*\.so: Could not load this library")
+_PYTREE_ENUM_DEPRECATION = "is an Enum subclass and is now natively supported by torch.compile"
+
+
+def _cuda_available() -> bool:
+    """Whether torch (already imported by whoever logs) sees a CUDA device; False without torch."""
+    torch = sys.modules.get("torch")
+    try:
+        return bool(torch is not None and torch.cuda.is_available())
+    except Exception:  # a half-imported torch: say no CUDA rather than fail inside logging
+        return False
+
+
+def keep_torchao_record(record: logging.LogRecord) -> bool:
+    """False for torchao's failed load of a CUDA kernel library on a machine without CUDA."""
+    return not (_TORCHAO_KERNEL_LOAD.search(record.getMessage()) and not _cuda_available())
+
+
+def keep_torchao_triton_record(record: logging.LogRecord) -> bool:
+    """False for torchao's "Detected no triton" on a machine without CUDA (Triton kernels are GPU-only)."""
+    return not ("Detected no triton" in record.getMessage() and not _cuda_available())
+
+
+def keep_pytree_record(record: logging.LogRecord) -> bool:
+    """False for torch's Enum-registration deprecation notice (meant for torchao's developers)."""
+    return _PYTREE_ENUM_DEPRECATION not in str(record.msg)
+
+
+#: logger name -> the filter for its known noise
+FILTERS = {
+    "torchao": keep_torchao_record,
+    "torchao.kernel.intmm": keep_torchao_triton_record,
+    "torch.utils._pytree": keep_pytree_record,
+}
+
+
+def silence_known_library_noise() -> None:
+    """Attach each filter to its logger (once; before the library is imported, or after)."""
+    for name, keep in FILTERS.items():
+        logger = logging.getLogger(name)
+        if keep not in logger.filters:
+            logger.addFilter(keep)

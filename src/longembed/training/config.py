@@ -1,0 +1,69 @@
+"""The hyperparameters of a contrastive run (position tuning, the Jina recipe's pairs and negatives).
+
+Plain data with no torch or transformers import, so that ``longembed tune --help`` shows the paper's
+defaults without loading the training stack (``longembed.training.contrastive`` runs them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from longembed.training.choices import PRECISIONS
+
+
+@dataclass
+class ContrastiveConfig:
+    """Hyperparameters of a contrastive run, named as in the papers; round-trips through JSON.
+
+    Defaults are LongEmbed's further tuning (Appendix B and Table 4: lr 5e-4, 100 warm-up steps,
+    3 epochs, batch 512, tau 0.01, weight decay 0.01, 7 hard negatives).
+    """
+
+    batch_size: int = 512
+    learning_rate: float = 5e-4
+    warmup_steps: int = 100
+    epochs: float = 3.0
+    max_steps: int | None = None
+    weight_decay: float = 0.01
+    temperature: float = 0.01
+    symmetric: bool = False
+    hard_negatives: int = 7
+    max_seq_length: int | None = None
+    save_steps: int = 100
+    logging_steps: int = 10
+    seed: int = 0
+    precision: str = "fp32"
+    device: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("batch_size", "save_steps", "logging_steps"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+        if self.max_steps is not None and (not isinstance(self.max_steps, int) or self.max_steps < 1):
+            raise ValueError(f"max_steps must be a positive integer, got {self.max_steps!r}")
+        if not 0 < self.temperature <= 1:
+            raise ValueError(f"temperature (the InfoNCE tau) must be in (0, 1], got {self.temperature}")
+        if self.learning_rate <= 0 or self.epochs <= 0 or self.warmup_steps < 0 or self.weight_decay < 0:
+            raise ValueError("learning_rate and epochs must be positive, warmup_steps and weight_decay >= 0")
+        if self.hard_negatives < 0:
+            raise ValueError(f"hard_negatives must be >= 0, got {self.hard_negatives}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> ContrastiveConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown contrastive training option(s) {unknown}; known: {sorted(known)}")
+        return cls(**values)
+
+
+def default_tuning_config(**overrides: Any) -> ContrastiveConfig:
+    """The paper's hyperparameters (Appendix B) with weight decay 0 (``longembed.training.tune``'s docstring)."""
+    return ContrastiveConfig(**{"weight_decay": 0.0, **overrides})

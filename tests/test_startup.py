@@ -1,0 +1,111 @@
+"""What a command costs before it does anything: imports and library noise.
+
+Import-based, not timed (these machines are shared and noisy; the timings are in
+benchmarks/RESULTS.md): help must import neither torch nor transformers, a fully cached ``eval``
+rerun must not import transformers' modeling stack (nor torchao, nor read any weights), and the
+known library messages must not reach stderr while other warnings still do.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from longembed import noise
+from longembed.cli.main import SUBCOMMANDS
+
+HEAVY = ("torch", "transformers", "numpy", "fastapi", "sentence_transformers", "datasets", "pyarrow", "ray")
+
+
+def run_python(code: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """``code`` in a fresh interpreter (this process has imported everything already)."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, timeout=600)
+
+
+@pytest.mark.parametrize("command", [None, *SUBCOMMANDS])
+def test_help_imports_no_heavy_library(command: str | None) -> None:
+    argv = ([command] if command else []) + ["--help"]
+    done = run_python(
+        "import json, sys\n"
+        "from longembed.cli.main import main\n"
+        "try:\n"
+        f"    main({argv!r})\n"
+        "except SystemExit as exit:\n"
+        "    code = exit.code\n"
+        f"print(json.dumps([code, [m for m in {HEAVY!r} if m in sys.modules]]))\n"
+    )
+    code, heavy = json.loads(done.stdout.strip().splitlines()[-1])
+    assert code == 0, done.stderr
+    assert heavy == [], f"longembed {' '.join(argv)} imported {heavy}"
+    assert "usage: longembed" in done.stdout
+    assert done.stderr == ""
+
+
+def test_cached_eval_rerun_imports_no_modeling_stack(tmp_path: Path) -> None:
+    """The second, fully cached run reads no weights and imports neither transformers' modeling
+    code nor torchao: it costs about an import of torch and transformers (benchmarks/RESULTS.md)."""
+    args = ["eval", "--model", "default", "--method", "pi", "--max-length", "1024", "--tasks", "passkey",
+            "--lengths", "256", "--output", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "cache")]
+    probe = (
+        "import json, sys\n"
+        "from longembed.cli.main import main\n"
+        f"code = main({args!r})\n"
+        "heavy = [m for m in ('transformers.modeling_utils', 'torchao', 'bm25s', 'longembed.models.jina_bert')"
+        " if m in sys.modules]\n"
+        "print(json.dumps([code, heavy]))\n"
+    )
+    first = run_python(probe)
+    assert json.loads(first.stdout.strip().splitlines()[-1])[0] == 0, first.stderr
+    second = run_python(probe)
+    code, heavy = json.loads(second.stdout.strip().splitlines()[-1])
+    assert code == 0, second.stderr
+    assert "(100 cached)" in second.stdout and "0 tokens to encode" in second.stdout
+    assert heavy == []
+    assert (tmp_path / "run" / "results.json").is_file()
+
+
+def test_library_noise_is_filtered_and_real_warnings_are_kept() -> None:
+    """Importing the model stack with torchao installed (the test extra has it) prints nothing; a
+    warning of the same loggers that is not the known noise still shows."""
+    done = run_python(
+        "import logging\n"
+        "import longembed\n"
+        "import torchao  # noqa: F401  (the quantization extra; transformers imports it too)\n"
+        "import transformers.modeling_utils  # noqa: F401\n"
+        "from longembed.encoder import load_encoder\n"
+        "load_encoder('default').encode(['hello'])\n"
+        "logging.getLogger('torchao').warning('torchao has a real problem')\n"
+        "logging.getLogger('torch.utils._pytree').warning('pytree has a real problem')\n"
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 2, done.stderr
+    assert "torchao has a real problem" in lines[0] and "pytree has a real problem" in lines[1]
+
+
+def _record(logger: str, message: str, *args: object) -> logging.LogRecord:
+    return logging.LogRecord(logger, logging.WARNING, __file__, 1, message, args, None)
+
+
+def test_each_filter_drops_only_its_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    kernel = _record("torchao", "Failed to load /v/site-packages/torchao/_C_mxfp8.cpython-310-x86_64-linux-gnu.so: "
+                     "Could not load this library: /v/site-packages/torchao/_C_mxfp8.cpython-310-x86_64-linux-gnu.so")
+    triton = _record("torchao.kernel.intmm", "Warning: Detected no triton, on systems without Triton certain "
+                     "kernels will not work")
+    enum = _record("torch.utils._pytree", "%s is an Enum subclass and is now natively supported by torch.compile as "
+                   "an opaque value type. Calling register_constant() on Enum subclasses is deprecated", "<enum 'X'>")
+    other = _record("torchao", "Failed to load /v/site-packages/other/_C.so: Could not load this library")
+    monkeypatch.setattr(noise, "_cuda_available", lambda: False)
+    assert not noise.keep_torchao_record(kernel)
+    assert not noise.keep_torchao_triton_record(triton)
+    assert not noise.keep_pytree_record(enum)
+    assert noise.keep_torchao_record(other)
+    assert noise.keep_pytree_record(_record("torch.utils._pytree", "some other deprecation"))
+    monkeypatch.setattr(noise, "_cuda_available", lambda: True)  # with CUDA, a failed kernel load is real
+    assert noise.keep_torchao_record(kernel) and noise.keep_torchao_triton_record(triton)
+    assert not noise.keep_pytree_record(enum)
