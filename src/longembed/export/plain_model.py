@@ -22,8 +22,10 @@ APE folder as what it is (short inputs on the original rows).
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,7 @@ import torch
 from transformers import AutoConfig, AutoModel
 
 from longembed.config import EncoderConfig, check_scale_factor
+from longembed.export.folders import check_destination, staged_folder
 from longembed.extension.ape import (
     EXTENDABLE_METHODS,
     EXTENDED_TABLE_FILE,
@@ -68,13 +71,24 @@ def export_model(
     """
     source = resolve_model(model)
     output = Path(output)
-    _check_output(output, source, overwrite)
+    check_destination(output, [p for p in (source.folder, source.transformer_path) if p is not None], overwrite)
+    write = _planned_export(source, str(model), method, max_length, options)  # every check, nothing written
+    with staged_folder(output) as staging:  # a failure leaves the previous output as it was
+        write(staging)
+    return output
+
+
+def _planned_export(
+    source: ModelSource, model: str, method: str | None, max_length: int | None, options: dict[str, Any]
+) -> Callable[[Path], Path]:
+    """Check every setting against the model (its config only, no weights) and return the writer."""
     table = source.extended_table
     if table is not None:
-        return _export_extended_folder(source, table, method, max_length, output)
+        _check_extended_folder(source, table, method, max_length)
+        return functools.partial(_copy_folder, source)
     if method is None or max_length is None:
         raise ValueError(f"give the method and max_length to export ({exportable_methods()})")
-    config = EncoderConfig.from_options(str(model), method, max_length, **options)
+    config = EncoderConfig.from_options(model, method, max_length, **options)
     _refuse_inexpressible(config)
     model_config = AutoConfig.from_pretrained(source.transformer_path)
     scheme = config.position_scheme or detect_position_scheme(model_config)
@@ -83,9 +97,14 @@ def export_model(
             f"method {method!r} on a {scheme.upper()} model has no plain-model equivalent; "
             f"exportable: {exportable_methods()}"
         )
+    positions = AbsolutePositions if scheme == APE else RotaryPositions
+    lo = positions("truncate", model_config, config.original_length).original_length
+    if max_length <= lo:
+        raise ValueError(f"max_length={max_length} is not beyond this model's Lo={lo}: nothing to extend")
+    check_scale_factor(max_length, lo)
     if scheme == APE:
-        return write_extended_table_model(source, method, max_length, output)
-    return _write_rotary_model(source, config, model_config, output)
+        return lambda folder: write_extended_table_model(source, method, max_length, folder)
+    return lambda folder: _write_rotary_model(source, config, model_config, folder)
 
 
 def write_extended_table_model(
@@ -125,10 +144,10 @@ def write_table_record(folder: Path, table: ExtendedTable, extra: dict[str, Any]
     )
 
 
-def _export_extended_folder(
-    source: ModelSource, table: ExtendedTable, method: str | None, max_length: int | None, output: Path
-) -> Path:
-    """A tuned (or already exported) folder is a plain model already: copy it."""
+def _check_extended_folder(
+    source: ModelSource, table: ExtendedTable, method: str | None, max_length: int | None
+) -> None:
+    """A tuned (or already exported) folder is a plain model already: it exports (is copied) as it is."""
     if method not in (None, table.method):
         raise ValueError(
             f"{source.name} has a position table extended with {table.method!r}; it exports with that method only"
@@ -138,8 +157,6 @@ def _export_extended_folder(
             f"{source.name} has {table.table_length} positions; export it with max_length={table.table_length} "
             "(or none)"
         )
-    _copy_folder(source, output)
-    return output
 
 
 def _write_rotary_model(source: ModelSource, config: EncoderConfig, model_config: Any, output: Path) -> Path:
@@ -201,15 +218,6 @@ def _refuse_inexpressible(config: EncoderConfig) -> None:
         problems.append("TempScale (temperature)")
     if problems:
         raise ValueError(f"a plain model cannot express {', '.join(problems)}; exportable: {exportable_methods()}")
-
-
-def _check_output(output: Path, source: ModelSource, overwrite: bool) -> None:
-    if source.folder is not None and output.resolve() == source.folder.resolve():
-        raise ValueError("the output folder is the model folder itself; choose another --output")
-    if output.exists() and any(output.iterdir()):
-        if not overwrite:
-            raise FileExistsError(f"{output} exists and is not empty; pass overwrite=True (--overwrite) to replace it")
-        shutil.rmtree(output)
 
 
 def _copy_folder(source: ModelSource, output: Path) -> Path:

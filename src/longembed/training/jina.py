@@ -43,6 +43,7 @@ import torch
 
 from longembed.encoder import load_encoder
 from longembed.evaluation.metrics import evaluate_scores
+from longembed.export import refuse_overlap
 from longembed.loading import default_model_path
 from longembed.models.jina_bert import JinaBertForMaskedLM
 from longembed.tasks.base import iter_jsonl, read_json_file
@@ -390,7 +391,7 @@ def train_jina(
         raise ValueError(f"stage {stage!r} fine-tunes a model: give --init, the folder of the previous stage")
     if data_dir is not None and not Path(data_dir).is_dir():
         raise FileNotFoundError(f"--data-dir {data_dir} is not a folder")
-    _check_output(output, overwrite)
+    _check_output(output, overwrite, [init] if init is not None else [])
     if stage == "mlm":
         return _train_mlm_stage(output, init, config, data_dir)
     return _train_contrastive_stage(stage, output, init, config, data_dir)
@@ -555,8 +556,10 @@ def _device(device: str | None) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def _check_output(output: Path, overwrite: bool) -> None:
-    """A finished stage is never overwritten by accident; an unfinished one resumes."""
+def _check_output(output: Path, overwrite: bool, inputs: list[Path]) -> None:
+    """A finished stage is never overwritten by accident, nor the stage's --init model ever; an
+    unfinished one resumes."""
+    refuse_overlap(output, inputs)
     if (output / RECORD_FILE).is_file():
         if not overwrite:
             raise FileExistsError(

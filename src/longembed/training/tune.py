@@ -34,7 +34,7 @@ import torch
 from transformers import AutoConfig
 
 from longembed.evaluation.runner import default_prompts
-from longembed.export import write_extended_table_model, write_table_record
+from longembed.export import refuse_overlap, write_extended_table_model, write_table_record
 from longembed.extension.ape import ExtendedTable, extended_position_table
 from longembed.extension.methods import APE, detect_position_scheme
 from longembed.extension.positions import AbsolutePositions
@@ -104,7 +104,7 @@ def tune_positions(
     offset, lo = positions.offset, positions.original_length
     table = ExtendedTable(method, lo, max_length, tuned=True)
     output = Path(output)
-    _check_output(output, overwrite)
+    _check_output(output, overwrite, [p for p in (source.folder, source.transformer_path) if p is not None])
 
     pairs, counts = _select_pairs(data_dir, train_file, sources, max_pairs, config.seed)
     work = output / CHECKPOINTS
@@ -153,8 +153,10 @@ def tune_positions(
     return TuningResult(output, summary, record)
 
 
-def _check_output(output: Path, overwrite: bool) -> None:
-    """A finished tuning is never overwritten by accident; an unfinished one resumes."""
+def _check_output(output: Path, overwrite: bool, source_folders: list[Path]) -> None:
+    """A finished tuning is never overwritten by accident, nor the source model ever; an unfinished
+    one resumes."""
+    refuse_overlap(output, source_folders)
     if (output / TUNING_FILE).is_file():
         if not overwrite:
             raise FileExistsError(f"{output} holds a finished tuned model; pass overwrite=True (--overwrite) to retrain")

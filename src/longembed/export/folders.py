@@ -1,0 +1,83 @@
+"""Where an export may be written, and writing it so that a failure never loses what was there.
+
+An export is written into a staging folder beside its destination and moved into place only once it
+is complete: a failed or refused export leaves the previous folder as it was, and ``--overwrite``
+replaces a folder in two renames.  A destination that holds the source model, or lies inside it, or
+is not a model folder at all, is refused before anything is written or deleted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+#: Files that make a folder a model folder (one ``--overwrite`` may replace).
+MODEL_FOLDER_MARKERS = ("modules.json", "config.json")
+
+
+def check_destination(output: Path, protected: list[Path], overwrite: bool) -> None:
+    """Refuse ``output`` when writing there could destroy the source model or an unrelated folder.
+
+    ``protected`` are the source model's folders: the destination may be none of them, contain none
+    of them, and lie inside none of them.  An existing non-empty destination needs ``overwrite`` and
+    must itself be a model folder.
+    """
+    refuse_overlap(output, protected)
+    if output.is_file():
+        raise FileExistsError(f"--output {output} is a file; give a folder")
+    if output.is_dir() and any(output.iterdir()):
+        if not overwrite:
+            raise FileExistsError(f"{output} exists and is not empty; pass overwrite=True (--overwrite) to replace it")
+        if not any((output / marker).is_file() for marker in MODEL_FOLDER_MARKERS):
+            raise ValueError(
+                f"{output} is not a model folder (no {' or '.join(MODEL_FOLDER_MARKERS)}); --overwrite replaces "
+                "only a previous export: remove the folder yourself or choose another --output"
+            )
+
+
+def refuse_overlap(output: Path, protected: list[Path]) -> None:
+    """A ValueError when ``output`` is, holds, or lies inside one of the ``protected`` model folders
+    (replacing or writing into it would destroy the model the command reads)."""
+    target = output.resolve()
+    for folder in (p.resolve() for p in protected):
+        if target == folder or target in folder.parents:
+            raise ValueError(f"--output {output} holds the source model {folder}; choose a folder outside it")
+        if folder in target.parents:
+            raise ValueError(f"--output {output} is inside the source model {folder}; choose a folder outside it")
+
+
+@contextlib.contextmanager
+def staged_folder(output: Path) -> Iterator[Path]:
+    """Yield an empty staging folder beside ``output``; on success it replaces ``output`` (the old
+    folder is removed only after the new one is in place), on any error it is removed and ``output``
+    is untouched.  The folder gets the permissions ordinary ``mkdir`` gives under the umask."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.staging-", dir=output.parent))
+    try:
+        staging.chmod(0o777 & ~current_umask())
+        yield staging
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    previous = None
+    if output.exists():
+        previous = Path(tempfile.mkdtemp(prefix=f".{output.name}.previous-", dir=output.parent))
+        os.replace(output, previous / output.name)
+    os.replace(staging, output)
+    if previous is not None:
+        shutil.rmtree(previous, ignore_errors=True)
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where the OS allows (Linux: /proc/self/status)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)  # elsewhere: set and restore (not thread-safe, hence the fallback only)
+    os.umask(mask)
+    return mask
