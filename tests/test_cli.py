@@ -95,11 +95,11 @@ def test_embed_method_that_does_not_fit_and_missing_file(tiny_models, tmp_path, 
 
 
 def test_embed_latin1_file_names_the_file(tiny_models, tmp_path, capsys):
-    """A file that is not UTF-8: exit 2, one line naming the file."""
+    """A file that is not UTF-8: exit 2, one line naming the file, the line and the byte."""
     path = tmp_path / "docs.txt"
     path.write_bytes("caf\u00e9 au lait\n".encode("latin-1"))
     assert main(["embed", str(path), "-o", str(tmp_path / "o.npy"), "--model", str(tiny_models["bert"])]) == 2
-    assert "docs.txt: not UTF-8 text" in capsys.readouterr().err
+    assert "docs.txt:1: not UTF-8 text (byte 0xe9 at byte offset 3 of the file)" in capsys.readouterr().err
 
 
 def test_embed_output_path_is_the_file_written(tiny_models, tmp_path, capsys):

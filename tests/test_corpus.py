@@ -238,6 +238,114 @@ def test_changed_shard_is_embedded_again_and_another_configuration_is_refused(jo
         embed_corpus(folder, out, other)
 
 
+def rewrite_footer(path: Path, change) -> None:
+    """Rewrite an output file with ``change(record)`` applied to its footer record (an older longembed's file)."""
+    table = pq.read_table(path)
+    record = json.loads(pq.read_metadata(path).metadata[METADATA_KEY])
+    change(record)
+    pq.write_table(table.replace_schema_metadata({METADATA_KEY: json.dumps(record)}), path)
+
+
+def test_a_shard_edited_to_the_same_size_is_embedded_again(tiny_models, job, tmp_path, caplog):
+    """The probe: one text edited in place, same byte size: "nothing to embed" and the old text's vector."""
+    folder = tmp_path / "in"
+    docs = write_jsonl_corpus(folder, sizes=(3, 2))
+    out = tmp_path / "out"
+    embed_corpus(folder, out, job)
+    shard = folder / "part-0.jsonl"
+    old_text = docs[1][1]
+    new_text = old_text.replace("the", "one", 1) if "the" in old_text else "one" + old_text[3:]
+    assert len(new_text) == len(old_text) and new_text != old_text
+    size = shard.stat().st_size
+    shard.write_text(shard.read_text().replace(json.dumps(old_text), json.dumps(new_text)))
+    assert shard.stat().st_size == size
+
+    with caplog.at_level(logging.WARNING, logger="longembed.corpus.plan"):
+        result = embed_corpus(folder, out, job)
+    assert [r.shard for r in result.reports] == ["part-0.jsonl"]
+    assert "same size, different content" in caplog.text
+    ids, vectors = read_embeddings(out / "part-0.parquet")
+    expected = load_encoder(job.model, method="pi", max_length=MAX_LENGTH).encode([new_text])[0]
+    np.testing.assert_allclose(vectors[ids.index(docs[1][0])], expected, atol=1e-5)
+    assert len(embed_corpus(folder, out, job).reports) == 0  # and now it is current
+
+
+def test_an_output_without_a_content_hash_is_embedded_again(job, tmp_path):
+    folder = tmp_path / "in"
+    write_jsonl_corpus(folder, sizes=(2, 2))
+    out = tmp_path / "out"
+    embed_corpus(folder, out, job)
+    rewrite_footer(out / "part-1.parquet", lambda record: record.pop("source_sha256"))
+    plan = plan_corpus(folder, out, job)
+    assert [s.name for s, _ in plan.pending] == ["part-1.jsonl"]
+    assert any("records no hash of its shard's content" in note for note in plan.redo)
+
+
+def test_an_output_whose_shard_was_deleted_is_reported_and_kept(tiny_models, job, tmp_path, capsys, caplog):
+    folder = tmp_path / "in"
+    write_jsonl_corpus(folder, sizes=(2, 2, 2))
+    out = tmp_path / "out"
+    embed_corpus(folder, out, job)
+    (folder / "part-1.jsonl").unlink()
+    plan = plan_corpus(folder, out, job)
+    assert plan.stray == [out / "part-1.parquet"] and not plan.pending
+    model = ["--model", job.model, "--method", "pi", "--max-length", str(MAX_LENGTH)]
+    with caplog.at_level(logging.WARNING, logger="longembed.corpus.plan"):
+        assert main(["embed", str(folder), "-o", str(out), *model]) == 0
+    assert (f"1 file(s) in {out} have no shard in {folder} (deleted or renamed since they were written): "
+            "part-1.parquet; left in place") in caplog.text
+    assert "nothing to embed" in capsys.readouterr().out
+    assert (out / "part-1.parquet").is_file()  # nothing lost: the user decides
+
+
+def test_an_id_in_two_shards_is_refused_naming_both_places(job, tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text('{"id": "x1", "text": "the cat"}\n{"id": "shared", "text": "a dog"}\n')
+    (folder / "b.jsonl").write_text('{"id": "shared", "text": "one fish"}\n')
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match=(
+        rf"id 'shared' is in two shards: {folder / 'a.jsonl'}:2 and {folder / 'b.jsonl'}:1; ids key the vectors"
+    )):
+        embed_corpus(folder, out, job)
+    assert not out.exists() or not list(out.iterdir())
+    # an id already embedded in a done shard counts too
+    (folder / "b.jsonl").write_text('{"id": "y1", "text": "one fish"}\n')
+    embed_corpus(folder, out, job)
+    (folder / "c.jsonl").write_text('{"id": "y2", "text": "two fish"}\n\n{"id": "x1", "text": "red fish"}\n')
+    with pytest.raises(ValueError, match=rf"id 'x1' is in two shards: {folder / 'a.jsonl'}:1 and "
+                                         rf"{folder / 'c.jsonl'}:3"):
+        embed_corpus(folder, out, job)
+    assert not (out / "c.parquet").exists()
+
+
+@pytest.mark.parametrize("link", ["symlink", "hardlink"])
+def test_one_file_under_two_names_is_refused(job, tmp_path, link):
+    folder = tmp_path / "in"
+    write_jsonl_corpus(folder, sizes=(2, 2))
+    (folder / "sub").mkdir()
+    make = os.symlink if link == "symlink" else os.link
+    make(folder / "part-0.jsonl", folder / "sub" / "again.jsonl")
+    with pytest.raises(ValueError, match=(
+        rf"{folder}: part-0.jsonl and sub/again.jsonl are the same file \({folder / 'part-0.jsonl'}, through a "
+        r"link\); it would be embedded twice: remove one of the two names"
+    )):
+        plan_corpus(folder, tmp_path / "out", job)
+
+
+@pytest.mark.parametrize("umask", [0o002, 0o022, 0o027], ids=lambda mask: f"umask{mask:03o}")
+def test_parquet_outputs_follow_the_umask(job, tmp_path, umask):
+    """Shards come out as ``open()`` would make them (they were -rw------- whatever the umask)."""
+    folder = tmp_path / "in"
+    write_jsonl_corpus(folder, sizes=(2,))
+    previous = os.umask(umask)
+    try:
+        embed_corpus(folder, tmp_path / "out", job)
+    finally:
+        os.umask(previous)
+    assert (tmp_path / "out" / "part-0.parquet").stat().st_mode & 0o777 == 0o666 & ~umask
+
+
 # ----------------------------------------------------------------------------- the Ray engine
 @pytest.fixture(scope="module")
 def ray_session():

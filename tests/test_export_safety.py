@@ -15,6 +15,8 @@ from conftest import LO
 
 from longembed.cli.main import main
 from longembed.export import export_model
+from longembed.training.jina import RECORD_FILE, train_jina
+from longembed.training.tune import tune_positions
 
 LT = 4 * LO
 
@@ -93,3 +95,17 @@ def test_exported_files_follow_the_umask(tiny_models, tmp_path):
         os.umask(old)
     assert folder.stat().st_mode & 0o777 == 0o755
     assert (folder / "modules.json").stat().st_mode & 0o777 == 0o644
+
+
+def test_training_commands_never_replace_the_model_they_start_from(tiny_models, tmp_path):
+    """train jina --init X --output X --overwrite (and tune into its source) would delete the model it
+    reads before training from it: refused, the folder untouched."""
+    folder = tmp_path / "stage"
+    shutil.copytree(tiny_models["bert"], folder)
+    (folder / RECORD_FILE).write_text("{}")  # a finished stage, which --overwrite would replace
+    before = snapshot(folder)
+    with pytest.raises(ValueError, match="holds the source model"):
+        train_jina("pairs", output=folder, init=folder, overwrite=True)
+    with pytest.raises(ValueError, match="inside the source model"):
+        tune_positions(folder, "pi", LT, folder / "tuned", overwrite=True)
+    assert snapshot(folder) == before

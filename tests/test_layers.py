@@ -1,7 +1,8 @@
 """The package's import graph: layers point one way, no cycles, no imports hidden inside functions.
 
 core (config, loading, quantization, inputs, encoder, pooling, batching, chunking, extension, models, and
-the package plumbing: lazy exports, library-noise filters) <- export; core <- tasks
+the package plumbing: lazy exports, library-noise filters, file permissions, UTF-8 text files, weight-file
+checks) <- export; core <- tasks
 <- evaluation <- report / collapse / training <- cli (training also builds on export); core <- serving
 (the HTTP server) <- cli; core <- integrations (mteb, LangChain adapters); core <- corpus (embedding corpora of shards, locally or on Ray) <- cli; ``results`` is plain data that every layer above core may use.
 """
@@ -16,13 +17,13 @@ import longembed
 ROOT = Path(longembed.__file__).resolve().parent
 CORE = {
     "config", "loading", "quantization", "inputs", "encoder", "pooling", "batching", "chunking", "extension", "models",
-    "lazy", "noise",
+    "lazy", "noise", "permissions", "textfiles", "weight_files",
 }
 #: Which top-level parts each part may import (besides itself and the package root).
 ALLOWED = {
     "__init__": CORE,  # the package root exports the encoder API
     **{part: CORE for part in CORE},
-    "results": set(),
+    "results": {"permissions"},
     "tasks": CORE,
     "evaluation": CORE | {"tasks", "results"},
     "report": {"tasks", "results"},

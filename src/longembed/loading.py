@@ -18,15 +18,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
+from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModel, PretrainedConfig
 from transformers.utils import logging as hf_logging
 
 from longembed.config import DTYPE_NAMES, POOLING_MODES
 from longembed.extension.ape import EXTENDED_TABLE_FILE, ExtendedTable
 from longembed.models.configuration_jina_bert import JinaBertConfig
+from longembed.weight_files import check_weight_files
 
 if TYPE_CHECKING:  # the dependency, visible to readers and the layer checks; imported by load_transformer
-    pass
+    from longembed.models.jina_bert import JinaBertModel
 
 #: JinaBERT's modeling module, imported when a JinaBERT's weights load.
 JINA_BERT_MODELING = "longembed.models.jina_bert"
@@ -187,18 +189,23 @@ def load_transformer(path: Path, dtype: str = "float32") -> torch.nn.Module:
     JinaBERT folders (``model_type: jina_bert``, or a released ``bert`` with ALiBi positions) load
     with longembed's own JinaBERT class; everything else with ``AutoModel``.  transformers'
     per-load "Loading weights" progress bar is switched off: the command's own progress is what a
-    user watches.
+    user watches.  A safetensors weight file that is cut short or damaged is a ValueError naming it
+    (:mod:`longembed.weight_files`).
     """
     # JinaBERT's modeling code (and transformers' modeling stack behind it) is imported when weights
     # load, not with this module: reading a folder's config stays cheap (a fully cached rerun).
-    jina_bert = importlib.import_module(JINA_BERT_MODELING)
+    jina_bert_model: type[JinaBertModel] = importlib.import_module(JINA_BERT_MODELING).JinaBertModel
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
     config = json.loads((path / "config.json").read_text())
-    with quiet_transformers():
-        if _is_jina_bert(config):
-            return jina_bert.JinaBertModel.from_pretrained(path, dtype=DTYPES[dtype])
-        return AutoModel.from_pretrained(path, dtype=DTYPES[dtype])
+    check_weight_files(path)  # a cut-short file: one line naming it, not a library traceback
+    try:
+        with quiet_transformers():
+            if _is_jina_bert(config):
+                return jina_bert_model.from_pretrained(path, dtype=DTYPES[dtype])
+            return AutoModel.from_pretrained(path, dtype=DTYPES[dtype])
+    except SafetensorError as exc:  # damage the header check cannot see
+        raise ValueError(f"{path}: a weight file is corrupt ({exc}); download or copy the model again") from None
 
 
 @contextlib.contextmanager

@@ -18,14 +18,12 @@ from longembed.encoder import load_encoder
 from longembed.inputs import unicode_problem
 from longembed.results import atomic_write_bytes
 from longembed.tasks.base import iter_jsonl
+from longembed.textfiles import read_utf8
 
 
 def read_text_lines(path: Path) -> list[str]:
-    """The file's lines as UTF-8; an error naming the file (and byte) if it is not UTF-8."""
-    try:
-        return path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    """The file's lines as UTF-8; an error naming the file, line and byte if it is not UTF-8."""
+    return read_utf8(path).splitlines()
 
 
 def read_documents(path: Path, field: str = "text") -> list[str]:

@@ -139,7 +139,7 @@ class ShardEmbedder:
             return report
         start = time.perf_counter()
         try:
-            source_bytes = shard.size()
+            source_bytes, source_sha256 = shard.size(), shard.sha256()  # before reading: a later edit shows
             reader = ShardReader(shard, self.job.text_field, self.job.id_field)
             report.documents = reader.count()  # every document checked before any is encoded
             report.skipped_empty_lines = reader.skipped_empty_lines
@@ -148,7 +148,7 @@ class ShardEmbedder:
                 self.encoder.embedding_dim,
                 self._encode_chunks(reader, report),
                 lambda: shard_metadata(shard, source_bytes, report.documents, self.fingerprint,
-                                       truncated=report.truncated),
+                                       source_sha256=source_sha256, truncated=report.truncated),
             )
         except (ValueError, OSError) as exc:
             report.error = str(exc)

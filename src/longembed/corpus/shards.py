@@ -5,7 +5,8 @@ line n is ``"<shard name without suffix>:<n>"``), ``.jsonl`` (one JSON object pe
 field and a text field) or ``.parquet`` (an id column and a text column).  A folder is read
 recursively; every file in it must be a shard of one type, so a stray file is an error rather than
 a corpus silently missing it (names starting with ``.`` or ``_``, such as ``_SUCCESS`` or
-temporary files, are ignored).
+temporary files, are ignored).  A file reached under two names (a symbolic or hard link) is an error
+naming both: it would be embedded twice, its ids written twice.
 
 Every document is checked before any is embedded: a missing or non-string field, an empty text,
 invalid Unicode or an id used twice in a shard is a ValueError naming the file and line (or row).
@@ -14,6 +15,7 @@ jsonl and parquet ids may be strings or integers; they are written as strings.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,11 +24,14 @@ from typing import Any
 
 from longembed.corpus.arrow import pa, pq, require_arrow
 from longembed.inputs import unicode_problem
+from longembed.textfiles import lines_through, not_utf8_error, open_binary, utf8_lines
 
 #: Shard types by file suffix (lower case).
 SHARD_SUFFIXES = (".txt", ".jsonl", ".parquet")
 #: Names starting with these are not shards (hidden files, ``_SUCCESS``, temporary files).
 IGNORED_PREFIXES = (".", "_")
+#: Bytes read at a time when hashing a shard.
+HASH_BLOCK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -50,12 +55,21 @@ class Shard:
         """The file's size in bytes (recorded with its vectors, so a changed shard is embedded again)."""
         return self.path.stat().st_size
 
+    def sha256(self) -> str:
+        """The hex sha256 of the file's bytes (recorded with its vectors: a shard edited in place, even to
+        the same size, is embedded again)."""
+        digest = hashlib.sha256()
+        with self.path.open("rb") as handle:
+            for block in iter(lambda: handle.read(HASH_BLOCK), b""):
+                digest.update(block)
+        return digest.hexdigest()
+
 
 def find_shards(input_path: Path) -> list[Shard]:
     """The shards of ``input_path`` (a shard file, or a folder of shards of one type), sorted by name.
 
     Errors: a missing path, a file that is not a shard type, a folder holding other files or more
-    than one shard type, or no shard at all.
+    than one shard type, one file under two names (a link), or no shard at all.
     """
     input_path = Path(input_path)
     if input_path.is_file():
@@ -86,7 +100,21 @@ def find_shards(input_path: Path) -> list[Shard]:
     if len(kinds) > 1:
         found = "; ".join(f"{len(names)} {kind} ({', '.join(names[:3])})" for kind, names in sorted(kinds.items()))
         raise ValueError(f"{input_path} mixes shard types: {found}; put one type of shard in a folder")
+    _refuse_linked_shards(input_path, shards)
     return shards
+
+
+def _refuse_linked_shards(input_path: Path, shards: list[Shard]) -> None:
+    """A ValueError when two shard names are one file (a symbolic or hard link to another shard)."""
+    files: dict[tuple[int, int], Shard] = {}
+    for shard in shards:
+        stat = shard.path.stat()
+        first = files.setdefault((stat.st_dev, stat.st_ino), shard)
+        if first is not shard:
+            raise ValueError(
+                f"{input_path}: {first.name} and {shard.name} are the same file ({first.path}, through a link); "
+                "it would be embedded twice: remove one of the two names"
+            )
 
 
 def _types() -> str:
@@ -119,6 +147,13 @@ class ShardReader:
                 raise ValueError(f"{where}: the text {problem}")
             yield doc_id, text
 
+    def ids(self) -> Iterator[tuple[str, str]]:
+        """(where, id) of every document in file order, without :meth:`documents`' duplicate and Unicode
+        checks (what finding an id across shards needs)."""
+        records = {".txt": self._txt, ".jsonl": self._jsonl, ".parquet": self._parquet}[self.shard.kind]
+        for where, doc_id, _ in records():
+            yield where, doc_id
+
     def count(self) -> int:
         """Read the whole shard, checking every document; the number of documents."""
         return sum(1 for _ in self.documents())
@@ -137,39 +172,41 @@ class ShardReader:
             yield ids, texts
 
     def _txt(self) -> Iterator[tuple[str, str, str]]:
-        """Lines numbered as ``str.splitlines`` numbers them (as ``longembed embed FILE.txt`` reads them)."""
+        """Lines numbered as ``str.splitlines`` numbers them (as ``longembed embed FILE.txt`` reads them).
+
+        The file is decoded a line at a time (:mod:`longembed.textfiles`), so bad UTF-8 is reported at
+        the line that holds it, with its byte offset.
+        """
         path = self.shard.path
-        number = 0
-        with path.open(encoding="utf-8") as handle:
-            try:
-                for physical in handle:
-                    for line in physical.splitlines():
-                        number += 1
-                        if line.strip():
-                            yield f"{path}:{number}", f"{self.shard.id_prefix}:{number}", line
-                        else:
-                            self.skipped_empty_lines += 1
-            except UnicodeDecodeError:
-                raise ValueError(f"{path}:{number + 1}: not UTF-8 text") from None
+        number = offset = 0
+        with open_binary(path) as handle:
+            for raw in handle:
+                try:
+                    physical = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    line = number + lines_through(raw[: exc.start])  # splitlines' breaks on this line count
+                    raise not_utf8_error(path, line, offset, raw, exc) from None
+                offset += len(raw)
+                for line in physical.splitlines():
+                    number += 1
+                    if line.strip():
+                        yield f"{path}:{number}", f"{self.shard.id_prefix}:{number}", line
+                    else:
+                        self.skipped_empty_lines += 1
 
     def _jsonl(self) -> Iterator[tuple[str, str, str]]:
         path = self.shard.path
-        number = 0
-        with path.open(encoding="utf-8") as handle:
+        for number, line in utf8_lines(path):
+            if not line.strip():
+                continue
+            where = f"{path}:{number}"
             try:
-                for number, line in enumerate(handle, start=1):  # noqa: B007 - read in the except clause
-                    if not line.strip():
-                        continue
-                    where = f"{path}:{number}"
-                    try:
-                        record = json.loads(line)
-                    except json.JSONDecodeError as exc:
-                        raise ValueError(f"{where}: not valid JSON ({exc.msg})") from None
-                    if not isinstance(record, dict):
-                        raise ValueError(f"{where}: expected a JSON object, got {type(record).__name__}")
-                    yield where, self._id(record, where), self._text(record, where)
-            except UnicodeDecodeError:
-                raise ValueError(f"{path}:{number + 1}: not UTF-8 text") from None
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{where}: not valid JSON ({exc.msg})") from None
+            if not isinstance(record, dict):
+                raise ValueError(f"{where}: expected a JSON object, got {type(record).__name__}")
+            yield where, self._id(record, where), self._text(record, where)
 
     def _parquet(self) -> Iterator[tuple[str, str, str]]:
         require_arrow()

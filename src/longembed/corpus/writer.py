@@ -7,10 +7,11 @@ temporary name (``.tmp-...``) and renamed when complete, so a killed run leaves 
 whole one; temporary files are never counted as done and :func:`remove_partial_files` clears them
 (so one run at a time may write to an output folder).
 
-The parquet footer records, under the key ``longembed``, the shard's size in bytes, its number of
-documents and the configuration that made the vectors.  A rerun counts a file as done only when it
-reads back, holds that many rows, and was made from the same shard size and configuration: that is
-what makes a run resumable by shard.
+The parquet footer records, under the key ``longembed``, the shard's size in bytes and sha256, its
+number of documents and the configuration that made the vectors.  A rerun counts a file as done only
+when it reads back, holds that many rows, and was made from the same shard bytes (size and sha256) and
+configuration: that is what makes a run resumable by shard.  A file written before the sha256 was
+recorded (``source_sha256`` None) is embedded again.
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ class WrittenShard:
     documents: int
     source_bytes: int
     config: dict[str, Any]
+    source_sha256: str | None = None  # None: written before longembed recorded it
 
 
 def read_written(path: Path) -> WrittenShard | None:
@@ -102,13 +104,33 @@ def read_written(path: Path) -> WrittenShard | None:
         record = {}
     if record.get("format") != OUTPUT_FORMAT:
         raise ValueError(f"{path} was not written by longembed embed; move it away or choose another -o folder")
-    return WrittenShard(meta.num_rows, record["documents"], record["source_bytes"], record["config"])
+    return WrittenShard(meta.num_rows, record["documents"], record["source_bytes"], record["config"],
+                        record.get("source_sha256"))
 
 
-def shard_metadata(shard: Shard, source_bytes: int, documents: int, config: dict[str, Any], **extra: Any) -> dict:
+def shard_metadata(
+    shard: Shard, source_bytes: int, documents: int, config: dict[str, Any], *, source_sha256: str, **extra: Any
+) -> dict:
     """The footer record of ``shard``'s output (``extra``: counts worth keeping, e.g. truncated)."""
     return {"format": OUTPUT_FORMAT, "shard": shard.name, "source_bytes": source_bytes,
-            "documents": documents, "config": config, **extra}
+            "source_sha256": source_sha256, "documents": documents, "config": config, **extra}
+
+
+def read_ids(path: Path) -> list[str]:
+    """The id column of one output file."""
+    require_arrow()
+    return pq.read_table(path, columns=["id"]).column("id").to_pylist()
+
+
+def stray_outputs(output_dir: Path, expected: Iterable[Path]) -> list[Path]:
+    """The output files (``*.parquet``, temporary files aside) under ``output_dir`` other than ``expected``:
+    outputs of shards that are no longer in the input."""
+    if not output_dir.is_dir():
+        return []
+    keep = {Path(p) for p in expected}
+    return sorted(
+        path for path in output_dir.rglob("*.parquet") if path not in keep and not path.name.startswith(".")
+    )
 
 
 def remove_partial_files(output_dir: Path) -> list[Path]:

@@ -15,6 +15,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from longembed.permissions import NEW_FOLDER_MODE, creation_mode
+
 #: Files that make a folder a model folder (one ``--overwrite`` may replace).
 MODEL_FOLDER_MARKERS = ("modules.json", "config.json")
 
@@ -58,7 +60,7 @@ def staged_folder(output: Path) -> Iterator[Path]:
     output.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.staging-", dir=output.parent))
     try:
-        staging.chmod(0o777 & ~current_umask())
+        staging.chmod(creation_mode(NEW_FOLDER_MODE))
         yield staging
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -67,17 +69,13 @@ def staged_folder(output: Path) -> Iterator[Path]:
     if output.exists():
         previous = Path(tempfile.mkdtemp(prefix=f".{output.name}.previous-", dir=output.parent))
         os.replace(output, previous / output.name)
-    os.replace(staging, output)
+    try:
+        os.replace(staging, output)
+    except BaseException:  # put the old folder back where it was
+        if previous is not None:
+            os.replace(previous / output.name, output)
+            previous.rmdir()
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     if previous is not None:
         shutil.rmtree(previous, ignore_errors=True)
-
-
-def current_umask() -> int:
-    """The process umask, read without changing it where the OS allows (Linux: /proc/self/status)."""
-    with contextlib.suppress(OSError, ValueError):
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    mask = os.umask(0o022)  # elsewhere: set and restore (not thread-safe, hence the fallback only)
-    os.umask(mask)
-    return mask

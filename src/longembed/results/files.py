@@ -3,6 +3,9 @@
 Every file longembed writes as a result (``results.json``, ``sweep.json``, ``collapse.json``, the
 embedding cache's parts) goes through :func:`atomic_write_bytes`: a reader sees the old file or the
 whole new one, never half of one, and a run killed mid-write loses nothing that was finished.
+The finished file has the permissions ordinary file creation gives (0o666 less the umask), not the
+owner-only mode of ``mkstemp``'s temporary files, so the other users of a shared filesystem can
+read results as they read any other file there.
 """
 
 from __future__ import annotations
@@ -18,12 +21,15 @@ from typing import Any
 
 import numpy as np
 
+from longembed.permissions import NEW_FILE_MODE, creation_mode
+
 
 def atomic_write_bytes(path: Path, write: Callable[[Any], None]) -> None:
     """Call ``write(file)`` on a temporary file next to ``path``, then rename it onto ``path``.
 
     The temporary file is flushed and fsynced before ``os.replace``, so a crash at any point leaves
-    either the old file (or none) or the complete new one.
+    either the old file (or none) or the complete new one.  It is given the umask's permissions first
+    (``mkstemp`` makes it owner-only), so ``path`` ends as a file ``open(path, "wb")`` would have made.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".tmp-{path.name}-", dir=path.parent)
@@ -31,6 +37,7 @@ def atomic_write_bytes(path: Path, write: Callable[[Any], None]) -> None:
         with os.fdopen(fd, "wb") as handle:
             write(handle)
             handle.flush()
+            os.fchmod(handle.fileno(), creation_mode(NEW_FILE_MODE))
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:

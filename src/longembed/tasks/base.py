@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from longembed.textfiles import utf8_lines
+
 #: The eight evaluation lengths (in tokens) of the synthetic tasks (LongEmbed section 3.2).
 SYNTHETIC_LENGTHS: tuple[int, ...] = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 
@@ -177,18 +179,16 @@ def read_json_file(path: Path) -> Any:
 
 
 def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
-    """(line number, parsed object) of every non-empty line; errors name the file and line."""
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as handle:
-        lineno = 0
+    """(line number, parsed object) of every non-empty line; errors name the file and line (bad UTF-8:
+    the line that holds the bad bytes, and their byte offset: :func:`longembed.textfiles.utf8_lines`)."""
+    for lineno, line in utf8_lines(path):
+        if not line.strip():
+            continue
         try:
-            for lineno, line in enumerate(handle, start=1):  # noqa: B007 - read in the except clause
-                if line.strip():
-                    yield lineno, json.loads(line)
-        except UnicodeDecodeError as exc:
-            raise ValueError(f"{path}:{lineno + 1}: not UTF-8 text (byte {exc.start} of the line)") from None
+            record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+        yield lineno, record
 
 
 def require_fields(record: Any, fields: tuple[str, ...], where: str) -> dict[str, Any]:
