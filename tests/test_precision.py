@@ -9,6 +9,8 @@ so about 4e-3 relative error per operation; over the tiny 2-layer models that gi
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -64,8 +66,11 @@ def test_precisions_never_share_cached_vectors(tiny_models) -> None:
         encoder = load_encoder(tiny_models["bert"], dtype=dtype, lazy=True)
         return cache_fingerprint(encoder, model_identity(encoder), "", 1.0, versions)
 
-    assert key("float32") != key("bfloat16") != key("float16")
-    assert key("float32") == key("float32")
+    keys = {dtype: json.dumps(key(dtype), sort_keys=True) for dtype in ("float32", "bfloat16", "float16")}
+    assert len(set(keys.values())) == 3  # every pair differs, float32 vs float16 included
+    default = load_encoder(tiny_models["bert"], lazy=True)  # float32 is the default: same vectors, same key
+    assert json.dumps(cache_fingerprint(default, model_identity(default), "", 1.0, versions), sort_keys=True) \
+        == keys["float32"]
 
 
 def test_real_minilm_in_bfloat16_is_within_5e_3() -> None:

@@ -83,8 +83,10 @@ def test_int8_is_part_of_the_cache_key(tiny_models) -> None:
         encoder = load_encoder(tiny_models["bert"], lazy=True, **options)
         return cache_fingerprint(encoder, model_identity(encoder), "", 1.0, versions)
 
-    assert key() != key(quantization="int8")
-    assert key(quantization="int8") == key(quantization="int8")
+    plain, explicit, int8 = key(), key(quantization=None), key(quantization="int8")
+    assert plain == explicit  # no quantization is the default: the same vectors, the same key
+    assert {name for name in plain if plain[name] != int8[name]} == {"config"}
+    assert {k for k in plain["config"] if plain["config"][k] != int8["config"][k]} == {"quantization"}
 
 
 def test_bad_quantization_options_are_clear_errors(tiny_models, monkeypatch) -> None:

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import missing, require_package
 
 from longembed import load_encoder
 from longembed.loading import default_model_path
 
-sentence_transformers = pytest.importorskip("sentence_transformers")
+sentence_transformers = require_package("sentence_transformers")
 try:
     MODEL_FOLDER = default_model_path()
 except (ImportError, FileNotFoundError) as exc:  # the [default-model] extra is not installed
-    pytest.skip(f"the packaged all-MiniLM-L6-v2 is not installed ({exc})", allow_module_level=True)
+    missing(f"the packaged all-MiniLM-L6-v2 is not installed ({exc})")
 
 TEXTS = [
     "A man is eating food.",

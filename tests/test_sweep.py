@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import DATA_DIR, missing, require_data
 
 import longembed.evaluation.sweep as sweep_module
 from longembed.config import EncoderConfig
@@ -32,7 +33,6 @@ from longembed.report.sweep import write_sweep_report
 from longembed.results import RunResults, SweepResults
 from longembed.tasks import RetrievalData, TaskMetadata
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 RANK_2_NDCG = round(100 / math.log2(3), 4)  # nDCG@10 of one relevant document ranked second: 63.093
 DIM = 64
 
@@ -428,7 +428,7 @@ def test_real_encoder_baseline_equals_plain_evaluate_model(tmp_path: Path) -> No
     try:
         plain_encoder = load_encoder("default")
     except ImportError as exc:  # pragma: no cover - the packaged model is a test dependency
-        pytest.skip(str(exc))
+        missing(str(exc))
     select, score = MiniPasskeyTask("mini-a", 0), MiniPasskeyTask("mini-b", 1)
     result = sweep_temperature(
         "default",
@@ -489,10 +489,10 @@ def test_cli_candidates_and_temperature_alias() -> None:
     ]
 
 
-@pytest.mark.skipif(not (DATA_DIR / "paul_graham_essays").is_dir(), reason="shared data folder absent")
 def test_cli_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from longembed.cli.parsers.sweep import register_cli
 
+    require_data("paul_graham_essays")
     factory = Factory(tmp_path / "model")
     monkeypatch.setattr(sweep_module, "load_encoder", factory)
     parser = argparse.ArgumentParser(prog="longembed")

@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import DATA_DIR, require_data, require_package
 
 from longembed.tasks import DEFAULT_TASKS, TASKS, HubTask, TaskDataMissing, get_task
 from longembed.tasks import hotpotqa as hotpotqa_mod
@@ -16,14 +17,11 @@ from longembed.tasks import needle as needle_mod
 from longembed.tasks import passkey as passkey_mod
 from longembed.tasks.base import SYNTHETIC_LENGTHS, RetrievalData, word_budget
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = DATA_DIR
 
 
 def needs(sub: str) -> Path:
-    path = DATA / sub
-    if not path.exists():
-        pytest.skip(f"{path} is absent")
-    return path
+    return require_data(sub)
 
 
 def single_relevant(data: RetrievalData, qid: str) -> str:
@@ -391,17 +389,15 @@ def test_hub_layout_synthetic_task_selects_context_length(tmp_path: Path) -> Non
 
 
 def test_hub_layout_beir_field_names_and_parquet(tmp_path: Path) -> None:
-    pd = pytest.importorskip("pandas")
+    pd = require_package("pandas")
     root = tmp_path / "LongEmbed" / "2wikimqa"
     root.mkdir(parents=True)
     _write_jsonl(root / "corpus.jsonl", [{"_id": "d1", "text": "x"}, {"_id": "d2", "text": "y"}])
     _write_jsonl(root / "queries.jsonl", [{"_id": "q1", "text": "?"}])
     _write_jsonl(root / "qrels.jsonl", [{"query-id": "q1", "corpus-id": "d2", "score": 2}])
     assert TASKS["2wikimqa"].load(tmp_path).qrels == {"q1": {"d2": 2}}
-    try:
-        pd.DataFrame([{"qid": "q1", "text": "parquet?"}]).to_parquet(root / "queries.parquet")
-    except ImportError:
-        pytest.skip("no parquet engine")
+    require_package("pyarrow")  # pandas' parquet engine (the test extra)
+    pd.DataFrame([{"qid": "q1", "text": "parquet?"}]).to_parquet(root / "queries.parquet")
     (root / "queries.jsonl").unlink()
     assert TASKS["2wikimqa"].load(tmp_path).queries == {"q1": "parquet?"}
 

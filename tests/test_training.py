@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import DATA_DIR, LO, build_tiny, words
+from conftest import DATA_DIR, LO, build_tiny, require_data, words
 from safetensors.torch import load_file
 from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
 
@@ -305,8 +305,8 @@ def test_user_pairs_file_errors_name_the_line(tmp_path) -> None:
 # ----------------------------------------------------------------------------- training data
 @pytest.mark.slow
 def test_training_pairs_never_hold_a_benchmark_question_or_paragraph() -> None:
-    if not (DATA_DIR / "hotpotqa_dev_distractor").is_dir():
-        pytest.skip(f"no HotpotQA data under {DATA_DIR}")
+    require_data("hotpotqa_dev_distractor")
+    require_data("squad")
     benchmark = get_task("hotpotqa").load(DATA_DIR)
     questions = set(benchmark.queries.values())
     paragraphs = set()
