@@ -248,25 +248,36 @@ def test_alibi_model_through_longembed_equals_its_own_attention(tiny_models):
 
 # ----------------------------------------------------------------------------- causal decoders
 def test_decoder_attention_stays_causal(tiny_models):
-    """Changing the last token of a decoder input must not change the first tokens' states."""
+    """Changing the last word of a decoder input must not change the earlier tokens' states, and must
+    change its own: through the model with a SelfExtend plan, and through the encoder's own path."""
     encoder = load_encoder(tiny_models["llama"], method="selfextend", max_length=4 * LO)
-    ids = encoder.tokenizer(words(80, seed=6))["input_ids"]
+    text = words(80, seed=6)
+    ids = encoder.tokenizer(text)["input_ids"]  # [CLS] ... last word [SEP]
     other = ids[:-2] + [ids[-2] % 50 + 5] + ids[-1:]
+    n, changed = len(ids), len(ids) - 2
+    assert n > LO and other != ids and other[:changed] == ids[:changed]  # long: SelfExtend groups
     with torch.no_grad():
         hidden = {}
         for name, seq in (("a", ids), ("b", other)):
-            n = len(seq)
             plan_inputs = torch.tensor([seq])
-            out = encoder.model(
+            hidden[name] = encoder.model(
                 input_ids=plan_inputs,
                 attention_mask=torch.ones_like(plan_inputs),
                 position_ids=torch.zeros_like(plan_inputs),
                 longembed_plan=AttentionPlan(
                     rotary=rotary_tables("selfextend", encoder.positions.rotary, n, torch.tensor([4]), LO)
                 ),
-            ).last_hidden_state
-            hidden[name] = out[0, : n - 3]
-    torch.testing.assert_close(hidden["a"], hidden["b"])
+            ).last_hidden_state[0]
+    torch.testing.assert_close(hidden["a"][:changed], hidden["b"][:changed])
+    assert not torch.allclose(hidden["a"][changed:], hidden["b"][changed:], atol=1e-3)  # the change got in
+
+    head, last = text.rsplit(" ", 1)
+    edited = head + " " + next(w for w in ("the", "of") if w != last)  # one token each
+    a, b = encoder.encode([text, edited], output_value="token_embeddings")
+    cut = len(encoder.tokenizer(head)["input_ids"]) - 1  # [CLS] and the shared words
+    assert len(a) == len(b) == n and cut == changed
+    np.testing.assert_allclose(a[:cut], b[:cut], atol=1e-5)
+    assert not np.allclose(a[cut:], b[cut:], atol=1e-3)
 
 
 def test_selfextend_on_a_tiny_rope_model_matches_naive_attention(tiny_models):

@@ -5,25 +5,19 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import DATA_DIR, real_model_folder, require_data
+from conftest import DATA_DIR, real_model_folder, require_data, require_package
 
 from longembed import load_encoder
 from longembed.integrations import INSTALL_HINT, retrieval_prompts
 
-try:
-    import langchain_core  # noqa: F401
-    import mteb
-except ImportError as exc:  # the extra is missing: skip here, but fail in CI (it is in the test extra)
-    if os.environ.get("CI"):
-        raise
-    pytest.skip(f"mteb / langchain-core missing ({exc}): {INSTALL_HINT}", allow_module_level=True)
+require_package("langchain_core")  # packages of the test extra: fail under CI, skipped elsewhere
+mteb = require_package("mteb")
 
 from mteb.types import PromptType  # noqa: E402
 

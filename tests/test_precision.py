@@ -9,7 +9,8 @@ so about 4e-3 relative error per operation; over the tiny 2-layer models that gi
 
 from __future__ import annotations
 
-import json
+import copy
+import itertools
 
 import numpy as np
 import pytest
@@ -62,15 +63,18 @@ def test_a_bad_dtype_is_a_clear_error(tiny_models) -> None:
 def test_precisions_never_share_cached_vectors(tiny_models) -> None:
     versions = library_versions()
 
-    def key(dtype: str) -> dict:
-        encoder = load_encoder(tiny_models["bert"], dtype=dtype, lazy=True)
+    def key(**options) -> dict:
+        encoder = load_encoder(tiny_models["bert"], lazy=True, **options)
         return cache_fingerprint(encoder, model_identity(encoder), "", 1.0, versions)
 
-    keys = {dtype: json.dumps(key(dtype), sort_keys=True) for dtype in ("float32", "bfloat16", "float16")}
-    assert len(set(keys.values())) == 3  # every pair differs, float32 vs float16 included
-    default = load_encoder(tiny_models["bert"], lazy=True)  # float32 is the default: same vectors, same key
-    assert json.dumps(cache_fingerprint(default, model_identity(default), "", 1.0, versions), sort_keys=True) \
-        == keys["float32"]
+    keys = {dtype: key(dtype=dtype) for dtype in ("float32", "bfloat16", "float16")}
+    assert key() == keys["float32"]  # float32 is the default: the same vectors, the same key
+    for first, second in itertools.combinations(keys, 2):  # every pair, float32 vs float16 included
+        assert keys[first] != keys[second], (first, second)
+    for dtype, got in keys.items():  # the dtype is what tells them apart, and nothing else
+        expected = copy.deepcopy(keys["float32"])
+        expected["config"]["dtype"] = dtype
+        assert got == expected
 
 
 def test_real_minilm_in_bfloat16_is_within_5e_3() -> None:

@@ -9,6 +9,7 @@ Lo), which cuts the input itself.
 from __future__ import annotations
 
 import base64
+import json
 import signal
 import socket
 import subprocess
@@ -177,7 +178,8 @@ def test_bad_openai_requests_get_their_4xx_in_openais_shape(live, body, status, 
 
 
 def test_malformed_and_oversized_bodies(live) -> None:
-    not_json = httpx.post(live + "/v1/embeddings", content=b"{not json", timeout=60)
+    not_json = httpx.post(live + "/v1/embeddings", content=b"{not json", timeout=60,
+                          headers={"content-type": "application/json"})
     assert not_json.status_code == 400 and "not valid JSON" in not_json.json()["error"]["message"]
     not_object = httpx.post(live + "/v1/embeddings", json=["x"], timeout=60)
     assert not_object.status_code == 400
@@ -289,7 +291,8 @@ def test_graceful_shutdown_finishes_accepted_requests(encoder) -> None:
 
 
 def test_full_queue_answers_429_and_dimensions_when_allowed(encoder) -> None:
-    settings = ServerSettings(max_batch_tokens=MAX_LENGTH, max_queue_tokens=MAX_LENGTH, allow_any_dimensions=True)
+    settings = ServerSettings(max_batch_tokens=MAX_LENGTH, max_queue_tokens=MAX_LENGTH, allow_any_dimensions=True,
+                              allowed_hosts=("testserver",))
     app = create_app(encoder, settings)
     service = app.state.service
     release = threading.Event()
@@ -319,7 +322,7 @@ def test_full_queue_answers_429_and_dimensions_when_allowed(encoder) -> None:
 
 
 def test_matryoshka_models_accept_their_sizes_only(minilm, encoder) -> None:
-    app = create_app(encoder, ServerSettings(dimensions=(256, 128)))
+    app = create_app(encoder, ServerSettings(dimensions=(256, 128), allowed_hosts=("testserver",)))
     with TestClient(app) as http:
         assert http.post("/v1/embeddings", json={"model": "m", "input": "x", "dimensions": 128}).status_code == 200
         refused = http.post("/v1/embeddings", json={"model": "m", "input": "x", "dimensions": 100})
@@ -420,3 +423,170 @@ def test_the_serve_command_answers_and_stops_cleanly_on_sigterm(minilm, encoder)
     # uvicorn shuts down gracefully, then re-raises the signal, so the exit status is the signal's
     assert server.returncode in (0, -signal.SIGTERM), output
     assert "Application shutdown complete" in output and "Traceback" not in output
+
+
+# ------------------------------------------------------------------ a new user's probes (issue 23)
+@pytest.fixture(scope="module")
+def guarded(encoder):
+    """A live server with an API key and a CORS origin."""
+    settings = ServerSettings(max_body_bytes=400_000, api_key="s3cret", cors_origins=("http://app.example",))
+    server = build_server(encoder, settings, port=0, log_level="warning")
+    thread = start(server)
+    yield f"http://127.0.0.1:{bound_port(server)}"
+    server.should_exit = True
+    thread.join(60)
+
+
+def test_api_key_is_required_everywhere_but_health(guarded) -> None:
+    body = {"model": "m", "input": "hello"}
+    assert httpx.get(guarded + "/health", timeout=10).status_code == 200
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic s3cret"}):
+        refused = httpx.post(guarded + "/v1/embeddings", json=body, headers=headers, timeout=30)
+        assert refused.status_code == 401 and refused.json()["error"]["code"] == "invalid_api_key"
+        tei = httpx.post(guarded + "/embed", json={"inputs": "hello"}, headers=headers, timeout=30)
+        assert tei.status_code == 401 and set(tei.json()) == {"error", "error_type"}
+        assert httpx.get(guarded + "/info", headers=headers, timeout=10).status_code == 401
+        assert httpx.get(guarded + "/metrics", headers=headers, timeout=10).status_code == 401
+    client = openai.OpenAI(base_url=guarded + "/v1", api_key="s3cret", max_retries=0, timeout=60)
+    assert len(client.embeddings.create(model="m", input="hello").data[0].embedding) == 384
+
+
+def test_a_web_page_cannot_drive_the_server(guarded, live) -> None:
+    """The probe: a text/plain cross-origin POST with a foreign Origin and Host was served."""
+    key = {"Authorization": "Bearer s3cret"}
+    blind = httpx.post(live + "/v1/embeddings", content=b'{"model": "m", "input": "x"}',
+                       headers={"content-type": "text/plain", "origin": "http://evil.example"}, timeout=30)
+    assert blind.status_code == 415 and "application/json" in blind.json()["error"]["message"]
+    rebound = httpx.post(live + "/embed", json={"inputs": "x"}, headers={"host": "evil.example"}, timeout=30)
+    assert rebound.status_code == 400 and rebound.text == "Invalid host header"
+    assert httpx.get(live + "/health", headers={"host": "localhost:1"}, timeout=10).status_code == 200
+    allowed = httpx.options(guarded + "/v1/embeddings", timeout=10, headers={
+        "origin": "http://app.example", "access-control-request-method": "POST",
+        "access-control-request-headers": "authorization,content-type"})
+    assert allowed.status_code == 200 and allowed.headers["access-control-allow-origin"] == "http://app.example"
+    foreign = httpx.options(guarded + "/v1/embeddings", timeout=10, headers={
+        "origin": "http://evil.example", "access-control-request-method": "POST"})
+    assert "access-control-allow-origin" not in foreign.headers
+    info = httpx.get(guarded + "/info", headers=key, timeout=10).json()
+    assert "/" not in json.dumps(info["model_id"]) and "model_path" not in info
+    assert not any(str(v).startswith("/") for v in info["encoder_config"].values())
+
+
+def test_what_a_client_sends_never_makes_a_500(live) -> None:
+    huge_int = b'{"model": "m", "input": "x", "dimensions": ' + b"9" * 5000 + b"}"
+    deep = b'{"model": "m", "input": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    for body in (huge_int, deep):
+        response = httpx.post(live + "/v1/embeddings", content=body, timeout=60,
+                              headers={"content-type": "application/json"})
+        assert response.status_code == 400, response.text
+    before = _metric(live, "longembed_client_disconnects_total", '{route="openai"}')
+    errors = _metric(live, "longembed_requests_total", '{route="openai",status="500"}')
+    host, port = live.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as raw:  # a client that drops mid-body
+        raw.sendall(b"POST /v1/embeddings HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: 1000\r\n\r\n{\"model\": \"m\", \"input\": \"half")
+    deadline = time.monotonic() + 30
+    while _metric(live, "longembed_client_disconnects_total", '{route="openai"}') == before:
+        assert time.monotonic() < deadline, "the dropped client was not counted"
+        time.sleep(0.1)
+    assert _metric(live, "longembed_requests_total", '{route="openai",status="500"}') == errors
+
+
+def test_a_request_larger_than_the_queue_is_refused_not_queued(encoder) -> None:
+    app = create_app(encoder, ServerSettings(max_batch_tokens=MAX_LENGTH, max_queue_tokens=2 * MAX_LENGTH,
+                                             allowed_hosts=("testserver",)))
+    with TestClient(app) as http:
+        response = http.post("/v1/embeddings", json={"model": "m", "input": [words(300, i) for i in range(8)]})
+        assert response.status_code == 413 and response.json()["error"]["code"] == "request_too_large"
+        assert app.state.service.batcher.queued_inputs == 0
+        assert http.post("/v1/embeddings", json={"model": "m", "input": [words(300, i) for i in range(3)]}) \
+            .status_code == 200
+
+
+def test_a_disconnected_clients_queued_work_is_cancelled(encoder) -> None:
+    server = build_server(encoder, ServerSettings(max_batch_tokens=MAX_LENGTH), port=0, log_level="warning")
+    thread = start(server)
+    base = f"http://127.0.0.1:{bound_port(server)}"
+    service = server.config.app.state.service
+    real_encode, release, calls = service.batcher.encode, threading.Event(), []
+
+    def held(texts, *args):
+        calls.append(list(texts))
+        release.wait(60)
+        return real_encode(texts, *args)
+
+    service.batcher.encode = held
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            first = pool.submit(httpx.post, base + "/embed", json={"inputs": "first"}, timeout=120)
+            while not calls:
+                time.sleep(0.01)
+            with pytest.raises(httpx.ReadTimeout):  # the client gives up while its inputs wait in the queue
+                httpx.post(base + "/embed", json={"inputs": [words(200, i) for i in range(4)]}, timeout=1.0)
+            deadline = time.monotonic() + 30
+            while service.batcher.queued_inputs:
+                assert time.monotonic() < deadline, "the abandoned inputs stayed queued"
+                time.sleep(0.05)
+            release.set()
+            assert first.result().status_code == 200
+        assert calls == [["first"]]  # the abandoned inputs never reached the model
+        assert _metric(base, "longembed_client_disconnects_total", '{route="tei"}') == 1
+    finally:
+        release.set()
+        server.should_exit = True
+        thread.join(60)
+
+
+def test_planning_reads_a_bounded_prefix_of_a_huge_input(encoder) -> None:
+    """A 4 MB input is planned from a few thousand tokens: refused under extend and error, cut under
+    truncate exactly as the cut of the whole text would be."""
+    from longembed.serving.overflow import CHARS_PER_TOKEN, OverflowPlanner
+
+    planner = OverflowPlanner(encoder)
+    tokenized: list[int] = []
+    real = planner.tokenizer
+
+    class Counting:
+        def __call__(self, texts, **kwargs):
+            tokenized.append(sum(len(t) for t in texts))
+            return real(texts, **kwargs)
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+    planner.tokenizer = Counting()
+    huge = words(700_000, 3)  # ~4 MB
+    for policy in ("extend", "error"):
+        with pytest.raises(ValueError, match="more than"):
+            planner.plan([huge], "", policy)
+    bound = 4 * CHARS_PER_TOKEN * (MAX_LENGTH + 2)
+    assert 0 < max(tokenized) <= bound
+    (cut,) = planner.plan([huge], "", "truncate")
+    assert cut.truncated and cut.n_tokens <= encoder.original_length
+    reference = OverflowPlanner(encoder).cut_to_tokens(huge[:200_000], "", encoder.original_length)
+    assert cut.text == reference
+
+
+def test_batcher_cancel_and_a_bounded_close() -> None:
+    gate = threading.Event()
+
+    def encode(texts, prompt, normalize, budget):
+        gate.wait(30)
+        return fake_encode(texts, prompt, normalize, budget)
+
+    batcher = DynamicBatcher(encode, max_batch_tokens=10, max_queue_tokens=100)
+    batcher.start()
+    running = batcher.submit(["a"], [10])
+    while batcher.queued_inputs:
+        time.sleep(0.01)
+    left = batcher.submit(["b", "c"], [5, 5])
+    kept = batcher.submit(["d"], [5])
+    assert batcher.cancel(left) == 2 and left.cancelled()
+    assert (batcher.queued_inputs, batcher.queued_tokens) == (1, 5)
+    start = time.monotonic()
+    batcher.close(timeout=0.5)  # the worker is held: what is queued is failed, not computed
+    assert time.monotonic() - start < 5
+    with pytest.raises(ShuttingDown):
+        kept.result(timeout=1)
+    gate.set()
+    assert running.result(timeout=10).shape == (1, 2)

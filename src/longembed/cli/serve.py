@@ -23,9 +23,15 @@ def run(args: argparse.Namespace) -> int:
         dimensions=args.dimensions,
         allow_any_dimensions=args.allow_any_dimensions,
         served_model_name=args.served_model_name,
+        api_key=args.api_key,
+        allowed_hosts=args.allowed_hosts,
+        cors_origins=args.cors_origins,
+        shutdown_seconds=args.shutdown_seconds,
     )
     encoder = load_encoder(args.model, method=args.method, max_length=args.max_length, device=args.device,
                            **encoder_options(args))
-    print(f"serving {encoder!r} on http://{args.host}:{args.port} (overflow={settings.overflow})", flush=True)
+    access = "API key required" if settings.api_key else "no API key (set --api-key or $LONGEMBED_API_KEY)"
+    print(f"serving {encoder!r} on http://{args.host}:{args.port} (overflow={settings.overflow}; {access})",
+          flush=True)
     serving.build_server(encoder, settings, host=args.host, port=args.port).run()
     return 0

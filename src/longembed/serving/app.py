@@ -12,15 +12,25 @@ Extra request fields (the OpenAI client sends them with ``extra_body``): ``overf
 truncate / error, see :mod:`longembed.serving.overflow`) and ``prompt_name`` ("query", "document",
 ... from the model's prompts).  Truncated inputs are reported in the ``X-Longembed-Truncated`` header
 (their indices) and, on the OpenAI route, in a ``truncated`` list in the body.
+
+Safety (a localhost server must not be drivable by any web page, nor fall over for one client):
+POST bodies must be ``application/json`` (415 otherwise: a page cannot send that cross-origin without
+a CORS preflight, which fails unless ``cors_origins`` allows it); ``Host`` must be this machine or an
+allowed name (400, against DNS rebinding); with ``api_key`` every route but ``/health`` needs
+``Authorization: Bearer <key>`` (401); a client that disconnects has its queued inputs cancelled and is
+counted in ``longembed_client_disconnects`` (not as a 500); a server error answers 500 with an id
+to find it in the log, never the exception's text.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import hmac
 import json
 import logging
 import time
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -28,11 +38,14 @@ from typing import Any
 
 import numpy as np
 from fastapi import FastAPI, Request
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import ClientDisconnect
 
 from longembed.encoder import LongContextEncoder
-from longembed.serving.batcher import DynamicBatcher, QueueFull, ShuttingDown
+from longembed.serving.batcher import DynamicBatcher, QueueFull, RequestTooLarge, ShuttingDown
 from longembed.serving.metrics import CONTENT_TYPE, ServerMetrics
 from longembed.serving.overflow import OVERFLOW_POLICIES, InputTooLong, OverflowPlanner, PlannedInput
 from longembed.serving.settings import MATRYOSHKA_DIMENSIONS, ServerSettings
@@ -48,8 +61,20 @@ class ApiError(Exception):
         self.status, self.message, self.param, self.code = status, message, param, code
 
 
-_OPENAI_TYPES = {400: "invalid_request_error", 413: "invalid_request_error", 429: "rate_limit_error", 503: "server_error"}
-_TEI_TYPES = {413: "Validation", 422: "Validation", 429: "Overloaded", 503: "Unhealthy"}
+_OPENAI_TYPES = {
+    400: "invalid_request_error", 401: "invalid_request_error", 413: "invalid_request_error",
+    415: "invalid_request_error", 429: "rate_limit_error", 503: "server_error",
+}
+_TEI_TYPES = {401: "Unauthorized", 413: "Validation", 415: "Validation", 422: "Validation", 429: "Overloaded",
+              503: "Unhealthy"}
+#: Host names a server on this machine answers to (besides the address it binds and ``allowed_hosts``).
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]")
+#: Seconds between checks that a waiting request's client is still connected.
+DISCONNECT_POLL_SECONDS = 0.25
+
+
+class ClientGone(Exception):
+    """The client closed its connection before its answer was ready (nobody reads the response)."""
 
 
 def openai_error(error: ApiError) -> JSONResponse:
@@ -117,9 +142,8 @@ class EmbeddingService:
 
     def info(self) -> dict[str, Any]:
         e, s = self.encoder, self.settings
-        return {
+        return {  # no file system paths: a client has no business knowing where the model lives
             "model_id": self.model_name,
-            "model_path": str(e.source.folder or e.source.name),
             "method": e.method,
             "position_scheme": e.position_scheme,
             "original_length": e.original_length,
@@ -136,8 +160,18 @@ class EmbeddingService:
             "max_queue_tokens": self.batcher.max_queue_tokens,
             "max_client_batch_size": s.max_client_batch_size,
             "max_body_bytes": s.max_body_bytes,
-            "encoder_config": e.config.to_dict(),
+            "encoder_config": {**e.config.to_dict(), "model": self.model_name},
+            "api_key_required": s.api_key is not None,
         }
+
+    def authorize(self, request: Request) -> None:
+        """With an api_key, the request must carry ``Authorization: Bearer <key>`` (401 otherwise)."""
+        key = self.settings.api_key
+        if key is None:
+            return
+        scheme, _, given = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), key.encode()):
+            raise ApiError(401, "a valid API key is required: send 'Authorization: Bearer <key>'", code="invalid_api_key")
 
     def check_texts(self, value: Any, field_name: str) -> list[str]:
         """A string or a non-empty list of non-empty strings, at most max_client_batch_size of them."""
@@ -201,7 +235,8 @@ class EmbeddingService:
         return value
 
     async def embed(
-        self, texts: list[str], prefix: str, policy: str, normalize: bool | None, route: str
+        self, texts: list[str], prefix: str, policy: str, normalize: bool | None, route: str,
+        request: Request | None = None,
     ) -> Embedded:
         """Plan (count, cut or refuse), queue, await the batch: the vectors in input order."""
         try:
@@ -214,19 +249,35 @@ class EmbeddingService:
             raise ApiError(400, str(exc), "input") from None
         try:
             future = self.batcher.submit([p.text for p in planned], [p.n_tokens for p in planned], prefix, normalize)
+        except RequestTooLarge as exc:
+            raise ApiError(413, str(exc), "input", "request_too_large") from None
         except QueueFull as exc:
             raise ApiError(429, str(exc), code="queue_full") from None
         except ShuttingDown as exc:
             raise ApiError(503, str(exc), code="shutting_down") from None
         self.metrics.queue_tokens.set(self.batcher.queued_tokens)
         self.metrics.queue_inputs.set(self.batcher.queued_inputs)
-        vectors = await asyncio.wrap_future(future)
+        vectors = await self.wait(future, request)
         lo = self.encoder.original_length
         self.metrics.over_window.inc(sum(p.original_tokens > lo for p in planned))
         self.metrics.truncated.inc(sum(p.truncated for p in planned))
         self.metrics.inputs.labels(route).inc(len(planned))
         self.metrics.tokens.labels(route).inc(sum(p.n_tokens for p in planned))
         return Embedded(vectors, planned)
+
+
+    async def wait(self, future: Any, request: Request | None) -> np.ndarray:
+        """The future's vectors; if the client disconnects first, its queued inputs are cancelled."""
+        waiting = asyncio.wrap_future(future)
+        while request is not None:
+            done, _ = await asyncio.wait({waiting}, timeout=DISCONNECT_POLL_SECONDS)
+            if done:
+                break
+            if await request.is_disconnected():
+                self.batcher.cancel(future)
+                waiting.cancel()
+                raise ClientGone()
+        return await waiting
 
 
 def shorten(vectors: np.ndarray, dimensions: int | None) -> np.ndarray:
@@ -243,7 +294,15 @@ def encode_base64(vector: np.ndarray) -> str:
 
 
 async def read_json(request: Request, limit: int) -> dict[str, Any]:
-    """The JSON object in the body, refusing bodies over ``limit`` bytes before reading them whole."""
+    """The JSON object in the body, refusing bodies over ``limit`` bytes before reading them whole.
+
+    The body must be declared ``application/json`` (415): browsers send other types cross-origin
+    without asking, JSON only after a CORS preflight.  JSON that Python will not turn into values
+    (integers of thousands of digits, nesting deeper than the interpreter recurses) is a 400.
+    """
+    media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media_type != "application/json":
+        raise ApiError(415, f"the request body must be sent as application/json, not {media_type or 'untyped'}")
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise ApiError(413, f"the request body has {declared} bytes; this server takes at most {limit}")
@@ -256,6 +315,10 @@ async def read_json(request: Request, limit: int) -> dict[str, Any]:
         data = json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ApiError(400, f"the request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ApiError(400, "the request body nests JSON arrays or objects too deeply") from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        raise ApiError(400, f"the request body has a value this server cannot read: {exc}") from None
     if not isinstance(data, dict):
         raise ApiError(400, "the request body must be a JSON object")
     return data
@@ -269,28 +332,47 @@ def _truncation_headers(embedded: Embedded) -> dict[str, str]:
     return {"X-Longembed-Truncated": ",".join(map(str, embedded.truncated))} if embedded.truncated else {}
 
 
-def create_app(encoder: LongContextEncoder, settings: ServerSettings | None = None) -> FastAPI:
-    """A FastAPI app serving ``encoder``; its batcher starts and drains with the app's lifespan."""
+def create_app(
+    encoder: LongContextEncoder, settings: ServerSettings | None = None, bound_host: str | None = None
+) -> FastAPI:
+    """A FastAPI app serving ``encoder``; its batcher starts and drains with the app's lifespan.
+
+    ``bound_host`` (the address the server listens on) is an allowed ``Host`` besides loopback and
+    ``settings.allowed_hosts``.
+    """
     service = EmbeddingService(encoder, settings or ServerSettings())
+    s = service.settings
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service.batcher.start()
         yield
-        await run_in_threadpool(service.batcher.close)  # finish every accepted input
+        # finish the accepted inputs, for at most shutdown_seconds; what is left is answered 503
+        await run_in_threadpool(service.batcher.close, s.shutdown_seconds)
 
     app = FastAPI(title="longembed", lifespan=lifespan, docs_url="/docs")
     app.state.service = service
+    hosts = [*LOOPBACK_HOSTS, *([bound_host] if bound_host else []), *s.allowed_hosts]
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=hosts, www_redirect=False)
+    if s.cors_origins:
+        app.add_middleware(CORSMiddleware, allow_origins=list(s.cors_origins), allow_methods=["GET", "POST"],
+                           allow_headers=["Authorization", "Content-Type"])
 
-    async def timed(route: str, call, shape) -> Response:
+    async def timed(route: str, call, shape, request: Request) -> Response:
         start = time.perf_counter()
         try:
+            service.authorize(request)
             response = await call()
         except ApiError as error:
             response = shape(error)
-        except Exception as exc:  # the server's own failure: still in the route's error shape
-            logger.exception("%s request failed", route)
-            response = shape(ApiError(500, f"internal error: {type(exc).__name__}: {exc}"))
+        except (ClientDisconnect, ClientGone):  # nobody reads an answer: count it, no traceback, no 500
+            service.metrics.client_disconnects.labels(route).inc()
+            logger.info("%s: the client disconnected before its answer was ready", route)
+            response = Response(status_code=499)  # nginx's "client closed request"
+        except Exception:  # the server's own failure: logged with an id, the client gets the id only
+            error_id = uuid.uuid4().hex[:12]
+            logger.exception("%s request failed (error id %s)", route, error_id)
+            response = shape(ApiError(500, f"internal server error (error id {error_id}; see the server log)"))
         status = str(response.status_code)
         service.metrics.requests.labels(route, status).inc()
         service.metrics.latency.labels(route).observe(time.perf_counter() - start)
@@ -310,7 +392,8 @@ def create_app(encoder: LongContextEncoder, settings: ServerSettings | None = No
             texts = service.check_texts(body["input"], "input")
             dimensions = service.check_dimensions(body.get("dimensions"))
             embedded = await service.embed(
-                texts, service.prefix(body.get("prompt_name")), service.policy(body.get("overflow")), None, "openai"
+                texts, service.prefix(body.get("prompt_name")), service.policy(body.get("overflow")), None, "openai",
+                request,
             )
             vectors = shorten(embedded.vectors, dimensions)
             data = [
@@ -327,7 +410,7 @@ def create_app(encoder: LongContextEncoder, settings: ServerSettings | None = No
                 content["truncated"] = embedded.truncated
             return JSONResponse(content, headers=_truncation_headers(embedded))
 
-        return await timed("openai", handle, openai_error)
+        return await timed("openai", handle, openai_error, request)
 
     @app.post("/embed")
     async def tei_embed(request: Request) -> Response:
@@ -346,13 +429,15 @@ def create_app(encoder: LongContextEncoder, settings: ServerSettings | None = No
                 raise ApiError(400, "only truncation_direction='Right' is supported: the end of a text is cut")
             policy = "truncate" if truncate else service.policy(body.get("overflow"))
             dimensions = service.check_dimensions(body.get("dimensions"))
-            embedded = await service.embed(texts, service.prefix(body.get("prompt_name")), policy, normalize, "tei")
+            embedded = await service.embed(
+                texts, service.prefix(body.get("prompt_name")), policy, normalize, "tei", request
+            )
             vectors = shorten(embedded.vectors, dimensions) if normalize else (
                 embedded.vectors if dimensions is None else embedded.vectors[:, :dimensions]
             )
             return JSONResponse(vectors.astype(float).tolist(), headers=_truncation_headers(embedded))
 
-        return await timed("tei", handle, tei_error)
+        return await timed("tei", handle, tei_error, request)
 
     @app.get("/health")
     async def health() -> Response:
@@ -361,11 +446,19 @@ def create_app(encoder: LongContextEncoder, settings: ServerSettings | None = No
         return JSONResponse({"status": "ok"})
 
     @app.get("/info")
-    async def info() -> Response:
+    async def info(request: Request) -> Response:
+        try:
+            service.authorize(request)
+        except ApiError as error:
+            return openai_error(error)
         return JSONResponse(service.info())
 
     @app.get("/metrics")
-    async def metrics() -> Response:
+    async def metrics(request: Request) -> Response:
+        try:
+            service.authorize(request)
+        except ApiError as error:
+            return openai_error(error)
         service.metrics.queue_tokens.set(service.batcher.queued_tokens)
         service.metrics.queue_inputs.set(service.batcher.queued_inputs)
         return Response(service.metrics.exposition(), media_type=CONTENT_TYPE)

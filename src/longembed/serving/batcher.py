@@ -7,17 +7,21 @@ Requests put their inputs in one queue; a worker thread takes the next batch whe
 Fairness: a batch always starts with the oldest waiting input, then takes later inputs, in arrival
 order, while they fit in ``max_batch_tokens``.  A long input therefore waits only for the inputs that
 arrived before it, never behind an endless stream of short ones; short ones still fill the room a
-long one leaves.  The queue is bounded by tokens (:class:`QueueFull` -> 429), inference never runs on
-the event loop, and :meth:`DynamicBatcher.close` finishes every accepted input before it returns.
+long one leaves.  The queue is bounded by tokens (:class:`QueueFull` -> 429; a request larger than
+the whole queue, :class:`RequestTooLarge` -> 413, is refused even when the queue is empty), inference
+never runs on the event loop, a request whose client went away is taken out of the queue
+(:meth:`DynamicBatcher.cancel`), and :meth:`DynamicBatcher.close` finishes the accepted inputs within
+its timeout, then cancels what is left.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,6 +32,10 @@ EncodeFunction = Callable[[list[str], str, bool, int], np.ndarray]
 
 class QueueFull(RuntimeError):
     """The queue holds too many tokens already; the client should retry later (429)."""
+
+
+class RequestTooLarge(ValueError):
+    """One request holds more tokens than the whole queue may (413): it must be split."""
 
 
 class ShuttingDown(RuntimeError):
@@ -88,8 +96,9 @@ class DynamicBatcher:
     ) -> Future:
         """Queue ``texts``; the future resolves to their (n, dim) float32 vectors in input order.
 
-        Raises :class:`QueueFull` when the queue already holds work and these tokens would pass
-        ``max_queue_tokens`` (an empty queue takes any request, so no request is refused forever),
+        Raises :class:`RequestTooLarge` when the request alone holds more than ``max_queue_tokens``
+        (it could never be queued: the client must split it), :class:`QueueFull` when the queue's
+        work and these tokens together would pass ``max_queue_tokens`` (retry later),
         :class:`ShuttingDown` after :meth:`close`.
         """
         if len(texts) != len(token_counts) or not texts:
@@ -97,10 +106,15 @@ class DynamicBatcher:
         future: Future = Future()
         job = _Job(future, [None] * len(texts), len(texts))
         tokens = sum(token_counts)
+        if tokens > self.max_queue_tokens:
+            raise RequestTooLarge(
+                f"this request has {tokens} tokens, more than the {self.max_queue_tokens} this server queues at "
+                "once (max_queue_tokens): send its inputs in several smaller requests"
+            )
         with self._condition:
             if self._closing:
                 raise ShuttingDown("the server is shutting down")
-            if self._queue and self._queued_tokens + tokens > self.max_queue_tokens:
+            if self._queued_tokens + tokens > self.max_queue_tokens:
                 raise QueueFull(
                     f"the queue holds {self._queued_tokens} tokens; this request's {tokens} would pass the "
                     f"limit of {self.max_queue_tokens}: retry later"
@@ -129,13 +143,39 @@ class DynamicBatcher:
             self._thread = threading.Thread(target=self._work, name="longembed-batcher", daemon=True)
             self._thread.start()
 
+    def cancel(self, future: Future) -> int:
+        """Take the not-yet-started inputs of ``future``'s request out of the queue (its client went
+        away) and cancel the future; returns how many inputs were removed.  Inputs already in a
+        running batch finish, and their vectors are dropped."""
+        with self._condition:
+            kept = deque(item for item in self._queue if item.job.future is not future)
+            removed = [item for item in self._queue if item.job.future is future]
+            self._queue = kept
+            self._queued_tokens -= sum(item.n_tokens for item in removed)
+        future.cancel()
+        return len(removed)
+
     def close(self, timeout: float | None = None) -> None:
-        """Take nothing new, finish every queued input, stop the worker."""
+        """Take nothing new, finish the queued inputs within ``timeout`` seconds (None: all of them),
+        then fail what is still queued with :class:`ShuttingDown` and return."""
         with self._condition:
             self._closing = True
             self._condition.notify_all()
-        if self._thread is not None:
+        if self._thread is None:
+            self._fail_queued()
+            return
+        self._thread.join(timeout)
+        if self._thread.is_alive():  # out of time: what has not started is answered 503, not computed
+            self._fail_queued()
             self._thread.join(timeout)
+
+    def _fail_queued(self) -> None:
+        with self._condition:
+            left, self._queue, self._queued_tokens = list(self._queue), deque(), 0
+        error = ShuttingDown("the server shut down before this input was embedded")
+        for item in left:
+            with contextlib.suppress(InvalidStateError):
+                item.job.future.set_exception(error)
 
     def _next_batch(self) -> list[_Item]:
         """The oldest input, then later ones in arrival order while they fit in the token budget."""
@@ -169,11 +209,14 @@ class DynamicBatcher:
         for item in batch:
             groups.setdefault((item.prompt, item.normalize), []).append(item)
         for (prompt, normalize), items in groups.items():
+            items = [item for item in items if not item.job.future.done()]  # cancelled or failed meanwhile
+            if not items:
+                continue
             try:
                 vectors = self.encode([i.text for i in items], prompt, normalize, self.max_batch_tokens)
             except Exception as exc:  # a failure fails the requests it touches, not the server
                 for item in items:
-                    if not item.job.future.done():
+                    with contextlib.suppress(InvalidStateError):
                         item.job.future.set_exception(exc)
                 continue
             for item, vector in zip(items, vectors, strict=True):
@@ -184,9 +227,10 @@ class DynamicBatcher:
     @staticmethod
     def _deliver(item: _Item, vector: np.ndarray) -> None:
         job = item.job
-        if job.future.done():  # an earlier group of the same request failed
+        if job.future.done():  # an earlier group of the same request failed, or its client left
             return
         job.vectors[item.index] = vector
         job.remaining -= 1
         if job.remaining == 0:
-            job.future.set_result(np.stack(job.vectors))
+            with contextlib.suppress(InvalidStateError):  # cancelled by the event loop meanwhile
+                job.future.set_result(np.stack(job.vectors))

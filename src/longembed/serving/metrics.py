@@ -37,6 +37,10 @@ class ServerMetrics:
         )
         self.queue_tokens = Gauge("longembed_queue_tokens", "Tokens waiting for a batch", registry=r)
         self.queue_inputs = Gauge("longembed_queue_inputs", "Inputs waiting for a batch", registry=r)
+        self.client_disconnects = Counter(
+            "longembed_client_disconnects", "Requests whose client left before the answer (queued work cancelled)",
+            ["route"], registry=r,
+        )
 
     def record_batch(self, batch: BatchRecord) -> None:
         self.batch_inputs.observe(batch.n_inputs)

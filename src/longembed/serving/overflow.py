@@ -51,12 +51,34 @@ def check_policy(policy: str) -> str:
     return policy
 
 
+#: Characters tokenized at first per token of the limit: a text longer than this is tokenized by a
+#: growing prefix (doubled each time) until its count passes the limit or the text ends.
+CHARS_PER_TOKEN = 16
+#: Texts tokenized per hold of the tokenizer lock: a short request waits for at most this many texts
+#: of a large one, not for the whole of it.
+TEXTS_PER_LOCK = 16
+
+
+@dataclass(frozen=True)
+class TokenCount:
+    """Tokens of one input (specials + prompt + text): exact, or, when ``exact`` is False, a count of
+    its first ``chars`` characters that already passes the limit asked for (the text has at least that many)."""
+
+    n: int
+    exact: bool
+    chars: int
+
+
 class OverflowPlanner:
     """Counts tokens and applies the overflow policy with a tokenizer of its own.
 
     The copy matters: a Hugging Face fast tokenizer changes its truncation settings on each call, so one
     tokenizer shared by request threads and the model's thread can fail ("Already borrowed"); a lock
-    keeps this one to one caller at a time.
+    keeps this one to one caller at a time, for at most :data:`TEXTS_PER_LOCK` texts per hold.
+
+    Counting is bounded: the planner only needs to know whether an input passes Lo or Lt, so it never
+    tokenizes much more than ``CHARS_PER_TOKEN x limit`` characters of a text, whatever its size (a
+    50 MB input costs as much to plan as a text of a few thousand tokens, in time and in memory).
     """
 
     def __init__(self, encoder: LongContextEncoder):
@@ -67,14 +89,33 @@ class OverflowPlanner:
         self._lock = threading.Lock()
 
     def count_tokens(self, texts: Sequence[str], prefix: str = "") -> list[int]:
-        """Tokens the model runs for each text: specials + prompt + text (no truncation)."""
-        if not texts:
-            return []
-        with self._lock:
-            encoded = self.tokenizer(
-                [prefix + t for t in texts], add_special_tokens=True, truncation=False, verbose=False
-            )
-        return [len(ids) for ids in encoded["input_ids"]]
+        """Exact tokens the model runs for each text: specials + prompt + text (no truncation)."""
+        counts: list[int] = []
+        for start in range(0, len(texts), TEXTS_PER_LOCK):
+            chunk = [prefix + t for t in texts[start : start + TEXTS_PER_LOCK]]
+            with self._lock:
+                encoded = self.tokenizer(chunk, add_special_tokens=True, truncation=False, verbose=False)
+            counts += [len(ids) for ids in encoded["input_ids"]]
+        return counts
+
+    def count_up_to(self, texts: Sequence[str], prefix: str, limit: int) -> list[TokenCount]:
+        """Each text's tokens, exact up to ``limit``; past it, a lower bound from a prefix of the text."""
+        window = CHARS_PER_TOKEN * (limit + 2)
+        out: list[TokenCount | None] = [None] * len(texts)
+        pending = list(range(len(texts)))
+        while pending:
+            scanned = [texts[i][:window] for i in pending]
+            counts = self.count_tokens(scanned, prefix)
+            still = []
+            for i, part, n in zip(pending, scanned, counts, strict=True):
+                if len(part) == len(texts[i]):
+                    out[i] = TokenCount(n, True, len(part))
+                elif n > limit + 1:  # one token of margin: the scan may end inside a word
+                    out[i] = TokenCount(n, False, len(part))
+                else:
+                    still.append(i)
+            pending, window = still, window * 2
+        return [c for c in out if c is not None]
 
     def cut_to_tokens(self, text: str, prefix: str, limit: int) -> str:
         """The longest prefix of ``text`` whose input (specials + prompt + text) has at most ``limit``
@@ -94,11 +135,13 @@ class OverflowPlanner:
         check_policy(policy)
         lo, lt = self.window, self.max_length
         planned = []
-        for index, (text, n) in enumerate(zip(texts, self.count_tokens(texts, prefix), strict=True)):
-            if n <= lo or (policy == "extend" and n <= lt):
+        counts = self.count_up_to(texts, prefix, lt if policy == "extend" else lo)
+        for index, (text, count) in enumerate(zip(texts, counts, strict=True)):
+            n = count.n
+            if count.exact and (n <= lo or (policy == "extend" and n <= lt)):
                 planned.append(PlannedInput(text, n, n, truncated=False))
-            elif policy == "truncate":
-                cut = self.cut_to_tokens(text, prefix, lo)
+            elif policy == "truncate":  # the scanned prefix holds more than Lo tokens: cut it, not the text
+                cut = self.cut_to_tokens(text[: count.chars], prefix, lo)
                 planned.append(PlannedInput(cut, self.count_tokens([cut], prefix)[0], n, truncated=True))
             else:
                 limit = lt if policy == "extend" else lo
@@ -106,8 +149,9 @@ class OverflowPlanner:
                     f"this server's max_length (Lt = {lt})" if policy == "extend"
                     else f"the model's window (Lo = {lo}); overflow='extend' embeds up to {lt} tokens"
                 )
+                size = f"{n} tokens" if count.exact else f"more than {n - 1} tokens (counting stopped there)"
                 raise InputTooLong(
-                    f"input {index} has {n} tokens (prompt and special tokens included), more than {what}; "
+                    f"input {index} has {size} (prompt and special tokens included), more than {what}; "
                     "shorten it or ask for overflow='truncate'",
                     index, n, limit,
                 )

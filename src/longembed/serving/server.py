@@ -21,7 +21,7 @@ def build_server(
     On shutdown uvicorn stops accepting connections and waits (up to ``graceful_seconds``) for the
     requests in flight; the app's lifespan then drains the batcher, so no accepted input is lost.
     """
-    app = create_app(encoder, settings)
+    app = create_app(encoder, settings, bound_host=None if host in ("0.0.0.0", "::", "") else host)
     config = uvicorn.Config(
         app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=graceful_seconds,
         lifespan="on",

@@ -6,9 +6,13 @@ Only light imports here: ``longembed serve --help`` imports neither torch nor tr
 from __future__ import annotations
 
 import argparse
+import os
 
 from longembed.cli.options import CommandHandler, add_encoder_arguments
 from longembed.serving.choices import OVERFLOW_POLICIES
+
+#: The environment variable that gives the server its API key (so it stays out of the process list).
+API_KEY_ENV = "LONGEMBED_API_KEY"
 
 
 def _dimensions(text: str) -> tuple[int, ...]:
@@ -19,6 +23,11 @@ def _dimensions(text: str) -> tuple[int, ...]:
     if not sizes or min(sizes) < 1:
         raise argparse.ArgumentTypeError(f"--dimensions takes positive sizes; got {text!r}")
     return sizes
+
+
+def _names(text: str) -> tuple[str, ...]:
+    """``"a.example.com, b"`` -> ("a.example.com", "b")."""
+    return tuple(name.strip() for name in text.split(",") if name.strip())
 
 
 def register_cli(subparsers: argparse._SubParsersAction) -> None:
@@ -49,5 +58,16 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     group.add_argument("--allow-any-dimensions", action="store_true",
                        help="let clients cut vectors to any size (the model may not be trained for it)")
     group.add_argument("--served-model-name", default=None, help="the name in responses (default: the folder name)")
+    group.add_argument("--shutdown-seconds", type=float, default=30.0,
+                       help="on SIGTERM, seconds to finish queued work before the rest is answered 503 (default: 30)")
+    safety = parser.add_argument_group("access")
+    safety.add_argument("--api-key", default=os.environ.get(API_KEY_ENV),
+                        help=f"require 'Authorization: Bearer KEY' on every route but /health (default: ${API_KEY_ENV}, "
+                        "else no key)")
+    safety.add_argument("--allowed-hosts", type=_names, default=(), metavar="LIST",
+                        help="Host header values served besides localhost and the bound address, comma-separated "
+                        "('*' for any; needed when binding 0.0.0.0 behind a name)")
+    safety.add_argument("--cors-origins", type=_names, default=(), metavar="LIST",
+                        help="browser origins allowed to call the server, e.g. http://localhost:3000 (default: none)")
     add_encoder_arguments(parser)
     parser.set_defaults(func=CommandHandler("longembed.cli.serve", "run"))
