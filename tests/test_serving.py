@@ -590,3 +590,30 @@ def test_batcher_cancel_and_a_bounded_close() -> None:
         kept.result(timeout=1)
     gate.set()
     assert running.result(timeout=10).shape == (1, 2)
+
+
+def test_every_server_setting_is_a_serve_flag_and_round_trips(monkeypatch) -> None:
+    """ServerSettings is the one place a server option is written: its fields are the flags."""
+    import dataclasses
+
+    from longembed.cli.main import build_parser
+    from longembed.cli.options import settings_from_args
+
+    def parse(*flags: str) -> ServerSettings:
+        return settings_from_args(ServerSettings, build_parser(["serve"]).parse_args(["serve", *flags]))
+
+    assert parse() == ServerSettings()
+    given = parse("--overflow", "truncate", "--max-batch-tokens", "4096", "--max-queue-tokens", "9000",
+                  "--max-client-batch-size", "8", "--max-body-bytes", "1000", "--dimensions", "64,32",
+                  "--allow-any-dimensions", "--served-model-name", "m", "--api-key", "k",
+                  "--allowed-hosts", "a.example, *.b.example", "--cors-origins", "http://x", "--shutdown-seconds", "2.5")
+    assert given == ServerSettings(
+        overflow="truncate", max_batch_tokens=4096, max_queue_tokens=9000, max_client_batch_size=8,
+        max_body_bytes=1000, dimensions=(64, 32), allow_any_dimensions=True, served_model_name="m", api_key="k",
+        allowed_hosts=("a.example", "*.b.example"), cors_origins=("http://x",), shutdown_seconds=2.5,
+    )
+    assert {f.name for f in dataclasses.fields(ServerSettings)} == {
+        f.name for f in dataclasses.fields(ServerSettings) if getattr(given, f.name) != getattr(ServerSettings(), f.name)
+    }  # every field was reachable from a flag
+    with pytest.raises(SystemExit):
+        parse("--dimensions", "64,-1")

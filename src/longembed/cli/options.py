@@ -92,6 +92,50 @@ def add_encoder_arguments(
     group.add_argument("--batch-size", type=int, default=16, help="most sequences per batch")
 
 
+def comma_list(item_type: type) -> Callable[[str], tuple]:
+    """An argparse type for ``a,b,c`` -> a tuple of ``item_type`` (positive when numbers)."""
+
+    def parse(text: str) -> tuple:
+        try:
+            items = tuple(item_type(x.strip()) for x in text.split(",") if x.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a comma-separated list of {item_type.__name__}; got {text!r}") from None
+        if not items or (item_type in (int, float) and min(items) <= 0):
+            raise argparse.ArgumentTypeError(f"expected positive values like 768,512; got {text!r}")
+        return items
+
+    return parse
+
+
+def add_settings_arguments(group: Any, settings: type) -> None:
+    """One flag per field of the dataclass ``settings`` (``max_batch_tokens`` -> ``--max-batch-tokens``),
+    with the field's default and its metadata's help, choices and metavar; a bool is a switch, a tuple
+    a comma-separated list.  :func:`settings_from_args` builds the dataclass back from the flags."""
+    hints = typing.get_type_hints(settings)
+    for field in dataclasses.fields(settings):
+        meta, base = field.metadata, _base_type(hints[field.name])
+        kwargs: dict[str, Any] = {"dest": field.name, "default": field.default}
+        if base is bool:
+            kwargs["action"] = "store_true"
+        elif typing.get_origin(base) is tuple:
+            kwargs["type"] = comma_list(typing.get_args(base)[0])
+        else:
+            kwargs["type"] = base
+        if meta.get("choices"):
+            kwargs["choices"] = list(meta["choices"])
+        if meta.get("metavar"):
+            kwargs["metavar"] = meta["metavar"]
+        shown = "" if field.default in (None, (), False) else f" (default: {field.default})"
+        kwargs["help"] = meta["help"] + shown
+        group.add_argument("--" + field.name.replace("_", "-"), **kwargs)
+
+
+def settings_from_args(settings: type, args: argparse.Namespace, **overrides: Any) -> Any:
+    """The dataclass ``settings`` from the flags :func:`add_settings_arguments` added (``overrides`` win)."""
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(settings)}
+    return settings(**{**values, **overrides})
+
+
 @dataclass(frozen=True)
 class CommandHandler:
     """A subcommand's handler, named by module and function and imported only when the command runs,

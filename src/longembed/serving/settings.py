@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from longembed.serving.choices import OVERFLOW_POLICIES
 
@@ -10,29 +11,39 @@ from longembed.serving.choices import OVERFLOW_POLICIES
 MATRYOSHKA_DIMENSIONS = {"nomic-embed-text-v1.5": (768, 512, 256, 128, 64)}
 
 
+def _setting(help: str, default: Any = None, choices: tuple | None = None, metavar: str | None = None) -> Any:
+    """A field whose metadata is its command-line flag's help (``longembed serve --help``)."""
+    return field(default=default, metadata={"help": help, "choices": choices, "metavar": metavar})
+
+
 @dataclass
 class ServerSettings:
-    """Limits and defaults of one server (``longembed serve`` options)."""
+    """Limits and defaults of one server.  Each field is a ``longembed serve`` flag of the same name
+    (``max_batch_tokens`` -> ``--max-batch-tokens``), with the help text given here."""
 
-    overflow: str = "extend"
-    max_batch_tokens: int = 16384
-    #: tokens that may wait for a batch before requests get 429 (default: 32 batches' worth)
-    max_queue_tokens: int | None = None
-    max_client_batch_size: int = 2048
-    max_body_bytes: int = 64 * 1024 * 1024
-    #: output sizes allowed for ``dimensions`` (None: the model's Matryoshka sizes if it is known to have them)
-    dimensions: tuple[int, ...] | None = None
-    allow_any_dimensions: bool = False
-    served_model_name: str | None = None
-    #: clients must send ``Authorization: Bearer <api_key>`` (None: no key; ``/health`` stays open)
-    api_key: str | None = None
-    #: Host header values served besides this machine's loopback names and the bound address
-    #: ("*": any; a name such as "embed.example.com", or "*.example.com")
-    allowed_hosts: tuple[str, ...] = ()
-    #: browser origins allowed to call the server (CORS); none by default
-    cors_origins: tuple[str, ...] = ()
-    #: seconds shutdown waits for queued work before it cancels what is left (answered 503)
-    shutdown_seconds: float = 30.0
+    overflow: str = _setting(
+        "what to do with inputs longer than the model's window Lo: extend (the method, up to --max-length), "
+        "truncate (cut to Lo) or error (413)", "extend", OVERFLOW_POLICIES)
+    max_batch_tokens: int = _setting("tokens per model batch, across concurrent requests", 16384)
+    max_queue_tokens: int | None = _setting(
+        "tokens that may wait for a batch before requests get 429 (default: 32 x --max-batch-tokens)")
+    max_client_batch_size: int = _setting("inputs per request", 2048)
+    max_body_bytes: int = _setting("largest request body in bytes", 64 * 1024 * 1024)
+    dimensions: tuple[int, ...] | None = _setting(
+        "output sizes clients may ask for with 'dimensions', e.g. 768,512,256 (default: the model's "
+        "Matryoshka sizes when known, else only the full size)", metavar="LIST")
+    allow_any_dimensions: bool = _setting("let clients cut vectors to any size (the model may not be trained for it)",
+                                          False)
+    served_model_name: str | None = _setting("the name in responses (default: the folder name)")
+    api_key: str | None = _setting(
+        "require 'Authorization: Bearer KEY' on every route but /health (default: $LONGEMBED_API_KEY, else no key)")
+    allowed_hosts: tuple[str, ...] = _setting(
+        "Host header values served besides localhost and the bound address, comma-separated ('*' for any; "
+        "needed when binding 0.0.0.0 behind a name)", (), metavar="LIST")
+    cors_origins: tuple[str, ...] = _setting(
+        "browser origins allowed to call the server, e.g. http://localhost:3000 (default: none)", (), metavar="LIST")
+    shutdown_seconds: float = _setting(
+        "on SIGTERM, seconds to finish queued work before the rest is answered 503", 30.0)
 
     def __post_init__(self) -> None:
         if self.overflow not in OVERFLOW_POLICIES:
