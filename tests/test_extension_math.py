@@ -19,9 +19,11 @@ from longembed.extension.ape import (
     interpolated_position_matrix,
 )
 from longembed.extension.attention import AttentionPlan, longembed_attention
+from longembed.extension.methods.ntk import dynamic_ntk_multiplier, ntk_lambda
+from longembed.extension.methods.selfextend import selfextend_defaults
 from longembed.extension.pcw import window_spans
 from longembed.extension.rope import RotarySpec, apply_rotary, rotary_tables, selfextend_relative_positions
-from longembed.extension.scaling import document_scales, logn_factor, ntk_lambda, selfextend_defaults
+from longembed.extension.scaling import document_scales, logn_factor
 
 
 # ----------------------------------------------------------------------------- APE position maps
@@ -342,8 +344,6 @@ def test_dynamic_ntk_equals_huggingface_dynamic_rope(tmp_path):
 
 def test_dynamic_ntk_base_formula():
     """The dynamic base multiplier: 1 up to Lo, then ((F n / Lo) - (F - 1)) ** (d / (d - 2))."""
-    from longembed.extension.rope import dynamic_ntk_multiplier
-
     assert dynamic_ntk_multiplier(512, 512, 2.0, 64) == 1.0
     assert dynamic_ntk_multiplier(1024, 512, 2.0, 64) == pytest.approx(3.0 ** (64 / 62))
     assert dynamic_ntk_multiplier(2048, 512, 16.0, 64) == pytest.approx((16 * 4 - 15) ** (64 / 62))

@@ -21,7 +21,7 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer
 
 from longembed import load_encoder
 from longembed.extension.ape import interpolated_position_matrix
-from longembed.extension.scaling import ntk_lambda
+from longembed.extension.methods.ntk import ntk_lambda
 
 S = 4  # scale factor: Lt = 4 * Lo, s = ceil(Lt / Lo) = 4
 LT = S * LO
@@ -346,8 +346,8 @@ def test_selfextend_equals_naive_attention_on_relative_positions(sharp_models, f
     """SelfExtend (s = 4: Table 6's g = 5, w = Lo/4 = 8, or explicit g, w) equals a naive n x n SelfExtend attention."""
     from transformers import AttentionInterface
 
+    from longembed.extension.methods.selfextend import selfextend_defaults
     from longembed.extension.rope import selfextend_relative_positions
-    from longembed.extension.scaling import selfextend_defaults
 
     folder = sharp_models[family]
     tokenizer = AutoTokenizer.from_pretrained(folder)

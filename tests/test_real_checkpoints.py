@@ -29,8 +29,9 @@ from conftest import real_model_folder
 from transformers import AttentionInterface, AutoConfig, AutoModel, AutoTokenizer
 
 from longembed import load_encoder
+from longembed.extension.methods.ntk import ntk_lambda
+from longembed.extension.methods.selfextend import selfextend_defaults
 from longembed.extension.rope import selfextend_relative_positions
-from longembed.extension.scaling import ntk_lambda, selfextend_defaults
 
 pytestmark = pytest.mark.slow
 

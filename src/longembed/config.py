@@ -10,13 +10,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from longembed.extension.methods import APPLY_MODES, METHODS, NTK_VARIANTS, POSITION_SCHEMES, SCALE_MODES
+from longembed.extension.methods import (
+    APPLY_MODES,
+    METHODS,
+    NTK_VARIANTS,
+    POSITION_SCHEMES,
+    SCALE_MODES,
+    check_method_options,
+)
+from longembed.extension.methods.base import check_positive_int, is_number
+from longembed.extension.methods.yarn import YARN_OPTION_NAMES
 from longembed.extension.presets import PRESETS, preset_options
 
 OVERFLOW_MODES = ("truncate", "error")
@@ -30,8 +38,6 @@ QUANTIZATION_SCHEMES = ("int8",)
 MAX_SUPPORTED_LENGTH = 1 << 20
 #: Above this many times Lo, a scale factor is beyond anything the papers tried: warn.
 LARGEST_TESTED_SCALE = 64
-#: Rotary parameters transformers' YaRN implementation reads (``rope_parameters``).
-YARN_OPTION_NAMES = ("beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor", "truncate")
 
 
 def _option(help: str, choices: tuple | None = None, flag: bool = True) -> dict[str, Any]:
@@ -93,7 +99,7 @@ class EncoderConfig:
         self.model = str(self.model)
         if self.method not in METHODS:
             raise ValueError(f"unknown method {self.method!r}; choose from: {', '.join(METHODS)}")
-        for name in ("scale", "apply_to", "attention_scale", "on_overflow", "ntk_variant", "dtype"):
+        for name in ("scale", "apply_to", "attention_scale", "on_overflow", "dtype"):
             _check_choice(name, getattr(self, name), _choices(name))
         for name in ("position_scheme", "pooling", "preset", "quantization"):
             if getattr(self, name) is not None:
@@ -103,26 +109,17 @@ class EncoderConfig:
                 f"quantization={self.quantization!r} starts from float32 weights; got dtype={self.dtype!r}"
             )
         self.temperature = check_temperature(self.temperature)
-        if not _is_number(self.temperature_decay) or not 0 <= self.temperature_decay <= 4:
+        if not is_number(self.temperature_decay) or not 0 <= self.temperature_decay <= 4:
             raise ValueError(f"temperature_decay must be a number in [0, 4], got {self.temperature_decay!r}")
-        for name in ("max_length", "original_length", "group_size", "window", "temperature_reference"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        for name in ("max_length", "original_length", "temperature_reference"):
+            check_positive_int(name, getattr(self, name))
         if self.temperature_reference < 2:
             raise ValueError(f"temperature_reference must be at least 2 tokens, got {self.temperature_reference}")
         if self.max_length is not None and self.max_length > MAX_SUPPORTED_LENGTH:
             raise ValueError(
                 f"max_length={self.max_length:,} is above the {MAX_SUPPORTED_LENGTH:,} tokens longembed supports"
             )
-        if self.ntk_factor is not None and (not _is_number(self.ntk_factor) or self.ntk_factor <= 0):
-            raise ValueError(f"ntk_factor must be a finite positive number, got {self.ntk_factor!r}")
-        if self.ntk_variant != "static" and self.method != "ntk":
-            raise ValueError(f"ntk_variant={self.ntk_variant!r} applies to method 'ntk' only, not {self.method!r}")
-        _check_mapping("yarn_options", self.yarn_options, lambda v: _is_number(v) or isinstance(v, bool))
-        unknown = sorted(set(self.yarn_options) - set(YARN_OPTION_NAMES))
-        if unknown:
-            raise ValueError(f"unknown yarn_options {unknown}; YaRN reads {', '.join(YARN_OPTION_NAMES)}")
+        check_method_options(self)  # each method validates its own keys (ntk_*, group_size, window, yarn_options)
         _check_mapping("prompts", self.prompts, lambda v: isinstance(v, str))
 
     @classmethod
@@ -152,7 +149,7 @@ class EncoderConfig:
 
 def check_temperature(value: Any, name: str = "temperature") -> float:
     """A TempScale tau: a finite number in (0, 1]; returned as float, else a ValueError naming it."""
-    if not _is_number(value) or not 0 < value <= 1:
+    if not is_number(value) or not 0 < value <= 1:
         raise ValueError(f"{name} must be in (0, 1] (TempScale), got {value!r}")
     return float(value)
 
@@ -165,10 +162,6 @@ def check_scale_factor(max_length: int, original_length: int) -> None:
             f"{original_length}; the papers test scale factors up to {LARGEST_TESTED_SCALE}",
             stacklevel=3,
         )
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _choices(name: str) -> tuple:

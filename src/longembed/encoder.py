@@ -45,6 +45,7 @@ from longembed.chunking.tokens import (
 )
 from longembed.config import EncoderConfig, check_scale_factor, check_temperature
 from longembed.extension.attention import AttentionPlan, register_attention_function
+from longembed.extension.methods import build_method
 from longembed.extension.pcw import mean_over_windows
 from longembed.extension.positions import position_scheme_for
 from longembed.extension.scaling import document_scales, length_temperature, logn_factor
@@ -110,11 +111,10 @@ class LongContextEncoder:
         self.model_config = load_transformer_config(self.source.transformer_path)
         self.positions = position_scheme_for(
             self.model_config,
-            config.method,
+            build_method(config),
             config.position_scheme,
             config.original_length,
             extended=self.source.extended_table,
-            **self._rotary_options(),
         )
         self.position_scheme = self.positions.name
         self.method = self.positions.method
@@ -158,16 +158,6 @@ class LongContextEncoder:
         self._takes_token_types = "token_type_ids" in inspect.signature(model.forward).parameters
         self._model = model
         return model
-
-    def _rotary_options(self) -> dict[str, Any]:
-        c = self.config
-        return {
-            "ntk_factor": c.ntk_factor,
-            "ntk_variant": c.ntk_variant,
-            "group_size": c.group_size,
-            "window": c.window,
-            "yarn_options": c.yarn_options,
-        }
 
     def _max_length(self) -> int:
         """Lt: the longest input accepted, from the config or the method's natural default."""

@@ -5,15 +5,17 @@ What a plain model can express, and how (with Lo the trained context, Lt the tar
 - APE (BERT, XLM-R): ``pi``, ``gp`` and ``rp`` are fixed position maps, so each is a position table of
   Lt rows (``extension.ape.extended_position_table``); a folder made by ``longembed tune`` already is
   one.  Ids 0..n-1 on that table are what longembed computes for inputs longer than Lo.
-- RoPE (nomic-bert, ModernBERT, Llama-style): the rotary parameters in ``config.json``: ``pi`` as
-  rope_type "linear" (factor s), static ``ntk`` as rope_theta x lambda, dynamic ``ntk`` as rope_type
-  "dynamic" (factor F), ``yarn`` as rope_type "yarn" (factor s, original_max_position_embeddings Lo).
+- RoPE (nomic-bert, ModernBERT, Llama-style): the rotary parameters in ``config.json``, which each
+  method writes (``rope_parameters``): ``pi`` as rope_type "linear" (factor s), static ``ntk`` as
+  rope_theta x lambda, dynamic ``ntk`` as rope_type "dynamic" (factor F), ``yarn`` as rope_type "yarn"
+  (factor s, original_max_position_embeddings Lo).
 
 A plain model applies its one position map to every input, where longembed by default leaves inputs
 of at most Lo tokens untouched (``apply_to="long"``): an exported model's vectors for short inputs
 differ from the original model's (measured in RESULTS.md), except RP and tuned RP, whose first Lo rows
 are the original ones.  Methods no config can express (SelfExtend, PCW, GP on RoPE, per-document
-scales, log-n scaling, TempScale) are refused with the list of those that can be exported.
+scales, log-n scaling, TempScale) are refused with the method's reason (``export_refusal``) and the
+list of those that can be exported.
 
 The output is a sentence-transformers folder (modules.json, pooling, normalization, prompts) whose
 ``max_seq_length`` is Lt, plus ``longembed_positions.json`` so that ``load_encoder(folder)`` reads an
@@ -34,25 +36,35 @@ from transformers import AutoConfig, AutoModel
 
 from longembed.config import EncoderConfig, check_scale_factor
 from longembed.export.folders import check_destination, staged_folder
-from longembed.extension.ape import (
-    EXTENDABLE_METHODS,
-    EXTENDED_TABLE_FILE,
-    ExtendedTable,
-    extended_position_table,
+from longembed.extension.ape import EXTENDED_TABLE_FILE, ExtendedTable, extended_position_table
+from longembed.extension.methods import (
+    APE,
+    METHODS,
+    ROPE,
+    ExtensionMethod,
+    build_method,
+    detect_position_scheme,
 )
-from longembed.extension.methods import APE, ROPE, detect_position_scheme
 from longembed.extension.positions import AbsolutePositions, RotaryPositions
-from longembed.extension.rope import DEFAULT_DYNAMIC_NTK_FACTOR
-from longembed.extension.scaling import fixed_scale, ntk_lambda
+from longembed.extension.scaling import fixed_scale
 from longembed.loading import ModelSource, load_transformer, resolve_model
 
-#: What ``export_model`` can write, per position scheme.
-EXPORTABLE = {APE: EXTENDABLE_METHODS, ROPE: ("pi", "ntk", "yarn")}
 _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json")
 
 
+def exportable_by_scheme() -> dict[str, tuple[str, ...]]:
+    """What ``export_model`` can write, per position scheme (each method's ``exportable_on``)."""
+    return {scheme: tuple(n for n, m in METHODS.items() if scheme in m.exportable_on) for scheme in (APE, ROPE)}
+
+
+#: What ``export_model`` can write, per position scheme (as of import; ``exportable_by_scheme`` is live).
+EXPORTABLE = exportable_by_scheme()
+
+
 def exportable_methods() -> str:
-    return "; ".join(f"{scheme.upper()} models: {', '.join(methods)}" for scheme, methods in EXPORTABLE.items())
+    return "; ".join(
+        f"{scheme.upper()} models: {', '.join(methods)}" for scheme, methods in exportable_by_scheme().items()
+    )
 
 
 def export_model(
@@ -92,9 +104,10 @@ def _planned_export(
     _refuse_inexpressible(config)
     model_config = AutoConfig.from_pretrained(source.transformer_path)
     scheme = config.position_scheme or detect_position_scheme(model_config)
-    if method not in EXPORTABLE.get(scheme, ()):
+    reason = METHODS[method].export_reason(scheme)
+    if reason is not None:
         raise ValueError(
-            f"method {method!r} on a {scheme.upper()} model has no plain-model equivalent; "
+            f"method {method!r} on a {scheme.upper()} model has no plain-model equivalent ({reason}); "
             f"exportable: {exportable_methods()}"
         )
     positions = AbsolutePositions if scheme == APE else RotaryPositions
@@ -104,7 +117,7 @@ def _planned_export(
     check_scale_factor(max_length, lo)
     if scheme == APE:
         return lambda folder: write_extended_table_model(source, method, max_length, folder)
-    return lambda folder: _write_rotary_model(source, config, model_config, folder)
+    return lambda folder: _write_rotary_model(source, build_method(config), config, model_config, folder)
 
 
 def write_extended_table_model(
@@ -159,8 +172,10 @@ def _check_extended_folder(
         )
 
 
-def _write_rotary_model(source: ModelSource, config: EncoderConfig, model_config: Any, output: Path) -> Path:
-    """Copy the folder and put the method into the rotary parameters of config.json."""
+def _write_rotary_model(
+    source: ModelSource, method: ExtensionMethod, config: EncoderConfig, model_config: Any, output: Path
+) -> Path:
+    """Copy the folder and put the method's rotary parameters (``rope_parameters``) into config.json."""
     lo = RotaryPositions("truncate", model_config, config.original_length).original_length
     lt = config.max_length
     if lt <= lo:
@@ -174,34 +189,17 @@ def _write_rotary_model(source: ModelSource, config: EncoderConfig, model_config
     layered = isinstance(params, dict) and all(isinstance(v, dict) for v in params.values()) and params
 
     def rewrite(p: dict[str, Any]) -> dict[str, Any]:
-        p = dict(p)
-        base = float(p.get("rope_theta", raw.get("rope_theta", 10000.0)))
         if p.get("rope_type", "default") != "default":
             raise ValueError(f"the model already uses rope_type {p['rope_type']!r}; export starts from plain RoPE")
-        if config.method == "pi":
-            return {**p, "rope_type": "linear", "factor": float(s), "rope_theta": base}
-        if config.method == "ntk" and config.ntk_variant == "dynamic":
-            factor = DEFAULT_DYNAMIC_NTK_FACTOR if config.ntk_factor is None else config.ntk_factor
-            return {**p, "rope_type": "dynamic", "factor": float(factor), "rope_theta": base}
-        if config.method == "ntk":
-            lam = config.ntk_factor if config.ntk_factor is not None else ntk_lambda(s)
-            return {**p, "rope_theta": base * lam}
-        return {
-            **p,
-            "rope_type": "yarn",
-            "rope_theta": base,
-            "factor": float(s),
-            "original_max_position_embeddings": lo,
-            **config.yarn_options,
-        }
+        base = float(p.get("rope_theta", raw.get("rope_theta", 10000.0)))
+        return method.rope_parameters(dict(p), base, s, lo)
 
     if layered:
         raw["rope_parameters"] = {name: rewrite(p) for name, p in params.items()}
     else:
         raw["rope_parameters"] = rewrite(params or {})
         raw.pop("rope_theta", None)
-    # dynamic NTK reads Lo from max_position_embeddings; the others may run to Lt
-    if not (config.method == "ntk" and config.ntk_variant == "dynamic"):
+    if method.export_raises_max_positions:  # else the config reads Lo there (dynamic NTK)
         raw["max_position_embeddings"] = max(int(raw.get("max_position_embeddings", lo)), lt)
     config_file.write_text(json.dumps(raw, indent=2) + "\n")
     _set_max_seq_length(output, transformer_dir, lt)

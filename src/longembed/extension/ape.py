@@ -1,14 +1,11 @@
-"""Extension methods for absolute-position-embedding (BERT-style) models: GP, RP and PI.
+"""Absolute-position-embedding (BERT-style) models: position ids per batch and extended tables.
 
-LongEmbed section 4.2, with p a token's position, Lo the original context and s the scale:
+The position maps themselves (GP, RP, PI: LongEmbed section 4.2) are methods of
+``extension.methods.position_maps``; here they are applied to a right-padded batch
+(``ape_position_ids``) and written into, or read from, a position table extended to T rows
+(``extended_position_table``, ``extended_table_position_ids``).
 
-- GP (grouped positions):     p -> floor(p / s)
-- RP (recurrent positions):   p -> p mod Lo
-- PI (position interpolation): p -> p / s, where a fractional position uses the linear
-  interpolation of its two neighbouring rows of the original matrix E_o.  Equivalently the
-  matrix is extended to E_t with E_t[i * s] = E_o[i] and rows in between interpolated.
-
-All three act through ``position_ids``, the model's own extension point.  PI needs fractional
+The maps act through ``position_ids``, the model's own extension point.  PI needs fractional
 position ids, which an ``nn.Embedding`` cannot look up; ``InterpolatedPositionEmbedding`` wraps
 the model's position table (same weight, no copy) and interpolates them.  Integer ids are looked
 up exactly as before, so the wrapper changes nothing for inputs the method does not act on.
@@ -22,35 +19,37 @@ from typing import Any
 import torch
 from torch import nn
 
-APE_METHODS = ("gp", "rp", "pi")
+from longembed.extension.methods import APE, METHODS, ExtensionMethod, check_method, method_names
+from longembed.extension.methods.position_maps import interpolate_rows
+
+#: The methods that change an APE model's position ids (for callers that list them, e.g. MLM training).
+APE_METHODS = tuple(name for name in method_names(extends_table=True) if APE in METHODS[name].schemes)
 
 
 def ape_position_ids(
-    method: str,
+    method: ExtensionMethod | str,
     lengths: torch.Tensor,
     seq_len: int,
     scales: torch.Tensor,
     original_length: int,
     offset: int = 0,
-) -> torch.Tensor:
+) -> torch.Tensor | None:
     """Position ids (B, seq_len) for every document of a right-padded batch.
 
+    ``method`` is a method object or the name of one that changes APE positions (gp, rp, pi).
     ``lengths`` (B,) are the documents' token counts and ``scales`` (B,) their scale factors; a
     document with s = 1 keeps the original positions 0..n-1 (RP leaves p < Lo unchanged anyway).
     Padding positions get id ``offset`` (they are masked out of attention and pooling).
     ``offset`` is the index of position 0 in the table (XLM-R/RoBERTa start at padding_idx + 1).
-    Returns int64 ids, except for PI, which returns float32 ids when any document is extended.
+    Returns int64 ids, except for PI, which returns float32 ids when any document is extended; None
+    for a method that keeps the model's own positions 0..n-1 (truncate, pcw).
     """
+    if isinstance(method, str):
+        method = check_method(method, APE)()
     p = torch.arange(seq_len, device=lengths.device).unsqueeze(0).expand(len(lengths), -1)
-    s = scales.to(p.device).unsqueeze(1)
-    if method == "gp":
-        ids = torch.div(p, s, rounding_mode="floor")
-    elif method == "rp":
-        ids = torch.remainder(p, original_length)
-    elif method == "pi":
-        ids = p.to(torch.float32) / s.to(torch.float32) if bool((scales > 1).any()) else p
-    else:
-        raise ValueError(f"not an APE position method: {method!r} (choose from {APE_METHODS})")
+    ids = method.position_ids(p, scales.to(p.device).unsqueeze(1), original_length)
+    if ids is None:
+        return None
     ids = torch.where(p < lengths.unsqueeze(1), ids, torch.zeros_like(ids))
     return ids + offset
 
@@ -64,19 +63,6 @@ def interpolated_position_matrix(original: torch.Tensor, s: int) -> torch.Tensor
     lo = original.shape[0]
     pos = torch.arange(lo * s, dtype=torch.float32) / s
     return interpolate_rows(original, pos)
-
-
-def interpolate_rows(table: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-    """Rows of ``table`` at fractional ``positions``: (1 - f) * E[floor] + f * E[floor + 1].
-
-    Positions past the last row are clamped to it.  Integer positions return the row exactly.
-    """
-    last = table.shape[0] - 1
-    positions = positions.clamp(0, last)
-    left = positions.floor().long()
-    right = (left + 1).clamp(max=last)
-    frac = (positions - left.to(positions.dtype)).unsqueeze(-1).to(table.dtype)
-    return table[left] * (1 - frac) + table[right] * frac
 
 
 class InterpolatedPositionEmbedding(nn.Module):
@@ -106,7 +92,6 @@ class InterpolatedPositionEmbedding(nn.Module):
 
 #: The record a position-extended model folder carries (written by ``longembed tune`` and ``export``).
 EXTENDED_TABLE_FILE = "longembed_positions.json"
-EXTENDABLE_METHODS = ("pi", "gp", "rp")
 
 
 @dataclass(frozen=True)
@@ -126,8 +111,9 @@ class ExtendedTable:
     tuned: bool = False
 
     def __post_init__(self) -> None:
-        if self.method not in EXTENDABLE_METHODS:
-            raise ValueError(f"an extended position table is built by one of {EXTENDABLE_METHODS}, not {self.method!r}")
+        extendable = method_names(extends_table=True)
+        if self.method not in extendable:
+            raise ValueError(f"an extended position table is built by one of {extendable}, not {self.method!r}")
         if not 0 < self.original_length < self.table_length:
             raise ValueError(
                 f"an extended table needs Lo < T, got Lo={self.original_length}, T={self.table_length}"
@@ -156,23 +142,14 @@ def extended_position_table(
     """(E_t, original_rows): the T-row table a method implies, and a bool mask of E_o's own rows.
 
     With Lo = len(E_o) and S = ceil(T / Lo): pi gives E_t[p] = E_o at p / S (linear interpolation,
-    exactly ``interpolate_rows``), gp gives E_o[floor(p / S)], rp gives E_o[p mod Lo].  A plain model
-    with E_t and position ids 0..n-1 computes what the method computes with ``ape_position_ids`` at
-    the fixed scale S.  The mask marks rows that equal E_o's rows by construction: p = i * S for pi and
-    gp, p < Lo for rp (the rows LongEmbed's further tuning keeps frozen, Figure 4 right).
+    exactly ``interpolate_rows``), gp gives E_o[floor(p / S)], rp gives E_o[p mod Lo] (each method's
+    ``table_rows``).  A plain model with E_t and position ids 0..n-1 computes what the method computes
+    with ``ape_position_ids`` at the fixed scale S.  The mask marks rows that equal E_o's rows by
+    construction: p = i * S for pi and gp, p < Lo for rp (the rows LongEmbed's further tuning keeps
+    frozen, Figure 4 right).
     """
-    lo = original.shape[0]
-    table = ExtendedTable(method, lo, table_length)
-    p = torch.arange(table_length)
-    if method == "pi":
-        rows = interpolate_rows(original, p.to(torch.float32) / table.scale)
-        kept = p % table.scale == 0
-    elif method == "gp":
-        rows = original[torch.div(p, table.scale, rounding_mode="floor")]
-        kept = p % table.scale == 0
-    else:
-        rows = original[p % lo]
-        kept = p < lo
+    table = ExtendedTable(method, original.shape[0], table_length)
+    rows, kept = METHODS[method]().table_rows(original, torch.arange(table_length), table.scale)
     return rows.clone(), kept
 
 
@@ -190,20 +167,13 @@ def extended_table_position_ids(
     and gp, p for rp; so a tuned model embeds short inputs exactly as the model it came from.  A long
     document with s = S reads the rows in order (ids p).  Another s (``scale="per_document"``) maps
     through the original position axis: pi p * S / s (fractional ids interpolate between rows), gp
-    floor(p / s) * S; rp is p mod T for every document.  ``method="truncate"`` is s = 1 throughout.
+    floor(p / s) * S; rp is p mod T for every document (each method's ``table_position_ids``).
+    ``method="truncate"`` (a method that extends nothing) is s = 1 throughout.
     """
     p = torch.arange(seq_len, device=lengths.device).unsqueeze(0).expand(len(lengths), -1)
     s = scales.to(p.device).unsqueeze(1)
-    if method == "truncate":
+    if not METHODS[method].extends_context:
         s = torch.ones_like(s)
-    big_s = table.scale
-    if table.method == "rp":
-        ids = torch.remainder(p, table.table_length)
-    elif table.method == "gp":
-        ids = torch.div(p, s, rounding_mode="floor") * big_s
-    elif bool((big_s % s == 0).all()):
-        ids = p * torch.div(big_s, s, rounding_mode="floor")
-    else:
-        ids = p.to(torch.float32) * big_s / s.to(torch.float32)
+    ids = METHODS[table.method]().table_position_ids(p, s, table.scale, table.table_length)
     ids = torch.where(p < lengths.unsqueeze(1), ids, torch.zeros_like(ids))
     return ids + offset

@@ -11,7 +11,8 @@ One object per family, chosen when the encoder loads (:func:`position_scheme_for
 
 Each knows the model's trained context Lo and the longest input it can take, checks the method, and
 turns a batch (token counts, padded length, per-document scale s) into :class:`BatchPositions`:
-model inputs and the attention plan's rotary tables.
+model inputs and the attention plan's rotary tables.  What differs by method it asks the method
+object (``extension.methods``); no scheme names a method.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from typing import Any
 import torch
 
 from longembed.extension.ape import (
-    APE_METHODS,
     ExtendedTable,
     InterpolatedPositionEmbedding,
     ape_position_ids,
@@ -33,10 +33,11 @@ from longembed.extension.methods import (
     APE,
     OFFSET_POSITION_MODEL_TYPES,
     ROPE,
+    ExtensionMethod,
     check_method,
     detect_position_scheme,
 )
-from longembed.extension.rope import ROPE_METHODS, RotarySpec, RotaryTables, rotary_tables
+from longembed.extension.rope import RotarySpec, RotaryTables, rotary_tables
 
 #: JinaBERT's pre-training length (Jina v2, section 3), its Lo when the config does not say.
 DEFAULT_ALIBI_TRAINING_LENGTH = 512
@@ -51,12 +52,27 @@ class BatchPositions:
 
 
 class PositionScheme:
-    """Base of the three families; ``name`` is "ape", "rope" or "alibi"."""
+    """Base of the three families; ``name`` is "ape", "rope" or "alibi".
+
+    ``method`` is a method object (``extension.methods.build_method(config)``) or a name, which takes
+    the method's default parameters; ``self.method`` is its name, ``self.extension`` the object.
+    """
 
     name = ""
 
-    def __init__(self, method: str, model_config: Any, original_length: int | None = None):
-        self.method = check_method(method, self.name).name
+    def __init__(
+        self,
+        method: ExtensionMethod | str,
+        model_config: Any,
+        original_length: int | None = None,
+        extended: ExtendedTable | None = None,
+    ):
+        if extended is not None:
+            raise ValueError(f"an extended position table record belongs to an APE model, not a {self.name.upper()} one")
+        name = method if isinstance(method, str) else method.name
+        cls = check_method(name, self.name)
+        self.extension: ExtensionMethod = cls() if isinstance(method, str) else method
+        self.method = name
         self.model_config = model_config
         self.original_length = original_length or self.trained_length()
 
@@ -68,9 +84,13 @@ class PositionScheme:
         """The most tokens the model itself can take (a position table's size), or None if unbounded."""
         return None
 
+    def model_length(self) -> int | None:
+        """The longest input the model itself was built for, when a method defaults Lt to it."""
+        return None
+
     def default_max_length(self) -> int | None:
         """Lt when none is given (None: the method needs one)."""
-        return self.original_length if self.method == "truncate" else None
+        return self.extension.default_max_length(self.original_length, self.model_length())
 
     def prepare_model(self, model: torch.nn.Module) -> None:
         """Adapt the loaded model once (in place, this instance only)."""
@@ -92,21 +112,22 @@ class AbsolutePositions(PositionScheme):
 
     def __init__(
         self,
-        method: str,
+        method: ExtensionMethod | str,
         model_config: Any,
         original_length: int | None = None,
         extended: ExtendedTable | None = None,
     ):
+        name = method if isinstance(method, str) else method.name
         model_type = getattr(model_config, "model_type", "")
         # fairseq models (RoBERTa, XLM-R) start their table at padding_idx + 1
         self.offset = model_config.pad_token_id + 1 if model_type in OFFSET_POSITION_MODEL_TYPES else 0
         self.extended = extended
         if extended is not None:
-            if method not in (extended.method, "truncate"):
+            if name not in (extended.method, "truncate"):
                 raise ValueError(
                     f"this model's position table was extended with {extended.method!r} to "
                     f"{extended.table_length} positions{' and tuned' if extended.tuned else ''}; open it with "
-                    f"method={extended.method!r} (or 'truncate'), or use the original model for {method!r}"
+                    f"method={extended.method!r} (or 'truncate'), or use the original model for {name!r}"
                 )
             if original_length not in (None, extended.original_length):
                 raise ValueError(
@@ -130,15 +151,16 @@ class AbsolutePositions(PositionScheme):
 
     def longest_input(self) -> int | None:
         # only the extension methods reuse positions; the model alone has one row per position
-        return None if self.method in APE_METHODS or self.method == "pcw" else self.original_length
+        return None if self.extension.extends_context else self.original_length
 
     def default_max_length(self) -> int | None:
-        if self.extended is not None and self.method != "truncate":
+        default = super().default_max_length()
+        if default is None and self.extended is not None:
             return self.extended.table_length
-        return super().default_max_length()
+        return default
 
     def prepare_model(self, model: torch.nn.Module) -> None:
-        if self.method == "pi":
+        if self.extension.fractional_positions:  # the table must interpolate between rows
             embeddings = model.embeddings
             if not isinstance(embeddings.position_embeddings, InterpolatedPositionEmbedding):
                 embeddings.position_embeddings = InterpolatedPositionEmbedding(embeddings.position_embeddings)
@@ -147,10 +169,8 @@ class AbsolutePositions(PositionScheme):
         if self.extended is not None:
             ids = extended_table_position_ids(self.extended, self.method, lengths, seq_len, scales, self.offset)
             return BatchPositions({"position_ids": ids})
-        if self.method not in APE_METHODS:
-            return BatchPositions()  # the model's own positions 0..n-1
-        ids = ape_position_ids(self.method, lengths, seq_len, scales, self.original_length, self.offset)
-        return BatchPositions({"position_ids": ids})
+        ids = ape_position_ids(self.extension, lengths, seq_len, scales, self.original_length, self.offset)
+        return BatchPositions() if ids is None else BatchPositions({"position_ids": ids})  # None: 0..n-1
 
 
 class RotaryPositions(PositionScheme):
@@ -160,24 +180,12 @@ class RotaryPositions(PositionScheme):
 
     def __init__(
         self,
-        method: str,
+        method: ExtensionMethod | str,
         model_config: Any,
         original_length: int | None = None,
-        *,
-        ntk_factor: float | None = None,
-        ntk_variant: str = "static",
-        group_size: int | None = None,
-        window: int | None = None,
-        yarn_options: dict[str, float] | None = None,
+        extended: ExtendedTable | None = None,
     ):
-        super().__init__(method, model_config, original_length)
-        self.options = {
-            "ntk_factor": ntk_factor,
-            "ntk_variant": ntk_variant,
-            "group_size": group_size,
-            "window": window,
-            "yarn_options": dict(yarn_options or {}),
-        }
+        super().__init__(method, model_config, original_length, extended)
         params = getattr(model_config, "rope_parameters", None) or {}
         layer_types = set(getattr(model_config, "layer_types", None) or ())
         # one spec, or one per layer type when layers differ (ModernBERT's local and global layers)
@@ -193,12 +201,8 @@ class RotaryPositions(PositionScheme):
         return int(params.get("original_max_position_embeddings") or self.model_config.max_position_embeddings)
 
     def batch(self, lengths: torch.Tensor, seq_len: int, scales: torch.Tensor) -> BatchPositions:
-        method = self.method if self.method in ROPE_METHODS else "none"
-
         def tables(spec: RotarySpec) -> RotaryTables:
-            return rotary_tables(
-                method, spec, seq_len, scales, self.original_length, lengths=lengths, **self.options
-            )
+            return rotary_tables(self.extension, spec, seq_len, scales, self.original_length, lengths=lengths)
 
         specs = self.rotary
         rotary = {t: tables(spec) for t, spec in specs.items()} if isinstance(specs, dict) else tables(specs)
@@ -215,10 +219,8 @@ class AlibiPositions(PositionScheme):
     def trained_length(self) -> int:
         return int(getattr(self.model_config, "training_length", DEFAULT_ALIBI_TRAINING_LENGTH))
 
-    def default_max_length(self) -> int | None:
-        if self.method == "native":
-            return int(self.model_config.max_position_embeddings)
-        return super().default_max_length()
+    def model_length(self) -> int | None:
+        return int(self.model_config.max_position_embeddings)
 
     def batch(self, lengths: torch.Tensor, seq_len: int, scales: torch.Tensor) -> BatchPositions:
         return BatchPositions()
@@ -229,19 +231,13 @@ SCHEMES: dict[str, type[PositionScheme]] = {APE: AbsolutePositions, ROPE: Rotary
 
 def position_scheme_for(
     model_config: Any,
-    method: str,
+    method: ExtensionMethod | str,
     scheme: str | None = None,
     original_length: int | None = None,
     extended: ExtendedTable | None = None,
-    **rotary_options: Any,
 ) -> PositionScheme:
-    """The position scheme of a model (detected from its config unless ``scheme`` is given);
-    ``extended`` is the record of an APE folder whose position table was extended."""
+    """The position scheme of a model (detected from its config unless ``scheme`` is given) with
+    ``method`` (an object, or a name with default parameters); ``extended`` is the record of an APE
+    folder whose position table was extended."""
     name = scheme or detect_position_scheme(model_config)
-    if extended is not None and name != APE:
-        raise ValueError(f"an extended position table record belongs to an APE model, not a {name.upper()} one")
-    if name == ROPE:
-        return RotaryPositions(method, model_config, original_length, **rotary_options)
-    if name == APE:
-        return AbsolutePositions(method, model_config, original_length, extended)
-    return SCHEMES[name](method, model_config, original_length)
+    return SCHEMES[name](method, model_config, original_length, extended)

@@ -1,19 +1,10 @@
-"""Extension methods for RoPE models: GP, PI, NTK, YaRN and SelfExtend.
+"""RoPE's per-document rotary tables, in which the extension methods act.
 
 RoPE rotates query and key pairs by m * theta_j, theta_j = base^(-2j/d), so an attention score
-depends on the relative position (m - n) * theta (LongEmbed eq. 1).  With scale s:
-
-- GP:   positions p -> floor(p / s)
-- PI:   positions p -> p / s               (theta_j / s)
-- NTK:  base -> base * lambda              (lambda from Table 6 by s, or given); or, with
-        ``ntk_variant="dynamic"``, a base that grows with the document's length n beyond Lo:
-        base * ((F n / Lo) - (F - 1)) ** (d / (d - 2)), as Hugging Face's ``dynamic`` rope type and
-        nomic-bert's ``rotary_scaling_factor`` F compute it (but per document, not per padded batch)
-- YaRN: per-frequency interpolation with attention factor (Peng et al. 2023), computed by
-        transformers' own ``ROPE_INIT_FUNCTIONS["yarn"]`` from the rotary parameters.
-- SelfExtend (Jin et al. 2024), bidirectional: exact relative positions inside the neighbour
-  window |i - j| < w; beyond it the grouped distance floor(max/g) - floor(min/g) + (w - floor(w/g)),
-  with the sign of i - j.
+depends on the relative position (m - n) * theta (LongEmbed eq. 1).  A method (``extension.methods``)
+changes the positions (GP: floor(p / s), PI: p / s), the frequencies of a document (NTK: base x
+lambda, or a base growing with n; YaRN: transformers' own ``ROPE_INIT_FUNCTIONS["yarn"]``), or adds
+tables (SelfExtend's grouped positions); ``rotary_tables`` asks it for each and builds the cos/sin.
 
 All methods act per document (each row of a batch has its own positions and frequencies), so a
 document's embedding never depends on its batch neighbours.  The rotation itself is applied by
@@ -26,16 +17,13 @@ SelfExtend use two position sets and NTK use a different base per document.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from transformers import PretrainedConfig
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
-from longembed.extension.scaling import ntk_lambda, selfextend_defaults
-
-ROPE_METHODS = ("gp", "pi", "ntk", "yarn", "selfextend")
-#: Dynamic NTK's F when none is given: nomic's documented ``rotary_scaling_factor`` for 8k inputs.
-DEFAULT_DYNAMIC_NTK_FACTOR = 2.0
+from longembed.extension.methods import METHODS, ROPE, ExtensionMethod, Truncate, check_method
 
 
 @dataclass(frozen=True)
@@ -145,83 +133,52 @@ def _cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor, factor: torch.Tens
     return emb.cos() * f, emb.sin() * f
 
 
-def dynamic_ntk_multiplier(n: int, original_length: int, factor: float, rotary_dim: int) -> float:
-    """Dynamic NTK's base multiplier for an input of n tokens: 1 up to Lo, then
-    ((F n / Lo) - (F - 1)) ** (d / (d - 2)) (Hugging Face ``_compute_dynamic_ntk_parameters``)."""
-    if n <= original_length:
-        return 1.0
-    return ((factor * n / original_length) - (factor - 1)) ** (rotary_dim / (rotary_dim - 2))
-
-
 def rotary_tables(
-    method: str,
+    method: ExtensionMethod | str,
     spec: RotarySpec,
     seq_len: int,
     scales: torch.Tensor,
     original_length: int,
     *,
     lengths: torch.Tensor | None = None,
-    ntk_factor: float | None = None,
-    ntk_variant: str = "static",
-    group_size: int | None = None,
-    window: int | None = None,
-    yarn_options: dict | None = None,
+    **options: Any,
 ) -> RotaryTables:
-    """cos/sin tables for every document of a batch under ``method`` ("none" for plain RoPE).
+    """cos/sin tables for every document of a batch under ``method``.
 
-    ``lengths`` (B,) are the documents' token counts; dynamic NTK needs them (its base depends on n).
+    ``method`` is a method object, or a name ("none" for plain RoPE) with its ``EncoderConfig`` keys as
+    ``options`` (e.g. ``group_size=3``).  ``lengths`` (B,) are the documents' token counts; dynamic NTK
+    needs them (its base depends on n).
     """
+    if isinstance(method, str):
+        method = rope_method(method, **options)
     batch = len(scales)
     p = torch.arange(seq_len, dtype=torch.float32).unsqueeze(0).expand(batch, -1)
     s = scales.to(torch.float32).unsqueeze(1)
     base_inv, base_factor = spec.inv_freq()
     inv = base_inv.unsqueeze(0).expand(batch, -1).clone()
     factor = torch.full((batch,), float(base_factor))
-    positions = p
-    if method == "gp":
-        positions = torch.floor(p / s)
-    elif method == "pi":
-        positions = p / s
-    elif method == "ntk" and ntk_variant == "dynamic":
-        if lengths is None:
-            raise ValueError("dynamic NTK needs the documents' lengths")
-        big_f = DEFAULT_DYNAMIC_NTK_FACTOR if ntk_factor is None else ntk_factor
-        for b, n in enumerate(lengths.tolist()):
-            if n > original_length:
-                multiplier = dynamic_ntk_multiplier(n, original_length, big_f, spec.rotary_dim)
-                inv[b], factor[b] = (torch.as_tensor(x) for x in spec.inv_freq(multiplier))
-    elif method == "ntk":
-        for b, sb in enumerate(scales.tolist()):
-            if sb > 1:
-                lam = ntk_factor if ntk_factor is not None else ntk_lambda(sb)
-                inv[b], factor[b] = (torch.as_tensor(x) for x in spec.inv_freq(lam))
-    elif method == "yarn":
-        for b, sb in enumerate(scales.tolist()):
-            if sb > 1:
-                inv[b], factor[b] = (
-                    torch.as_tensor(x)
-                    for x in spec.yarn_inv_freq(sb, original_length, **(yarn_options or {}))
-                )
-    elif method not in ("none", "selfextend"):
-        raise ValueError(f"not a RoPE method: {method!r} (choose from {ROPE_METHODS})")
-    cos, sin = _cos_sin(positions, inv, factor)
+    counts = lengths.tolist() if lengths is not None else [None] * batch
+    for b, (sb, n) in enumerate(zip(scales.tolist(), counts, strict=True)):
+        own = method.frequencies(spec, sb, n, original_length)
+        if own is not None:
+            inv[b], factor[b] = (torch.as_tensor(x) for x in own)
+    cos, sin = _cos_sin(method.rotary_positions(p, s), inv, factor)
     tables = RotaryTables(cos=cos, sin=sin)
-    if method == "selfextend":
-        g = torch.ones(batch)
-        w = torch.zeros(batch)
-        for b, sb in enumerate(scales.tolist()):
-            if sb > 1:
-                g_default, w_default = selfextend_defaults(sb, original_length)
-                g[b] = group_size or g_default
-                w[b] = window or w_default
-        g_ = g.unsqueeze(1)
-        shift = (w - torch.floor(w / g)).unsqueeze(1)  # w - floor(w / g)
-        grouped = torch.floor(p / g_)
-        tables.window = w
-        tables.q_left = _cos_sin(grouped + shift, inv, factor)
-        tables.q_right = _cos_sin(grouped - shift, inv, factor)
-        tables.k_grouped = _cos_sin(grouped, inv, factor)
+    method.add_rotary_tables(tables, p, scales, original_length, lambda q: _cos_sin(q, inv, factor))
     return tables
+
+
+def rope_method(name: str, **options: Any) -> ExtensionMethod:
+    """A RoPE method by name ("none": plain RoPE) with its ``EncoderConfig`` keys; other methods' keys
+    are ignored, unknown keys refused."""
+    known = {key for m in METHODS.values() for key in m.config_keys}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise TypeError(f"unknown method option(s) {unknown}; method options: {sorted(known)}")
+    if name == "none":
+        return Truncate()
+    cls = check_method(name, ROPE)
+    return cls(**{field: options[key] for key, field in cls.config_keys.items() if key in options})
 
 
 def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:

@@ -1,9 +1,11 @@
-"""The context scale factor s and the LongEmbed paper's per-scale defaults (Table 6).
+"""The context scale factor s, log-n attention scaling and TempScale's length-aware temperature.
 
 Notation (LongEmbed, section 4.2): Lo is the original context, Lt the target context and
 s = ceil(Lt / Lo) the scale factor.  longembed computes s per document, either fixed by the
 target length (``scale="fixed"``: s = ceil(Lt / Lo), the paper's tables) or from the document's
 own length (``scale="per_document"``: s = ceil(n / Lo)).  Neither depends on batch neighbours.
+The per-scale defaults of Table 6 belong to their methods (``methods.ntk.ntk_lambda``,
+``methods.selfextend.selfextend_defaults``).
 """
 
 from __future__ import annotations
@@ -13,9 +15,6 @@ import math
 import torch
 
 from longembed.extension.methods import APPLY_MODES, SCALE_MODES
-
-# Table 6: NTK base multiplier lambda by scale factor s (base 10000 -> 10000 * lambda).
-NTK_LAMBDA_TABLE: dict[int, float] = {1: 1.0, 2: 3.0, 4: 5.0, 8: 10.0}
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -53,37 +52,6 @@ def document_scales(
     elif apply_to != "all":
         raise ValueError(f"apply_to must be one of {APPLY_MODES}, got {apply_to!r}")
     return s.clamp(min=1)
-
-
-def ntk_lambda(s: int) -> float:
-    """NTK base multiplier for scale s: Table 6 at s = 1, 2, 4, 8.
-
-    Between table points lambda is interpolated linearly in log-log space; beyond s = 8 it grows
-    proportionally to s (lambda = 10 * s / 8), the slope of the table's last segment in log-log.
-    """
-    if s <= 1:
-        return 1.0
-    if s in NTK_LAMBDA_TABLE:
-        return NTK_LAMBDA_TABLE[s]
-    points = sorted(NTK_LAMBDA_TABLE.items())
-    if s > points[-1][0]:
-        s_last, lam_last = points[-1]
-        return lam_last * s / s_last
-    for (s0, l0), (s1, l1) in zip(points, points[1:], strict=False):
-        if s0 < s < s1:
-            t = (math.log(s) - math.log(s0)) / (math.log(s1) - math.log(s0))
-            return math.exp(math.log(l0) + t * (math.log(l1) - math.log(l0)))
-    raise AssertionError("unreachable")
-
-
-def selfextend_defaults(s: int, original_length: int) -> tuple[int, int]:
-    """SelfExtend group size g and neighbour window w for scale s (Table 6).
-
-    Table 6 uses g = s + 1 and w = Lo / s for s in {2, 4, 8} and both Lo = 512 and Lo = 4096
-    (512 -> 2k: g 5, w 128; 4k -> 32k: g 9, w 512); longembed applies the same rule to any s.
-    """
-    s = max(1, int(s))
-    return s + 1, max(1, original_length // s)
 
 
 def logn_factor(lengths: torch.Tensor, original_length: int) -> torch.Tensor:
