@@ -55,10 +55,11 @@ ERROR_OVER_WINDOW = OverflowPolicy("error_over_window", "window", "error")
 OVERFLOW_POLICIES: dict[str, OverflowPolicy] = {
     p.name: p for p in (EXTEND, TRUNCATE_TO_MAX, TRUNCATE_TO_WINDOW, ERROR_OVER_WINDOW)
 }
-#: The names users know, by where they are written: the encoder's ``on_overflow`` and the server's ``overflow``.
+#: The names users know, by where they are written: the encoder's ``on_overflow`` and the server's
+#: ``overflow`` (its "extend" is also a policy's own name; listed so that the server's names come first).
 OVERFLOW_ALIASES: dict[str, dict[str, str]] = {
     "encoder": {"truncate": TRUNCATE_TO_MAX.name, "error": EXTEND.name},
-    "server": {"truncate": TRUNCATE_TO_WINDOW.name, "error": ERROR_OVER_WINDOW.name},
+    "server": {"extend": EXTEND.name, "truncate": TRUNCATE_TO_WINDOW.name, "error": ERROR_OVER_WINDOW.name},
 }
 
 
