@@ -90,7 +90,7 @@ def test_each_name_means_one_thing_and_the_known_names_stay_as_aliases() -> None
 def test_one_validation_for_the_config_the_settings_the_app_and_the_command_line(bert) -> None:
     encoder_names, server_names = overflow_names("encoder"), overflow_names("server")
     assert encoder_names[:2] == ("truncate", "error") and server_names[:3] == ("extend", "truncate", "error")
-    assert OVERFLOW_MODES == encoder_names and tuple(SERVER_NAMES) == server_names
+    assert encoder_names == OVERFLOW_MODES and tuple(SERVER_NAMES) == server_names
     with pytest.raises(ValueError, match="on_overflow must be one of truncate, error, extend, truncate_to_max"):
         EncoderConfig(on_overflow="chunk")
     with pytest.raises(ValueError, match="overflow must be one of extend, truncate, error, truncate_to_max"):
