@@ -1,6 +1,6 @@
 """The package's import graph: layers point one way, no cycles, no imports hidden inside functions.
 
-core (config, loading, quantization, inputs, encoder, pooling, batching, chunking, extension, models, and
+core (config, loading, quantization, inputs, overflow, encoder, pooling, batching, chunking, extension, models, and
 the package plumbing: lazy exports, library-noise filters, file permissions, UTF-8 text files, weight-file
 checks) <- export; core <- tasks
 <- evaluation <- report / collapse / training <- cli (training also builds on export); core <- serving
@@ -16,8 +16,8 @@ import longembed
 
 ROOT = Path(longembed.__file__).resolve().parent
 CORE = {
-    "config", "loading", "quantization", "inputs", "encoder", "pooling", "batching", "chunking", "extension", "models",
-    "lazy", "noise", "permissions", "textfiles", "weight_files",
+    "config", "loading", "quantization", "inputs", "overflow", "encoder", "pooling", "batching", "chunking", "extension",
+    "models", "lazy", "noise", "permissions", "textfiles", "weight_files",
 }
 #: Which top-level parts each part may import (besides itself and the package root).
 ALLOWED = {

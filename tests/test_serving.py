@@ -510,10 +510,10 @@ def test_a_disconnected_clients_queued_work_is_cancelled(encoder) -> None:
     service = server.config.app.state.service
     real_encode, release, calls = service.batcher.encode, threading.Event(), []
 
-    def held(texts, *args):
-        calls.append(list(texts))
+    def held(inputs, *args):
+        calls.append([x.text for x in inputs])  # the batcher queues tokenized inputs
         release.wait(60)
-        return real_encode(texts, *args)
+        return real_encode(inputs, *args)
 
     service.batcher.encode = held
     try:

@@ -26,8 +26,10 @@ from longembed.extension.methods import (
 from longembed.extension.methods.base import check_positive_int, is_number
 from longembed.extension.methods.yarn import YARN_OPTION_NAMES
 from longembed.extension.presets import PRESETS, preset_options
+from longembed.overflow import overflow_names, resolve_overflow
 
-OVERFLOW_MODES = ("truncate", "error")
+#: on_overflow's names (``longembed.overflow``): "truncate" cuts at max_length, "error" refuses above it.
+OVERFLOW_MODES = overflow_names("encoder")
 #: How token states become one vector (read from the model folder unless overridden).
 POOLING_MODES = ("mean", "cls", "last")
 #: Precisions a model can run in, as torch spells them (``loading.DTYPES`` maps them to torch dtypes).
@@ -86,7 +88,8 @@ class EncoderConfig:
     prompts: dict[str, str] = field(default_factory=dict, metadata=_option(
         "named prompts NAME=TEXT, merged over the model folder's (e.g. query='query: ')"))
     on_overflow: str = field(default="truncate", metadata=_option(
-        "inputs longer than max_length: cut them with a warning, or refuse them", OVERFLOW_MODES))
+        "inputs longer than max_length: cut them with a warning ('truncate'), or refuse them ('error'); "
+        "or any overflow policy (truncate_to_window, error_over_window cut or refuse above Lo)", OVERFLOW_MODES))
     dtype: str = field(default="float32", metadata=_option(
         "precision of the weights and activations (vectors are returned as float32)", DTYPE_NAMES))
     quantization: str | None = field(default=None, metadata=_option(
@@ -99,7 +102,8 @@ class EncoderConfig:
         self.model = str(self.model)
         if self.method not in METHODS:
             raise ValueError(f"unknown method {self.method!r}; choose from: {', '.join(METHODS)}")
-        for name in ("scale", "apply_to", "attention_scale", "on_overflow", "dtype"):
+        resolve_overflow(self.on_overflow, "encoder", "on_overflow")
+        for name in ("scale", "apply_to", "attention_scale", "dtype"):
             _check_choice(name, getattr(self, name), _choices(name))
         for name in ("position_scheme", "pooling", "preset", "quantization"):
             if getattr(self, name) is not None:

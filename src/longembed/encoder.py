@@ -36,13 +36,7 @@ from longembed.chunking.spans import (
     sentence_chunk_spans,
     token_chunk_spans,
 )
-from longembed.chunking.tokens import (
-    TokenEmbeddings,
-    assemble_tokens,
-    plan_windows,
-    token_layouts,
-    window_inputs,
-)
+from longembed.chunking.tokens import TokenEmbeddings, assemble_tokens, plan_windows, window_inputs
 from longembed.config import EncoderConfig, check_scale_factor, check_temperature
 from longembed.extension.attention import AttentionPlan, register_attention_function
 from longembed.extension.methods import build_method
@@ -52,10 +46,14 @@ from longembed.extension.scaling import document_scales, length_temperature, log
 from longembed.inputs import (
     EncodeStats,
     PreparedInputs,
-    check_overflow,
+    TokenizedInput,
+    apply_overflow,
     check_texts,
     prepare_inputs,
+    require_offsets,
+    resolve_overflow,
     special_token_layout,
+    tokenize,
 )
 from longembed.loading import (
     DTYPES,
@@ -125,6 +123,7 @@ class LongContextEncoder:
         self.normalize = self.source.normalize
         self.num_layers = self.model_config.num_hidden_layers
         self.special_tokens = special_token_layout(self.tokenizer)
+        self.overflow = resolve_overflow(config.on_overflow, "encoder", "on_overflow")
         self.last_stats = EncodeStats()
         # Scores (batch x heads x queries x keys) held at once before attention works in query
         # blocks; a memory knob only, results do not depend on it.
@@ -225,12 +224,37 @@ class LongContextEncoder:
             )
             arrays = [t.embeddings for t in tokens]
             return arrays[0] if isinstance(texts, str) else arrays
-        single = isinstance(texts, str)
+        out = self.encode_tokenized(
+            self.tokenize(texts, prompt, prompt_name), batch_size, normalize_embeddings, show_progress_bar,
+            max_tokens_per_batch, temperature, _stacklevel=3,
+        )
+        return out[0] if isinstance(texts, str) else out
+
+    def tokenize(
+        self, texts: str | Sequence[str], prompt: str | None = None, prompt_name: str | None = None
+    ) -> list[TokenizedInput]:
+        """Check ``texts`` and tokenize ``prompt + text`` once, as the model will run it (nothing cut yet):
+        what :meth:`encode_tokenized` takes, and what the server counts and cuts before queueing."""
+        prefix = self.resolve_prompt(prompt, prompt_name)
+        return tokenize(check_texts(texts), self.tokenizer, prefix, self.special_tokens)
+
+    def encode_tokenized(
+        self,
+        inputs: Sequence[TokenizedInput],
+        batch_size: int = 32,
+        normalize_embeddings: bool | None = None,
+        show_progress_bar: bool = False,
+        max_tokens_per_batch: int | None = None,
+        temperature: float | None = None,
+        _stacklevel: int = 2,
+    ) -> np.ndarray:
+        """Embed inputs tokenized already (:meth:`tokenize`), as :meth:`encode` embeds texts: the
+        encoder's overflow policy applies, then (PCW) windows; float32 (len(inputs), dim)."""
         if temperature is not None:
             temperature = check_temperature(temperature)
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
-        prepared = self._prepare(texts, prompt, prompt_name)
+        prepared = self._prepare_tokenized(inputs, stacklevel=_stacklevel + 1)
         norm = self.normalize if normalize_embeddings is None else normalize_embeddings
         per_sequence = self._run(
             prepared.sequences,
@@ -243,8 +267,7 @@ class LongContextEncoder:
         embeddings = mean_over_windows(per_sequence, prepared.owners, prepared.n_texts)
         if norm:
             embeddings = torch.nn.functional.normalize(embeddings, dim=-1)
-        out = embeddings.numpy().astype(np.float32, copy=False)
-        return out[0] if single else out
+        return embeddings.numpy().astype(np.float32, copy=False)
 
     def encode_tokens(
         self,
@@ -269,29 +292,26 @@ class LongContextEncoder:
             temperature = check_temperature(temperature)
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
-        checked = check_texts(texts)
-        layouts = token_layouts(
-            checked, self.tokenizer, self.resolve_prompt(prompt, prompt_name), self.special_tokens
-        )
+        inputs = self.tokenize(texts, prompt, prompt_name)
+        require_offsets(inputs, self.tokenizer)
         if window_overlap is None:
-            self.last_stats = check_overflow(
-                [len(x.ids) for x in layouts], self.max_length, self.config.on_overflow, stacklevel=4
+            inputs, self.last_stats = apply_overflow(
+                inputs, self.overflow, self.original_length, self.max_length, stacklevel=3
             )
-            layouts = [x.truncated(self.max_length) for x in layouts]
         else:
-            self.last_stats = EncodeStats(n_inputs=len(layouts),
-                                          longest_input_tokens=max((len(x.ids) for x in layouts), default=0))
+            self.last_stats = EncodeStats(n_inputs=len(inputs),
+                                          longest_input_tokens=max((x.n_tokens for x in inputs), default=0))
         window = self.window_length
         plans = [
-            plan_windows(len(x.ids) - x.lead - x.trail, window - x.lead - x.trail, window_overlap or 0)
-            for x in layouts
+            plan_windows(x.n_tokens - x.lead - x.tail, window - x.lead - x.tail, window_overlap or 0)
+            for x in inputs
         ]
-        sequences = [ids for layout, plan in zip(layouts, plans, strict=True) for ids in window_inputs(layout, plan)]
+        sequences = [ids for x, plan in zip(inputs, plans, strict=True) for ids in window_inputs(x, plan)]
         self.last_stats.n_sequences = len(sequences)
         states = self._run_states(sequences, batch_size, max_tokens_per_batch, show_progress_bar, temperature)
         out, k = [], 0
-        for layout, plan in zip(layouts, plans, strict=True):
-            out.append(assemble_tokens(layout, plan, states[k : k + len(plan)]))
+        for x, plan in zip(inputs, plans, strict=True):
+            out.append(assemble_tokens(x, plan, states[k : k + len(plan)]))
             k += len(plan)
         return out
 
@@ -305,8 +325,9 @@ class LongContextEncoder:
         rule = parse_chunking(chunking)
         if isinstance(rule, SentenceChunking):
             return [sentence_chunk_spans(t, rule.n) for t in checked]
-        layouts = token_layouts(checked, self.tokenizer, "", self.special_tokens)
-        return [token_chunk_spans(x.offsets, rule.size, rule.overlap) for x in layouts]
+        inputs = tokenize(checked, self.tokenizer, "", self.special_tokens)
+        require_offsets(inputs, self.tokenizer)
+        return [token_chunk_spans(x.offsets, rule.size, rule.overlap) for x in inputs]
 
     def encode_chunks(
         self,
@@ -421,16 +442,13 @@ class LongContextEncoder:
     # ------------------------------------------------------------------ internals
     def _prepare(self, texts: str | Sequence[str], prompt: str | None, prompt_name: str | None) -> PreparedInputs:
         """Checked texts -> token-id sequences (PCW: windows of Lo tokens), with stats."""
-        checked = check_texts(texts)
-        prepared = prepare_inputs(
-            checked,
-            self.tokenizer,
-            self.resolve_prompt(prompt, prompt_name),
-            self.max_length,
-            self.special_tokens,
-            self.config.on_overflow,
-            window=self.original_length if self.method == "pcw" else None,
-        )
+        return self._prepare_tokenized(self.tokenize(texts, prompt, prompt_name), stacklevel=4)
+
+    def _prepare_tokenized(self, inputs: Sequence[TokenizedInput], stacklevel: int) -> PreparedInputs:
+        """Tokenized inputs under the overflow policy -> token-id sequences (PCW: windows of Lo tokens),
+        with stats; a truncation warning points ``stacklevel`` frames above this method's."""
+        kept, stats = apply_overflow(inputs, self.overflow, self.original_length, self.max_length, stacklevel)
+        prepared = prepare_inputs(kept, stats, window=self.original_length if self.method == "pcw" else None)
         self.last_stats = prepared.stats
         return prepared
 

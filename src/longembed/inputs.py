@@ -1,20 +1,40 @@
-"""Texts -> the token-id sequences a model runs: checks, prompt, truncation and PCW windows.
+"""Texts -> the token-id sequences a model runs: checks, tokenizing once, overflow, PCW windows.
 
 Everything here happens before the model: which texts are valid (a clear error names the first bad
-one), how the prompt is prepended, how an input longer than max_length is cut (the closing special
-tokens are kept), and, for PCW, how a long input becomes Lo-token windows (``extension.pcw``).
+one), how ``prompt + text`` is tokenized, once, into a :class:`TokenizedInput` (ids, each text token's
+character offsets, the special-token and prompt layout) that the encoder, chunking, the server and
+collapse all count, cut and run, how an input longer than the overflow policy's limit is cut (the
+closing special tokens are kept) or refused (:mod:`longembed.overflow`), and, for PCW, how a long
+input becomes Lo-token windows (``extension.pcw``).
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from longembed.extension.pcw import split_into_windows
+from longembed.overflow import OverflowPolicy, overflow_names, resolve_overflow
+
+__all__ = [
+    "EncodeStats",
+    "OverflowPolicy",
+    "PreparedInputs",
+    "TokenizedInput",
+    "apply_overflow",
+    "check_texts",
+    "cut",
+    "cut_text",
+    "overflow_names",
+    "prepare_inputs",
+    "resolve_overflow",
+    "special_token_layout",
+    "tokenize",
+]
 
 
 @dataclass
@@ -98,63 +118,154 @@ def unicode_problem(text: str) -> str | None:
     return None
 
 
-def check_overflow(
-    token_counts: Sequence[int], max_length: int, on_overflow: str = "truncate", stacklevel: int = 5
-) -> EncodeStats:
-    """Stats of inputs of ``token_counts`` tokens; those longer than ``max_length`` are listed and a
-    warning says they will be truncated (``on_overflow="error"``: a ValueError instead)."""
-    stats = EncodeStats(n_inputs=len(token_counts), longest_input_tokens=max(token_counts, default=0))
-    stats.truncated_indices = [i for i, n in enumerate(token_counts) if n > max_length]
-    stats.n_truncated = len(stats.truncated_indices)
-    if stats.n_truncated:
-        message = (
-            f"{stats.n_truncated} of {len(token_counts)} inputs exceed max_length={max_length} tokens "
-            f"(longest: {stats.longest_input_tokens}; first indices: {stats.truncated_indices[:5]})"
-        )
-        if on_overflow == "error":
-            raise ValueError(message + "; raise max_length or shorten them (on_overflow='error')")
-        warnings.warn(message + "; they were truncated to max_length", stacklevel=stacklevel)
-    return stats
+@dataclass(frozen=True)
+class TokenizedInput:
+    """One text as the model runs it: ``ids`` = head special tokens + prompt tokens + the text's tokens
+    (the body) + tail special tokens, tokenized once and then counted, cut and windowed as ids.
 
-
-def prepare_inputs(
-    texts: list[str],
-    tokenizer: Any,
-    prefix: str,
-    max_length: int,
-    layout: tuple[int, int],
-    on_overflow: str = "truncate",
-    window: int | None = None,
-) -> PreparedInputs:
-    """Tokenize ``prefix + text``; cut inputs longer than ``max_length`` (or refuse them with
-    ``on_overflow="error"``); with ``window`` (PCW's Lo), split each input into windows.
-
-    A cut keeps the first ``max_length - tail`` tokens and the closing special tokens.  PCW windows
-    each carry the special tokens and the prompt (its tokens as they appear in the input, see
-    :func:`common_prefix_length`), so every window looks like an ordinary input.
+    text:       the text tokenized (without the prompt); for a bounded count, the prefix scanned.
+    offsets:    each body token's (start, end) characters in ``text``; None for a slow tokenizer.
+    head, tail: the opening and closing special tokens (0, 0 when tokenized without them).
+    prompt:     the prompt's tokens after the head, as they appear in the input (see
+                :func:`common_prefix_length`).
+    n_original: the input's tokens before any cut (for a bounded count: at least this many).
+    complete:   False when only a prefix of the text was tokenized (a bounded count, see
+                ``longembed.serving.overflow``).
     """
-    head, tail = layout
-    if not texts:
-        return PreparedInputs([], [], 0, EncodeStats())
-    encoded = tokenizer([prefix + t for t in texts], add_special_tokens=True, truncation=False, verbose=False)[
-        "input_ids"
-    ]
-    stats = check_overflow([len(ids) for ids in encoded], max_length, on_overflow)
-    for i in stats.truncated_indices:
-        ids = encoded[i]
-        encoded[i] = ids[: max_length - tail] + ids[len(ids) - tail :]
 
+    text: str
+    ids: list[int]
+    offsets: list[tuple[int, int]] | None
+    head: int
+    prompt: int
+    tail: int
+    n_original: int
+    complete: bool = True
+
+    @property
+    def n_tokens(self) -> int:
+        """Tokens the model runs: special, prompt and text tokens."""
+        return len(self.ids)
+
+    @property
+    def lead(self) -> int:
+        """Tokens before the text's own: the opening special tokens and the prompt's."""
+        return self.head + self.prompt
+
+    @property
+    def body(self) -> list[int]:
+        """The text's own tokens."""
+        return self.ids[self.lead : len(self.ids) - self.tail]
+
+    @property
+    def truncated(self) -> bool:
+        return self.n_original > len(self.ids) or not self.complete
+
+
+def tokenize(
+    texts: Sequence[str], tokenizer: Any, prompt: str = "", special_tokens: tuple[int, int] | None = None
+) -> list[TokenizedInput]:
+    """Tokenize ``prompt + text`` for each text, once: ids, body offsets (fast tokenizers) and layout.
+
+    ``special_tokens``: the tokenizer's (head, tail) layout (:func:`special_token_layout`); None
+    tokenizes the content alone, without special tokens (how collapse counts lengths).  Nothing is
+    cut here (:func:`cut` and :func:`apply_overflow` do that, on the ids).
+    """
+    if not texts:
+        return []
+    head, tail = special_tokens or (0, 0)
+    fast = bool(getattr(tokenizer, "is_fast", False))
+    encoded = tokenizer(
+        [prompt + t for t in texts], add_special_tokens=special_tokens is not None, truncation=False,
+        verbose=False, return_offsets_mapping=fast,
+    )
+    prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"] if prompt else []
+    mappings = encoded["offset_mapping"] if fast else [None] * len(texts)
+    out = []
+    for text, ids, mapping in zip(texts, encoded["input_ids"], mappings, strict=True):
+        n_prompt = common_prefix_length(prompt_ids, ids[head : len(ids) - tail])
+        offsets = None if mapping is None else [
+            (max(start - len(prompt), 0), max(end - len(prompt), 0))
+            for start, end in mapping[head + n_prompt : len(ids) - tail]
+        ]
+        out.append(TokenizedInput(text, list(ids), offsets, head, n_prompt, tail, len(ids)))
+    return out
+
+
+def cut(tokens: TokenizedInput, n: int) -> TokenizedInput:
+    """The first ``n`` tokens of an input, its closing special tokens kept (``ids[:n - tail] + tail``),
+    as the encoder has always cut; an input of at most ``n`` tokens comes back unchanged."""
+    if len(tokens.ids) <= n:
+        return tokens
+    ids = tokens.ids[: n - tokens.tail] + tokens.ids[len(tokens.ids) - tokens.tail :]
+    prompt = min(tokens.prompt, max(n - tokens.tail - tokens.head, 0))
+    kept = max(n - tokens.tail - tokens.head - prompt, 0)
+    offsets = None if tokens.offsets is None else tokens.offsets[:kept]
+    return replace(tokens, ids=ids, offsets=offsets, prompt=prompt)
+
+
+def cut_text(tokens: TokenizedInput) -> str:
+    """The part of the text an input's body tokens cover: after a cut, the text up to the end of the
+    last token kept (what a client sees of a truncated input)."""
+    if not tokens.truncated:
+        return tokens.text
+    if tokens.offsets is None:
+        raise ValueError(
+            "turning a cut back into text needs token offsets, which a slow tokenizer does not give; "
+            "save the model with its tokenizer.json"
+        )
+    return tokens.text[: tokens.offsets[-1][1]] if tokens.offsets else ""
+
+
+def require_offsets(inputs: Sequence[TokenizedInput], tokenizer: Any) -> None:
+    """A clear error when inputs have no token offsets (a slow tokenizer): token states and chunking need them."""
+    if any(x.offsets is None for x in inputs):
+        raise ValueError(
+            f"{type(tokenizer).__name__} is a slow tokenizer: token offsets (and so token embeddings and "
+            "chunking) need a fast (Rust) tokenizer; save the model with its tokenizer.json"
+        )
+
+
+def apply_overflow(
+    inputs: Sequence[TokenizedInput], policy: OverflowPolicy, window: int, max_length: int, stacklevel: int = 2
+) -> tuple[list[TokenizedInput], EncodeStats]:
+    """Inputs under ``policy`` (limit Lo = ``window`` or Lt = ``max_length``) and their stats: those
+    longer than the limit are cut with a warning, or, for a refusing policy, a ValueError names them."""
+    limit = policy.limit_for(window, max_length)
+    counts = [x.n_tokens for x in inputs]
+    stats = EncodeStats(n_inputs=len(counts), longest_input_tokens=max(counts, default=0))
+    stats.truncated_indices = [i for i, n in enumerate(counts) if n > limit]
+    stats.n_truncated = len(stats.truncated_indices)
+    if not stats.n_truncated:
+        return list(inputs), stats
+    name = f"max_length={limit}" if policy.limit == "max" else f"the model's window Lo={limit}"
+    message = (
+        f"{stats.n_truncated} of {len(counts)} inputs exceed {name} tokens "
+        f"(longest: {stats.longest_input_tokens}; first indices: {stats.truncated_indices[:5]})"
+    )
+    if not policy.truncates:
+        raise ValueError(message + f"; raise max_length or shorten them (overflow policy {policy.name!r})")
+    warnings.warn(message + f"; they were truncated to {limit} tokens", stacklevel=stacklevel + 1)
+    return [cut(x, limit) for x in inputs], stats
+
+
+def prepare_inputs(inputs: Sequence[TokenizedInput], stats: EncodeStats, window: int | None = None) -> PreparedInputs:
+    """The token-id sequences the model runs for ``inputs`` (already under the overflow policy): one
+    per input, or with ``window`` (PCW's Lo) each input's windows.
+
+    PCW windows each carry the special tokens and the prompt (its tokens as they appear in the input,
+    see :func:`common_prefix_length`), so every window looks like an ordinary input.
+    """
     if window is None:
-        sequences, owners = encoded, list(range(len(encoded)))
+        sequences, owners = [x.ids for x in inputs], list(range(len(inputs)))
     else:
-        prompt_ids = tokenizer(prefix, add_special_tokens=False)["input_ids"] if prefix else []
         sequences, owners = [], []
-        for i, ids in enumerate(encoded):
-            start, tail_ids = ids[:head], ids[len(ids) - tail :] if tail else []
-            content = ids[head : len(ids) - tail]
-            shared = content[: common_prefix_length(prompt_ids, content)]
-            windows = split_into_windows(start, shared, content[len(shared) :], tail_ids, window)
+        for i, x in enumerate(inputs):
+            ids = x.ids
+            start, prompt = ids[: x.head], ids[x.head : x.lead]
+            tail_ids = ids[len(ids) - x.tail :] if x.tail else []
+            windows = split_into_windows(start, prompt, x.body, tail_ids, window)
             sequences.extend(windows)
             owners.extend([i] * len(windows))
     stats.n_sequences = len(sequences)
-    return PreparedInputs(sequences, owners, len(texts), stats)
+    return PreparedInputs(sequences, owners, len(inputs), stats)

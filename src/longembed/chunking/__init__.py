@@ -12,14 +12,13 @@ from longembed.chunking.spans import (
     sentence_spans,
     token_chunk_spans,
 )
-from longembed.chunking.tokens import TokenEmbeddings, TokenLayout, Window, plan_windows, token_layouts
+from longembed.chunking.tokens import TokenEmbeddings, Window, plan_windows
 
 __all__ = [
     "Chunking",
     "SentenceChunking",
     "TokenChunking",
     "TokenEmbeddings",
-    "TokenLayout",
     "Window",
     "check_spans",
     "chunk_token_indices",
@@ -29,5 +28,4 @@ __all__ = [
     "sentence_chunk_spans",
     "sentence_spans",
     "token_chunk_spans",
-    "token_layouts",
 ]

@@ -13,9 +13,10 @@ Two kinds of buckets:
   token count falls in each interval.
 
 Lengths are counted in *content* tokens: the tokenizer's tokens without special tokens
-(``add_special_tokens=False``).  Every text is re-tokenized after cutting and kept only if
-its count is exactly the requested one (prefix buckets) or inside the interval (spans).
-Cuts are made at the character offsets of the tokenizer (a fast tokenizer is required).
+(``longembed.inputs.tokenize`` with no special-token layout).  Every text is re-tokenized after
+cutting and kept only if its count is exactly the requested one (prefix buckets) or inside the
+interval (spans).  Cuts are made at the character offsets of the tokenizer (a fast tokenizer is
+required).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from longembed.inputs import tokenize
 
 from .corpus import Document
 
@@ -92,7 +95,7 @@ def _require_fast(tokenizer: Any) -> None:
 
 def count_tokens(text: str, tokenizer: Any) -> int:
     """Number of content tokens of ``text`` (no special tokens)."""
-    return len(tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
+    return tokenize([text], tokenizer)[0].n_tokens
 
 
 def _offsets(text: str, tokenizer: Any) -> tuple[list[int], list[int]]:
@@ -106,12 +109,10 @@ def _offsets_many(texts: Sequence[str], tokenizer: Any, chunk: int = 16) -> list
     _require_fast(tokenizer)
     out = []
     for i in range(0, len(texts), chunk):
-        enc = tokenizer(
-            list(texts[i : i + chunk]), add_special_tokens=False, return_offsets_mapping=True, verbose=False
-        )
-        for mapping in enc["offset_mapping"]:
-            starts = [s for s, _ in mapping]
-            ends = list(itertools.accumulate((e for _, e in mapping), max))
+        for tokens in tokenize(texts[i : i + chunk], tokenizer):
+            offsets = tokens.offsets or []
+            starts = [s for s, _ in offsets]
+            ends = list(itertools.accumulate((e for _, e in offsets), max))
             out.append((starts, ends))
     return out
 

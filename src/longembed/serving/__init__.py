@@ -5,7 +5,8 @@ prometheus-client); without it this package still imports (the settings and the 
 need nothing), and :func:`require_serving_extra` says what to install.  :func:`create_app` builds the
 ASGI app for any encoder; :func:`build_server` wraps it in uvicorn.  The modules: ``overflow``
 (extend / truncate / error), ``batcher`` (dynamic batching under a token budget), ``metrics``
-(Prometheus), ``app`` (routes), ``server`` (uvicorn), ``settings``.  Names are imported on first use
+(Prometheus), ``validation`` (request checks and error shapes), ``app`` (routes), ``server``
+(uvicorn), ``settings``.  Names are imported on first use
 (``longembed.lazy``), so the command line's ``--help`` reads the choices without the web stack.
 """
 
@@ -25,7 +26,7 @@ _EXPORTS = {
     "OVERFLOW_POLICIES": "longembed.serving.choices",
     "OverflowPlanner": "longembed.serving.overflow",
     "ServerSettings": "longembed.serving.settings",
-    "ApiError": "longembed.serving.app",
+    "ApiError": "longembed.serving.validation",
     "EmbeddingService": "longembed.serving.app",
     "create_app": "longembed.serving.app",
     "bound_port": "longembed.serving.server",
@@ -34,12 +35,13 @@ _EXPORTS = {
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
-    from longembed.serving.app import ApiError, EmbeddingService, create_app
+    from longembed.serving.app import EmbeddingService, create_app
     from longembed.serving.batcher import DynamicBatcher
     from longembed.serving.choices import OVERFLOW_POLICIES
     from longembed.serving.overflow import OverflowPlanner
     from longembed.serving.server import bound_port, build_server
     from longembed.serving.settings import ServerSettings
+    from longembed.serving.validation import ApiError
 
 
 def require_serving_extra() -> None:

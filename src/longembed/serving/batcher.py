@@ -1,8 +1,11 @@
 """Dynamic batching across concurrent requests, under a token budget, on one worker thread.
 
 Requests put their inputs in one queue; a worker thread takes the next batch whenever it is free
-(continuous batching: no timer, the queue fills while the model runs) and embeds it with
-``encoder.encode``, which sorts a batch by length and splits it under the same token budget.
+(continuous batching: no timer, the queue fills while the model runs) and embeds it with the
+encode function (the server's runs ``encoder.encode_tokenized``, which sorts a batch by length and
+splits it under the same token budget).  The server queues token ids (``longembed.inputs.
+TokenizedInput``), as TEI does: an input is tokenized once, when its request is planned, and the
+model runs those ids; the batcher itself only needs each input's token count.
 
 Fairness: a batch always starts with the oldest waiting input, then takes later inputs, in arrival
 order, while they fit in ``max_batch_tokens``.  A long input therefore waits only for the inputs that
@@ -23,11 +26,13 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-#: encode(texts, prompt, normalize, max_batch_tokens) -> (n, dim) float32
-EncodeFunction = Callable[[list[str], str, bool, int], np.ndarray]
+#: encode(inputs, prompt, normalize, max_batch_tokens) -> (n, dim) float32; inputs are what was
+#: submitted (the server: TokenizedInputs, their prompt already in their ids).
+EncodeFunction = Callable[[list[Any], str, bool, int], np.ndarray]
 
 
 class QueueFull(RuntimeError):
@@ -55,7 +60,7 @@ class _Job:
 class _Item:
     """One input waiting for a batch."""
 
-    text: str
+    input: Any
     n_tokens: int
     prompt: str
     normalize: bool
@@ -92,19 +97,20 @@ class DynamicBatcher:
 
     # ---------------------------------------------------------------- client side
     def submit(
-        self, texts: Sequence[str], token_counts: Sequence[int], prompt: str = "", normalize: bool = True
+        self, inputs: Sequence[Any], token_counts: Sequence[int], prompt: str = "", normalize: bool = True
     ) -> Future:
-        """Queue ``texts``; the future resolves to their (n, dim) float32 vectors in input order.
+        """Queue ``inputs`` (of ``token_counts`` tokens); the future resolves to their (n, dim) float32
+        vectors in input order.  Inputs of one prompt and normalization are encoded together.
 
         Raises :class:`RequestTooLarge` when the request alone holds more than ``max_queue_tokens``
         (it could never be queued: the client must split it), :class:`QueueFull` when the queue's
         work and these tokens together would pass ``max_queue_tokens`` (retry later),
         :class:`ShuttingDown` after :meth:`close`.
         """
-        if len(texts) != len(token_counts) or not texts:
-            raise ValueError("submit needs one token count per text, and at least one text")
+        if len(inputs) != len(token_counts) or not inputs:
+            raise ValueError("submit needs one token count per input, and at least one input")
         future: Future = Future()
-        job = _Job(future, [None] * len(texts), len(texts))
+        job = _Job(future, [None] * len(inputs), len(inputs))
         tokens = sum(token_counts)
         if tokens > self.max_queue_tokens:
             raise RequestTooLarge(
@@ -119,8 +125,8 @@ class DynamicBatcher:
                     f"the queue holds {self._queued_tokens} tokens; this request's {tokens} would pass the "
                     f"limit of {self.max_queue_tokens}: retry later"
                 )
-            for index, (text, n) in enumerate(zip(texts, token_counts, strict=True)):
-                self._queue.append(_Item(text, n, prompt, normalize, job, index))
+            for index, (item, n) in enumerate(zip(inputs, token_counts, strict=True)):
+                self._queue.append(_Item(item, n, prompt, normalize, job, index))
             self._queued_tokens += tokens
             self._condition.notify()
         return future
@@ -213,7 +219,7 @@ class DynamicBatcher:
             if not items:
                 continue
             try:
-                vectors = self.encode([i.text for i in items], prompt, normalize, self.max_batch_tokens)
+                vectors = self.encode([i.input for i in items], prompt, normalize, self.max_batch_tokens)
             except Exception as exc:  # a failure fails the requests it touches, not the server
                 for item in items:
                     with contextlib.suppress(InvalidStateError):

@@ -1,30 +1,31 @@
 """What the server does with an input longer than the model's window: extend, truncate or refuse.
 
 Two limits matter (``GET /info`` shows both): Lo, the window the model was trained for, and Lt, the
-server's ``max_length`` (what the configured extension method reaches).  The overflow policy answers
-"what about an input longer than Lo?":
+server's ``max_length`` (what the configured extension method reaches).  The overflow policy
+(:mod:`longembed.overflow`; the server's names) answers "what about an input longer than Lo?":
 
 ``extend``    run it through the extension method, up to Lt; an input longer than Lt is refused (413),
               never cut silently.
 ``truncate``  cut it to Lo tokens (the model as trained, as TEI's ``--auto-truncate`` does); every cut
-              is counted in ``/metrics`` and reported in the response.
-``error``     refuse it (413), with the limit and the input's length in the message.
+              is counted in ``/metrics`` and reported in the response (``truncate_to_window``).
+``error``     refuse it (413), with the limit and the input's length in the message
+              (``error_over_window``).
 
-Token counts include the special tokens and the prompt: what the model runs.  A cut keeps whole
-tokens: the text is cut at the end of the last token that fits, so embedding the cut text runs exactly
-the first Lo tokens (the closing special tokens kept), as the encoder's own truncation does.
+Token counts include the special tokens and the prompt: what the model runs.  Each input is tokenized
+once, here: the planner counts, cuts (the first tokens and the closing special tokens, as the
+encoder cuts) and hands the same ids to the batcher, which runs them as they are.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from longembed.chunking.tokens import token_layouts
 from longembed.encoder import LongContextEncoder
-from longembed.serving.choices import OVERFLOW_POLICIES
+from longembed.inputs import OverflowPolicy, TokenizedInput, cut, cut_text, resolve_overflow, tokenize
 
 
 class InputTooLong(ValueError):
@@ -37,18 +38,24 @@ class InputTooLong(ValueError):
 
 @dataclass(frozen=True)
 class PlannedInput:
-    """One input as it will be embedded: its text (cut when ``truncated``) and token counts."""
+    """One input as it will be embedded: its token ids (cut when ``truncated``) and, for the response,
+    the text they cover."""
 
+    tokens: TokenizedInput
     text: str
-    n_tokens: int  # tokens the model runs (after any cut)
-    original_tokens: int
-    truncated: bool
 
+    @property
+    def n_tokens(self) -> int:
+        """Tokens the model runs (after any cut)."""
+        return self.tokens.n_tokens
 
-def check_policy(policy: str) -> str:
-    if policy not in OVERFLOW_POLICIES:
-        raise ValueError(f"overflow must be one of {', '.join(OVERFLOW_POLICIES)}; got {policy!r}")
-    return policy
+    @property
+    def original_tokens(self) -> int:
+        return self.tokens.n_original
+
+    @property
+    def truncated(self) -> bool:
+        return self.tokens.truncated
 
 
 #: Characters tokenized at first per token of the limit: a text longer than this is tokenized by a
@@ -59,24 +66,14 @@ CHARS_PER_TOKEN = 16
 TEXTS_PER_LOCK = 16
 
 
-@dataclass(frozen=True)
-class TokenCount:
-    """Tokens of one input (specials + prompt + text): exact, or, when ``exact`` is False, a count of
-    its first ``chars`` characters that already passes the limit asked for (the text has at least that many)."""
-
-    n: int
-    exact: bool
-    chars: int
-
-
 class OverflowPlanner:
-    """Counts tokens and applies the overflow policy with a tokenizer of its own.
+    """Tokenizes each input once, with a tokenizer of its own, and applies the overflow policy to its ids.
 
     The copy matters: a Hugging Face fast tokenizer changes its truncation settings on each call, so one
     tokenizer shared by request threads and the model's thread can fail ("Already borrowed"); a lock
     keeps this one to one caller at a time, for at most :data:`TEXTS_PER_LOCK` texts per hold.
 
-    Counting is bounded: the planner only needs to know whether an input passes Lo or Lt, so it never
+    Tokenizing is bounded: the planner only needs to know whether an input passes Lo or Lt, so it never
     tokenizes much more than ``CHARS_PER_TOKEN x limit`` characters of a text, whatever its size (a
     50 MB input costs as much to plan as a text of a few thousand tokens, in time and in memory).
     """
@@ -88,68 +85,64 @@ class OverflowPlanner:
         self.max_length = encoder.max_length  # Lt
         self._lock = threading.Lock()
 
-    def count_tokens(self, texts: Sequence[str], prefix: str = "") -> list[int]:
-        """Exact tokens the model runs for each text: specials + prompt + text (no truncation)."""
-        counts: list[int] = []
+    def tokenize(self, texts: Sequence[str], prefix: str = "") -> list[TokenizedInput]:
+        """``prefix + text`` tokenized as the model runs it (:func:`longembed.inputs.tokenize`), a few texts per lock."""
+        out: list[TokenizedInput] = []
         for start in range(0, len(texts), TEXTS_PER_LOCK):
-            chunk = [prefix + t for t in texts[start : start + TEXTS_PER_LOCK]]
             with self._lock:
-                encoded = self.tokenizer(chunk, add_special_tokens=True, truncation=False, verbose=False)
-            counts += [len(ids) for ids in encoded["input_ids"]]
-        return counts
+                out += tokenize(texts[start : start + TEXTS_PER_LOCK], self.tokenizer, prefix, self.special_tokens)
+        return out
 
-    def count_up_to(self, texts: Sequence[str], prefix: str, limit: int) -> list[TokenCount]:
-        """Each text's tokens, exact up to ``limit``; past it, a lower bound from a prefix of the text."""
+    def tokenize_up_to(self, texts: Sequence[str], prefix: str, limit: int) -> list[TokenizedInput]:
+        """Each text tokenized whole when it has at most ``limit`` tokens; past that, a prefix of it
+        whose tokens already pass the limit (``complete`` False: the text has at least that many)."""
         window = CHARS_PER_TOKEN * (limit + 2)
-        out: list[TokenCount | None] = [None] * len(texts)
+        out: list[TokenizedInput | None] = [None] * len(texts)
         pending = list(range(len(texts)))
         while pending:
             scanned = [texts[i][:window] for i in pending]
-            counts = self.count_tokens(scanned, prefix)
             still = []
-            for i, part, n in zip(pending, scanned, counts, strict=True):
+            for i, part, tokens in zip(pending, scanned, self.tokenize(scanned, prefix), strict=True):
                 if len(part) == len(texts[i]):
-                    out[i] = TokenCount(n, True, len(part))
-                elif n > limit + 1:  # one token of margin: the scan may end inside a word
-                    out[i] = TokenCount(n, False, len(part))
+                    out[i] = tokens
+                elif tokens.n_tokens > limit + 1:  # one token of margin: the scan may end inside a word
+                    out[i] = dataclasses.replace(tokens, complete=False)
                 else:
                     still.append(i)
             pending, window = still, window * 2
-        return [c for c in out if c is not None]
+        return [x for x in out if x is not None]
 
     def cut_to_tokens(self, text: str, prefix: str, limit: int) -> str:
         """The longest prefix of ``text`` whose input (specials + prompt + text) has at most ``limit``
-        tokens, cut at a token boundary."""
-        with self._lock:
-            layout = token_layouts([text], self.tokenizer, prefix, self.special_tokens)[0]
-        room = min(limit - layout.lead - layout.trail, len(layout.offsets))
-        while room > 0:
-            cut = text[: layout.offsets[room - 1][1]]
-            if self.count_tokens([cut], prefix)[0] <= limit:  # re-tokenizing a cut does not grow in practice
-                return cut
-            room -= 1
-        raise ValueError(f"the prompt and special tokens alone take {layout.lead + layout.trail} of {limit} tokens")
+        tokens, cut at a token boundary: the text of :meth:`cut`."""
+        return cut_text(self.cut(self.tokenize([text], prefix)[0], limit))
 
-    def plan(self, texts: Sequence[str], prefix: str, policy: str) -> list[PlannedInput]:
+    def cut(self, tokens: TokenizedInput, limit: int) -> TokenizedInput:
+        """``tokens`` cut to ``limit`` tokens (:func:`longembed.inputs.cut`); an error when the prompt and
+        special tokens leave no room for the text."""
+        if limit - tokens.lead - tokens.tail < 1:
+            raise ValueError(f"the prompt and special tokens alone take {tokens.lead + tokens.tail} of {limit} tokens")
+        return cut(tokens, limit)
+
+    def plan(self, texts: Sequence[str], prefix: str, policy: str | OverflowPolicy) -> list[PlannedInput]:
         """Apply ``policy`` to each text; raises :class:`InputTooLong` for the first input it refuses."""
-        check_policy(policy)
+        policy = resolve_overflow(policy, "server")
         lo, lt = self.window, self.max_length
+        limit = policy.limit_for(lo, lt)
         planned = []
-        counts = self.count_up_to(texts, prefix, lt if policy == "extend" else lo)
-        for index, (text, count) in enumerate(zip(texts, counts, strict=True)):
-            n = count.n
-            if count.exact and (n <= lo or (policy == "extend" and n <= lt)):
-                planned.append(PlannedInput(text, n, n, truncated=False))
-            elif policy == "truncate":  # the scanned prefix holds more than Lo tokens: cut it, not the text
-                cut = self.cut_to_tokens(text[: count.chars], prefix, lo)
-                planned.append(PlannedInput(cut, self.count_tokens([cut], prefix)[0], n, truncated=True))
+        for index, tokens in enumerate(self.tokenize_up_to(texts, prefix, limit)):
+            n = tokens.n_tokens
+            if tokens.complete and n <= limit:
+                planned.append(PlannedInput(tokens, tokens.text))
+            elif policy.truncates:  # a scanned prefix holds more than the limit: it is cut, not the text
+                kept = self.cut(tokens, limit)
+                planned.append(PlannedInput(kept, cut_text(kept)))
             else:
-                limit = lt if policy == "extend" else lo
                 what = (
-                    f"this server's max_length (Lt = {lt})" if policy == "extend"
+                    f"this server's max_length (Lt = {lt})" if policy.limit == "max"
                     else f"the model's window (Lo = {lo}); overflow='extend' embeds up to {lt} tokens"
                 )
-                size = f"{n} tokens" if count.exact else f"more than {n - 1} tokens (counting stopped there)"
+                size = f"{n} tokens" if tokens.complete else f"more than {n - 1} tokens (counting stopped there)"
                 raise InputTooLong(
                     f"input {index} has {size} (prompt and special tokens included), more than {what}; "
                     "shorten it or ask for overflow='truncate'",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from longembed.overflow import resolve_overflow
 from longembed.serving.choices import OVERFLOW_POLICIES
 
 #: Models trained with Matryoshka representation learning: the output sizes they support.
@@ -46,8 +47,7 @@ class ServerSettings:
         "on SIGTERM, seconds to finish queued work before the rest is answered 503", 30.0)
 
     def __post_init__(self) -> None:
-        if self.overflow not in OVERFLOW_POLICIES:
-            raise ValueError(f"overflow must be one of {', '.join(OVERFLOW_POLICIES)}; got {self.overflow!r}")
+        resolve_overflow(self.overflow, "server")
         for name in ("max_batch_tokens", "max_client_batch_size", "max_body_bytes"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
