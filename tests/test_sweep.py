@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import DATA_DIR, missing, require_data
+from encoder_fakes import FakeEncoderMembers
 
 import longembed.evaluation.sweep as sweep_module
 from longembed.config import EncoderConfig
@@ -55,7 +56,7 @@ class PeakTask:
         return RetrievalData(corpus, queries, {"q": {"relevant": 1}}).validate()
 
 
-class PeakEncoder:
+class PeakEncoder(FakeEncoderMembers):
     """Stub with LongContextEncoder's encode(): vectors depend on the temperature.
 
     Effective tau = tau x 0.8 ** temperature_decay (a stand-in for the length-aware tau). "query ..."
@@ -70,7 +71,6 @@ class PeakEncoder:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "config.json").write_text('{"model_type": "peak-stub"}')
         self.config = EncoderConfig(model=str(folder), **options)
-        self.method, self.max_length, self.original_length = "truncate", 512, 512
         self.phase = "?"
 
     def encode(

@@ -44,6 +44,7 @@ from longembed.chunking.tokens import (
     window_inputs,
 )
 from longembed.config import EncoderConfig, check_scale_factor, check_temperature
+from longembed.encoder_protocol import retrieval_prompts
 from longembed.extension.attention import AttentionPlan, register_attention_function
 from longembed.extension.pcw import mean_over_windows
 from longembed.extension.positions import position_scheme_for
@@ -427,6 +428,11 @@ class LongContextEncoder:
                 f"unknown prompt_name {prompt_name!r}; this model's prompts: {known} (or pass prompt=)"
             )
         return self.prompts[prompt_name]
+
+    def retrieval_prompts(self) -> dict[str, str]:
+        """The prefixes of queries and documents: the model's "query" and "document" (else "passage")
+        prompts, "" where it has none (:func:`longembed.encoder_protocol.retrieval_prompts`)."""
+        return retrieval_prompts(self.prompts)
 
     # ------------------------------------------------------------------ internals
     def _prepare(self, texts: str | Sequence[str], prompt: str | None, prompt_name: str | None) -> PreparedInputs:

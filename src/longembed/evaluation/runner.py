@@ -242,7 +242,7 @@ def evaluate_model(
     )
     if dry_run:
         return results
-    folder = RunFolder(output_dir) if output_dir is not None else None
+    folder = RunFolder(output_dir, RunResults) if output_dir is not None else None
     if folder is not None:
         folder.write(results)
 
