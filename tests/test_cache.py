@@ -12,11 +12,10 @@ from longembed.evaluation.cache import (
     EmbeddingCache,
     canonical_json,
     default_cache_dir,
-    encode_cached,
     fingerprint_key,
-    plan_chunks,
     text_key,
 )
+from longembed.evaluation.cached_encoding import encode_cached, plan_chunks
 from longembed.results.files import atomic_write_bytes, atomic_write_text
 
 

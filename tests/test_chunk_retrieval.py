@@ -11,8 +11,9 @@ from conftest import DATA_DIR, require_data, words
 
 from longembed import load_encoder
 from longembed.cli.main import main as cli_main
-from longembed.evaluation.cache import EmbeddingCache, encode_cached
+from longembed.evaluation.cache import EmbeddingCache
 from longembed.evaluation.cached_encoder import CachedEncoder
+from longembed.evaluation.cached_encoding import encode_cached
 from longembed.evaluation.runner import evaluate_model
 from longembed.evaluation.scoring import Granularity, max_over_rows, within_context
 from longembed.report.tables import run_label

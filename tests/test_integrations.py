@@ -7,13 +7,14 @@ import importlib
 import importlib.util
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from conftest import DATA_DIR, real_model_folder, require_data, require_package
+from encoder_fakes import FakeEncoderMembers
 
 from longembed import load_encoder
+from longembed.encoder_protocol import retrieval_prompts as prompts_by_role
 from longembed.integrations import INSTALL_HINT, retrieval_prompts
 
 require_package("langchain_core")  # packages of the test extra: fail under CI, skipped elsewhere
@@ -83,9 +84,13 @@ def test_mteb_without_model_prompts_adds_none(plain):
 
 
 def test_document_prompt_falls_back_to_passage_as_e5_names_it():
-    e5 = SimpleNamespace(prompts={"query": "query: ", "passage": "passage: "})
-    assert retrieval_prompts(e5) == {"query": "query: ", "document": "passage: "}
-    assert retrieval_prompts(SimpleNamespace(prompts={})) == {"query": "", "document": ""}
+    e5 = {"query": "query: ", "passage": "passage: "}
+    assert prompts_by_role(e5) == {"query": "query: ", "document": "passage: "}
+    assert prompts_by_role({"document": "d: ", "passage": "p: "}) == {"query": "", "document": "d: "}
+    assert prompts_by_role({}) == {"query": "", "document": ""}
+    fake = FakeEncoderMembers()
+    fake.prompts = e5
+    assert retrieval_prompts(fake) == {"query": "query: ", "document": "passage: "}  # the encoder's own choice
 
 
 def test_model_meta_names_the_configuration_and_reloads_it(prompted):

@@ -16,8 +16,8 @@ import longembed
 
 ROOT = Path(longembed.__file__).resolve().parent
 CORE = {
-    "config", "loading", "quantization", "inputs", "overflow", "encoder", "pooling", "batching", "chunking", "extension",
-    "models", "lazy", "noise", "permissions", "textfiles", "weight_files",
+    "config", "loading", "quantization", "inputs", "overflow", "encoder", "encoder_protocol", "pooling", "batching",
+    "chunking", "extension", "models", "lazy", "noise", "permissions", "textfiles", "weight_files",
 }
 #: Which top-level parts each part may import (besides itself and the package root).
 ALLOWED = {

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import DATA_DIR, missing, require_data
+from encoder_fakes import FakeEncoderMembers
 
 from longembed.config import EncoderConfig
 from longembed.evaluation.bm25 import BM25Model
@@ -66,7 +67,7 @@ class MissingDataTask:
         raise TaskDataMissing("task 'ghost': no data anywhere. Get it from nowhere.")
 
 
-class HashEncoder:
+class HashEncoder(FakeEncoderMembers):
     """Bag-of-words hashing 'model' with the LongContextEncoder interface: fast and deterministic.
 
     The temperature changes the vectors (text-seeded noise scaled by 1 - tau), so that a wrong
@@ -78,7 +79,6 @@ class HashEncoder:
         (folder / "config.json").write_text('{"model_type": "hash"}')
         self.config = EncoderConfig(model=str(folder), **options)
         self.prompts = {"query": "search_query: ", "document": "search_document: "}
-        self.method, self.max_length, self.original_length = "truncate", 512, 512
         self.calls: list[dict[str, Any]] = []
         if not per_call_temperature:
             self.encode = self._encode_without_temperature  # type: ignore[method-assign]

@@ -18,10 +18,12 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import DATA_DIR, missing, require_data
+from encoder_fakes import FakeEncoderMembers
 
 import longembed.evaluation.sweep as sweep_module
 from longembed.config import EncoderConfig
 from longembed.evaluation.runner import evaluate_model
+from longembed.evaluation.spec import EvalSpec
 from longembed.evaluation.sweep import (
     NOT_USED_FOR_SELECTION,
     Candidate,
@@ -55,7 +57,7 @@ class PeakTask:
         return RetrievalData(corpus, queries, {"q": {"relevant": 1}}).validate()
 
 
-class PeakEncoder:
+class PeakEncoder(FakeEncoderMembers):
     """Stub with LongContextEncoder's encode(): vectors depend on the temperature.
 
     Effective tau = tau x 0.8 ** temperature_decay (a stand-in for the length-aware tau). "query ..."
@@ -70,7 +72,6 @@ class PeakEncoder:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "config.json").write_text('{"model_type": "peak-stub"}')
         self.config = EncoderConfig(model=str(folder), **options)
-        self.method, self.max_length, self.original_length = "truncate", 512, 512
         self.phase = "?"
 
     def encode(
@@ -128,19 +129,19 @@ def recorder(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     """Wrap the sweep's evaluate_model: record every call (tasks, taus, encoder) and tag the phase."""
     calls: list[dict[str, Any]] = []
 
-    def recording(model: Any, tasks: Any = None, *args: Any, **kwargs: Any) -> RunResults:
-        names = [t if isinstance(t, str) else t.metadata.name for t in tasks]
-        output = kwargs.get("output_dir")
+    def recording(model: Any, spec: EvalSpec) -> RunResults:
+        names = [t if isinstance(t, str) else t.metadata.name for t in spec.tasks]
+        output = spec.output_dir
         phase = Path(output).parent.name if output is not None else "?"
         PHASE[0] = phase
         calls.append({
             "tasks": names,
             "phase": phase,
-            "query_temperature": kwargs.get("query_temperature"),
-            "document_temperature": kwargs.get("document_temperature"),
+            "query_temperature": spec.query_temperature,
+            "document_temperature": spec.document_temperature,
             "encoder": model,
         })
-        return evaluate_model(model, tasks, *args, **kwargs)
+        return evaluate_model(model, spec)
 
     monkeypatch.setattr(sweep_module, "evaluate_model", recording)
     return calls
@@ -473,7 +474,7 @@ def test_real_encoder_baseline_equals_plain_evaluate_model(tmp_path: Path) -> No
 # --------------------------------------------------------------------------- CLI
 def test_cli_candidates_and_temperature_alias() -> None:
     from longembed.cli.parsers.sweep import register_cli
-    from longembed.cli.sweep import build_candidates
+    from longembed.evaluation.sweep_spec import build_candidates
 
     parser = argparse.ArgumentParser(prog="longembed")
     register_cli(parser.add_subparsers(dest="command"))

@@ -38,6 +38,7 @@ from longembed.chunking.spans import (
 )
 from longembed.chunking.tokens import TokenEmbeddings, assemble_tokens, plan_windows, window_inputs
 from longembed.config import EncoderConfig, check_scale_factor, check_temperature
+from longembed.encoder_protocol import retrieval_prompts
 from longembed.extension.attention import AttentionPlan, register_attention_function
 from longembed.extension.methods import build_method
 from longembed.extension.pcw import mean_over_windows
@@ -438,6 +439,11 @@ class LongContextEncoder:
                 f"unknown prompt_name {prompt_name!r}; this model's prompts: {known} (or pass prompt=)"
             )
         return self.prompts[prompt_name]
+
+    def retrieval_prompts(self) -> dict[str, str]:
+        """The prefixes of queries and documents: the model's "query" and "document" (else "passage")
+        prompts, "" where it has none (:func:`longembed.encoder_protocol.retrieval_prompts`)."""
+        return retrieval_prompts(self.prompts)
 
     # ------------------------------------------------------------------ internals
     def _prepare(self, texts: str | Sequence[str], prompt: str | None, prompt_name: str | None) -> PreparedInputs:

@@ -14,6 +14,7 @@ cost estimate (documents, tokens, cached, seconds) and starts.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,12 +25,12 @@ from longembed.cli.options import (
     encoder_options,
     existing_folder,
     given_encoder_flags,
-    parse_lengths,
-    split_list,
+    settings_from_args,
 )
-from longembed.encoder import load_encoder
+from longembed.encoder import LongContextEncoder, load_encoder
 from longembed.evaluation.bm25 import BM25Model
 from longembed.evaluation.runner import default_data_dir, evaluate_model
+from longembed.evaluation.spec import EvalSpec
 from longembed.report.tables import results_summary
 from longembed.results import RESULTS_FILE
 from longembed.tasks import DEFAULT_TASKS, get_task
@@ -53,58 +54,24 @@ def resolve_task_list(names: list[str] | None, needles: Path | None) -> list[Any
 def run(args: argparse.Namespace) -> int:
     """Build the model, evaluate it, write results.json; exit status 1 if no task could run."""
     resolve_method(args)
-    tasks = resolve_task_list(split_list(args.tasks), args.needles)
-    lengths = parse_lengths(args.lengths)
-    data_dir = existing_folder(args.data_dir if args.data_dir is not None else default_data_dir(), "--data-dir")
+    spec = settings_from_args(EvalSpec, args)
+    data_dir = existing_folder(spec.data_dir if spec.data_dir is not None else default_data_dir(), "--data-dir")
     if data_dir is None:
         print("note: no --data-dir and no $LONGEMBED_DATA_DIR: only tasks that need no data (passkey) can run")
-    output = args.output or default_output(args.model, args.method, args.max_length)
-
-    if args.model == "bm25":
-        ignored = given_encoder_flags(args) + [
-            flag for flag, used in (
-                ("--query-temperature", args.query_temperature is not None),
-                ("--document-temperature", args.document_temperature is not None),
-            ) if used
-        ]
-        if ignored:
-            print(f"note: {', '.join(ignored)} ignored for --model bm25 (it has no encoder)")
-        model: Any = BM25Model()
-    else:
-        # lazy: the weights load at the first vector to compute, so a fully cached rerun never reads them
-        model = load_encoder(args.model, method=args.method, max_length=args.max_length, device=args.device,
-                             lazy=True, **encoder_options(args))
-        print(repr(model))
+    output = spec.output_dir or default_output(args.model, args.method, args.max_length)
+    spec = dataclasses.replace(spec, tasks=resolve_task_list(spec.tasks, args.needles), data_dir=data_dir,
+                               output_dir=output)
+    model = _model(args, spec)
     try:
-        results = evaluate_model(
-            model,
-            tasks=tasks,
-            data_dir=data_dir,
-            lengths=lengths,
-            output_dir=output,
-            query_prompt=args.query_prompt,
-            document_prompt=args.document_prompt,
-            query_temperature=args.query_temperature,
-            document_temperature=args.document_temperature,
-            batch_size=args.batch_size,
-            cache_dir=args.cache_dir,
-            use_cache=not args.no_cache,
-            chunk_size=args.chunk_size,
-            cache_includes_code=not args.cache_ignore_code,
-            estimate=not args.no_estimate,
-            dry_run=args.dry_run,
-            granularity=args.granularity,
-            chunking=args.chunking,
-            late=args.late,
-        )
+        results = evaluate_model(model, spec)
     except KeyboardInterrupt:
         print(
             f"\ninterrupted: finished chunks are cached; run the same command again to resume "
-            f"(a finished {output / RESULTS_FILE} is never replaced by an unfinished run)",
+            f"(a finished {Path(output) / RESULTS_FILE} is never replaced by an unfinished run)",
             file=sys.stderr,
         )
         return 130
-    if args.dry_run:
+    if spec.dry_run:
         return 0
     print(results_summary(results))
     print(f"wrote {Path(output) / RESULTS_FILE}")
@@ -112,3 +79,22 @@ def run(args: argparse.Namespace) -> int:
         print("longembed eval: no task could run (see 'skipped' above)", file=sys.stderr)
         return 1
     return 0
+
+
+def _model(args: argparse.Namespace, spec: EvalSpec) -> BM25Model | LongContextEncoder:
+    """BM25 for ``--model bm25`` (noting the encoder flags it ignores), else the encoder, loaded lazily:
+    its weights load at the first vector to compute, so a fully cached rerun never reads them."""
+    if args.model == "bm25":
+        ignored = given_encoder_flags(args) + [
+            flag for flag, used in (
+                ("--query-temperature", spec.query_temperature is not None),
+                ("--document-temperature", spec.document_temperature is not None),
+            ) if used
+        ]
+        if ignored:
+            print(f"note: {', '.join(ignored)} ignored for --model bm25 (it has no encoder)")
+        return BM25Model()
+    model = load_encoder(args.model, method=args.method, max_length=args.max_length, device=args.device,
+                         lazy=True, **encoder_options(args))
+    print(repr(model))
+    return model

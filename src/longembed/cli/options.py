@@ -107,33 +107,95 @@ def comma_list(item_type: type) -> Callable[[str], tuple]:
     return parse
 
 
-def add_settings_arguments(group: Any, settings: type) -> None:
+def add_settings_arguments(target: Any, settings: type, groups: dict[str, Any] | None = None) -> None:
     """One flag per field of the dataclass ``settings`` (``max_batch_tokens`` -> ``--max-batch-tokens``),
     with the field's default and its metadata's help, choices and metavar; a bool is a switch, a tuple
-    a comma-separated list.  :func:`settings_from_args` builds the dataclass back from the flags."""
+    a comma-separated list.  :func:`settings_from_args` builds the dataclass back from the flags.
+
+    More metadata, for the run specs (:class:`~longembed.evaluation.spec.EvalSpec`, ...): ``flags`` (the
+    option strings, when not ``--field-name``), ``flag=False`` (not a flag of its own: the encoder's
+    flags or the caller set it), ``negate`` (a True-by-default bool whose flag turns it off, e.g.
+    ``--no-cache``), ``switches`` (``{"--late": True, "--naive": False}``: mutually exclusive flags
+    setting one value), ``list`` (comma- or space-separated values; ints may be written 4k),
+    ``type``, ``required``, ``show_default`` (False: the help already says it) and ``group`` (the
+    argument group, made once in ``groups`` or taken from it)."""
     hints = typing.get_type_hints(settings)
+    groups = {} if groups is None else groups
     for field in dataclasses.fields(settings):
-        meta, base = field.metadata, _base_type(hints[field.name])
-        kwargs: dict[str, Any] = {"dest": field.name, "default": field.default}
-        if base is bool:
-            kwargs["action"] = "store_true"
-        elif typing.get_origin(base) is tuple:
-            kwargs["type"] = comma_list(typing.get_args(base)[0])
-        else:
-            kwargs["type"] = base
-        if meta.get("choices"):
-            kwargs["choices"] = list(meta["choices"])
-        if meta.get("metavar"):
-            kwargs["metavar"] = meta["metavar"]
-        shown = "" if field.default in (None, (), False) else f" (default: {field.default})"
-        kwargs["help"] = meta["help"] + shown
-        group.add_argument("--" + field.name.replace("_", "-"), **kwargs)
+        meta = field.metadata
+        if not meta.get("flag", True):
+            continue
+        name = meta.get("group")
+        if name is not None and name not in groups:
+            groups[name] = target.add_argument_group(name)
+        group = target if name is None else groups[name]
+        if meta.get("switches"):
+            _add_switches(group, field)
+            continue
+        flags = meta.get("flags") or ("--" + field.name.replace("_", "-"),)
+        group.add_argument(*flags, **_flag_options(field, _base_type(hints[field.name])))
+
+
+def _flag_options(field: dataclasses.Field, base: Any) -> dict[str, Any]:
+    """argparse keyword arguments of one settings field (see :func:`add_settings_arguments`)."""
+    meta = field.metadata
+    default = field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
+    kwargs: dict[str, Any] = {"dest": field.name, "default": default}
+    if meta.get("negate"):
+        kwargs["action"] = "store_false"
+    elif base is bool:
+        kwargs["action"] = "store_true"
+    elif meta.get("list"):
+        kwargs.update(nargs=meta.get("nargs", "+"), type=meta.get("type", str))
+    elif typing.get_origin(base) is tuple:
+        kwargs["type"] = comma_list(typing.get_args(base)[0])
+    else:
+        kwargs["type"] = meta.get("type", base)
+    for key in ("choices", "metavar", "required", "nargs"):
+        if meta.get(key) is not None:
+            kwargs[key] = list(meta[key]) if key == "choices" else meta[key]
+    shown = "" if field.default in (None, (), False) or not meta.get("show_default", True) else (
+        f" (default: {field.default})"
+    )
+    kwargs["help"] = meta["help"] + shown
+    if kwargs.get("required"):
+        kwargs.pop("default")
+    return kwargs
+
+
+def _add_switches(group: Any, field: dataclasses.Field) -> None:
+    """Mutually exclusive flags that each set the field to one value (``--late`` / ``--naive``)."""
+    exclusive = group.add_mutually_exclusive_group()
+    for flag, (value, help) in field.metadata["switches"].items():
+        exclusive.add_argument(flag, dest=field.name, action="store_const", const=value, default=field.default,
+                               help=help)
 
 
 def settings_from_args(settings: type, args: argparse.Namespace, **overrides: Any) -> Any:
-    """The dataclass ``settings`` from the flags :func:`add_settings_arguments` added (``overrides`` win)."""
-    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(settings)}
+    """The dataclass ``settings`` from the flags :func:`add_settings_arguments` added (``overrides`` win;
+    fields without a flag keep their default unless ``args`` has them, as ``--batch-size``)."""
+    hints = typing.get_type_hints(settings)
+    values: dict[str, Any] = {}
+    for field in dataclasses.fields(settings):
+        if field.name in overrides or not hasattr(args, field.name):
+            continue
+        value = getattr(args, field.name)
+        if field.metadata.get("list") and value is not None:
+            value = _list_value(value, hints[field.name])
+        values[field.name] = value
     return settings(**{**values, **overrides})
+
+
+def _list_value(values: list[Any], annotation: Any) -> list[Any]:
+    """``["a,b", "c"]`` -> ["a", "b", "c"]; items of an int list parsed as lengths (4k = 4096)."""
+    items = [v for value in values for v in (value.split(",") if isinstance(value, str) else [value])]
+    items = [v.strip() if isinstance(v, str) else v for v in items]
+    items = [v for v in items if v != ""]
+    base = _base_type(annotation)
+    item_type = (typing.get_args(base) or (str,))[0]
+    if item_type is int:
+        return [parse_length(v) if isinstance(v, str) else int(v) for v in items]
+    return items
 
 
 @dataclass(frozen=True)

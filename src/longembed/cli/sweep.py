@@ -16,54 +16,16 @@ Writes OUTPUT/sweep.json (``longembed.evaluation.sweep``), sweep.md and sweep.pn
 from __future__ import annotations
 
 import argparse
-import itertools
+import dataclasses
 from pathlib import Path
-from typing import Any
 
 from longembed.cli.model_defaults import resolve_method
-from longembed.cli.options import (
-    default_output,
-    encoder_options,
-    existing_folder,
-    parse_lengths,
-    split_list,
-)
+from longembed.cli.options import default_output, encoder_options, existing_folder, settings_from_args
 from longembed.evaluation.runner import default_data_dir
 from longembed.evaluation.sweep import sweep_temperature
+from longembed.evaluation.sweep_spec import SweepSpec
 from longembed.report.sweep import sweep_tables, write_sweep_report
 from longembed.results import SWEEP_FILE
-
-#: The paper's range without its extreme 0.1 (section 5.1: {0.1, 0.5, 0.6, ..., 1.0}).
-
-
-
-
-def build_candidates(
-    temperatures: list[float],
-    query_temperatures: list[float] | None = None,
-    document_temperatures: list[float] | None = None,
-    decays: list[float] | None = None,
-    decay_reference: int = 512,
-) -> list[dict[str, Any]]:
-    """Candidate settings from the command-line lists (duplicates are dropped later by the sweep).
-
-    One candidate per --temperatures value; the query x document grid when either per-side list is
-    given; one length-aware candidate per (decay, temperature).
-    """
-    candidates: list[dict[str, Any]] = [{"temperature": t} for t in temperatures]
-    if query_temperatures is not None or document_temperatures is not None:
-        queries = query_temperatures or temperatures
-        documents = document_temperatures or temperatures
-        candidates += [
-            {"query_temperature": q, "document_temperature": d}
-            for q, d in itertools.product(queries, documents)
-        ]
-    for decay in decays or ():
-        candidates += [
-            {"temperature": t, "temperature_decay": decay, "temperature_reference": decay_reference}
-            for t in temperatures
-        ]
-    return candidates
 
 
 def run(args: argparse.Namespace) -> int:
@@ -71,38 +33,12 @@ def run(args: argparse.Namespace) -> int:
     resolve_method(args)
     if args.model == "bm25":
         raise ValueError("--model bm25 has no attention temperature: sweep an embedding model")
-    score_tasks = split_list(args.score_tasks) or []
-    lengths = parse_lengths(args.lengths)
-    data_dir = existing_folder(args.data_dir if args.data_dir is not None else default_data_dir(), "--data-dir")
-    output = args.output or Path(f"{default_output(args.model, args.method, args.max_length)}-sweep")
-    candidates = build_candidates(
-        args.temperatures,
-        args.query_temperatures,
-        args.document_temperatures,
-        args.decays,
-        args.decay_reference,
-    )
-    sweep = sweep_temperature(
-        args.model,
-        method=args.method,
-        max_length=args.max_length,
-        encoder_options=encoder_options(args),
-        candidates=candidates,
-        select_task=args.select_task.strip(),
-        score_tasks=score_tasks,
-        data_dir=data_dir,
-        lengths=lengths,
-        output_dir=output,
-        cache_dir=args.cache_dir,
-        use_cache=not args.no_cache,
-        batch_size=args.batch_size,
-        query_prompt=args.query_prompt,
-        document_prompt=args.document_prompt,
-        report_all=args.report_all,
-        tie_tolerance=args.tie_tolerance,
-        device=args.device,
-        estimate=args.estimate,
-    )
+    spec = settings_from_args(SweepSpec, args)
+    data_dir = existing_folder(spec.data_dir if spec.data_dir is not None else default_data_dir(), "--data-dir")
+    output = spec.output_dir or Path(f"{default_output(args.model, args.method, args.max_length)}-sweep")
+    spec = dataclasses.replace(spec, data_dir=data_dir, output_dir=output)
+    sweep = sweep_temperature(args.model, spec, method=args.method, max_length=args.max_length,
+                              encoder_options=encoder_options(args), device=args.device)
     written = write_sweep_report(sweep, output)
     print()
     print(sweep_tables(sweep))

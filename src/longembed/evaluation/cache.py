@@ -1,5 +1,8 @@
 """On-disk embedding cache of the benchmark: a killed run resumes, a finished run reruns in seconds.
 
+This module is the storage format; what one encode call does with it (look up, encode the missing
+texts in chunks, store them) is :mod:`longembed.evaluation.cached_encoding`.
+
 Layout (everything under one root, by default ``$LONGEMBED_CACHE_DIR`` or
 ``~/.cache/longembed/embeddings``)::
 
@@ -30,8 +33,7 @@ import hashlib
 import json
 import logging
 import os
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -136,7 +138,7 @@ class CacheNamespace:
     ) -> Path:
         """Store ``vectors`` (one row per key, or one (chunks, dim) matrix per key) and their token
         counts as a new part, atomically."""
-        stacked, rows = _stack_entries(vectors)
+        stacked, rows = stack_entries(vectors)
         if len(rows if rows is not None else stacked) != len(keys) or len(tokens) != len(keys):
             raise ValueError(f"{len(keys)} keys, {len(tokens)} token counts and vectors of shape {stacked.shape}")
         self._write_fingerprint()
@@ -195,7 +197,7 @@ class CacheNamespace:
                 yield shard
 
 
-def _stack_entries(vectors: np.ndarray | Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray | None]:
+def stack_entries(vectors: np.ndarray | Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray | None]:
     """(the rows as one float32 (n, dim) array, rows per entry or None when every entry is one vector)."""
     if isinstance(vectors, np.ndarray) and vectors.ndim == 2:
         return np.ascontiguousarray(vectors, dtype=np.float32), None
@@ -260,142 +262,3 @@ class EmbeddingCache:
 
     def __repr__(self) -> str:
         return f"EmbeddingCache({str(self.root)!r})"
-
-
-@dataclass
-class CachedEncoding:
-    """The result of :func:`encode_cached`: vectors in input order, plus what it cost.
-
-    For chunked documents ``vectors`` holds every text's chunk vectors one after another and ``rows``
-    how many each text has (None: one vector per text).
-    """
-
-    vectors: np.ndarray
-    tokens: np.ndarray
-    n_unique: int
-    n_cached: int
-    n_encoded: int
-    encode_seconds: float
-    rows: np.ndarray | None = None
-
-    def owners(self) -> np.ndarray:
-        """For each row of ``vectors``, the index of its text."""
-        counts = np.ones(len(self.tokens), dtype=np.int64) if self.rows is None else self.rows
-        return np.repeat(np.arange(len(counts)), counts)
-
-
-def plan_chunks(lengths: Sequence[int], chunk_size: int, chunk_chars: int) -> list[tuple[int, int]]:
-    """Split a list of texts (given their lengths) into [start, end) chunks.
-
-    At most ``chunk_size`` texts and, past the first text, at most ``chunk_chars`` characters per
-    chunk. Greedy from the start, so the chunks of a suffix that begins at a chunk boundary are the
-    same as in the full list: a resumed run encodes exactly the batches an uninterrupted run would.
-    """
-    chunks: list[tuple[int, int]] = []
-    start = 0
-    while start < len(lengths):
-        end, chars = start, 0
-        while end < len(lengths) and end - start < chunk_size and (end == start or chars + lengths[end] <= chunk_chars):
-            chars += lengths[end]
-            end += 1
-        chunks.append((start, end))
-        start = end
-    return chunks
-
-
-def encode_cached(
-    texts: Sequence[str],
-    encode: Callable[[list[str]], np.ndarray | list[np.ndarray]],
-    count_tokens: Callable[[list[str]], list[int]],
-    namespace: CacheNamespace | None,
-    shard: str,
-    chunk_size: int = 64,
-    chunk_chars: int = 200_000,
-    progress: Callable[[int], None] | None = None,
-    keys: Sequence[str] | None = None,
-) -> CachedEncoding:
-    """Vectors of ``texts`` (in order), from the cache where possible, encoding the rest in chunks.
-
-    ``encode`` returns one vector per text, or one (chunks, dim) matrix per text (chunked documents).
-    ``keys`` replaces the texts' own keys (:func:`text_key`) when a vector depends on more than the
-    text (e.g. the chunk spans a task gives).
-
-    Identical texts are encoded once. Missing texts are sorted by length (longest first, ties by
-    key: deterministic) and encoded in chunks (:func:`plan_chunks`); each chunk is written to the
-    cache as soon as it is done, so a run killed mid-way loses at most one chunk. With
-    ``namespace=None`` nothing is read or written. ``progress(n)`` is called after each chunk.
-    """
-    keys = [text_key(t) for t in texts] if keys is None else list(keys)
-    if len(keys) != len(texts):
-        raise ValueError(f"{len(keys)} keys for {len(texts)} texts")
-    unique: dict[str, str] = {}
-    for key, text in zip(keys, texts, strict=True):
-        unique.setdefault(key, text)
-    entries = namespace.load(shard) if namespace is not None else ShardEntries()
-    cached = {k for k in unique if k in entries}
-    missing = sorted((k for k in unique if k not in cached), key=lambda k: (-len(unique[k]), k))
-    if progress is not None and cached:
-        progress(sum(1 for k in keys if k in cached))
-
-    computed = ShardEntries()
-    seconds = 0.0
-    for start, end in plan_chunks([len(unique[k]) for k in missing], chunk_size, chunk_chars):
-        chunk_keys = missing[start:end]
-        chunk_texts = [unique[k] for k in chunk_keys]
-        began = time.perf_counter()
-        encoded = encode(chunk_texts)
-        seconds += time.perf_counter() - began
-        vectors = (
-            np.asarray(encoded, dtype=np.float32) if isinstance(encoded, np.ndarray)
-            else [np.asarray(e, dtype=np.float32) for e in encoded]
-        )
-        if len(vectors) != len(chunk_texts):
-            raise ValueError(f"the encoder returned {len(vectors)} vectors for {len(chunk_texts)} texts")
-        tokens = count_tokens(chunk_texts)
-        if namespace is not None:
-            namespace.add(shard, chunk_keys, vectors, tokens)
-        for i, key in enumerate(chunk_keys):
-            computed.vectors[key] = vectors[i]
-            computed.tokens[key] = int(tokens[i])
-        if progress is not None:
-            done = set(chunk_keys)
-            progress(sum(1 for k in keys if k in done))
-    if namespace is not None and missing:
-        namespace.compact(shard)
-
-    def lookup(key: str) -> tuple[np.ndarray, int]:
-        source = computed if key in computed else entries
-        return source.vectors[key], source.tokens[key]
-
-    found = [lookup(k) for k in keys]
-    vectors, rows = _stack_entries([entry for entry, _ in found])
-    return CachedEncoding(
-        vectors=vectors,
-        tokens=np.asarray([count for _, count in found], dtype=np.int64),
-        n_unique=len(unique),
-        n_cached=len(cached),
-        n_encoded=len(missing),
-        encode_seconds=seconds,
-        rows=rows,
-    )
-
-
-def count_missing(
-    texts: Sequence[str], namespace: CacheNamespace | None, shard: str, keys: Sequence[str] | None = None
-) -> tuple[int, list[str]]:
-    """(number of distinct texts already cached, the distinct texts that are not), for estimates;
-    ``keys`` as in :func:`encode_cached`."""
-    entries = namespace.load(shard) if namespace is not None else ShardEntries()
-    seen: set[str] = set()
-    missing: list[str] = []
-    n_cached = 0
-    for index, text in enumerate(texts):
-        key = text_key(text) if keys is None else keys[index]
-        if key in seen:
-            continue
-        seen.add(key)
-        if key in entries:
-            n_cached += 1
-        else:
-            missing.append(text)
-    return n_cached, missing

@@ -26,16 +26,12 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from longembed.config import check_temperature
-from longembed.evaluation.cache import (
-    CachedEncoding,
-    CacheNamespace,
-    EmbeddingCache,
-    count_missing,
-    encode_cached,
-    text_key,
-)
+from longembed.config import EncoderConfig, check_temperature
+from longembed.encoder_protocol import Encoder, check_encoder
+from longembed.evaluation.cache import CacheNamespace, EmbeddingCache, text_key
+from longembed.evaluation.cached_encoding import CachedEncoding, count_missing, encode_cached
 from longembed.evaluation.provenance import cache_fingerprint, library_versions, model_identity
+from longembed.loading import ModelSource
 from longembed.tasks.base import WORDS_PER_TOKEN
 
 
@@ -48,12 +44,17 @@ def accepts_keyword(function: Callable, name: str) -> bool:
     return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
+def _delegated(name: str) -> Any:
+    """A read-only attribute answered by the wrapped encoder (``self.encoder``)."""
+    return property(lambda self: getattr(self.encoder, name), doc=f"The wrapped encoder's ``{name}``.")
+
+
 class CachedEncoder:
     """Encodes through an on-disk cache; uncached (with a note) when the model has no folder."""
 
     def __init__(
         self,
-        encoder: Any,
+        encoder: Encoder,
         cache_dir: str | Path | None = None,
         *,
         use_cache: bool = True,
@@ -63,11 +64,9 @@ class CachedEncoder:
         show_progress: bool = True,
         log: Callable[[str], None] | None = print,
     ):
-        if not callable(getattr(encoder, "encode", None)):
-            raise TypeError(f"{type(encoder).__name__} has no encode(): not an encoder")
         if batch_size < 1 or chunk_size < 1:
             raise ValueError("batch_size and chunk_size must be positive")
-        self.encoder = encoder
+        self.encoder = check_encoder(encoder)
         self.batch_size = batch_size
         self.chunk_size = chunk_size
         self.show_progress = show_progress
@@ -79,12 +78,31 @@ class CachedEncoder:
             self.cache = EmbeddingCache(cache_dir)
         elif use_cache and log is not None:
             log("embedding cache disabled: this encoder has no model folder to identify it by")
-        self.tokenizer = getattr(encoder, "tokenizer", None)
-        config = getattr(encoder, "config", None)
-        self.configured_temperature = float(getattr(config, "temperature", 1.0))
+        self.configured_temperature = float(encoder.config.temperature)
         self._per_call_temperature = accepts_keyword(encoder.encode, "temperature")
         self._namespaces: dict[tuple, CacheNamespace | None] = {}
         self._token_memo: dict[tuple[str, str], int] = {}
+
+    # ------------------------------------------------------------------ the Encoder protocol
+    # what a runner reads of an encoder, delegated to the wrapped one; encode and encode_chunks
+    # below take a cache shard and return a CachedEncoding
+    config: EncoderConfig = _delegated("config")
+    tokenizer: Any = _delegated("tokenizer")
+    prompts: dict[str, str] = _delegated("prompts")
+    source: ModelSource | None = _delegated("source")
+    device: Any = _delegated("device")
+    method: str = _delegated("method")
+    position_scheme: str = _delegated("position_scheme")
+    max_length: int = _delegated("max_length")
+    original_length: int = _delegated("original_length")
+    pooling: str = _delegated("pooling")
+    normalize: bool = _delegated("normalize")
+
+    def resolve_prompt(self, prompt: str | None = None, prompt_name: str | None = None) -> str:
+        return self.encoder.resolve_prompt(prompt, prompt_name)
+
+    def retrieval_prompts(self) -> dict[str, str]:
+        return self.encoder.retrieval_prompts()
 
     # ------------------------------------------------------------------ keys
     def temperature(self, value: float | None, name: str = "temperature") -> float:
@@ -204,8 +222,6 @@ class CachedEncoder:
         """
         if (chunking is None) == (spans is None):
             raise ValueError("give exactly one of chunking and spans")
-        if not callable(getattr(self.encoder, "encode_chunks", None)):
-            raise TypeError(f"{type(self.encoder).__name__} has no encode_chunks(): it cannot embed chunks")
         tau = self.temperature(temperature)
         keys = None if spans is None else chunk_keys(texts, spans)
         spans_of = {} if spans is None else {text_key(t): list(s) for t, s in zip(texts, spans, strict=True)}

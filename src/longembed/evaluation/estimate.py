@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from longembed.encoder_protocol import Encoder
 from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.results import Estimate, SideEstimate, UnitEstimate
 from longembed.tasks.base import WORDS_PER_TOKEN
@@ -48,7 +49,7 @@ def fit_cost_model(n1: int, t1: float, n2: int, t2: float, samples: list[dict[st
     return CostModel(a, b, 0.0, samples)
 
 
-def measure_cost_model(encoder: Any, batch_size: int) -> CostModel:
+def measure_cost_model(encoder: Encoder, batch_size: int) -> CostModel:
     """Time a warm-up on this machine and fit seconds per sequence.
 
     Two batched measurements, as the encoder batches real inputs: min(batch_size, 8) inputs of
@@ -57,9 +58,8 @@ def measure_cost_model(encoder: Any, batch_size: int) -> CostModel:
     (thread pools, lazy initialisation) out of the fit.  Costs about 8 x t(512) + 2 x t(2048): ~1.5 s
     for MiniLM, ~10 s for nomic on 2 CPU cores.
     """
-    cap = int(getattr(encoder, "max_length", 512) or 512)
-    original = int(getattr(encoder, "original_length", cap) or cap)
-    long_cap = original if getattr(encoder, "method", None) == "pcw" else cap
+    cap, original = encoder.max_length, encoder.original_length
+    long_cap = original if encoder.method == "pcw" else cap
     n1, n2 = min(512, cap), min(long_cap, 2048)
     k1 = max(1, min(batch_size, 8))
 
@@ -85,13 +85,11 @@ def filler_text(n_tokens: int) -> str:
     return " ".join(["hello"] * max(n_tokens - 2, 1))
 
 
-def document_seconds(n_tokens: int, encoder: Any, model: CostModel) -> float:
+def document_seconds(n_tokens: int, encoder: Encoder, model: CostModel) -> float:
     """Estimated seconds for one input of ``n_tokens``: truncated to Lt; pcw splits into Lo windows."""
-    cap = int(getattr(encoder, "max_length", n_tokens) or n_tokens)
-    n = min(n_tokens, cap)
-    original = int(getattr(encoder, "original_length", n) or n)
-    if getattr(encoder, "method", None) == "pcw" and n > original:
-        windows = math.ceil(n / original)
+    n = min(n_tokens, encoder.max_length)
+    if encoder.method == "pcw" and n > encoder.original_length:
+        windows = math.ceil(n / encoder.original_length)
         return windows * model.seconds(n / windows)
     return model.seconds(n)
 

@@ -20,6 +20,7 @@ import torch
 import transformers
 
 import longembed
+from longembed.encoder_protocol import Encoder
 from longembed.evaluation.cache import CACHE_FORMAT
 from longembed.loading import DEFAULT_MODEL, default_model_path
 
@@ -68,16 +69,15 @@ def model_folder(model: str | Path) -> Path | None:
     return path.resolve() if path.is_dir() else None
 
 
-def model_identity(encoder: Any) -> dict[str, Any] | None:
+def model_identity(encoder: Encoder) -> dict[str, Any] | None:
     """A cheap, identifying description of the model behind ``encoder`` (None if unknown).
 
     Every file of the model folder (hidden ones excluded): size and sha256 (whole for files up to
     2 MiB, first and last MiB for larger ones such as the weights), and mtime. The folder path and the
     mtimes are recorded but are not part of the cache key (a copied folder stays warm).
     """
-    config = getattr(encoder, "config", None)
-    source = getattr(encoder, "source", None)
-    folder = model_folder(config.model) if config is not None else None
+    source = encoder.source
+    folder = model_folder(encoder.config.model)
     if folder is None and source is not None:
         transformer = Path(source.transformer_path)
         folder = transformer.parent if (transformer.parent / "modules.json").is_file() else transformer
@@ -88,7 +88,7 @@ def model_identity(encoder: Any) -> dict[str, Any] | None:
         rel = path.relative_to(folder)
         if path.is_file() and not any(part.startswith(".") for part in rel.parts):
             files[rel.as_posix()] = hash_file(path)
-    return {"name": getattr(source, "name", str(folder)), "path": str(folder), "files": files}
+    return {"name": str(folder) if source is None else source.name, "path": str(folder), "files": files}
 
 
 def code_fingerprint() -> str:
@@ -125,20 +125,26 @@ def package_version(name: str) -> str | None:
         return None
 
 
-def encoder_device(encoder: Any) -> str:
-    """The device type an encoder runs on ("cpu", "cuda", ...; "unknown" if it does not say)."""
-    device = getattr(encoder, "device", None)
-    return getattr(device, "type", str(device)) if device is not None else "unknown"
+def encoder_device(encoder: Encoder) -> str:
+    """The device type an encoder runs on ("cpu", "cuda", ...)."""
+    device = encoder.device
+    return device.type if isinstance(device, torch.device) else str(device)
 
 
-def resolved_settings(encoder: Any) -> dict[str, Any]:
+def resolved_settings(encoder: Encoder) -> dict[str, Any]:
     """What the encoder made of its config (detected scheme, Lo, Lt, pooling, normalization)."""
-    names = ("method", "position_scheme", "original_length", "max_length", "pooling", "normalize")
-    return {name: getattr(encoder, name) for name in names if hasattr(encoder, name)}
+    return {
+        "method": encoder.method,
+        "position_scheme": encoder.position_scheme,
+        "original_length": encoder.original_length,
+        "max_length": encoder.max_length,
+        "pooling": encoder.pooling,
+        "normalize": encoder.normalize,
+    }
 
 
 def cache_fingerprint(
-    encoder: Any,
+    encoder: Encoder,
     identity: dict[str, Any],
     prompt: str,
     temperature: float,
@@ -155,8 +161,7 @@ def cache_fingerprint(
     for reusing vectors across code edits known not to change them (e.g. while developing).
     ``quantity`` names what is cached when it is not the embedding itself (e.g. sigma_a).
     """
-    config = getattr(encoder, "config", None)
-    config_dict = config.to_dict() if config is not None and hasattr(config, "to_dict") else {}
+    config_dict = encoder.config.to_dict()
     fingerprint = {
         "format": CACHE_FORMAT,
         "model_files": {

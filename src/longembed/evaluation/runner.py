@@ -25,13 +25,16 @@ What one run does, and where each step lives:
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import os
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from longembed.encoder_protocol import Encoder, retrieval_prompts
 from longembed.evaluation.bm25 import BM25Model
 from longembed.evaluation.cached_encoder import CachedEncoder, chunk_keys, chunk_quantity
 from longembed.evaluation.estimate import SideToEncode, estimate_cost
@@ -52,7 +55,9 @@ from longembed.evaluation.scoring import (
     task_result,
     task_summary,
 )
-from longembed.results import RunConfig, RunFolder, RunResults, UnitResult
+from longembed.evaluation.spec import EvalSpec
+from longembed.loading import ModelSource
+from longembed.results import RunConfig, RunFolder, RunResults
 from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS, Task, get_task
 
 DATA_DIR_ENV = "LONGEMBED_DATA_DIR"
@@ -64,11 +69,10 @@ def default_data_dir() -> Path | None:
     return Path(env).expanduser() if env else None
 
 
-def default_prompts(encoder: Any) -> dict[str, str]:
-    """The model's prompts named "query" and "document" (or "passage"); "" where it has none."""
-    prompts = getattr(encoder, "prompts", None) or {}
-    document = prompts.get("document", prompts.get("passage", ""))
-    return {"query": prompts.get("query", ""), "document": document}
+def default_prompts(encoder: Encoder | ModelSource) -> dict[str, str]:
+    """The prompts queries and documents get by default: the model's "query" and "document" (or
+    "passage") prompts, "" where it has none (:func:`longembed.encoder_protocol.retrieval_prompts`)."""
+    return retrieval_prompts(encoder.prompts)
 
 
 def resolve_tasks(tasks: Sequence[str | Task] | str | None) -> list[Task]:
@@ -119,34 +123,21 @@ def _bm25_config(model: BM25Model) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def evaluate_model(
-    model: Any,
-    tasks: Sequence[str | Task] | str | None = None,
+    model: Encoder | CachedEncoder | BM25Model,
+    tasks: EvalSpec | Sequence[str | Task] | str | None = None,
     data_dir: str | Path | None = None,
     lengths: Sequence[int] | None = None,
     output_dir: str | Path | None = None,
-    *,
-    query_prompt: str | None = None,
-    document_prompt: str | None = None,
-    query_temperature: float | None = None,
-    document_temperature: float | None = None,
-    batch_size: int = 16,
-    cache_dir: str | Path | None = None,
-    use_cache: bool = True,
-    chunk_size: int = 64,
-    cache_includes_code: bool = True,
-    estimate: bool = True,
-    dry_run: bool = False,
-    show_progress: bool = True,
-    log: Callable[[str], None] | None = print,
-    granularity: str = "document",
-    chunking: str = "tokens:256",
-    late: bool = True,
+    **options: Any,
 ) -> RunResults:
     """Evaluate an encoder (or :class:`BM25Model`) on LongEmbed tasks; returns the typed results.
 
-    model:       a ``LongContextEncoder`` (or any object with the same ``encode``; ``config``, ``source``,
-                 ``tokenizer`` and ``prompts`` are used when present), a :class:`CachedEncoder` around
-                 one, or a ``BM25Model``.
+    Called as ``evaluate_model(encoder, spec)`` with an :class:`~longembed.evaluation.spec.EvalSpec`, or
+    with its fields as arguments (``evaluate_model(encoder, ["passkey"], lengths=[256], batch_size=8)``;
+    given with a spec, they replace its fields).
+
+    model:       an :class:`~longembed.encoder_protocol.Encoder` (a ``LongContextEncoder``), a
+                 :class:`CachedEncoder` around one, or a ``BM25Model``.
     tasks:       task names or Task objects (default ``DEFAULT_TASKS``); a task whose data is missing
                  is skipped and listed under ``skipped``.
     data_dir:    the data folder (None: tasks that need data are skipped; the CLI reads
@@ -165,112 +156,152 @@ def evaluate_model(
                  edit of the encoder invalidates it; False keys on the version only.
     estimate:    time a warm-up to estimate seconds (counts and cache hits are always reported).
     dry_run:     stop after the estimate (nothing encoded, nothing written).
-    log:         where progress lines go (None: silent).
+    batch_size, show_progress: passed to the encoder; log: where progress lines go (None: silent).
     granularity: "document" (one vector per document) or "chunks" (a document scores its best chunk;
                  :class:`~longembed.evaluation.scoring.Granularity`), with ``chunking`` ("tokens:256",
                  "tokens:256:32", "sentences:4") and ``late`` (late chunking; False: naive chunking).
     """
-    say = log or (lambda _message: None)
     started = time.perf_counter()
-    if batch_size < 1 or chunk_size < 1:
-        raise ValueError("batch_size and chunk_size must be positive")
-    level = Granularity(granularity, chunking, late)
-    task_objects = resolve_tasks(tasks)
-    length_list = resolve_lengths(lengths)
-    data_path = Path(data_dir).expanduser() if data_dir is not None else None
-    versions = library_versions()
+    spec = _spec_of(tasks, data_dir, lengths, output_dir, options)
+    plan = plan_run(model, spec)
+    if spec.dry_run:
+        return plan.results
+    return run_plan(plan, started)
 
+
+def _spec_of(
+    tasks: EvalSpec | Sequence[str | Task] | str | None,
+    data_dir: str | Path | None,
+    lengths: Sequence[int] | None,
+    output_dir: str | Path | None,
+    options: dict[str, Any],
+) -> EvalSpec:
+    """The run's spec: the one given (its fields replaced by any argument given too), or one built
+    from the arguments."""
+    named = {"data_dir": data_dir, "lengths": lengths, "output_dir": output_dir}
+    if not isinstance(tasks, EvalSpec):
+        return EvalSpec(tasks=tasks, **named, **options)
+    return dataclasses.replace(tasks, **{k: v for k, v in named.items() if v is not None}, **options)
+
+
+@dataclass
+class RunPlan:
+    """Everything a run does, decided before the first vector: what scores, which units, the sides'
+    prompts and taus, and the results (config, versions, estimate) that the loop fills in."""
+
+    spec: EvalSpec
+    scorer: CachedEncoder | BM25Model
+    tasks: list[Task]
+    lengths: list[int]
+    level: Granularity
+    sides: dict[str, Side]
+    max_length: int | None
+    units: list[Unit]
+    results: RunResults
+    say: Callable[[str], None]
+
+
+def plan_run(model: Encoder | CachedEncoder | BM25Model, spec: EvalSpec) -> RunPlan:
+    """Resolve tasks and lengths, describe the run (config, versions), load the units, estimate the cost."""
+    say = spec.log or (lambda _message: None)
+    level = Granularity(spec.granularity, spec.chunking, spec.late)
+    task_objects, length_list = resolve_tasks(spec.tasks), resolve_lengths(spec.lengths)
+    data_path = Path(spec.data_dir).expanduser() if spec.data_dir is not None else None
+    described = RunConfig(encoder={}, tasks=[t.metadata.name for t in task_objects], lengths=length_list,
+                          data_dir=None if data_path is None else str(data_path))
+    versions = library_versions()
     if isinstance(model, BM25Model):
         if level.chunked:
             raise ValueError("BM25 scores whole documents: granularity='chunks' needs an encoder")
         scorer: CachedEncoder | BM25Model = model
-        encoder_config, versions["model"] = _bm25_config(model)
-        sides: dict[str, Side] = {}
-        max_length = None
-        config = RunConfig(encoder=encoder_config, tasks=[t.metadata.name for t in task_objects],
-                           lengths=length_list, data_dir=None if data_path is None else str(data_path),
-                           similarity="bm25")
+        sides, max_length = {}, None
+        described.encoder, versions["model"] = _bm25_config(model)
+        described.similarity = "bm25"
     else:
-        if isinstance(model, CachedEncoder):
-            cached = model
-        else:
-            cached = CachedEncoder(model, cache_dir, use_cache=use_cache, include_code=cache_includes_code,
-                                   batch_size=batch_size, chunk_size=chunk_size, show_progress=show_progress,
-                                   log=log)
-        scorer, encoder = cached, cached.encoder
-        encoder_settings = getattr(encoder, "config", None)
-        versions["model"] = cached.identity or {"name": type(encoder).__name__, "files": None}
-        versions["device"] = encoder_device(encoder)
-        max_length = getattr(encoder, "max_length", None)
-        prompts = default_prompts(encoder)
-        sides = {
-            "queries": Side("queries", prompts["query"] if query_prompt is None else query_prompt,
-                            cached.temperature(query_temperature, "query temperature")),
-            "documents": Side("documents", prompts["document"] if document_prompt is None else document_prompt,
-                              cached.temperature(document_temperature, "document temperature")),
-        }
-        namespaces = {s.name: cached.namespace(s.prompt, s.temperature) for s in sides.values()}
-        config = RunConfig(
-            encoder=encoder_settings.to_dict() if hasattr(encoder_settings, "to_dict")
-            else {"model": type(encoder).__name__},
-            resolved=resolved_settings(encoder),
-            tasks=[t.metadata.name for t in task_objects],
-            lengths=length_list,
-            data_dir=None if data_path is None else str(data_path),
-            prompts={"query": sides["queries"].prompt, "document": sides["documents"].prompt},
-            prompt_source={
-                "query": "argument" if query_prompt is not None else "model",
-                "document": "argument" if document_prompt is not None else "model",
-            },
-            temperatures={"query": sides["queries"].temperature, "document": sides["documents"].temperature},
-            batch_size=cached.batch_size,
-            similarity="cosine",
-            cache_dir=None if cached.cache is None else str(cached.cache.root),
-            cache_namespaces={name: ns.key for name, ns in namespaces.items() if ns is not None},
-            granularity=level.to_dict(),
-        )
-
-    results = RunResults(config=config, created=_dt.datetime.now(tz=_dt.UTC).isoformat(timespec="seconds"),
+        scorer = model if isinstance(model, CachedEncoder) else cached_encoder(model, spec)
+        sides = _sides(scorer, spec)
+        max_length = scorer.max_length
+        _describe_encoder(described, scorer, sides, spec, level)
+        versions["model"] = scorer.identity or {"name": type(scorer.encoder).__name__, "files": None}
+        versions["device"] = encoder_device(scorer)
+    results = RunResults(config=described, created=_dt.datetime.now(tz=_dt.UTC).isoformat(timespec="seconds"),
                          versions=versions)
     units, results.skipped = load_units(task_objects, data_path, length_list, say)
     results.estimate = estimate_cost(
         [(u.label, *_sides_to_encode(u, sides, level)) for u in units],
-        None if isinstance(scorer, BM25Model) else scorer,
-        batch_size,
-        estimate,
-        say,
+        None if isinstance(scorer, BM25Model) else scorer, spec.batch_size, spec.estimate, say,
     )
-    if dry_run:
-        return results
-    folder = RunFolder(output_dir) if output_dir is not None else None
-    if folder is not None:
-        folder.write(results)
+    return RunPlan(spec, scorer, task_objects, length_list, level, sides, max_length, units, results, say)
 
-    by_task: dict[str, list[tuple[Unit, UnitResult]]] = {}
-    for task in task_objects:
+
+def cached_encoder(encoder: Encoder, spec: EvalSpec) -> CachedEncoder:
+    """``encoder`` behind the embedding cache the spec chooses (the runner's, the sweep's and collapse's)."""
+    return CachedEncoder(encoder, spec.cache_dir, use_cache=spec.use_cache, include_code=spec.cache_includes_code,
+                         batch_size=spec.batch_size, chunk_size=spec.chunk_size, show_progress=spec.show_progress,
+                         log=spec.log)
+
+
+def _sides(cached: CachedEncoder, spec: EvalSpec) -> dict[str, Side]:
+    """Queries and documents with their prompts (the spec's, else the model's) and taus."""
+    prompts = cached.retrieval_prompts()
+    query = prompts["query"] if spec.query_prompt is None else spec.query_prompt
+    document = prompts["document"] if spec.document_prompt is None else spec.document_prompt
+    return {
+        "queries": Side("queries", query, cached.temperature(spec.query_temperature, "query temperature")),
+        "documents": Side("documents", document,
+                          cached.temperature(spec.document_temperature, "document temperature")),
+    }
+
+
+def _describe_encoder(
+    config: RunConfig, cached: CachedEncoder, sides: dict[str, Side], spec: EvalSpec, level: Granularity
+) -> None:
+    """Fill in what the run records of an encoder: its config, prompts, taus, cache namespaces."""
+    namespaces = {s.name: cached.namespace(s.prompt, s.temperature) for s in sides.values()}
+    config.encoder = cached.config.to_dict()
+    config.resolved = resolved_settings(cached)
+    config.prompts = {"query": sides["queries"].prompt, "document": sides["documents"].prompt}
+    config.prompt_source = {
+        "query": "argument" if spec.query_prompt is not None else "model",
+        "document": "argument" if spec.document_prompt is not None else "model",
+    }
+    config.temperatures = {"query": sides["queries"].temperature, "document": sides["documents"].temperature}
+    config.batch_size = cached.batch_size
+    config.cache_dir = None if cached.cache is None else str(cached.cache.root)
+    config.cache_namespaces = {name: ns.key for name, ns in namespaces.items() if ns is not None}
+    config.granularity = level.to_dict()
+
+
+def run_plan(plan: RunPlan, started: float) -> RunResults:
+    """Score every unit, task by task, rewriting results.json after each task and at the end."""
+    results = plan.results
+    folder = RunFolder(plan.spec.output_dir, RunResults) if plan.spec.output_dir is not None else None
+    _record(results, folder, plan.lengths, started)
+    for task in plan.tasks:
         name = task.metadata.name
-        task_units = [u for u in units if u.task == name]
+        task_units = [u for u in plan.units if u.task == name]
         if not task_units:
             continue
-        for unit in task_units:
-            by_task.setdefault(name, []).append(
-                (unit, score_unit(unit, scorer, sides, max_length, task.metadata.main_score, level))
-            )
-        results.tasks[name] = task_result(task, by_task[name])
-        say(task_summary(name, results.tasks[name]))
-        results.average, results.average_tasks, results.average_note = average(results.tasks, length_list)
-        results.wall_time_s = round(time.perf_counter() - started, 3)
-        if folder is not None:
-            folder.write(results)
-
-    results.average, results.average_tasks, results.average_note = average(results.tasks, length_list)
+        scored = [
+            (unit, score_unit(unit, plan.scorer, plan.sides, plan.max_length, task.metadata.main_score, plan.level))
+            for unit in task_units
+        ]
+        results.tasks[name] = task_result(task, scored)
+        plan.say(task_summary(name, results.tasks[name]))
+        _record(results, folder, plan.lengths, started)
     results.complete = True
+    _record(results, folder, plan.lengths, started)
+    if folder is not None and folder.backup is not None:
+        plan.say(f"the previous finished results.json (another configuration) was kept as {folder.backup}")
+    return results
+
+
+def _record(results: RunResults, folder: RunFolder | None, lengths: list[int], started: float) -> None:
+    """Update the average and the wall time; write results.json when the run has a folder."""
+    results.average, results.average_tasks, results.average_note = average(results.tasks, lengths)
     results.wall_time_s = round(time.perf_counter() - started, 3)
     if folder is not None:
         folder.write(results)
-        if folder.backup is not None:
-            say(f"the previous finished results.json (another configuration) was kept as {folder.backup}")
-    return results
 
 
 def _sides_to_encode(

@@ -19,8 +19,8 @@ import numpy as np
 
 from longembed.chunking.spans import parse_chunking
 from longembed.evaluation.bm25 import BM25Model
-from longembed.evaluation.cache import CachedEncoding
 from longembed.evaluation.cached_encoder import CachedEncoder
+from longembed.evaluation.cached_encoding import CachedEncoding
 from longembed.evaluation.choices import GRANULARITIES
 from longembed.evaluation.metrics import evaluate_scores
 from longembed.results import CacheUse, Counts, TaskResult, UnitResult

@@ -40,17 +40,23 @@ runner folder per run under ``select/<candidate>/`` and ``score/<candidate>/`` (
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from longembed.encoder import load_encoder
+from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.evaluation.candidates import BASELINE, Candidate, choose, parse_candidates
+from longembed.evaluation.encoders import EncoderFactory
 from longembed.evaluation.provenance import library_versions
-from longembed.evaluation.runner import evaluate_model, resolve_lengths, resolve_tasks
-from longembed.results import RunResults, SweepResults
+from longembed.evaluation.runner import cached_encoder, evaluate_model, resolve_lengths, resolve_tasks
+from longembed.evaluation.spec import EvalSpec
+from longembed.evaluation.sweep_spec import SweepSpec
+from longembed.results import RunConfig, RunResults, SweepResults
 from longembed.results.sweep import (
     SWEEP_FILE,
     AllCandidates,
@@ -73,31 +79,28 @@ NOT_USED_FOR_SELECTION = (
 
 # --------------------------------------------------------------------------- encoders
 class _EncoderPool:
-    """Encoders by (decay, reference): the shared constant-tau encoder is kept; of the decay encoders
-    at most two are alive, the one of the best candidate so far (pinned, so the chosen candidate's
-    encoder is still there for scoring) and the one being evaluated (memory stays bounded)."""
+    """Cached encoders by (decay, reference), all from one :class:`EncoderFactory`: the shared
+    constant-tau encoder is kept; of the decay encoders at most two are alive, the one of the best
+    candidate so far (pinned, so the chosen candidate's encoder is still there for scoring) and the
+    one being evaluated (memory stays bounded)."""
 
-    def __init__(self, factory: Callable[..., Any], model: str | Path, method: str, max_length: int | None,
-                 device: Any, options: Mapping[str, Any]):
-        self.factory = factory
-        self.model, self.method, self.max_length, self.device = model, method, max_length, device
-        self.options = dict(options)
-        self.base: Any = None
-        self.pinned: tuple[tuple[float, int], Any] | None = None
-        self.slot: tuple[tuple[float, int], Any] | None = None
-        self.built: list[dict[str, Any]] = []
+    def __init__(self, factory: EncoderFactory, spec: EvalSpec):
+        self.factory, self.spec = factory, spec
+        self.base: CachedEncoder | None = None
+        self.pinned: tuple[tuple[float, int], CachedEncoder] | None = None
+        self.slot: tuple[tuple[float, int], CachedEncoder] | None = None
 
-    def get(self, candidate: Candidate) -> Any:
+    def get(self, candidate: Candidate) -> CachedEncoder:
         key = candidate.encoder_key
         if key is None:
             if self.base is None:
-                self.base = self._build({})
+                self.base = cached_encoder(self.factory(), self.spec)
             return self.base
         for held in (self.pinned, self.slot):
             if held is not None and held[0] == key:
                 return held[1]
         self.slot = None  # release the previous decay encoder before building the next
-        self.slot = (key, self._build(candidate.encoder_options()))
+        self.slot = (key, cached_encoder(self.factory(**candidate.encoder_options()), self.spec))
         return self.slot[1]
 
     def pin(self, candidate: Candidate) -> None:
@@ -110,13 +113,6 @@ class _EncoderPool:
                 self.pinned, self.slot = self.slot, None
             else:
                 self.pinned = None
-
-    def _build(self, extra: dict[str, Any]) -> Any:
-        kwargs: dict[str, Any] = {"method": self.method, "max_length": self.max_length, **self.options, **extra}
-        if self.device is not None:
-            kwargs["device"] = self.device
-        self.built.append(dict(extra))
-        return self.factory(self.model, **kwargs)
 
 
 # --------------------------------------------------------------------------- the sweep
@@ -140,50 +136,75 @@ def _check_data(tasks: Sequence[Task], data_dir: Path | None, lengths: Sequence[
     return missing
 
 
+@dataclass
+class SweepPlan:
+    """What a sweep does, decided before the first run: tasks, lengths, candidates, encoders, folder."""
+
+    spec: SweepSpec
+    factory: EncoderFactory
+    pool: _EncoderPool
+    select: Task
+    score: list[Task]
+    lengths: list[int]
+    candidates: list[tuple[Candidate, str]]
+    data_path: Path | None
+    out: Path | None
+    say: Callable[[str], None]
+
+    @property
+    def select_name(self) -> str:
+        return self.select.metadata.name
+
+    @property
+    def score_names(self) -> list[str]:
+        return [t.metadata.name for t in self.score]
+
+    def run(self, candidate: Candidate, tasks: list[Task], phase: str) -> RunResults:
+        """One candidate on ``tasks`` through the runner, into ``<out>/<phase>/<candidate>``."""
+        self.say(f"[sweep] {phase}: {candidate.label} on {', '.join(t.metadata.name for t in tasks)}")
+        spec = self.spec
+        return evaluate_model(self.pool.get(candidate), EvalSpec(
+            tasks=tasks, data_dir=self.data_path, lengths=self.lengths,
+            output_dir=None if self.out is None else self.out / phase / candidate.slug,
+            query_prompt=spec.query_prompt, document_prompt=spec.document_prompt,
+            query_temperature=candidate.query_temperature, document_temperature=candidate.document_temperature,
+            batch_size=spec.batch_size, cache_dir=spec.cache_dir, use_cache=spec.use_cache, estimate=spec.estimate,
+            show_progress=spec.show_progress, log=spec.log,
+        ))
+
+
 def sweep_temperature(
     model: str | Path,
+    spec: SweepSpec | None = None,
     *,
-    candidates: Sequence[Mapping[str, Any] | Candidate],
-    select_task: str | Task,
-    score_tasks: Sequence[str | Task],
     method: str = "truncate",
     max_length: int | None = None,
     encoder_options: Mapping[str, Any] | None = None,
-    data_dir: str | Path | None = None,
-    lengths: Sequence[int] | None = None,
-    output_dir: str | Path | None = None,
-    cache_dir: str | Path | None = None,
-    use_cache: bool = True,
-    batch_size: int = 16,
-    query_prompt: str | None = None,
-    document_prompt: str | None = None,
-    report_all: bool = False,
-    tie_tolerance: float = 0.0,
-    include_baseline: bool = True,
     device: str | None = None,
-    estimate: bool = False,
-    show_progress: bool = True,
-    log: Callable[[str], None] | None = print,
     encoder_factory: Callable[..., Any] | None = None,
+    **options: Any,
 ) -> SweepResults:
     """Choose a TempScale setting on one task, then measure it against tau = 1 on other tasks.
 
-    model, method, max_length, encoder_options: as for ``load_encoder``; encoder_options may not set
-                 temperature or temperature_decay to anything but their defaults (1 and 0): the
+    model, method, max_length, encoder_options, device: as for ``load_encoder``; encoder_options may
+                 not set temperature or temperature_decay to anything but their defaults (1 and 0): the
                  candidates set them (and temperature_reference, which is dropped here).
+    spec:        a :class:`~longembed.evaluation.sweep_spec.SweepSpec`; its fields may also be given as
+                 keyword arguments (which replace the spec's):
     candidates:  settings dicts (see the module docstring) or :class:`Candidate` objects; duplicates
                  are dropped and the baseline (tau = 1, no decay) is added if absent (unless
                  ``include_baseline`` is False).
     select_task: the one task tau is chosen on (name or Task object).
     score_tasks: the tasks the choice is measured on; must not contain ``select_task`` (ValueError).
     data_dir, lengths, cache_dir, use_cache, batch_size, query_prompt, document_prompt, estimate,
-                 show_progress: passed to every ``evaluate_model`` call.
+                 show_progress, log: passed to every ``evaluate_model`` call.
     output_dir:  where sweep.json and the run folders go (None: nothing written).
     report_all:  also score every candidate on the scoring tasks (a table marked "not used for
                  selection"); the selection never looks at it.
     tie_tolerance: selection scores within this many points of the best are ties (default 0: exact).
     encoder_factory: builds an encoder, called like ``load_encoder(model, method=..., max_length=...,
-                 **options)``; default ``load_encoder`` (tests pass stubs).
+                 **options)``; default ``load_encoder`` (tests pass stubs).  Every encoder is wrapped
+                 in the runner's embedding cache (:class:`~longembed.evaluation.encoders.EncoderFactory`).
 
     Returns the :class:`~longembed.results.SweepResults` (also written as sweep.json): ``config``,
     ``candidates`` (each with its ``selection_score``), ``selection`` (task, chosen, ties, gain over the
@@ -193,7 +214,22 @@ def sweep_temperature(
     ``wall_time_s``.
     """
     began = time.perf_counter()
-    say = log or (lambda _message: None)
+    spec = SweepSpec(**options) if spec is None else dataclasses.replace(spec, **options)
+    factory = EncoderFactory(model, method, max_length, device, _fixed_options(model, encoder_options),
+                             encoder_factory or load_encoder)
+    plan = plan_sweep(spec, factory)
+    selection = run_selection(plan)
+    scoring_runs = run_scoring(plan, selection.chosen)
+    sweep = sweep_results(plan, selection, scoring_runs)
+    sweep.wall_time_s = round(time.perf_counter() - began, 3)
+    if plan.out is not None:
+        sweep.save(plan.out / SWEEP_FILE)
+    return sweep
+
+
+def _fixed_options(model: str | Path, encoder_options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The encoder options every candidate shares: the given ones without the TempScale options the
+    candidates set (defaults, or a reference without decay, change nothing: they are dropped)."""
     if str(model) == "bm25":
         raise ValueError("BM25 has no attention temperature: sweep an embedding model")
     options = dict(encoder_options or {})
@@ -203,25 +239,43 @@ def sweep_temperature(
         raise ValueError(
             f"encoder_options set {clashing}, which the sweep's candidates set: put them in candidates"
         )
-    for name in SWEPT_OPTIONS:  # defaults (or a reference without decay) change nothing: drop them
+    for name in SWEPT_OPTIONS:
         options.pop(name, None)
-    select_obj, = resolve_tasks([select_task])
-    score_objs = resolve_tasks(list(score_tasks))
-    select_name = select_obj.metadata.name
-    score_names = [t.metadata.name for t in score_objs]
-    if select_name in score_names:
-        raise ValueError(
-            f"the selection task {select_name!r} is also a scoring task: a tau chosen on a task cannot be "
-            "scored on it honestly; remove it from score_tasks"
-        )
-    length_list = resolve_lengths(lengths)
-    parsed = parse_candidates(candidates, include_baseline)
-    if tie_tolerance < 0:
-        raise ValueError(f"tie_tolerance must be >= 0, got {tie_tolerance}")
-    data_path = Path(data_dir).expanduser() if data_dir is not None else None
-    out = Path(output_dir) if output_dir is not None else None
+    return options
 
-    unavailable = _check_data([select_obj, *score_objs], data_path, length_list)
+
+def plan_sweep(spec: SweepSpec, factory: EncoderFactory) -> SweepPlan:
+    """Check the protocol (the selection task is not a scoring task), the candidates and the data."""
+    say = spec.log or (lambda _message: None)
+    if spec.select_task is None:
+        raise ValueError("a sweep needs select_task: the one task tau is chosen on")
+    select = resolve_tasks([spec.select_task.strip() if isinstance(spec.select_task, str) else spec.select_task])[0]
+    score = resolve_tasks(list(spec.score_tasks))
+    score_names = [t.metadata.name for t in score]
+    if select.metadata.name in score_names:
+        raise ValueError(
+            f"the selection task {select.metadata.name!r} is also a scoring task: a tau chosen on a task cannot "
+            "be scored on it honestly; remove it from score_tasks"
+        )
+    lengths = resolve_lengths(spec.lengths)
+    candidates = parse_candidates(spec.candidate_settings(), spec.include_baseline)
+    if spec.tie_tolerance < 0:
+        raise ValueError(f"tie_tolerance must be >= 0, got {spec.tie_tolerance}")
+    data_path = Path(spec.data_dir).expanduser() if spec.data_dir is not None else None
+    _check_runnable(select, score, data_path, lengths, say)
+    pool = _EncoderPool(factory, EvalSpec(cache_dir=spec.cache_dir, use_cache=spec.use_cache,
+                                          batch_size=spec.batch_size, show_progress=spec.show_progress,
+                                          log=spec.log))
+    out = Path(spec.output_dir) if spec.output_dir is not None else None
+    return SweepPlan(spec, factory, pool, select, score, lengths, candidates, data_path, out, say)
+
+
+def _check_runnable(
+    select: Task, score: list[Task], data_path: Path | None, lengths: list[int], say: Callable[[str], None]
+) -> None:
+    """The selection task and at least one scoring task must have data; the others are noted."""
+    unavailable = _check_data([select, *score], data_path, lengths)
+    select_name, score_names = select.metadata.name, [t.metadata.name for t in score]
     if select_name in unavailable:
         raise ValueError(f"the selection task {select_name!r} cannot run: {unavailable[select_name]}")
     if all(name in unavailable for name in score_names):
@@ -231,60 +285,63 @@ def sweep_temperature(
         if name in unavailable:
             say(f"note: scoring task {name} will be skipped: {unavailable[name]}")
 
-    pool = _EncoderPool(encoder_factory or load_encoder, model, method, max_length, device, options)
 
-    def run(candidate: Candidate, tasks: list[Task], phase: str) -> RunResults:
-        encoder = pool.get(candidate)
-        say(f"[sweep] {phase}: {candidate.label} on {', '.join(t.metadata.name for t in tasks)}")
-        return evaluate_model(
-            encoder,
-            tasks=tasks,
-            data_dir=data_path,
-            lengths=length_list,
-            output_dir=None if out is None else out / phase / candidate.slug,
-            query_prompt=query_prompt,
-            document_prompt=document_prompt,
-            query_temperature=candidate.query_temperature,
-            document_temperature=candidate.document_temperature,
-            batch_size=batch_size,
-            cache_dir=cache_dir,
-            use_cache=use_cache,
-            estimate=estimate,
-            show_progress=show_progress,
-            log=log,
-        )
+@dataclass
+class SelectionOutcome:
+    """Step 1's result: every candidate's score on the selection task, the chosen one and the ties."""
 
-    # 1. selection: every candidate on the selection task only (grouped by encoder: each built once)
+    main_score: str
+    scores: list[tuple[Candidate, float]]
+    chosen: Candidate
+    tied: list[Candidate]
+    order: list[int]
+
+    @property
+    def score_of(self) -> dict[Candidate, float]:
+        return dict(self.scores)
+
+
+def run_selection(plan: SweepPlan) -> SelectionOutcome:
+    """Every candidate on the selection task only (grouped by encoder: each built once)."""
+    name, parsed = plan.select_name, plan.candidates
     order = sorted(range(len(parsed)), key=lambda i: _group_rank(parsed, i))
-    selection_runs: dict[Candidate, RunResults] = {}
+    runs: dict[Candidate, RunResults] = {}
     for i in order:
         candidate = parsed[i][0]
-        results = run(candidate, [select_obj], "select")
-        if select_name not in results.tasks:
-            reason = results.skipped.get(select_name, "it produced no score")
-            raise ValueError(f"the selection task {select_name!r} could not run: {reason}")
-        selection_runs[candidate] = results
-        so_far = [(c, selection_runs[c].tasks[select_name].score) for c, _ in parsed if c in selection_runs]
-        pool.pin(choose(so_far, tie_tolerance)[0])
-    main_score = selection_runs[parsed[0][0]].tasks[select_name].main_score
-    selection_scores = [(c, float(selection_runs[c].tasks[select_name].score)) for c, _ in parsed]
-    chosen, tied = choose(selection_scores, tie_tolerance)
-    score_of = dict(selection_scores)
-    say(f"[sweep] chosen on {select_name}: {chosen.label} ({main_score} {score_of[chosen]:.2f})")
+        results = plan.run(candidate, [plan.select], "select")
+        if name not in results.tasks:
+            reason = results.skipped.get(name, "it produced no score")
+            raise ValueError(f"the selection task {name!r} could not run: {reason}")
+        runs[candidate] = results
+        so_far = [(c, runs[c].tasks[name].score) for c, _ in parsed if c in runs]
+        plan.pool.pin(choose(so_far, plan.spec.tie_tolerance)[0])
+    main_score = runs[parsed[0][0]].tasks[name].main_score
+    scores = [(c, float(runs[c].tasks[name].score)) for c, _ in parsed]
+    chosen, tied = choose(scores, plan.spec.tie_tolerance)
+    plan.say(f"[sweep] chosen on {name}: {chosen.label} ({main_score} {dict(scores)[chosen]:.2f})")
+    return SelectionOutcome(main_score, scores, chosen, tied, order)
 
-    # 2. scoring: the baseline and the chosen candidate (every candidate with report_all)
-    scoring_runs: dict[Candidate, RunResults] = {}
+
+def run_scoring(plan: SweepPlan, chosen: Candidate) -> dict[Candidate, RunResults]:
+    """The baseline and the chosen candidate on the scoring tasks (every candidate with report_all)."""
+    order = sorted(range(len(plan.candidates)), key=lambda i: _group_rank(plan.candidates, i))
     to_score = [BASELINE, chosen]
-    if report_all:
-        to_score += [parsed[i][0] for i in order]
+    if plan.spec.report_all:
+        to_score += [plan.candidates[i][0] for i in order]
+    runs: dict[Candidate, RunResults] = {}
     for candidate in to_score:
-        if candidate not in scoring_runs:
-            scoring_runs[candidate] = run(candidate, score_objs, "score")
+        if candidate not in runs:
+            runs[candidate] = plan.run(candidate, plan.score, "score")
+    return runs
 
-    baseline_results, chosen_results = scoring_runs[BASELINE], scoring_runs[chosen]
-    ran = [n for n in score_names if n in baseline_results.tasks and n in chosen_results.tasks]
+
+def _comparisons(plan: SweepPlan, runs: dict[Candidate, RunResults], chosen: Candidate) -> dict[str, TaskComparison]:
+    """Baseline vs chosen on every scoring task both ran."""
+    baseline_results, chosen_results = runs[BASELINE], runs[chosen]
     per_task: dict[str, TaskComparison] = {}
-    for name in ran:
+    for name in plan.score_names:
+        if name not in baseline_results.tasks or name not in chosen_results.tasks:
+            continue
         base, best = baseline_results.tasks[name], chosen_results.tasks[name]
         by_length = None
         if base.by_length is not None and best.by_length is not None:
@@ -295,71 +352,54 @@ def sweep_temperature(
         per_task[name] = TaskComparison(
             base.main_score, float(base.score), float(best.score), round(best.score - base.score, 4), by_length
         )
-    skipped = {**baseline_results.skipped, **chosen_results.skipped}
+    return per_task
 
-    all_candidates = None
-    if report_all:
-        rows = []
-        for candidate, _ in parsed:
-            res = scoring_runs[candidate]
-            scores = {n: float(res.tasks[n].score) for n in ran if n in res.tasks}
-            rows.append(CandidateRow(
-                label=candidate.label,
-                settings=candidate.settings(),
-                selection_score=score_of[candidate],
-                scores=scores,
-                average=round(sum(scores.values()) / len(scores), 4) if scores else None,
-                chosen=candidate == chosen,
-                run=None if out is None else f"score/{candidate.slug}",
-            ))
-        all_candidates = AllCandidates(NOT_USED_FOR_SELECTION, ran, rows)
 
+def _all_candidates(
+    plan: SweepPlan, runs: dict[Candidate, RunResults], selection: SelectionOutcome, ran: list[str]
+) -> AllCandidates | None:
+    """Every candidate on the scoring tasks (report_all only), marked as not used for selection."""
+    if not plan.spec.report_all:
+        return None
+    rows = []
+    for candidate, _ in plan.candidates:
+        scores = {n: float(runs[candidate].tasks[n].score) for n in ran if n in runs[candidate].tasks}
+        rows.append(CandidateRow(
+            label=candidate.label,
+            settings=candidate.settings(),
+            selection_score=selection.score_of[candidate],
+            scores=scores,
+            average=round(sum(scores.values()) / len(scores), 4) if scores else None,
+            chosen=candidate == selection.chosen,
+            run=None if plan.out is None else f"score/{candidate.slug}",
+        ))
+    return AllCandidates(NOT_USED_FOR_SELECTION, ran, rows)
+
+
+def sweep_results(
+    plan: SweepPlan, selection: SelectionOutcome, runs: dict[Candidate, RunResults]
+) -> SweepResults:
+    """The sweep's record: protocol, configuration, candidates, selection, scoring."""
+    chosen, score_of, out = selection.chosen, selection.score_of, plan.out
+    per_task = _comparisons(plan, runs, chosen)
+    ran = list(per_task)
     baseline_selection = score_of.get(BASELINE)
-    run_config = baseline_results.config
-    sweep = SweepResults(
+    return SweepResults(
         created=_dt.datetime.now(tz=_dt.UTC).isoformat(timespec="seconds"),
-        protocol=(
-            f"every candidate evaluated on the selection task ({select_name}) only; the best score wins, "
-            f"ties (within {tie_tolerance} points) going to the least change from tau = 1 (constant before "
-            "length-dependent, then smallest |1 - tau_q| + |1 - tau_d|, then smallest decay, then order "
-            "given); then the baseline (tau = 1, no decay) and the chosen candidate evaluated on the "
-            "scoring tasks, which exclude the selection task"
-        ),
-        config={
-            "model": str(model),
-            "method": method,
-            "max_length": max_length,
-            "encoder_options": options,
-            "encoder": run_config.encoder,
-            "resolved": run_config.resolved,
-            "select_task": select_name,
-            "score_tasks": score_names,
-            "lengths": length_list,
-            "data_dir": str(data_path) if data_path is not None else None,
-            "cache_dir": run_config.cache_dir,
-            "batch_size": batch_size,
-            "prompts": run_config.prompts,
-            "tie_tolerance": tie_tolerance,
-            "report_all": report_all,
-        },
+        protocol=_protocol(plan.select_name, plan.spec.tie_tolerance),
+        config=_sweep_config(plan, runs[BASELINE].config),
         candidates=[
-            CandidateScore(
-                label=c.label,
-                settings=c.settings(),
-                source=source,
-                selection_score=score_of[c],
-                chosen=c == chosen,
-                run=None if out is None else f"select/{c.slug}",
-            )
-            for c, source in parsed
+            CandidateScore(label=c.label, settings=c.settings(), source=source, selection_score=score_of[c],
+                           chosen=c == chosen, run=None if out is None else f"select/{c.slug}")
+            for c, source in plan.candidates
         ],
         selection=Selection(
-            task=select_name,
-            main_score=main_score,
-            scores={c.label: score for c, score in selection_scores},
+            task=plan.select_name,
+            main_score=selection.main_score,
+            scores={c.label: score for c, score in selection.scores},
             chosen=chosen.label,
             chosen_score=score_of[chosen],
-            tied=[c.label for c in tied],
+            tied=[c.label for c in selection.tied],
             baseline_score=baseline_selection,
             gain_over_baseline=(
                 None if baseline_selection is None else round(score_of[chosen] - baseline_selection, 4)
@@ -369,20 +409,48 @@ def sweep_temperature(
         chosen={"label": chosen.label, "settings": chosen.settings(), "is_baseline": chosen.is_baseline},
         scoring=Scoring(
             tasks=ran,
-            skipped=skipped,
+            skipped={**runs[BASELINE].skipped, **runs[chosen].skipped},
             per_task=per_task,
             average=_pair_average(per_task),
             runs=None if out is None else {"baseline": f"score/{BASELINE.slug}", "chosen": f"score/{chosen.slug}"},
         ),
-        all_candidates=all_candidates,
-        encoders_built=pool.built,
+        all_candidates=_all_candidates(plan, runs, selection, ran),
+        encoders_built=plan.factory.built,
         versions=library_versions(),
         files=None if out is None else {"json": SWEEP_FILE},
     )
-    sweep.wall_time_s = round(time.perf_counter() - began, 3)
-    if out is not None:
-        sweep.save(out / SWEEP_FILE)
-    return sweep
+
+
+def _protocol(select_name: str, tie_tolerance: float) -> str:
+    return (
+        f"every candidate evaluated on the selection task ({select_name}) only; the best score wins, "
+        f"ties (within {tie_tolerance} points) going to the least change from tau = 1 (constant before "
+        "length-dependent, then smallest |1 - tau_q| + |1 - tau_d|, then smallest decay, then order "
+        "given); then the baseline (tau = 1, no decay) and the chosen candidate evaluated on the "
+        "scoring tasks, which exclude the selection task"
+    )
+
+
+def _sweep_config(plan: SweepPlan, run_config: RunConfig) -> dict[str, Any]:
+    """What was swept: the model and method, the baseline run's encoder, the tasks and settings."""
+    factory, spec = plan.factory, plan.spec
+    return {
+        "model": str(factory.model),
+        "method": factory.method,
+        "max_length": factory.max_length,
+        "encoder_options": dict(factory.options),
+        "encoder": run_config.encoder,
+        "resolved": run_config.resolved,
+        "select_task": plan.select_name,
+        "score_tasks": plan.score_names,
+        "lengths": plan.lengths,
+        "data_dir": str(plan.data_path) if plan.data_path is not None else None,
+        "cache_dir": run_config.cache_dir,
+        "batch_size": spec.batch_size,
+        "prompts": run_config.prompts,
+        "tie_tolerance": spec.tie_tolerance,
+        "report_all": spec.report_all,
+    }
 
 
 def _group_rank(parsed: Sequence[tuple[Candidate, str]], index: int) -> tuple[int, int]:

@@ -12,14 +12,14 @@ and one from longembed's own benchmark are comparable.
 
 from __future__ import annotations
 
-from typing import Any
+from longembed.encoder_protocol import Encoder
 
 #: How to install what the adapters need, quoted in their ImportErrors.
 INSTALL_HINT = 'pip install "longembed[integrations]"'
 
 
-def retrieval_prompts(encoder: Any) -> dict[str, str]:
-    """The prefixes for ``{"query": ..., "document": ...}``: the encoder's prompts named "query" and
-    "document" (else "passage", as E5 names it); "" where the model has none."""
-    prompts = getattr(encoder, "prompts", None) or {}
-    return {"query": prompts.get("query", ""), "document": prompts.get("document", prompts.get("passage", ""))}
+def retrieval_prompts(encoder: Encoder) -> dict[str, str]:
+    """The prefixes for ``{"query": ..., "document": ...}``: the encoder's own choice
+    (:meth:`~longembed.encoder.LongContextEncoder.retrieval_prompts`: its prompts named "query" and
+    "document", else "passage" as E5 names it; "" where the model has none)."""
+    return encoder.retrieval_prompts()

@@ -8,7 +8,14 @@ reader (``report``, ``sweep``, ``collapse``, your own notebook) loads them back 
 """
 
 from longembed.results.collapse import COLLAPSE_FILE, BucketStats, CollapseResults
-from longembed.results.files import atomic_write_bytes, atomic_write_text, json_safe, read_json, write_json
+from longembed.results.files import (
+    RunFolder,
+    atomic_write_bytes,
+    atomic_write_text,
+    json_safe,
+    read_json,
+    write_json,
+)
 from longembed.results.run import (
     RESULTS_FILE,
     RESULTS_FORMAT,
@@ -16,7 +23,6 @@ from longembed.results.run import (
     Counts,
     Estimate,
     RunConfig,
-    RunFolder,
     RunResults,
     SideEstimate,
     TaskResult,

@@ -17,7 +17,7 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -112,3 +112,75 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, str | int | float | bool) or value is None:
         return value
     return repr(value)
+
+
+class FolderRecord(Protocol):
+    """What :class:`RunFolder` needs of the results it writes (e.g. :class:`~longembed.results.RunResults`)."""
+
+    file_name: ClassVar[str]
+    incomplete_file_name: ClassVar[str]
+    complete: bool
+    created: str
+
+    @classmethod
+    def load(cls, path: str | Path) -> Any: ...
+
+    def save(self, path: str | Path) -> Path: ...
+
+    def same_experiment(self, other: Any) -> bool: ...
+
+
+class RunFolder:
+    """The output folder of a run; writes ``results.json`` without ever losing a finished one.
+
+    ``kind`` is the results class (:class:`~longembed.results.RunResults`): it names the files and
+    reads a finished one back.
+    """
+
+    def __init__(self, path: str | Path, kind: type[FolderRecord]):
+        self.path = Path(path)
+        self.kind = kind
+        self.results_file = self.path / kind.file_name
+        self.incomplete_file = self.path / kind.incomplete_file_name
+        self.backup: Path | None = None  # where a replaced finished results.json went
+        self._finished: FolderRecord | None = None
+        self._checked = False
+
+    def _previous(self) -> FolderRecord | None:
+        """The finished run already in the folder, if any (read once)."""
+        if not self._checked:
+            self._checked = True
+            if self.results_file.is_file():
+                try:
+                    previous = self.kind.load(self.results_file)
+                except ValueError:
+                    previous = None  # not ours or damaged: it is backed up before being replaced
+                    self._backup(None)
+                self._finished = previous if previous is not None and previous.complete else None
+        return self._finished
+
+    def _backup(self, previous: FolderRecord | None) -> Path:
+        stamp = (previous.created if previous is not None else "unreadable").replace(":", "")
+        target = self.path / f"results.{stamp}.json"
+        counter = 1
+        while target.exists():
+            counter += 1
+            target = self.path / f"results.{stamp}-{counter}.json"
+        self.results_file.rename(target)
+        return target
+
+    def write(self, results: FolderRecord) -> Path:
+        """Write ``results``: unfinished next to a finished results.json, finished in its place.
+
+        A finished results.json of another configuration (or other longembed code) is renamed to
+        ``results.<created>.json`` first; the same configuration rerun simply replaces it.
+        """
+        previous = self._previous()
+        if not results.complete:
+            target = self.incomplete_file if previous is not None else self.results_file
+            return results.save(target)
+        if previous is not None and not previous.same_experiment(results):
+            self.backup = self._backup(previous)
+        written = results.save(self.results_file)
+        self.incomplete_file.unlink(missing_ok=True)
+        return written

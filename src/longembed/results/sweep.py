@@ -8,11 +8,11 @@ with ``report_all``) every candidate on the scoring tasks, marked as not used fo
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from longembed.results.codec import Record, to_data
 from longembed.results.files import load_result_file, write_json
 
 SWEEP_FORMAT = "longembed-sweep/1"
@@ -20,7 +20,7 @@ SWEEP_FILE = "sweep.json"
 
 
 @dataclass
-class CandidateScore:
+class CandidateScore(Record):
     """A candidate and its score on the selection task."""
 
     label: str
@@ -32,7 +32,7 @@ class CandidateScore:
 
 
 @dataclass
-class Selection:
+class Selection(Record):
     task: str
     main_score: str
     scores: dict[str, float]  # label -> selection score
@@ -44,7 +44,7 @@ class Selection:
 
 
 @dataclass
-class TaskComparison:
+class TaskComparison(Record):
     """Baseline vs chosen candidate on one scoring task."""
 
     main_score: str
@@ -55,7 +55,7 @@ class TaskComparison:
 
 
 @dataclass
-class PairAverage:
+class PairAverage(Record):
     baseline: float | None
     chosen: float | None
     delta: float | None
@@ -63,7 +63,7 @@ class PairAverage:
 
 
 @dataclass
-class Scoring:
+class Scoring(Record):
     tasks: list[str]
     skipped: dict[str, str]
     per_task: dict[str, TaskComparison]
@@ -72,7 +72,7 @@ class Scoring:
 
 
 @dataclass
-class CandidateRow:
+class CandidateRow(Record):
     """One candidate on every scoring task (``report_all``; never used for selection)."""
 
     label: str
@@ -85,14 +85,14 @@ class CandidateRow:
 
 
 @dataclass
-class AllCandidates:
+class AllCandidates(Record):
     note: str
     tasks: list[str]
     rows: list[CandidateRow]
 
 
 @dataclass
-class SweepResults:
+class SweepResults(Record):
     """Everything a sweep produced (see the module docstring)."""
 
     created: str
@@ -110,35 +110,7 @@ class SweepResults:
     wall_time_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": SWEEP_FORMAT, **dataclasses.asdict(self)}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SweepResults:
-        scoring = data["scoring"]
-        full = data.get("all_candidates")
-        return cls(
-            created=data.get("created", ""),
-            protocol=data["protocol"],
-            config=data["config"],
-            candidates=[CandidateScore(**c) for c in data["candidates"]],
-            selection=Selection(**data["selection"]),
-            baseline=data["baseline"],
-            chosen=data["chosen"],
-            scoring=Scoring(
-                tasks=list(scoring["tasks"]),
-                skipped=dict(scoring.get("skipped", {})),
-                per_task={n: TaskComparison(**t) for n, t in scoring["per_task"].items()},
-                average=PairAverage(**scoring["average"]),
-                runs=scoring.get("runs"),
-            ),
-            all_candidates=None if full is None else AllCandidates(
-                note=full["note"], tasks=list(full["tasks"]), rows=[CandidateRow(**r) for r in full["rows"]]
-            ),
-            encoders_built=list(data.get("encoders_built", [])),
-            versions=data.get("versions", {}),
-            files=data.get("files"),
-            wall_time_s=data.get("wall_time_s"),
-        )
+        return {"format": SWEEP_FORMAT, **to_data(self)}
 
     @classmethod
     def load(cls, path: str | Path) -> SweepResults:

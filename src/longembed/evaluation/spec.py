@@ -1,0 +1,96 @@
+"""What one benchmark run is asked to do: :class:`EvalSpec`, the options of ``evaluate_model`` and of
+``longembed eval``.
+
+Each field's metadata is its command-line flag (help, choices, metavar, the flag's name when it is
+not ``--field-name``), as :class:`~longembed.config.EncoderConfig` and
+:class:`~longembed.serving.settings.ServerSettings` do: ``longembed.cli.options.add_settings_arguments``
+turns the fields into flags and ``settings_from_args`` turns the flags back into a spec, so an option
+is declared once.  Only light imports here: ``longembed eval --help`` imports neither torch nor
+transformers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from longembed.evaluation.choices import GRANULARITIES
+from longembed.tasks import DEFAULT_TASKS, Task
+
+BENCHMARK = "benchmark"
+CHUNKS = "chunks (retrieve passages, not only documents)"
+
+
+def option(default: Any, help: str, group: str | None = BENCHMARK, **flag: Any) -> Any:
+    """A spec field whose metadata is its flag (see :func:`longembed.cli.options.add_settings_arguments`);
+    the help texts say their defaults themselves."""
+    return field(default=default, metadata={"help": help, "group": group, "show_default": False, **flag})
+
+
+def data_options(output_help: str) -> dict[str, Any]:
+    """The fields every benchmark command shares: lengths, data, output, prompts, cache (eval, sweep)."""
+    return {
+        "lengths": option(None, "passkey/needle lengths, e.g. 256,512,1k,4k (default: all eight, 256..32k)",
+                          list=True, metavar="LIST"),
+        "data_dir": option(None, "data folder (default: $LONGEMBED_DATA_DIR; passkey needs none)", type=Path),
+        "output_dir": option(None, output_help, flags=("--output",), type=Path, metavar="OUTPUT"),
+        "query_prompt": option(None, "prefix of every query (default: the model's 'query' prompt, else none; "
+                               "'' for none)"),
+        "document_prompt": option(None, "prefix of every document (default: the model's 'document' or "
+                                  "'passage' prompt)"),
+        "cache_dir": option(None, "embedding cache (default: $LONGEMBED_CACHE_DIR or "
+                            "~/.cache/longembed/embeddings)", type=Path),
+        "use_cache": option(True, "neither read nor write the embedding cache", flags=("--no-cache",), negate=True),
+    }
+
+
+_DATA = data_options("run folder for results.json (default: runs/<model>-<method>-<max_length>)")
+
+
+@dataclass
+class EvalSpec:
+    """The options of one benchmark run (``evaluate_model(encoder, spec)``; see its docstring)."""
+
+    tasks: Sequence[str | Task] | str | None = option(
+        None, f"comma- or space-separated task names (default: the six offline tasks: {', '.join(DEFAULT_TASKS)})",
+        list=True, metavar="LIST",
+    )
+    lengths: Sequence[int] | None = _DATA["lengths"]
+    data_dir: str | Path | None = _DATA["data_dir"]
+    output_dir: str | Path | None = _DATA["output_dir"]
+    query_prompt: str | None = _DATA["query_prompt"]
+    document_prompt: str | None = _DATA["document_prompt"]
+    cache_dir: str | Path | None = _DATA["cache_dir"]
+    use_cache: bool = _DATA["use_cache"]
+    query_temperature: float | None = option(None, "TempScale tau for queries (default: --temperature)")
+    document_temperature: float | None = option(None, "TempScale tau for documents (default: --temperature)")
+    cache_includes_code: bool = option(
+        True, "key the cache on longembed's version, not on the hash of its encoder code "
+        "(reuse vectors across code edits you know do not change them)", flags=("--cache-ignore-code",), negate=True,
+    )
+    chunk_size: int = option(64, "texts per cache write (default 64)")
+    estimate: bool = option(True, "skip the warm-up that times the encoder (counts are still printed)",
+                            flags=("--no-estimate",), negate=True)
+    dry_run: bool = option(False, "print the plan and the cost estimate, then stop (nothing encoded or written)")
+    granularity: str = option(
+        "document", "document: one vector per document; chunks: a document scores its best chunk (MaxSim), and a "
+        "passage task (qmsum_passages) embeds its passages with their context (default: document)",
+        group=CHUNKS, choices=GRANULARITIES,
+    )
+    chunking: str = option("tokens:256", "with --granularity chunks: tokens:SIZE[:OVERLAP] or sentences:N "
+                           "(default tokens:256)", group=CHUNKS, metavar="SPEC")
+    late: bool = option(True, "", group=CHUNKS, switches={
+        "--late": (True, "late chunking: one pass over the whole document, chunk = mean of its token states "
+                   "(default)"),
+        "--naive": (False, "naive chunking: every chunk embedded alone"),
+    })
+    # set by the encoder's flags (--batch-size) or by the caller, not flags of their own
+    batch_size: int = option(16, "most sequences per batch", flag=False)
+    show_progress: bool = option(True, "progress bars", flag=False)
+    log: Callable[[str], None] | None = option(print, "where progress lines go (None: silent)", flag=False)
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1 or self.chunk_size < 1:
+            raise ValueError("batch_size and chunk_size must be positive")
