@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from longembed.tasks.base import TaskMetadata
 from longembed.tasks.hub import HubTask, hub_source
+from longembed.tasks.registry import register_task
 
 CONFIG = "summ_screen_fd"
 
@@ -18,9 +19,14 @@ METADATA = TaskMetadata(
     main_score="ndcg@10",
     lengths=None,
     source=hub_source(CONFIG),
+    title="SFD",
+    hub_config=CONFIG,
 )
 
 
 def make_task(download: bool = False) -> HubTask:
     """The SummScreenFD task, read from the hub layout (``download=True`` fetches it if absent)."""
     return HubTask(METADATA, CONFIG, download=download)
+
+
+register_task(METADATA, make_task)
