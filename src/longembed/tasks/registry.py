@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from longembed.tasks.base import Task, TaskMetadata
-from longembed.tasks.hub import HubTask
+from longembed.tasks.hub import HubTask, hub_task_builder
 
 
 @dataclass(frozen=True)
@@ -106,4 +106,4 @@ def _hub_task(metadata: TaskMetadata, options: dict[str, Any]) -> HubTask:
     download = options.pop("download", False)
     if options:
         raise ValueError(f"hub task {metadata.name!r} takes only the option 'download', not {sorted(options)}")
-    return HubTask(metadata, metadata.hub_config, download=download)
+    return hub_task_builder(metadata)(download=download)
