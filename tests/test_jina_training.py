@@ -505,7 +505,7 @@ def test_recipe_stages_write_folders_that_load_encoder_opens(tmp_path, tiny_toke
         seen.append((section, len(pairs)))
         return train_contrastive(model, pairs, output_dir, section, **kwargs)
 
-    monkeypatch.setattr("longembed.training.jina.train_contrastive", spy)
+    monkeypatch.setattr("longembed.training.jina.stages.train_contrastive", spy)
     texts = ["the of and to in", mixed_text(50, 9)]
 
     mlm = train_jina("mlm", tmp_path / "mlm", config=config)

@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from longembed.report.formatting import length_title  # noqa: E402
-from longembed.report.tables import TASK_TITLES, Run, length_columns, task_columns  # noqa: E402
+from longembed.report.tables import Run, length_columns, task_columns, task_title  # noqa: E402
 
 
 def plot_length_heatmap(runs: Sequence[Run], task: str, path: str | Path) -> Path | None:
@@ -47,7 +47,7 @@ def plot_length_heatmap(runs: Sequence[Run], task: str, path: str | Path) -> Pat
     ax.set_xticks(range(len(lengths)), [length_title(n) for n in lengths])
     ax.set_yticks(range(len(rows)), [r.label for r in rows])
     ax.set_xlabel("document length (tokens)")
-    ax.set_title(f"{TASK_TITLES.get(task, task)}: accuracy@1 (%) by length")
+    ax.set_title(f"{task_title(task)}: accuracy@1 (%) by length")
     fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
     return save_figure(fig, path)
 
@@ -58,7 +58,7 @@ def plot_task_bars(runs: Sequence[Run], path: str | Path) -> Path | None:
     if not tasks:
         return None
     groups = [*tasks, "average"]
-    titles = [TASK_TITLES.get(t, t) for t in tasks] + ["Avg."]
+    titles = [task_title(t) for t in tasks] + ["Avg."]
     values = np.full((len(runs), len(groups)), np.nan)
     for i, run in enumerate(runs):
         for j, task in enumerate(tasks):

@@ -14,20 +14,8 @@ from pathlib import Path
 
 from longembed.report.formatting import MISSING, fmt, length_title, md_table
 from longembed.results import RunResults
-from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS
+from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS, task_metadata
 
-#: Column headers, LongEmbed's names with the offline stand-ins marked.
-TASK_TITLES: dict[str, str] = {
-    "passkey": "Passkey",
-    "needle": "Needle",
-    "narrativeqa": "NQA",
-    "qmsum": "QMSum",
-    "summscreenfd": "SFD",
-    "squality": "SQuALITY (SFD)",
-    "2wikimqa": "WQA",
-    "hotpotqa": "HotpotQA (WQA)",
-}
-SYNTHETIC_TASKS = ("passkey", "needle")
 #: Encoder settings that a run's label shows when they differ from these defaults.
 LABELLED_SETTINGS = (("scale", "fixed"), ("apply_to", "long"), ("attention_scale", None),
                      ("ntk_variant", "static"), ("preset", None))
@@ -94,6 +82,21 @@ def unique_labels(runs: Sequence[Run]) -> None:
         run.label = label if labels.count(label) == 1 else f"{label} [{run.path.name}]"
 
 
+def task_title(task: str) -> str:
+    """A task's column header, as the task declares it (LongEmbed's short names, the offline stand-ins
+    marked); its name for a task without a title or one no module registers (an old results file)."""
+    metadata = task_metadata(task)
+    if metadata is None or metadata.title is None:
+        return task
+    return metadata.title
+
+
+def by_length_tasks(tasks: Sequence[str]) -> list[str]:
+    """The tasks among ``tasks`` that are generated per length (synthetic, as the task declares):
+    those get accuracy-by-length tables and plots."""
+    return [t for t in tasks if (metadata := task_metadata(t)) is not None and metadata.synthetic]
+
+
 def task_columns(runs: Sequence[Run]) -> list[str]:
     """Tasks that ran in at least one run, in LongEmbed's order (the default tasks first)."""
     present = {name for r in runs for name in r.results.tasks}
@@ -110,7 +113,7 @@ def length_columns(runs: Sequence[Run], task: str) -> list[int]:
 def scores_table(runs: Sequence[Run]) -> str:
     """Markdown: one row per run, its model, method, max_length, each task's score and the average."""
     tasks = task_columns(runs)
-    header = ["run", "model", "method", "max_length", *(TASK_TITLES.get(t, t) for t in tasks), "Avg."]
+    header = ["run", "model", "method", "max_length", *(task_title(t) for t in tasks), "Avg."]
     rows = []
     for run in runs:
         results = run.results
@@ -170,10 +173,10 @@ def markdown_report(runs: Sequence[Run], plots: Sequence[tuple[str, str]] = ()) 
     ]
     if any(_partial_average(r.results, task_columns(runs)) for r in runs):
         lines += ["\\* the average covers only the tasks this run evaluated (see its results.json).", ""]
-    for task in SYNTHETIC_TASKS:
+    for task in by_length_tasks(task_columns(runs)):
         table = by_length_table(runs, task)
         if table is not None:
-            lines += [f"## {TASK_TITLES[task]}: accuracy@1 (%) by length (tokens)", "", table, ""]
+            lines += [f"## {task_title(task)}: accuracy@1 (%) by length (tokens)", "", table, ""]
     notes = []
     for run in runs:
         results = run.results

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from longembed.report.plots import plot_length_heatmap, plot_task_bars
 from longembed.report.sweep import write_sweep_report
-from longembed.report.tables import SYNTHETIC_TASKS, Run, markdown_report, unique_labels
+from longembed.report.tables import Run, by_length_tasks, markdown_report, task_columns, unique_labels
 from longembed.results import RESULTS_FILE, SWEEP_FILE, RunResults
 
 
@@ -55,7 +55,7 @@ def write_report(paths: Sequence[str | Path], output_dir: str | Path) -> dict[st
     if bars is not None:
         written["scores_by_task"] = bars
         plots.append(("scores by task", bars.name))
-    for task in SYNTHETIC_TASKS:
+    for task in by_length_tasks(task_columns(runs)):
         heatmap = plot_length_heatmap(runs, task, output / f"{task}_by_length.png")
         if heatmap is not None:
             written[f"{task}_by_length"] = heatmap

@@ -34,7 +34,14 @@ def word_budget(length: int) -> int:
 
 @dataclass(frozen=True)
 class TaskMetadata:
-    """What a task is, how it is scored and where its data comes from."""
+    """What a task is, how it is scored and where its data comes from (its declaration: see
+    :mod:`longembed.tasks.registry`).
+
+    ``lengths``: the evaluation lengths of a task generated per length (synthetic: passkey, needle),
+    None for a real task.  ``title``: the column header of reports (LongEmbed's short names; None:
+    the name).  ``hub_config``: the task's config in the ``dwzhu/LongEmbed`` hub dataset, None for an
+    offline stand-in that has none.
+    """
 
     name: str
     description: str
@@ -42,6 +49,13 @@ class TaskMetadata:
     lengths: tuple[int, ...] | None
     source: str
     stand_in_for: str | None = None
+    title: str | None = None
+    hub_config: str | None = None
+
+    @property
+    def synthetic(self) -> bool:
+        """Whether the task is generated one evaluation length at a time (scored by length)."""
+        return self.lengths is not None
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from longembed.tasks.base import RetrievalData, TaskMetadata, check_length, read_json_file, require_dir
+from longembed.tasks.registry import register_task
 
 SUBDIR = "hotpotqa_dev_distractor"
 FILENAME = "hotpot_dev_distractor_v1.json.gz"
@@ -48,6 +49,7 @@ METADATA = TaskMetadata(
     source=f"Needs <data_dir>/{SUBDIR}/{FILENAME} (HotpotQA dev distractor set, "
     "http://curtis.ml.cmu.edu/datasets/hotpot/hotpot_dev_distractor_v1.json; gzip it).",
     stand_in_for="2WikiMultihopQA",
+    title="HotpotQA (WQA)",
 )
 
 
@@ -189,3 +191,6 @@ class HotpotQATask:
         check_length(METADATA, length)
         path = require_dir(data_dir, f"{SUBDIR}/{FILENAME}", METADATA)
         return build_hotpotqa(read_hotpotqa(path), self.num_queries, self.doc_words, self.seed)
+
+
+register_task(METADATA, HotpotQATask)

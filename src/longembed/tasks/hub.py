@@ -23,7 +23,7 @@ the revision mteb pins. Off by default: without a network the hub client retries
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -163,3 +163,16 @@ class HubTask:
                 f"{self.metadata.source}"
             )
         return load_hub_config(config_dir, length)
+
+
+def hub_task_builder(metadata: TaskMetadata) -> Callable[..., HubTask]:
+    """How to build a task that exists only in the hub layout (NarrativeQA, SummScreenFD, 2WikiMultihopQA):
+    ``build(download=False)`` reads ``metadata.hub_config`` (``download=True`` fetches it if absent)."""
+    if metadata.hub_config is None:
+        raise ValueError(f"task {metadata.name!r} declares no hub_config to read")
+    config = metadata.hub_config
+
+    def build(download: bool = False) -> HubTask:
+        return HubTask(metadata, config, download=download)
+
+    return build

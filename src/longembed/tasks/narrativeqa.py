@@ -8,7 +8,8 @@ LongEmbed hub layout (``dwzhu/LongEmbed``, config ``narrativeqa``; see :mod:`lon
 from __future__ import annotations
 
 from longembed.tasks.base import TaskMetadata
-from longembed.tasks.hub import HubTask, hub_source
+from longembed.tasks.hub import hub_source, hub_task_builder
+from longembed.tasks.registry import register_task
 
 CONFIG = "narrativeqa"
 
@@ -18,9 +19,9 @@ METADATA = TaskMetadata(
     main_score="ndcg@10",
     lengths=None,
     source=hub_source(CONFIG),
+    title="NQA",
+    hub_config=CONFIG,
 )
 
-
-def make_task(download: bool = False) -> HubTask:
-    """The NarrativeQA task, read from the hub layout (``download=True`` fetches it if absent)."""
-    return HubTask(METADATA, CONFIG, download=download)
+#: ``make_task(download=False)``: the task read from the hub layout.
+make_task = register_task(METADATA, hub_task_builder(METADATA))

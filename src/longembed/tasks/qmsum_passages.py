@@ -31,6 +31,7 @@ from longembed.tasks.base import (
     require_fields,
 )
 from longembed.tasks.qmsum import SPLITS, SUBDIR, meeting_document, meeting_files, read_meeting
+from longembed.tasks.registry import register_task
 
 PASSAGE_WORDS = 192
 
@@ -146,3 +147,6 @@ class QMSumPassagesTask:
         """Read ``<data_dir>/qmsum/data/ALL``; raises TaskDataMissing if it is absent."""
         check_length(METADATA, length)
         return load_qmsum_passages(require_dir(data_dir, SUBDIR, METADATA), self.passage_words, self.splits)
+
+
+register_task(METADATA, QMSumPassagesTask)

@@ -29,6 +29,7 @@ from longembed.tasks.base import (
     require_dir,
     require_fields,
 )
+from longembed.tasks.registry import register_task
 
 SUBDIR = "squality/data/v1-3/txt"
 FILES = ("train.jsonl", "dev.jsonl", "test.jsonl")
@@ -43,6 +44,7 @@ METADATA = TaskMetadata(
     source=f"Needs <data_dir>/{SUBDIR}/{{train,dev,test}}.jsonl from https://github.com/nyu-mll/SQuALITY "
     "(folder data/v1-3/txt).",
     stand_in_for="SummScreenFD",
+    title="SQuALITY (SFD)",
 )
 
 
@@ -100,3 +102,6 @@ class SQuALITYTask:
         """Read ``<data_dir>/squality/data/v1-3/txt``; raises TaskDataMissing if it is absent."""
         check_length(METADATA, length)
         return load_squality(require_dir(data_dir, SUBDIR, METADATA), self.max_summaries_per_story)
+
+
+register_task(METADATA, SQuALITYTask)

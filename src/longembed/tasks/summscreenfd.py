@@ -8,7 +8,8 @@ config ``summ_screen_fd``). Offline, ``squality`` stands in for it.
 from __future__ import annotations
 
 from longembed.tasks.base import TaskMetadata
-from longembed.tasks.hub import HubTask, hub_source
+from longembed.tasks.hub import hub_source, hub_task_builder
+from longembed.tasks.registry import register_task
 
 CONFIG = "summ_screen_fd"
 
@@ -18,9 +19,9 @@ METADATA = TaskMetadata(
     main_score="ndcg@10",
     lengths=None,
     source=hub_source(CONFIG),
+    title="SFD",
+    hub_config=CONFIG,
 )
 
-
-def make_task(download: bool = False) -> HubTask:
-    """The SummScreenFD task, read from the hub layout (``download=True`` fetches it if absent)."""
-    return HubTask(METADATA, CONFIG, download=download)
+#: ``make_task(download=False)``: the task read from the hub layout.
+make_task = register_task(METADATA, hub_task_builder(METADATA))

@@ -9,7 +9,8 @@ Offline, ``hotpotqa`` stands in for it.
 from __future__ import annotations
 
 from longembed.tasks.base import TaskMetadata
-from longembed.tasks.hub import HubTask, hub_source
+from longembed.tasks.hub import hub_source, hub_task_builder
+from longembed.tasks.registry import register_task
 
 CONFIG = "2wikimqa"
 
@@ -20,9 +21,9 @@ METADATA = TaskMetadata(
     main_score="ndcg@10",
     lengths=None,
     source=hub_source(CONFIG),
+    title="WQA",
+    hub_config=CONFIG,
 )
 
-
-def make_task(download: bool = False) -> HubTask:
-    """The 2WikiMultihopQA task, read from the hub layout (``download=True`` fetches it if absent)."""
-    return HubTask(METADATA, CONFIG, download=download)
+#: ``make_task(download=False)``: the task read from the hub layout.
+make_task = register_task(METADATA, hub_task_builder(METADATA))

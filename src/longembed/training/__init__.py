@@ -3,7 +3,8 @@
 ``tune_positions`` (``longembed tune``) extends an APE model with PI or RP and trains only the new
 position rows; ``train_contrastive`` is the one contrastive trainer (sentence-transformers'); the
 benchmark-safe training data is in ``training.data``; ``train_jina`` (``longembed train jina``) runs the
-Jina v2 recipe: MLM pre-training (``mlm.py``), then pairs and hard negatives (``jina.py``).  Needs the
+Jina v2 recipe: MLM pre-training (``mlm/``), then pairs and hard negatives (``jina/``); what every run
+shares (checkpoints, resuming, the summary) is in ``runs``.  Needs the
 ``training`` extra.
 """
 
@@ -16,7 +17,7 @@ from longembed.lazy import lazy_exports
 #: public name -> the module that defines it (imported on first use: see longembed.lazy)
 _EXPORTS = {
     "ContrastiveConfig": "longembed.training.config",
-    "TrainingSummary": "longembed.training.contrastive",
+    "TrainingSummary": "longembed.training.runs",
     "info_nce_loss": "longembed.training.contrastive",
     "train_contrastive": "longembed.training.contrastive",
     "TrainingPair": "longembed.training.data",
@@ -34,16 +35,13 @@ _EXPORTS = {
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
-    from longembed.training.contrastive import (
-        ContrastiveConfig,
-        TrainingSummary,
-        info_nce_loss,
-        train_contrastive,
-    )
+    from longembed.training.config import ContrastiveConfig, default_tuning_config
+    from longembed.training.contrastive import info_nce_loss, train_contrastive
     from longembed.training.data import TrainingPair, mlm_documents, read_pairs_jsonl, training_pairs
     from longembed.training.jina import JinaRecipeConfig, train_jina
     from longembed.training.mlm import mlm_accuracy_by_length, train_mlm
-    from longembed.training.tune import TuningResult, default_tuning_config, tune_positions
+    from longembed.training.runs import TrainingSummary
+    from longembed.training.tune import TuningResult, tune_positions
 
 __all__ = [
     "ContrastiveConfig",

@@ -7,10 +7,20 @@ defaults without loading the training stack (``longembed.training.contrastive`` 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from longembed.training.choices import PRECISIONS
+
+
+def require_positive_integers(config: Any, names: Sequence[str]) -> None:
+    """Raise a ValueError naming the first of ``names`` that is not a positive integer on ``config``
+    (a bool is not an integer here: ``batch_size=True`` is a mistake, not 1)."""
+    for name in names:
+        value = getattr(config, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
 @dataclass
@@ -38,9 +48,7 @@ class ContrastiveConfig:
     device: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("batch_size", "save_steps", "logging_steps"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+        require_positive_integers(self, ("batch_size", "save_steps", "logging_steps"))
         if self.max_steps is not None and (not isinstance(self.max_steps, int) or self.max_steps < 1):
             raise ValueError(f"max_steps must be a positive integer, got {self.max_steps!r}")
         if not 0 < self.temperature <= 1:

@@ -22,20 +22,22 @@ module imports, and training raises an ImportError that says what to install.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import random
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
-from transformers.trainer_utils import get_last_checkpoint
 
 from longembed.training.config import ContrastiveConfig
 from longembed.training.data import TrainingPair
+from longembed.training.runs import (
+    CHECKPOINTS,
+    TrainingSummary,
+    resume_point,
+    run_trainer,
+    shared_trainer_arguments,
+)
 
 try:  # the ``training`` extra
     from datasets import Dataset
@@ -53,9 +55,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     TRAINING_IMPORT_ERROR = exc
     SentenceTransformerDataCollator = object  # type: ignore[assignment,misc]
 
-CHECKPOINTS = "checkpoints"
-RUN_CONFIG_FILE = "run_config.json"
-
 
 def require_training_extra() -> None:
     """Raise a clear ImportError when the ``training`` extra is missing."""
@@ -64,22 +63,6 @@ def require_training_extra() -> None:
             f"training needs sentence-transformers, datasets and accelerate ({TRAINING_IMPORT_ERROR}): "
             "pip install 'longembed[training]'"
         )
-
-
-@dataclass
-class TrainingSummary:
-    """What a finished run did and cost (written beside the model)."""
-
-    steps: int
-    examples: int
-    seconds: float
-    examples_per_second: float
-    final_loss: float | None
-    resumed_from: str | None
-    losses: list[tuple[int, float]] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
 
 def info_nce_loss(model: SentenceTransformer, temperature: float, symmetric: bool) -> MultipleNegativesRankingLoss:
@@ -162,47 +145,7 @@ def train_contrastive(
         loss=info_nce_loss(model, config.temperature, config.symmetric),
         data_collator=collator(model, column_prompts) if collator is not None else None,
     )
-    checkpoint_dir.mkdir(parents=True, exist_ok=True)
-    (checkpoint_dir / RUN_CONFIG_FILE).write_text(json.dumps(identity, indent=2, sort_keys=True) + "\n")
-    start = time.perf_counter()
-    result = trainer.train(resume_from_checkpoint=resume)
-    seconds = time.perf_counter() - start
-    losses = [(int(e["step"]), float(e["loss"])) for e in trainer.state.log_history if "loss" in e]
-    steps_run = result.global_step - (checkpoint_step(resume) if resume else 0)
-    examples = steps_run * config.batch_size
-    return TrainingSummary(
-        steps=result.global_step,
-        examples=examples,
-        seconds=round(seconds, 1),
-        examples_per_second=round(examples / seconds, 2) if seconds > 0 else 0.0,
-        final_loss=losses[-1][1] if losses else None,
-        resumed_from=resume,
-        losses=losses,
-    )
-
-
-def shared_trainer_arguments(config: Any, checkpoint_dir: Path) -> dict[str, Any]:
-    """The transformers ``TrainingArguments`` every longembed trainer sets alike (contrastive and MLM):
-    batch, learning rate, linear schedule with warm-up, weight decay, checkpoints (the last two kept),
-    logging, seeds, mixed precision, progress bar on and no experiment trackers."""
-    return dict(
-        output_dir=str(checkpoint_dir),
-        per_device_train_batch_size=config.batch_size,
-        learning_rate=config.learning_rate,
-        warmup_steps=config.warmup_steps,
-        weight_decay=config.weight_decay,
-        lr_scheduler_type="linear",
-        save_strategy="steps",
-        save_steps=config.save_steps,
-        save_total_limit=2,
-        logging_steps=config.logging_steps,
-        seed=config.seed,
-        data_seed=config.seed,
-        bf16=config.precision == "bf16",
-        fp16=config.precision == "fp16",
-        report_to="none",
-        disable_tqdm=False,
-    )
+    return run_trainer(trainer, checkpoint_dir, identity, resume, config.batch_size).summary
 
 
 def _column_prompts(columns: Sequence[str], prompts: dict[str, str]) -> dict[str, str]:
@@ -213,24 +156,3 @@ def _column_prompts(columns: Sequence[str], prompts: dict[str, str]) -> dict[str
         if prompt:
             out[column] = prompt
     return out
-
-
-def resume_point(checkpoint_dir: Path, identity: dict[str, Any]) -> str | None:
-    """The last checkpoint of the same run, None for a fresh run; a ValueError for another run's."""
-    if not checkpoint_dir.is_dir():
-        return None
-    last = get_last_checkpoint(str(checkpoint_dir))
-    if last is None:
-        return None
-    record = checkpoint_dir / RUN_CONFIG_FILE
-    previous = json.loads(record.read_text()) if record.is_file() else None
-    if previous != json.loads(json.dumps(identity)):
-        raise ValueError(
-            f"{checkpoint_dir} holds checkpoints of a different run; resume it with the same options, "
-            "or write to another --output"
-        )
-    return last
-
-
-def checkpoint_step(path: str) -> int:
-    return int(Path(path).name.rsplit("-", 1)[-1])

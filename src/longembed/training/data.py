@@ -16,6 +16,8 @@ give MLM text (:func:`mlm_documents`): SQuAD paragraphs and the unused HotpotQA 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -209,3 +211,11 @@ def mlm_documents(data_dir: Path | str) -> list[str]:
             seen.add(title)
             texts.append(hotpotqa_paragraph(title, sentences))
     return list(dict.fromkeys(texts))
+
+
+def pairs_digest(pairs: Sequence[TrainingPair]) -> str:
+    """A SHA-256 of the pairs' texts in order: a run's identity, so a resumed run trains on the same pairs."""
+    digest = hashlib.sha256()
+    for pair in pairs:
+        digest.update(json.dumps([pair.query, pair.positive, list(pair.negatives)]).encode())
+    return digest.hexdigest()

@@ -22,7 +22,6 @@ parameter, and the frozen rows live in the same parameter as the learned ones.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import shutil
@@ -34,23 +33,17 @@ import torch
 from transformers import AutoConfig
 
 from longembed.evaluation.runner import default_prompts
-from longembed.export import refuse_overlap, write_extended_table_model, write_table_record
+from longembed.export import write_extended_table_model, write_table_record
 from longembed.extension.ape import ExtendedTable, extended_position_table
 from longembed.extension.methods import APE, detect_position_scheme
 from longembed.extension.positions import AbsolutePositions
-from longembed.loading import resolve_device, resolve_model
+from longembed.loading import ModelSource, resolve_device, resolve_model
 from longembed.training.choices import TUNABLE_METHODS
-from longembed.training.config import default_tuning_config
-from longembed.training.contrastive import (
-    CHECKPOINTS,
-    ContrastiveConfig,
-    SentenceTransformer,
-    TrainingSummary,
-    require_training_extra,
-    train_contrastive,
-)
-from longembed.training.data import SOURCES, TrainingPair, training_pairs
+from longembed.training.config import ContrastiveConfig, default_tuning_config
+from longembed.training.contrastive import SentenceTransformer, require_training_extra, train_contrastive
+from longembed.training.data import SOURCES, TrainingPair, pairs_digest, training_pairs
 from longembed.training.positions import PoseDataCollator, freeze_all_but_new_rows
+from longembed.training.runs import CHECKPOINTS, TrainingSummary, prepare_output
 
 TUNING_FILE = "longembed_tuning.json"
 
@@ -85,39 +78,18 @@ def tune_positions(
     """
     require_training_extra()
     config = config or default_tuning_config()
-    if method not in TUNABLE_METHODS:
-        raise ValueError(f"position tuning starts from one of {TUNABLE_METHODS}, not {method!r}")
-    if config.weight_decay != 0:
-        raise ValueError(
-            "position tuning needs weight_decay=0: decoupled weight decay would also shrink the frozen original rows"
-        )
+    _check_tuning_options(method, config)
     source = resolve_model(model)
-    if source.extended_table is not None:
-        raise ValueError(f"{source.name} is already extended ({source.extended_table.method}); tune the original model")
-    model_config = AutoConfig.from_pretrained(source.transformer_path)
-    if detect_position_scheme(model_config) != APE:
-        raise ValueError(
-            "position tuning trains the rows of a learned position table (BERT, XLM-R); "
-            f"{source.name} has {detect_position_scheme(model_config).upper()} positions"
-        )
-    positions = AbsolutePositions("truncate", model_config)
-    offset, lo = positions.offset, positions.original_length
+    offset, lo = _original_table(source)
     table = ExtendedTable(method, lo, max_length, tuned=True)
     output = Path(output)
-    _check_output(output, overwrite, [p for p in (source.folder, source.transformer_path) if p is not None])
+    sources_folders = [p for p in (source.folder, source.transformer_path) if p is not None]
+    prepare_output(output, overwrite, sources_folders, TUNING_FILE, "a finished tuned model")
 
     pairs, counts = _select_pairs(data_dir, train_file, sources, max_pairs, config.seed)
     work = output / CHECKPOINTS
-    initial = work / "initial-model"
-    if not (initial / "modules.json").is_file():
-        shutil.rmtree(initial, ignore_errors=True)
-        write_extended_table_model(source, method, max_length, initial)
-    st_model = SentenceTransformer(str(initial), device=str(resolve_device(config.device)))
-    st_model.max_seq_length = min(config.max_seq_length or lo, lo)
+    st_model, kept = _extended_model(source, table, offset, work / "initial-model", config)
     transformer = st_model[0].auto_model
-    original_table = transformer.embeddings.position_embeddings.weight.detach().clone()
-    _, kept = extended_position_table(original_table[offset : offset + lo], method, max_length)
-    freeze_all_but_new_rows(transformer, kept, offset)
     frozen_before = {k: v.detach().clone() for k, v in transformer.state_dict().items()}
 
     def collator(st: Any, prompts: dict[str, str]) -> PoseDataCollator:
@@ -135,7 +107,7 @@ def tune_positions(
         "method": method,
         "max_length": max_length,
         "pairs": counts,
-        "pairs_sha256": _pairs_digest(pairs),
+        "pairs_sha256": pairs_digest(pairs),
     }
     summary = train_contrastive(
         st_model, pairs, output, config, prompts=default_prompts(source), collator=collator, run_identity=identity
@@ -153,16 +125,46 @@ def tune_positions(
     return TuningResult(output, summary, record)
 
 
-def _check_output(output: Path, overwrite: bool, source_folders: list[Path]) -> None:
-    """A finished tuning is never overwritten by accident, nor the source model ever; an unfinished
-    one resumes."""
-    refuse_overlap(output, source_folders)
-    if (output / TUNING_FILE).is_file():
-        if not overwrite:
-            raise FileExistsError(f"{output} holds a finished tuned model; pass overwrite=True (--overwrite) to retrain")
-        shutil.rmtree(output)
-    elif output.exists() and any(p.name != CHECKPOINTS for p in output.iterdir()):
-        raise FileExistsError(f"{output} exists and holds other files; choose an empty or new --output")
+def _check_tuning_options(method: str, config: ContrastiveConfig) -> None:
+    """A tunable method, and no weight decay (it would shrink the frozen rows too: module docstring)."""
+    if method not in TUNABLE_METHODS:
+        raise ValueError(f"position tuning starts from one of {TUNABLE_METHODS}, not {method!r}")
+    if config.weight_decay != 0:
+        raise ValueError(
+            "position tuning needs weight_decay=0: decoupled weight decay would also shrink the frozen original rows"
+        )
+
+
+def _original_table(source: ModelSource) -> tuple[int, int]:
+    """(offset, Lo) of the learned position table of an original (not yet extended) APE model."""
+    if source.extended_table is not None:
+        raise ValueError(f"{source.name} is already extended ({source.extended_table.method}); tune the original model")
+    model_config = AutoConfig.from_pretrained(source.transformer_path)
+    if detect_position_scheme(model_config) != APE:
+        raise ValueError(
+            "position tuning trains the rows of a learned position table (BERT, XLM-R); "
+            f"{source.name} has {detect_position_scheme(model_config).upper()} positions"
+        )
+    positions = AbsolutePositions("truncate", model_config)
+    return positions.offset, positions.original_length
+
+
+def _extended_model(
+    source: ModelSource, table: ExtendedTable, offset: int, initial: Path, config: ContrastiveConfig
+) -> tuple[SentenceTransformer, torch.Tensor]:
+    """The model extended to Lt rows (written once to ``initial``, reused on resume), with every weight
+    frozen but the new rows; and the mask of the table rows that are original (kept)."""
+    method, lo, max_length = table.method, table.original_length, table.table_length
+    if not (initial / "modules.json").is_file():
+        shutil.rmtree(initial, ignore_errors=True)
+        write_extended_table_model(source, method, max_length, initial)
+    st_model = SentenceTransformer(str(initial), device=str(resolve_device(config.device)))
+    st_model.max_seq_length = min(config.max_seq_length or lo, lo)
+    transformer = st_model[0].auto_model
+    original_table = transformer.embeddings.position_embeddings.weight.detach().clone()
+    _, kept = extended_position_table(original_table[offset : offset + lo], method, max_length)
+    freeze_all_but_new_rows(transformer, kept, offset)
+    return st_model, kept
 
 
 def _select_pairs(
@@ -182,13 +184,6 @@ def _select_pairs(
         pairs = pairs[:max_pairs]
     counts["used"] = len(pairs)
     return pairs, counts
-
-
-def _pairs_digest(pairs: list[TrainingPair]) -> str:
-    digest = hashlib.sha256()
-    for pair in pairs:
-        digest.update(json.dumps([pair.query, pair.positive, list(pair.negatives)]).encode())
-    return digest.hexdigest()
 
 
 def _check_frozen(model: torch.nn.Module, before: dict[str, torch.Tensor], kept: torch.Tensor, offset: int) -> None:
