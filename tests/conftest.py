@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import string
 from pathlib import Path
 
 import pytest
 import torch
+from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers, processors
+from tokenizers.models import WordPiece
 from transformers import (
     BertConfig,
     BertModel,
@@ -19,6 +22,9 @@ from transformers import (
     ModernBertModel,
     NomicBertConfig,
     NomicBertModel,
+    PreTrainedTokenizerFast,
+    Qwen3Config,
+    Qwen3Model,
     XLMRobertaConfig,
     XLMRobertaModel,
 )
@@ -77,6 +83,77 @@ def _save(model: torch.nn.Module, folder: Path) -> Path:
     return folder
 
 
+# ----------------------------------------------------------------------------- Qwen3-Embedding
+QWEN3_EOS = "<|endoftext|>"
+#: Qwen3-Embedding's query prompt (its config_sentence_transformers.json); documents get none.
+QWEN3_QUERY_PROMPT = (
+    "Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery:"
+)
+#: the prompt's words are whole tokens (17 in all), so a prompted query fits in Lo = 32
+QWEN3_PROMPT_WORDS = [
+    "instruct",
+    "given",
+    "web",
+    "search",
+    "query",
+    "retrieve",
+    "relevant",
+    "passages",
+    "answer",
+]
+QWEN3_VOCAB = VOCAB + QWEN3_PROMPT_WORDS + [":", QWEN3_EOS]
+
+
+def qwen3_tokenizer(padding_side: str = "left") -> PreTrainedTokenizerFast:
+    """A word-piece tokenizer that behaves as Qwen3-Embedding's does where longembed can tell:
+    no BOS, its post-processor appends <|endoftext|> (the pooled token), which is also the pad
+    token, and it pads on the left."""
+    eos_id = QWEN3_VOCAB.index(QWEN3_EOS)
+    backend = Tokenizer(WordPiece({piece: i for i, piece in enumerate(QWEN3_VOCAB)}, unk_token="[UNK]"))
+    backend.normalizer = normalizers.BertNormalizer(lowercase=True)
+    backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    backend.post_processor = processors.TemplateProcessing(
+        single=f"$A {QWEN3_EOS}", pair=f"$A {QWEN3_EOS} $B {QWEN3_EOS}", special_tokens=[(QWEN3_EOS, eos_id)]
+    )
+    backend.decoder = decoders.WordPiece()
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        eos_token=QWEN3_EOS,
+        pad_token=QWEN3_EOS,
+        unk_token="[UNK]",
+        padding_side=padding_side,
+    )
+
+
+def _save_qwen3_embedding(model: torch.nn.Module, folder: Path) -> Path:
+    """A sentence-transformers folder laid out as Qwen3-Embedding's: the transformer at the root,
+    last-token pooling, a Normalize module and the query prompt."""
+    folder.mkdir(parents=True, exist_ok=True)
+    qwen3_tokenizer().save_pretrained(folder)
+    model.save_pretrained(folder)
+    modules = [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
+    ]
+    (folder / "modules.json").write_text(json.dumps(modules, indent=2))
+    pooling = {
+        "word_embedding_dimension": model.config.hidden_size,
+        "pooling_mode_lasttoken": True,
+        "include_prompt": True,
+    }
+    (folder / "1_Pooling").mkdir(exist_ok=True)
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps(pooling, indent=2))
+    (folder / "2_Normalize").mkdir(exist_ok=True)
+    prompts = {
+        "prompts": {"query": QWEN3_QUERY_PROMPT, "document": ""},
+        "default_prompt_name": None,
+        "similarity_fn_name": "cosine",
+    }
+    (folder / "config_sentence_transformers.json").write_text(json.dumps(prompts, indent=2))
+    return folder
+
+
 def build_tiny(family: str, folder: Path, **overrides) -> Path:
     """Save a randomly initialised tiny model of ``family`` with a word-piece tokenizer."""
     torch.manual_seed(0)
@@ -109,16 +186,35 @@ def build_tiny(family: str, folder: Path, **overrides) -> Path:
         model = ModernBertModel(config)
     elif family == "jina":
         model = JinaBertModel(JinaBertConfig(**TINY, **overrides))
+    elif family == "qwen3":  # Qwen3-Embedding: causal decoder, grouped-query attention, q/k RMSNorm
+        model = Qwen3Model(
+            Qwen3Config(
+                **{**TINY, "vocab_size": len(QWEN3_VOCAB)},
+                num_key_value_heads=2,
+                head_dim=TINY["hidden_size"] // TINY["num_attention_heads"],
+                max_position_embeddings=LO,
+                **overrides,
+            )
+        )
     else:
         raise ValueError(family)
     with torch.no_grad():  # make the random model less degenerate: larger attention logits
         for name, p in model.named_parameters():
-            if any(k in name for k in ("query", "key", "q_proj", "k_proj", "Wqkv")) and p.dim() == 2:
+            if _sets_attention_logits(name, p):
                 p.mul_(4.0)
+    if family == "qwen3":
+        return _save_qwen3_embedding(model.eval(), folder)
     return _save(model.eval(), folder)
 
 
-FAMILIES = ("bert", "xlmr", "nomic", "modernbert", "llama", "jina")
+def _sets_attention_logits(name: str, p: torch.Tensor) -> bool:
+    """The q and k projection matrices, and Qwen3's q/k RMSNorm weights (it normalizes q and k after
+    projecting them, so only those scale its logits)."""
+    projection = any(k in name for k in ("query", "key", "q_proj", "k_proj", "Wqkv")) and p.dim() == 2
+    return projection or any(k in name for k in ("q_norm", "k_norm"))
+
+
+FAMILIES = ("bert", "xlmr", "nomic", "modernbert", "llama", "jina", "qwen3")
 
 
 @pytest.fixture(scope="session")

@@ -552,6 +552,8 @@ class LongContextEncoder:
         lengths = torch.tensor([len(s) for s in sequences])
         n = int(lengths.max())
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        # padded on the right whatever the tokenizer's padding_side (Qwen3-Embedding's says left): each
+        # document's positions start at 0 and its masked attention never sees the padding
         input_ids = torch.full((len(sequences), n), pad, dtype=torch.long)
         for row, ids in enumerate(sequences):
             input_ids[row, : len(ids)] = torch.tensor(ids)
