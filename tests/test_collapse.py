@@ -615,8 +615,8 @@ def test_collapse_cli_parses_the_issue_flags(monkeypatch, tmp_path):
     ])
     seen = {}
 
-    def fake_run(model, **kwargs):
-        seen.update(kwargs, model=model)
+    def fake_run(model, spec, **kwargs):
+        seen.update(vars(spec), **kwargs, model=model)
         return CollapseResults(config={"plots": []})
 
     monkeypatch.setattr(cli, "run_collapse", fake_run)

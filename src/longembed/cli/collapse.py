@@ -9,13 +9,9 @@ import argparse
 import logging
 
 from longembed.cli.model_defaults import resolve_method
-from longembed.cli.options import (
-    encoder_options,
-    existing_folder,
-)
-from longembed.collapse.run import (
-    run_collapse,
-)
+from longembed.cli.options import encoder_options, existing_folder, settings_from_args
+from longembed.collapse.run import run_collapse
+from longembed.collapse.spec import CollapseSpec
 from longembed.report.formatting import fmt
 from longembed.results import COLLAPSE_FILE
 
@@ -25,29 +21,12 @@ def run(args: argparse.Namespace) -> int:
     resolve_method(args)
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    data_dir = existing_folder(args.data_dir, "--data-dir")
-    result = run_collapse(
-        args.model,
-        method=args.method,
-        max_length=args.max_length,
-        temperatures=args.temperatures,
-        data_dir=data_dir,
-        output_dir=args.output,
-        lengths=args.lengths,
-        short_edges=args.short_edges,
-        texts_per_bucket=args.texts_per_bucket,
-        batch_size=args.batch_size,
-        seed=args.seed,
-        show_progress_bar=not args.quiet,
-        sources=args.sources,
-        with_sigma_a=not args.no_sigma_a,
-        sigma_a_texts=args.sigma_a_texts or None,
-        cache_dir=args.cache_dir,
-        use_cache=not args.no_cache,
-        device=args.device,
-        **encoder_options(args),
-    )
-    print(f"wrote {args.output / COLLAPSE_FILE} and {len(result.config['plots'])} plots")
+    existing_folder(args.data_dir, "--data-dir")
+    # the command line's --sigma-a-texts 0 means all texts
+    spec = settings_from_args(CollapseSpec, args, sigma_a_texts=args.sigma_a_texts or None)
+    result = run_collapse(args.model, spec, method=args.method, max_length=args.max_length, device=args.device,
+                          **encoder_options(args))
+    print(f"wrote {spec.output_dir / COLLAPSE_FILE} and {len(result.config['plots'])} plots")
     for tau, buckets in result.temperatures.items():
         for b in buckets:
             print(

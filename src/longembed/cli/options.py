@@ -147,8 +147,10 @@ def _flag_options(field: dataclasses.Field, base: Any) -> dict[str, Any]:
         kwargs["action"] = "store_true"
     elif meta.get("list"):
         kwargs.update(nargs=meta.get("nargs", "+"), type=meta.get("type", str))
-    elif typing.get_origin(base) is tuple:
+    elif typing.get_origin(base) is tuple and "nargs" not in meta:
         kwargs["type"] = comma_list(typing.get_args(base)[0])
+    elif "nargs" in meta:  # a list given as space-separated values
+        kwargs["type"] = meta.get("type", str)
     else:
         kwargs["type"] = meta.get("type", base)
     for key in ("choices", "metavar", "required", "nargs"):

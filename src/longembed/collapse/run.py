@@ -18,9 +18,11 @@ new.  One encoder serves every temperature (tau is a per-call setting).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,19 +32,21 @@ from longembed.collapse.buckets import Bucket, build_length_buckets, build_short
 from longembed.collapse.choices import (
     DEFAULT_LENGTHS,
     DEFAULT_SHORT_EDGES,
-    DEFAULT_SIGMA_A_TEXTS,
-    DEFAULT_TEXTS_PER_BUCKET,
 )
 from longembed.collapse.corpus import SOURCES, load_long_documents
 from longembed.collapse.metrics import embedding_statistics
 from longembed.collapse.plots import plot_collapse
 from longembed.collapse.sigma import attention_sigma_a
+from longembed.collapse.spec import CollapseSpec
 from longembed.collapse.spectral import SIGMA_A_METHOD
 from longembed.config import check_temperature
 from longembed.encoder import load_encoder
 from longembed.evaluation.cached_encoder import CachedEncoder
+from longembed.evaluation.encoders import EncoderFactory
 from longembed.evaluation.estimate import fit_cost_model, format_duration, measure_cost_model
 from longembed.evaluation.provenance import library_versions
+from longembed.evaluation.runner import cached_encoder
+from longembed.evaluation.spec import EvalSpec
 from longembed.inputs import special_token_layout
 from longembed.results import COLLAPSE_FILE, BucketStats, CollapseResults, json_safe
 
@@ -196,27 +200,13 @@ class _Measurer:
 
 def run_collapse(
     model: str,
+    spec: CollapseSpec | None = None,
     *,
     method: str = "truncate",
     max_length: int | None = None,
-    temperatures: Sequence[float] = (1.0,),
-    data_dir: str | Path,
-    output_dir: str | Path,
-    lengths: Sequence[int] = DEFAULT_LENGTHS,
-    short_edges: Sequence[int] | None = DEFAULT_SHORT_EDGES,
-    texts_per_bucket: int = DEFAULT_TEXTS_PER_BUCKET,
-    batch_size: int = 8,
-    seed: int = 0,
-    show_progress_bar: bool = True,
-    sources: Sequence[str] = SOURCES,
-    with_sigma_a: bool = True,
-    sigma_a_texts: int | None = DEFAULT_SIGMA_A_TEXTS,
-    cache_dir: str | Path | None = None,
-    use_cache: bool = True,
     device: str | None = None,
     encoder_factory: Callable[..., Any] | None = None,
-    say: Callable[[str], None] | None = print,
-    **encoder_options: Any,
+    **options: Any,
 ) -> CollapseResults:
     """Measure length collapse and write ``output_dir/collapse.json`` plus PNG plots.
 
@@ -227,7 +217,9 @@ def run_collapse(
 
     Args:
         model: model folder or name, passed to ``load_encoder``.
-        method, max_length: the context-window extension method and its target length.
+        spec: a :class:`~longembed.collapse.spec.CollapseSpec`; its fields may also be given as
+            keyword arguments (which replace the spec's):
+        method, max_length, device: the context-window extension method, its target length, the device.
         temperatures: TempScale taus; one line per tau (one encoder for all: tau is per call).
         data_dir: folder in the shared data layout (essays, SQuALITY, QMSum).
         output_dir: where ``collapse.json`` and ``collapse_<metric>.png`` go.
@@ -246,124 +238,165 @@ def run_collapse(
         cache_dir, use_cache: the embedding cache (vectors and sigma_a values are cached).
         encoder_factory: replaces ``longembed.load_encoder`` (tests).
         say: where the estimate and progress lines go (None: silent).
-        **encoder_options: more ``load_encoder`` options (e.g. ``scale="per_document"``).
+        **options: the spec's fields, and more ``load_encoder`` options (e.g. ``scale="per_document"``).
     """
-    taus = check_arguments(temperatures, lengths, short_edges, texts_per_bucket, sigma_a_texts, batch_size,
-                           sources)
-    say = say or (lambda _message: None)
-    if "temperature" in encoder_options:
-        raise ValueError("pass TempScale taus as temperatures=[...], not as an encoder option")
-    output_dir = Path(output_dir)
     started = time.perf_counter()
-    factory = encoder_factory or load_encoder
-    encoder = factory(model, method=method, max_length=max_length, device=device, **encoder_options)
-    cached = CachedEncoder(encoder, cache_dir, use_cache=use_cache, batch_size=batch_size,
-                           show_progress=show_progress_bar, log=say)
-    measurer = _Measurer(cached, with_sigma_a, sigma_a_texts)
-
-    documents = load_long_documents(data_dir, sources)
-    per_source = {s: sum(d.source == s for d in documents) for s in dict.fromkeys(sources)}
-    log.info("loaded %d documents %s from %s", len(documents), per_source, data_dir)
-    tokenizer = encoder.tokenizer
-    overhead = sum(special_token_layout(tokenizer))
-    capacity = getattr(encoder, "max_length", None)
-
-    skipped: list[dict[str, Any]] = []
-    kept: list[int] = []
-    for length in dict.fromkeys(int(x) for x in lengths):
-        if length <= overhead:
-            reason = f"shorter than the {overhead} special tokens"
-        elif capacity is not None and length > capacity:
-            reason = f"above the encoder's max_length {capacity} (method {method!r})"
-        else:
-            kept.append(length)
-            continue
-        log.warning("skipping length %d: %s", length, reason)
-        skipped.append({"length": length, "reason": reason})
-
-    buckets: list[Bucket] = []
-    selected_ids: list[str] = []
-    n_qualified = None
-    if kept:
-        prefix = build_length_buckets(documents, tokenizer, [x - overhead for x in kept], texts_per_bucket, seed)
-        buckets.extend(prefix)
-        selected_ids = list(prefix[0].doc_ids)
-        n_qualified = prefix[0].n_available
-        if not selected_ids:
-            log.warning("no document is long enough for %d tokens: no prefix bucket", max(kept))
-    span_docs = [d for d in documents if d.doc_id in set(selected_ids)] if selected_ids else documents
-    edges = [int(e) for e in (short_edges or [])]
-    if edges:
-        usable = list(edges)
-        while len(usable) >= 2 and capacity is not None and usable[-1] - 1 + overhead > capacity:
-            skipped.append({"short_interval": [usable[-2], usable[-1]], "reason": f"above the encoder's max_length {capacity}"})
-            log.warning("skipping short interval [%d, %d): above max_length %d", usable[-2], usable[-1], capacity)
-            usable.pop()
-        if len(usable) >= 2:
-            buckets.extend(build_short_buckets(span_docs, tokenizer, usable, texts_per_bucket, seed))
-        edges = usable if len(usable) >= 2 else []
-    if not any(b.texts for b in buckets):
-        raise ValueError(
-            f"nothing to measure: no bucket has texts (lengths {list(lengths)} with max_length {capacity}; "
-            f"skipped: {skipped})"
-        )
-
-    estimate = measurer.estimate(buckets, overhead, taus, batch_size)
-    say(
-        f"collapse: {len(buckets)} buckets x {len(taus)} temperature(s): {estimate['texts_to_embed']} texts to "
-        f"embed, {estimate['sigma_a_to_compute']} sigma_a to compute (the rest cached); estimated "
-        f"{format_duration(estimate['seconds'])} (timed warm-up on this machine; rough)"
-    )
-
-    config: dict[str, Any] = {
-        "model": str(model),
-        "method": method,
-        "max_length": max_length,
-        "encoder_max_length": capacity,
-        "original_length": getattr(encoder, "original_length", None),
-        "special_tokens_per_text": overhead,
-        "length_unit": "tokens seen by the model incl. special tokens (content = length - special tokens)",
-        "lengths_requested": [int(x) for x in lengths],
-        "lengths": kept,
-        "short_edges_content_tokens": edges,
-        "skipped": skipped,
-        "temperatures": taus,
-        "data_dir": str(data_dir),
-        "sources": list(dict.fromkeys(sources)),
-        "documents_per_source": per_source,
-        "n_documents": len(documents),
-        "n_documents_long_enough": n_qualified,
-        "selected_documents": selected_ids,
-        "document_start": "seeded random sentence/paragraph start, same for every length",
-        "texts_per_bucket": texts_per_bucket,
-        "sigma_a_texts_per_bucket": (sigma_a_texts if sigma_a_texts is not None else "all") if with_sigma_a else 0,
-        "batch_size": batch_size,
-        "seed": seed,
-        "encoder_options": json_safe(encoder_options),
-        "encoder": repr(encoder),
-        "embeddings": "pooled, before L2 normalization (normalize_embeddings=False)",
-        "sigma_a_method": (
-            "mean over texts of longembed.collapse.attention_sigma_a (last layer, mean over heads; "
-            f"for pcw the mean over windows). {SIGMA_A_METHOD}"
-            if with_sigma_a
-            else None
-        ),
-        "cache_dir": None if cached.cache is None else str(cached.cache.root),
-        "estimate": estimate,
-        "versions": library_versions(),
-    }
-    result = CollapseResults(config=config)
-    out_file = output_dir / COLLAPSE_FILE
-    for tau in taus:
+    given = {name: options.pop(name) for name in list(options) if name in SPEC_FIELDS}
+    spec = CollapseSpec(**given) if spec is None else dataclasses.replace(spec, **given)
+    factory = EncoderFactory(model, method, max_length, device, options, encoder_factory or load_encoder)
+    plan = plan_collapse(spec, factory)
+    result = CollapseResults(config=_collapse_config(plan))
+    out_file = Path(spec.output_dir) / COLLAPSE_FILE
+    for tau in plan.taus:
         entries: list[BucketStats] = []
         result.temperatures[str(tau)] = entries
-        for bucket in buckets:
-            entries.append(measurer.measure(bucket, overhead, tau))
+        for bucket in plan.buckets:
+            entries.append(plan.measurer.measure(bucket, plan.overhead, tau))
             result.save(out_file)  # partial results of long runs are kept (complete is still False)
-    config["elapsed_seconds"] = round(time.perf_counter() - started, 1)
-    metrics = ["mean_pairwise_cosine", "spread", "mean_norm"] + (["sigma_a"] if with_sigma_a else [])
-    config["plots"] = [p.name for p in plot_collapse(result, output_dir, metrics)]
+    result.config["elapsed_seconds"] = round(time.perf_counter() - started, 1)
+    metrics = ["mean_pairwise_cosine", "spread", "mean_norm"] + (["sigma_a"] if spec.with_sigma_a else [])
+    result.config["plots"] = [p.name for p in plot_collapse(result, Path(spec.output_dir), metrics)]
     result.complete = True
     result.save(out_file)
     return result
 
+
+SPEC_FIELDS = frozenset(f.name for f in dataclasses.fields(CollapseSpec))
+
+
+@dataclass
+class CollapsePlan:
+    """What a collapse run measures, decided before the first vector: the encoder, the documents, the
+    lengths kept and skipped, the buckets, and the estimate."""
+
+    spec: CollapseSpec
+    factory: EncoderFactory
+    taus: list[float]
+    cached: CachedEncoder
+    measurer: _Measurer
+    documents: list[Any]
+    per_source: dict[str, int]
+    overhead: int
+    kept: list[int] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    buckets: list[Bucket] = field(default_factory=list)
+    selected_ids: list[str] = field(default_factory=list)
+    n_qualified: int | None = None
+    edges: list[int] = field(default_factory=list)
+    estimate: dict[str, Any] = field(default_factory=dict)
+
+
+def plan_collapse(spec: CollapseSpec, factory: EncoderFactory) -> CollapsePlan:
+    """Check the arguments (before any model or data loads), build the cached encoder, load the
+    documents, choose the lengths, build the buckets and print the estimate."""
+    if spec.data_dir is None or spec.output_dir is None:
+        raise TypeError("run_collapse needs data_dir and output_dir")
+    taus = check_arguments(spec.temperatures, spec.lengths, spec.short_edges, spec.texts_per_bucket,
+                           spec.sigma_a_texts, spec.batch_size, spec.sources)
+    if "temperature" in factory.options:
+        raise ValueError("pass TempScale taus as temperatures=[...], not as an encoder option")
+    cached = cached_encoder(factory(), EvalSpec(cache_dir=spec.cache_dir, use_cache=spec.use_cache,
+                                                batch_size=spec.batch_size, show_progress=spec.show_progress_bar,
+                                                log=spec.say))
+    documents = load_long_documents(spec.data_dir, spec.sources)
+    per_source = {s: sum(d.source == s for d in documents) for s in dict.fromkeys(spec.sources)}
+    log.info("loaded %d documents %s from %s", len(documents), per_source, spec.data_dir)
+    plan = CollapsePlan(spec, factory, taus, cached, _Measurer(cached, spec.with_sigma_a, spec.sigma_a_texts),
+                        documents, per_source, sum(special_token_layout(cached.tokenizer)))
+    _choose_lengths(plan)
+    _build_buckets(plan)
+    plan.estimate = plan.measurer.estimate(plan.buckets, plan.overhead, taus, spec.batch_size)
+    (spec.say or (lambda _message: None))(
+        f"collapse: {len(plan.buckets)} buckets x {len(taus)} temperature(s): {plan.estimate['texts_to_embed']} "
+        f"texts to embed, {plan.estimate['sigma_a_to_compute']} sigma_a to compute (the rest cached); estimated "
+        f"{format_duration(plan.estimate['seconds'])} (timed warm-up on this machine; rough)"
+    )
+    return plan
+
+
+def _choose_lengths(plan: CollapsePlan) -> None:
+    """Keep the lengths the encoder takes whole; skip (and log) the others."""
+    capacity, method = plan.cached.max_length, plan.factory.method
+    for length in dict.fromkeys(int(x) for x in plan.spec.lengths):
+        if length <= plan.overhead:
+            reason = f"shorter than the {plan.overhead} special tokens"
+        elif capacity is not None and length > capacity:
+            reason = f"above the encoder's max_length {capacity} (method {method!r})"
+        else:
+            plan.kept.append(length)
+            continue
+        log.warning("skipping length %d: %s", length, reason)
+        plan.skipped.append({"length": length, "reason": reason})
+
+
+def _build_buckets(plan: CollapsePlan) -> None:
+    """The prefix buckets of the kept lengths, then the short buckets (spans of the same documents)."""
+    spec, tokenizer, overhead, capacity = plan.spec, plan.cached.tokenizer, plan.overhead, plan.cached.max_length
+    if plan.kept:
+        prefix = build_length_buckets(plan.documents, tokenizer, [x - overhead for x in plan.kept],
+                                      spec.texts_per_bucket, spec.seed)
+        plan.buckets.extend(prefix)
+        plan.selected_ids = list(prefix[0].doc_ids)
+        plan.n_qualified = prefix[0].n_available
+        if not plan.selected_ids:
+            log.warning("no document is long enough for %d tokens: no prefix bucket", max(plan.kept))
+    selected = set(plan.selected_ids)
+    span_docs = [d for d in plan.documents if d.doc_id in selected] if selected else plan.documents
+    usable = [int(e) for e in (spec.short_edges or [])]
+    while len(usable) >= 2 and capacity is not None and usable[-1] - 1 + overhead > capacity:
+        plan.skipped.append({"short_interval": [usable[-2], usable[-1]],
+                             "reason": f"above the encoder's max_length {capacity}"})
+        log.warning("skipping short interval [%d, %d): above max_length %d", usable[-2], usable[-1], capacity)
+        usable.pop()
+    if len(usable) >= 2:
+        plan.buckets.extend(build_short_buckets(span_docs, tokenizer, usable, spec.texts_per_bucket, spec.seed))
+    plan.edges = usable if len(usable) >= 2 else []
+    if not any(b.texts for b in plan.buckets):
+        raise ValueError(
+            f"nothing to measure: no bucket has texts (lengths {list(spec.lengths)} with max_length {capacity}; "
+            f"skipped: {plan.skipped})"
+        )
+
+
+def _collapse_config(plan: CollapsePlan) -> dict[str, Any]:
+    """What collapse.json records of the run (its ``config``)."""
+    spec, factory, cached = plan.spec, plan.factory, plan.cached
+    return {
+        "model": str(factory.model),
+        "method": factory.method,
+        "max_length": factory.max_length,
+        "encoder_max_length": cached.max_length,
+        "original_length": cached.original_length,
+        "special_tokens_per_text": plan.overhead,
+        "length_unit": "tokens seen by the model incl. special tokens (content = length - special tokens)",
+        "lengths_requested": [int(x) for x in spec.lengths],
+        "lengths": plan.kept,
+        "short_edges_content_tokens": plan.edges,
+        "skipped": plan.skipped,
+        "temperatures": plan.taus,
+        "data_dir": str(spec.data_dir),
+        "sources": list(dict.fromkeys(spec.sources)),
+        "documents_per_source": plan.per_source,
+        "n_documents": len(plan.documents),
+        "n_documents_long_enough": plan.n_qualified,
+        "selected_documents": plan.selected_ids,
+        "document_start": "seeded random sentence/paragraph start, same for every length",
+        "texts_per_bucket": spec.texts_per_bucket,
+        "sigma_a_texts_per_bucket": (
+            (spec.sigma_a_texts if spec.sigma_a_texts is not None else "all") if spec.with_sigma_a else 0
+        ),
+        "batch_size": spec.batch_size,
+        "seed": spec.seed,
+        "encoder_options": json_safe(dict(factory.options)),
+        "encoder": repr(cached.encoder),
+        "embeddings": "pooled, before L2 normalization (normalize_embeddings=False)",
+        "sigma_a_method": (
+            "mean over texts of longembed.collapse.attention_sigma_a (last layer, mean over heads; "
+            f"for pcw the mean over windows). {SIGMA_A_METHOD}"
+            if spec.with_sigma_a
+            else None
+        ),
+        "cache_dir": None if cached.cache is None else str(cached.cache.root),
+        "estimate": plan.estimate,
+        "versions": library_versions(),
+    }

@@ -121,6 +121,26 @@ def estimate_cost(
     is nothing to encode or ``measure`` is False.  BM25 (``encoder`` None): tokens = words / 0.75 and
     no time estimate (indexing takes seconds).
     """
+    rows, to_time = count_units(units, encoder)
+    model = None
+    if encoder is not None and measure and any(r.documents.to_encode + r.queries.to_encode for r in rows):
+        model = measure_cost_model(encoder.encoder, batch_size)
+    total = None
+    if model is not None and encoder is not None:
+        total = 0.0
+        for row, tokens in zip(rows, to_time, strict=True):
+            seconds = sum(document_seconds(n, encoder.encoder, model) for n in tokens)
+            row.seconds = round(seconds, 1)
+            total += seconds
+    estimate = _summary(rows, model, encoder is None, total)
+    log(format_estimate(estimate))
+    return estimate
+
+
+def count_units(
+    units: Sequence[tuple[str, SideToEncode, SideToEncode]], encoder: CachedEncoder | None
+) -> tuple[list[UnitEstimate], list[list[int]]]:
+    """Per unit: its counts and cache hits, and the token counts of the texts still to encode."""
     rows: list[UnitEstimate] = []
     to_time: list[list[int]] = []
     for label, documents, queries in units:
@@ -140,22 +160,17 @@ def estimate_cost(
             sides.append(SideEstimate(len(side.texts), n_cached, n_missing, sum(tokens), max(tokens, default=0)))
         rows.append(UnitEstimate(label, sides[0], sides[1]))
         to_time.append(unit_tokens)
+    return rows, to_time
 
-    model = None
-    if encoder is not None and measure and any(r.documents.to_encode + r.queries.to_encode for r in rows):
-        model = measure_cost_model(encoder.encoder, batch_size)
-    total = 0.0
-    if model is not None:
-        for row, tokens in zip(rows, to_time, strict=True):
-            seconds = sum(document_seconds(n, encoder.encoder, model) for n in tokens)
-            row.seconds = round(seconds, 1)
-            total += seconds
-    estimate = Estimate(
+
+def _summary(rows: list[UnitEstimate], model: CostModel | None, bm25: bool, seconds: float | None) -> Estimate:
+    """The estimate's totals and how its seconds were obtained."""
+    return Estimate(
         method=(
             "seconds per sequence t(n) = c + a n + b n^2 fitted on a batched warm-up on this machine; inputs "
             "truncated to max_length, pcw counted as windows of Lo; padding ignored (rough)"
             if model is not None
-            else ("BM25: no encoding" if encoder is None else "not measured")
+            else ("BM25: no encoding" if bm25 else "not measured")
         ),
         cost_model=None if model is None else model.to_dict(),
         units=rows,
@@ -164,10 +179,8 @@ def estimate_cost(
         queries=sum(r.queries.count for r in rows),
         queries_cached=sum(r.queries.cached for r in rows),
         tokens_to_encode=sum(r.documents.tokens + r.queries.tokens for r in rows),
-        seconds=None if model is None else round(total, 1),
+        seconds=None if seconds is None else round(seconds, 1),
     )
-    log(format_estimate(estimate))
-    return estimate
 
 
 def format_estimate(estimate: Estimate) -> str:
