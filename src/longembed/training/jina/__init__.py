@@ -25,7 +25,7 @@ Every stage checkpoints into ``OUTPUT/checkpoints`` and resumes from there when 
 same arguments; a finished folder is never overwritten unless asked.
 
 Modules, one job each: ``config`` (the recipe's settings), ``data`` (each stage's texts and pairs),
-``folders`` (model folders: sentence-transformers files, lengths, outputs), ``held_out`` (the
+``folders`` (model folders: sentence-transformers files, lengths, the tokenizer), ``held_out`` (the
 retrieval score after each stage), ``stages`` (:func:`train_jina`).
 """
 

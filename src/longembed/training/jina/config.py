@@ -19,7 +19,6 @@ from longembed.training.mlm.config import MLMConfig, MLMModelConfig
 DEFAULT_TOKENIZER = "default"
 
 
-
 def _recipe_stage(**schedule: Any) -> ContrastiveConfig:
     """A contrastive stage of the recipe: bidirectional InfoNCE, tau = 0.05, weight decay 0.01 (paper 5),
     with the stage's own batch, schedule and hard negatives."""
@@ -156,8 +155,8 @@ class JinaRecipeConfig:
         return dataclasses.replace(self, **{stage: dataclasses.replace(section, **changes)})
 
 
-
 def check_stage(stage: str) -> str:
+    """``stage`` if it is one of the recipe's stages, else a ValueError listing them."""
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; choose from {', '.join(STAGES)}")
     return stage

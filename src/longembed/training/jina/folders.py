@@ -1,4 +1,4 @@
-"""Model folders of the recipe: sentence-transformers files beside a model's own, lengths, outputs.
+"""Model folders of the recipe: sentence-transformers files beside a model's own, lengths, the tokenizer.
 
 Every stage's folder opens with ``load_encoder`` and ``SentenceTransformer``: a Transformer module
 over the model's weights + mean pooling (section 5).
