@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import LO, QWEN3_EOS, QWEN3_QUERY_PROMPT, qwen3_tokenizer, require_package, words
+from fastapi.testclient import TestClient
 from test_extension_references import (
     ATOL,
     LT,
@@ -34,6 +35,7 @@ from longembed.export import export_model
 from longembed.extension.rope import DEFAULT_DYNAMIC_NTK_FACTOR
 from longembed.extension.scaling import ntk_lambda, selfextend_defaults
 from longembed.pooling import last_real_index
+from longembed.serving import ServerSettings, create_app
 
 # 110 words -> 111 tokens with <|endoftext|>: beyond Lo = 32, within Lt = 128
 LONG = words(110, seed=31)
@@ -318,3 +320,23 @@ def test_a_right_padding_tokenizer_gives_the_same_vectors(qwen3, tmp_path):
     texts = WITHIN + TEXTS
     options = dict(method="yarn", max_length=LT)
     np.testing.assert_array_equal(raw(folder, texts=texts, **options), raw(qwen3, texts=texts, **options))
+
+
+# ----------------------------------------------------------------------------- serving
+def test_the_server_embeds_queries_and_cuts_to_the_window_keeping_eos(qwen3):
+    """The OpenAI route: prompt_name="query" as encode's; overflow "truncate" cuts at Lo as the plain
+    model's tokenizer does (the first Lo - 1 tokens and <|endoftext|>)."""
+    encoder = load_encoder(qwen3, method="yarn", max_length=LT)
+    tokenizer = AutoTokenizer.from_pretrained(qwen3)
+    ids = tokenizer(LONG)["input_ids"]
+    cut = last_state(AutoModel.from_pretrained(qwen3).eval(), ids[: LO - 1] + ids[-1:])
+    with TestClient(create_app(encoder, ServerSettings(allowed_hosts=("testserver",)))) as http:
+        queries = http.post(
+            "/v1/embeddings", json={"model": "m", "input": [QUERY, LONG], "prompt_name": "query"}
+        )
+        truncated = http.post("/v1/embeddings", json={"model": "m", "input": LONG, "overflow": "truncate"})
+    assert queries.status_code == 200 and truncated.status_code == 200, (queries.text, truncated.text)
+    got = np.array([d["embedding"] for d in queries.json()["data"]], dtype=np.float32)
+    np.testing.assert_allclose(got, encoder.encode([QUERY, LONG], prompt_name="query"), atol=1e-6, rtol=0)
+    vector = np.array(truncated.json()["data"][0]["embedding"], dtype=np.float32)
+    np.testing.assert_allclose(vector, cut / np.linalg.norm(cut), atol=ATOL, rtol=0)
