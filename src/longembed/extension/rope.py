@@ -24,6 +24,9 @@ from transformers import PretrainedConfig
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
 from longembed.extension.methods import METHODS, ROPE, ExtensionMethod, Truncate, check_method
+from longembed.extension.methods.ntk import (
+    dynamic_ntk_multiplier as dynamic_ntk_multiplier,  # where users found it
+)
 
 
 @dataclass(frozen=True)

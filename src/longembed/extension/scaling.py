@@ -5,7 +5,7 @@ s = ceil(Lt / Lo) the scale factor.  longembed computes s per document, either f
 target length (``scale="fixed"``: s = ceil(Lt / Lo), the paper's tables) or from the document's
 own length (``scale="per_document"``: s = ceil(n / Lo)).  Neither depends on batch neighbours.
 The per-scale defaults of Table 6 belong to their methods (``methods.ntk.ntk_lambda``,
-``methods.selfextend.selfextend_defaults``).
+``methods.selfextend.selfextend_defaults``); they stay importable from here, where users found them.
 """
 
 from __future__ import annotations
@@ -15,6 +15,13 @@ import math
 import torch
 
 from longembed.extension.methods import APPLY_MODES, SCALE_MODES
+from longembed.extension.methods.ntk import NTK_LAMBDA_TABLE, ntk_lambda
+from longembed.extension.methods.selfextend import selfextend_defaults
+
+__all__ = [
+    "NTK_LAMBDA_TABLE", "ceil_div", "document_scales", "fixed_scale", "length_temperature", "logn_factor",
+    "ntk_lambda", "selfextend_defaults",
+]
 
 
 def ceil_div(a: int, b: int) -> int:
