@@ -32,7 +32,7 @@ from transformers import AttentionInterface, AutoConfig, AutoModel, AutoTokenize
 
 from longembed import load_encoder
 from longembed.export import export_model
-from longembed.extension.rope import DEFAULT_DYNAMIC_NTK_FACTOR
+from longembed.extension.methods.ntk import DEFAULT_DYNAMIC_NTK_FACTOR
 from longembed.extension.scaling import ntk_lambda, selfextend_defaults
 from longembed.pooling import last_real_index
 from longembed.serving import ServerSettings, create_app
