@@ -39,7 +39,7 @@ from longembed.chunking.spans import (
 from longembed.chunking.tokens import TokenEmbeddings, assemble_tokens, plan_windows, window_inputs
 from longembed.config import EncoderConfig, check_scale_factor, check_temperature
 from longembed.encoder_protocol import retrieval_prompts
-from longembed.extension.attention import AttentionPlan, register_attention_function
+from longembed.extension.attention import AttentionPlan
 from longembed.extension.methods import build_method
 from longembed.extension.pcw import mean_over_windows
 from longembed.extension.positions import position_scheme_for
@@ -59,13 +59,12 @@ from longembed.inputs import (
 from longembed.loading import (
     DTYPES,
     default_method,
-    load_transformer,
+    load_model_for_encoding,
     load_transformer_config,
     resolve_device,
     resolve_model,
 )
 from longembed.pooling import pool
-from longembed.quantization import quantize_linear_layers
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +117,9 @@ class LongContextEncoder:
         self.position_scheme = self.positions.name
         self.method = self.positions.method
         self.original_length = self.positions.original_length
-        self.max_length = self._max_length()
+        self.max_length = self.positions.target_length(config.max_length)
+        if config.max_length is not None:
+            check_scale_factor(config.max_length, self.original_length)
         self.pooling = config.pooling or self.source.pooling
         self.prompts = {**self.source.prompts, **config.prompts}
         self.normalize = self.source.normalize
@@ -143,41 +144,10 @@ class LongContextEncoder:
         return self._model is not None
 
     def _load_model(self) -> torch.nn.Module:
-        model = load_transformer(self.source.transformer_path, self.config.dtype).to(self.device).eval()
-        if self.config.quantization is not None:
-            quantize_linear_layers(model, self.config.quantization)
-        attention_name = register_attention_function()
-        model.set_attn_implementation(attention_name)
-        if model.config._attn_implementation != attention_name:
-            raise ValueError(
-                f"{type(model).__name__} cannot switch to longembed's attention function (transformers "
-                "allows it only for models that look up ALL_ATTENTION_FUNCTIONS.get_interface); its "
-                "extension methods, attention scaling and TempScale would silently not apply"
-            )
-        self.positions.prepare_model(model)
+        model = load_model_for_encoding(self.source.transformer_path, self.config, self.positions, self.device)
         self._takes_token_types = "token_type_ids" in inspect.signature(model.forward).parameters
         self._model = model
         return model
-
-    def _max_length(self) -> int:
-        """Lt: the longest input accepted, from the config or the method's natural default."""
-        lo, requested = self.original_length, self.config.max_length
-        if requested is None:
-            default = self.positions.default_max_length()
-            if default is None:
-                raise ValueError(
-                    f"method {self.method!r} extends the context window to max_length tokens: "
-                    f"pass max_length (the target length Lt, e.g. {lo * 8}); this model's Lo is {lo}"
-                )
-            return default
-        limit = self.positions.longest_input()
-        if limit is not None and requested > limit:
-            raise ValueError(
-                f"this model has {limit} position embeddings, so {self.method} keeps at most {limit} tokens; "
-                f"to go to {requested} use an extension method (pcw, gp, rp or pi)"
-            )
-        check_scale_factor(requested, lo)
-        return requested
 
     # ------------------------------------------------------------------ public API
     @property

@@ -22,9 +22,12 @@ from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModel, PretrainedConfig
 from transformers.utils import logging as hf_logging
 
-from longembed.config import DTYPE_NAMES, POOLING_MODES
+from longembed.config import DTYPE_NAMES, POOLING_MODES, EncoderConfig
 from longembed.extension.ape import EXTENDED_TABLE_FILE, ExtendedTable
+from longembed.extension.attention import register_attention_function
+from longembed.extension.positions import PositionScheme
 from longembed.models.configuration_jina_bert import JinaBertConfig
+from longembed.quantization import quantize_linear_layers
 from longembed.weight_files import check_weight_files
 
 if TYPE_CHECKING:  # the dependency, visible to readers and the layer checks; imported by load_transformer
@@ -206,6 +209,27 @@ def load_transformer(path: Path, dtype: str = "float32") -> torch.nn.Module:
             return AutoModel.from_pretrained(path, dtype=DTYPES[dtype])
     except SafetensorError as exc:  # damage the header check cannot see
         raise ValueError(f"{path}: a weight file is corrupt ({exc}); download or copy the model again") from None
+
+
+def load_model_for_encoding(
+    path: Path, config: EncoderConfig, positions: PositionScheme, device: torch.device
+) -> torch.nn.Module:
+    """The transformer at ``path`` ready for the encoder: in ``config.dtype`` (and quantized) on
+    ``device``, in eval mode, with longembed's attention function on this instance, adapted once by
+    its position scheme (e.g. PI's interpolating position table)."""
+    model = load_transformer(path, config.dtype).to(device).eval()
+    if config.quantization is not None:
+        quantize_linear_layers(model, config.quantization)
+    attention_name = register_attention_function()
+    model.set_attn_implementation(attention_name)
+    if model.config._attn_implementation != attention_name:
+        raise ValueError(
+            f"{type(model).__name__} cannot switch to longembed's attention function (transformers "
+            "allows it only for models that look up ALL_ATTENTION_FUNCTIONS.get_interface); its "
+            "extension methods, attention scaling and TempScale would silently not apply"
+        )
+    positions.prepare_model(model)
+    return model
 
 
 @contextlib.contextmanager

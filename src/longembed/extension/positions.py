@@ -31,6 +31,7 @@ from longembed.extension.ape import (
 from longembed.extension.methods import (
     ALIBI,
     APE,
+    METHODS,
     OFFSET_POSITION_MODEL_TYPES,
     ROPE,
     ExtensionMethod,
@@ -91,6 +92,31 @@ class PositionScheme:
     def default_max_length(self) -> int | None:
         """Lt when none is given (None: the method needs one)."""
         return self.extension.default_max_length(self.original_length, self.model_length())
+
+    def extending_methods(self) -> list[str]:
+        """The methods that take this family of models beyond Lo."""
+        return [m.name for m in METHODS.values() if self.name in m.schemes and m.extends_context]
+
+    def target_length(self, requested: int | None) -> int:
+        """Lt: the longest input accepted, ``requested`` (checked against what the model can take) or,
+        when None, the method's natural default (an error when the method needs one).  Whether Lt / Lo
+        is beyond what the papers tested is the caller's warning (``config.check_scale_factor``)."""
+        lo = self.original_length
+        if requested is None:
+            default = self.default_max_length()
+            if default is None:
+                raise ValueError(
+                    f"method {self.method!r} extends the context window to max_length tokens: "
+                    f"pass max_length (the target length Lt, e.g. {lo * 8}); this model's Lo is {lo}"
+                )
+            return default
+        limit = self.longest_input()
+        if limit is not None and requested > limit:
+            raise ValueError(
+                f"this model has {limit} position embeddings, so {self.method} keeps at most {limit} tokens; "
+                f"to go to {requested} use an extension method ({', '.join(self.extending_methods())})"
+            )
+        return requested
 
     def prepare_model(self, model: torch.nn.Module) -> None:
         """Adapt the loaded model once (in place, this instance only)."""
