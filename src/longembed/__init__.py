@@ -19,21 +19,11 @@ from longembed.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-#: public name -> the module that defines it
-_EXPORTS = {
-    "EncoderConfig": "longembed.config",
-    "EncodeStats": "longembed.encoder",
-    "LongContextEncoder": "longembed.encoder",
-    "load_encoder": "longembed.encoder",
-    "METHODS": "longembed.extension.methods",
-}
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
 if TYPE_CHECKING:
     from longembed.config import EncoderConfig
     from longembed.encoder import EncodeStats, LongContextEncoder, load_encoder
     from longembed.extension.methods import METHODS
 
-noise.silence_known_library_noise()
+__getattr__, __dir__, __all__ = lazy_exports(__name__, __file__, also=("__version__",))
 
-__all__ = ["METHODS", "EncodeStats", "EncoderConfig", "LongContextEncoder", "__version__", "load_encoder"]
+noise.silence_known_library_noise()

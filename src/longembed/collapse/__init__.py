@@ -12,26 +12,6 @@ from typing import TYPE_CHECKING
 
 from longembed.lazy import lazy_exports
 
-#: public name -> the module that defines it (imported on first use: see longembed.lazy)
-_EXPORTS = {
-    "Bucket": "longembed.collapse.buckets",
-    "build_length_buckets": "longembed.collapse.buckets",
-    "build_short_buckets": "longembed.collapse.buckets",
-    "count_tokens": "longembed.collapse.buckets",
-    "cut_to_tokens": "longembed.collapse.buckets",
-    "SOURCES": "longembed.collapse.corpus",
-    "Document": "longembed.collapse.corpus",
-    "load_long_documents": "longembed.collapse.corpus",
-    "embedding_statistics": "longembed.collapse.metrics",
-    "plot_collapse": "longembed.collapse.plots",
-    "run_collapse": "longembed.collapse.run",
-    "attention_sigma_a": "longembed.collapse.sigma",
-    "SIGMA_A_METHOD": "longembed.collapse.spectral",
-    "sigma_a_blockwise": "longembed.collapse.spectral",
-    "sigma_a_dense": "longembed.collapse.spectral",
-}
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
 if TYPE_CHECKING:
     from longembed.collapse.buckets import (
         Bucket,
@@ -47,20 +27,4 @@ if TYPE_CHECKING:
     from longembed.collapse.sigma import attention_sigma_a
     from longembed.collapse.spectral import SIGMA_A_METHOD, sigma_a_blockwise, sigma_a_dense
 
-__all__ = [
-    "Bucket",
-    "Document",
-    "SIGMA_A_METHOD",
-    "SOURCES",
-    "attention_sigma_a",
-    "build_length_buckets",
-    "build_short_buckets",
-    "count_tokens",
-    "cut_to_tokens",
-    "embedding_statistics",
-    "load_long_documents",
-    "plot_collapse",
-    "run_collapse",
-    "sigma_a_blockwise",
-    "sigma_a_dense",
-]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, __file__)

@@ -15,25 +15,6 @@ from typing import TYPE_CHECKING
 
 from longembed.lazy import lazy_exports
 
-#: public name -> the module that defines it (imported on first use: see longembed.lazy)
-_EXPORTS = {
-    "CHUNK_ROWS": "longembed.corpus.job",
-    "EmbedJob": "longembed.corpus.job",
-    "ShardEmbedder": "longembed.corpus.job",
-    "ShardReport": "longembed.corpus.job",
-    "CorpusPlan": "longembed.corpus.plan",
-    "plan_corpus": "longembed.corpus.plan",
-    "RaySettings": "longembed.corpus.ray_engine",
-    "ENGINES": "longembed.corpus.run",
-    "CorpusResult": "longembed.corpus.run",
-    "embed_corpus": "longembed.corpus.run",
-    "Shard": "longembed.corpus.shards",
-    "ShardReader": "longembed.corpus.shards",
-    "find_shards": "longembed.corpus.shards",
-    "read_embeddings": "longembed.corpus.writer",
-}
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
 if TYPE_CHECKING:
     from longembed.corpus.job import CHUNK_ROWS, EmbedJob, ShardEmbedder, ShardReport
     from longembed.corpus.plan import CorpusPlan, plan_corpus
@@ -42,19 +23,4 @@ if TYPE_CHECKING:
     from longembed.corpus.shards import Shard, ShardReader, find_shards
     from longembed.corpus.writer import read_embeddings
 
-__all__ = [
-    "CHUNK_ROWS",
-    "CorpusPlan",
-    "CorpusResult",
-    "ENGINES",
-    "EmbedJob",
-    "RaySettings",
-    "Shard",
-    "ShardEmbedder",
-    "ShardReader",
-    "ShardReport",
-    "embed_corpus",
-    "find_shards",
-    "plan_corpus",
-    "read_embeddings",
-]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, __file__)

@@ -11,18 +11,6 @@ from typing import TYPE_CHECKING
 
 from longembed.lazy import lazy_exports
 
-#: public name -> the module that defines it (imported on first use: see longembed.lazy)
-_EXPORTS = {
-    "BM25Model": "longembed.evaluation.bm25",
-    "CachedEncoder": "longembed.evaluation.cached_encoder",
-    "evaluate": "longembed.evaluation.metrics",
-    "evaluate_scores": "longembed.evaluation.metrics",
-    "rank": "longembed.evaluation.metrics",
-    "evaluate_model": "longembed.evaluation.runner",
-    "sweep_temperature": "longembed.evaluation.sweep",
-}
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
 if TYPE_CHECKING:
     from longembed.evaluation.bm25 import BM25Model
     from longembed.evaluation.cached_encoder import CachedEncoder
@@ -30,12 +18,4 @@ if TYPE_CHECKING:
     from longembed.evaluation.runner import evaluate_model
     from longembed.evaluation.sweep import sweep_temperature
 
-__all__ = [
-    "BM25Model",
-    "CachedEncoder",
-    "evaluate",
-    "evaluate_model",
-    "evaluate_scores",
-    "rank",
-    "sweep_temperature",
-]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, __file__)

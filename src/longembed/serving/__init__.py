@@ -20,20 +20,6 @@ from longembed.lazy import lazy_exports
 #: The packages of the ``serving`` extra, by import name.
 SERVING_PACKAGES = ("fastapi", "uvicorn", "prometheus_client")
 
-#: public name -> the module that defines it (imported on first use: see longembed.lazy)
-_EXPORTS = {
-    "DynamicBatcher": "longembed.serving.batcher",
-    "OVERFLOW_POLICIES": "longembed.serving.choices",
-    "OverflowPlanner": "longembed.serving.overflow",
-    "ServerSettings": "longembed.serving.settings",
-    "ApiError": "longembed.serving.validation",
-    "EmbeddingService": "longembed.serving.app",
-    "create_app": "longembed.serving.app",
-    "bound_port": "longembed.serving.server",
-    "build_server": "longembed.serving.server",
-}
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
 if TYPE_CHECKING:
     from longembed.serving.app import EmbeddingService, create_app
     from longembed.serving.batcher import DynamicBatcher
@@ -42,6 +28,8 @@ if TYPE_CHECKING:
     from longembed.serving.server import bound_port, build_server
     from longembed.serving.settings import ServerSettings
     from longembed.serving.validation import ApiError
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, __file__, also=("SERVING_PACKAGES", "require_serving_extra"))
 
 
 def require_serving_extra() -> None:
@@ -52,18 +40,3 @@ def require_serving_extra() -> None:
             f"longembed serve needs the serving extra ({', '.join(missing)} missing): "
             'pip install "longembed[serving]"'
         )
-
-
-__all__ = [
-    "OVERFLOW_POLICIES",
-    "SERVING_PACKAGES",
-    "ApiError",
-    "DynamicBatcher",
-    "EmbeddingService",
-    "OverflowPlanner",
-    "ServerSettings",
-    "bound_port",
-    "build_server",
-    "create_app",
-    "require_serving_extra",
-]

@@ -14,26 +14,6 @@ from typing import TYPE_CHECKING
 
 from longembed.lazy import lazy_exports
 
-#: public name -> the module that defines it (imported on first use: see longembed.lazy)
-_EXPORTS = {
-    "ContrastiveConfig": "longembed.training.config",
-    "TrainingSummary": "longembed.training.runs",
-    "info_nce_loss": "longembed.training.contrastive",
-    "train_contrastive": "longembed.training.contrastive",
-    "TrainingPair": "longembed.training.data",
-    "mlm_documents": "longembed.training.data",
-    "read_pairs_jsonl": "longembed.training.data",
-    "training_pairs": "longembed.training.data",
-    "JinaRecipeConfig": "longembed.training.jina",
-    "train_jina": "longembed.training.jina",
-    "mlm_accuracy_by_length": "longembed.training.mlm",
-    "train_mlm": "longembed.training.mlm",
-    "TuningResult": "longembed.training.tune",
-    "default_tuning_config": "longembed.training.config",
-    "tune_positions": "longembed.training.tune",
-}
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
 if TYPE_CHECKING:
     from longembed.training.config import ContrastiveConfig, default_tuning_config
     from longembed.training.contrastive import info_nce_loss, train_contrastive
@@ -43,20 +23,4 @@ if TYPE_CHECKING:
     from longembed.training.runs import TrainingSummary
     from longembed.training.tune import TuningResult, tune_positions
 
-__all__ = [
-    "ContrastiveConfig",
-    "JinaRecipeConfig",
-    "TrainingPair",
-    "TrainingSummary",
-    "TuningResult",
-    "default_tuning_config",
-    "info_nce_loss",
-    "mlm_accuracy_by_length",
-    "mlm_documents",
-    "read_pairs_jsonl",
-    "train_contrastive",
-    "train_jina",
-    "train_mlm",
-    "training_pairs",
-    "tune_positions",
-]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, __file__)
