@@ -110,3 +110,15 @@ def test_the_layer_rule_catches_a_wrong_way_import() -> None:
     found = _imports(ROOT / "encoder.py", source)
     assert found == [("report", 4, True), ("config", 5, True)]
     assert "report" not in ALLOWED["encoder"]
+
+
+def test_tests_mirror_the_package():
+    """tests/<part>/ holds the tests of src/longembed/<part>/ (as sentence-transformers' tests do); the
+    core modules' tests sit in tests/ itself.  A folder named after no package would hide its tests."""
+    tests = Path(__file__).resolve().parent
+    packages = {p.name for p in ROOT.iterdir() if (p / "__init__.py").exists()}
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and not p.name.startswith((".", "__"))}
+    assert folders <= packages, f"tests folders that mirror no package: {sorted(folders - packages)}"
+    for folder in folders:
+        for test_file in (tests / folder).rglob("test_*.py"):
+            assert test_file.parent == tests / folder, f"{test_file} is nested deeper than its package's folder"

@@ -14,7 +14,7 @@ temperature (``scale = 1 / tau``).  For a batch of k rows (q_i, p_i, n_{i,1..m})
   them, equation (5).  sentence-transformers averages the two directions where the paper adds
   them: the loss is half the paper's, which only rescales the gradient (Adam is invariant to it).
 
-``tests/test_training.py`` checks the loss against a naive loop over these formulas.
+``tests/training/test_training.py`` checks the loss against a naive loop over these formulas.
 
 sentence-transformers, ``datasets`` and ``accelerate`` are the ``training`` extra; without them this
 module imports, and training raises an ImportError that says what to install.

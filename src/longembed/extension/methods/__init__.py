@@ -14,7 +14,7 @@ Adding a method, say ``Foo``:
    changes (``position_ids`` for APE; ``rotary_positions``/``frequencies``/``add_rotary_tables`` for
    RoPE; ``rope_parameters`` or ``export_refusal`` for export);
 2. if it is a new module, its import below (registration order is the order the command line lists);
-3. its tests (tests/test_methods.py shows the round trip and a toy method).
+3. its tests (tests/extension/test_methods.py shows the round trip and a toy method).
 
 A method with an option no existing field holds also needs that ``EncoderConfig`` field (which is then
 a flag everywhere, and a new key of every config's JSON, so of the embedding cache).

@@ -27,7 +27,7 @@ from longembed.integrations.mteb import LongEmbedMTEBModel, model_meta, retrieva
 
 pytestmark = pytest.mark.slow
 
-AGREEMENT_SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "mteb_agreement.py"
+AGREEMENT_SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "mteb_agreement.py"
 PROMPTS = {"query": "q: ", "document": "d: "}
 QUERIES = ["Who founded the company?", "What is the capital of France?"]
 # Documents beyond MiniLM's 512 tokens, so the pi extension acts on them.

@@ -1,5 +1,5 @@
 """The results codec (longembed.results.codec): dataclass <-> dict for every result type, and files
-written by the code before it (commit 9ebbcc4, tests/fixtures/results_9ebbcc4) still load."""
+written by the code before it (commit 9ebbcc4, tests/results/fixtures/results_9ebbcc4) still load."""
 
 from __future__ import annotations
 
