@@ -223,55 +223,17 @@ def build_length_buckets(
         One bucket per length, in the order of ``lengths``, all with the same documents in the
         same order.  ``n_available`` = how many documents had enough tokens.
     """
-    if not lengths:
-        raise ValueError("no lengths given")
-    if min(lengths) < 1:
-        raise ValueError("lengths must be >= 1")
-    if max_texts_per_bucket < 1:
-        raise ValueError("max_texts_per_bucket must be >= 1")
-    if start not in ("random", "beginning"):
-        raise ValueError(f"unknown start {start!r}: use 'random' or 'beginning'")
+    _check_bucket_options(lengths, max_texts_per_bucket, start)
     longest = max(lengths)
     need = longest + _SEARCH_WINDOW  # room to step forward when searching for an exact cut
-
-    rng = random.Random(seed)
-    order = _interleave_sources(documents, rng)
-    qualified: list[tuple[Document, list[int], list[int]]] = []
-    candidates = [d for d in order if len(d.text) >= need]  # a token covers at least one character
-    for doc, (starts, ends) in zip(
-        candidates, _offsets_many([d.text for d in candidates], tokenizer), strict=True
-    ):
-        if len(starts) >= need:
-            qualified.append((doc, starts, ends))
-    log.info(
-        "%d of %d documents have >= %d content tokens (longest length %d)",
-        len(qualified),
-        len(documents),
-        need,
-        longest,
-    )
-
-    chosen: list[tuple[Document, dict[int, tuple[str, int]]]] = []
+    qualified = _documents_with_tokens(documents, tokenizer, need, seed)
+    chosen: list[tuple[Document, dict[int, str]]] = []
     for doc, starts, ends in qualified:
         if len(chosen) >= max_texts_per_bucket:
             break
-        if start == "random":
-            doc_rng = random.Random(f"{seed}:{doc.doc_id}")
-            options = [
-                s for s in segment_starts(doc.text) if len(starts) - bisect.bisect_left(starts, s) >= need
-            ]
-            start_char = doc_rng.choice(options) if options else 0
-        else:
-            start_char = 0
-        first = bisect.bisect_left(starts, start_char)
-        cuts: dict[int, tuple[str, int]] = {}
-        for length in dict.fromkeys(lengths):
-            cut = _exact_cut(doc.text, tokenizer, ends, first, start_char, length)
-            if cut is None:
-                log.warning("no exact %d-token cut of %s; document skipped", length, doc.doc_id)
-                break
-            cuts[length] = (cut[0], length)
-        else:
+        start_char = _start_character(doc, starts, need, seed) if start == "random" else 0
+        cuts = _prefix_cuts(doc, tokenizer, starts, ends, start_char, lengths)
+        if cuts is not None:
             chosen.append((doc, cuts))
     if len(chosen) < max_texts_per_bucket:
         log.warning(
@@ -283,14 +245,68 @@ def build_length_buckets(
     return [
         Bucket(
             length=length,
-            texts=[cuts[length][0] for _, cuts in chosen],
+            texts=[cuts[length] for _, cuts in chosen],
             doc_ids=[doc.doc_id for doc, _ in chosen],
-            token_lengths=[cuts[length][1] for _, cuts in chosen],
+            token_lengths=[length] * len(chosen),
             kind="prefix",
             n_available=len(qualified),
         )
         for length in lengths
     ]
+
+
+def _check_bucket_options(lengths: Sequence[int], max_texts_per_bucket: int, start: str) -> None:
+    if not lengths:
+        raise ValueError("no lengths given")
+    if min(lengths) < 1:
+        raise ValueError("lengths must be >= 1")
+    if max_texts_per_bucket < 1:
+        raise ValueError("max_texts_per_bucket must be >= 1")
+    if start not in ("random", "beginning"):
+        raise ValueError(f"unknown start {start!r}: use 'random' or 'beginning'")
+
+
+def _documents_with_tokens(
+    documents: Sequence[Document], tokenizer: Any, need: int, seed: int
+) -> list[tuple[Document, list[int], list[int]]]:
+    """The documents of at least ``need`` content tokens with their token start/end offsets, in the
+    seeded order (each source shuffled, then sources interleaved)."""
+    order = _interleave_sources(documents, random.Random(seed))
+    candidates = [d for d in order if len(d.text) >= need]  # a token covers at least one character
+    offsets = _offsets_many([d.text for d in candidates], tokenizer)
+    qualified = [
+        (doc, starts, ends) for doc, (starts, ends) in zip(candidates, offsets, strict=True) if len(starts) >= need
+    ]
+    log.info(
+        "%d of %d documents have >= %d content tokens (longest length %d)",
+        len(qualified),
+        len(documents),
+        need,
+        need - _SEARCH_WINDOW,
+    )
+    return qualified
+
+
+def _start_character(doc: Document, starts: list[int], need: int, seed: int) -> int:
+    """A seeded random sentence or paragraph start of ``doc`` that leaves ``need`` tokens after it."""
+    options = [s for s in segment_starts(doc.text) if len(starts) - bisect.bisect_left(starts, s) >= need]
+    return random.Random(f"{seed}:{doc.doc_id}").choice(options) if options else 0
+
+
+def _prefix_cuts(
+    doc: Document, tokenizer: Any, starts: list[int], ends: list[int], start_char: int, lengths: Sequence[int]
+) -> dict[int, str] | None:
+    """``doc``'s text from ``start_char`` cut to exactly each length in tokens, or None (logged)
+    when some length has no exact cut."""
+    first = bisect.bisect_left(starts, start_char)
+    cuts: dict[int, str] = {}
+    for length in dict.fromkeys(lengths):
+        cut = _exact_cut(doc.text, tokenizer, ends, first, start_char, length)
+        if cut is None:
+            log.warning("no exact %d-token cut of %s; document skipped", length, doc.doc_id)
+            return None
+        cuts[length] = cut[0]
+    return cuts
 
 
 def _draw_span(

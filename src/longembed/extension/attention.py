@@ -101,37 +101,17 @@ def longembed_attention(
     layer = plan.layers_seen
     plan.layers_seen += 1
 
-    q_raw, k_raw = query, key
     tables = plan.rotary
-    if isinstance(tables, dict):
+    if isinstance(tables, dict):  # one set per layer type (ModernBERT's local and global layers)
         tables = tables[module.config.layer_types[module.layer_idx]]
-    if tables is not None:
-        query = apply_rotary(query, tables.cos, tables.sin)
-        key = apply_rotary(key, tables.cos, tables.sin)
-    if plan.logit_scale is not None:
-        multiplier = plan.logit_scale.to(query.dtype).view(batch, 1, 1, 1)
-        query, q_raw = query * multiplier, q_raw * multiplier
-
+    query, key, q_raw, k_raw = _rotate_and_scale(query, key, tables, plan.logit_scale)
     causal = bool(getattr(module, "is_causal", False))
     slopes = getattr(module, "alibi_slopes", None)
     local = _local_window(module, causal)
-    window = None
-    if tables is not None and tables.window is not None and bool((tables.window > 0).any()):
-        window = tables.window.to(device=query.device, dtype=torch.long)
-        window = torch.where(window > 0, window, torch.full_like(window, n))  # SelfExtend off: all exact
+    window = _selfextend_window(tables, n, query.device)
     explicit = _ExplicitAttention(
-        query,
-        key,
-        value,
-        q_raw,
-        k_raw,
-        tables if window is not None else None,
-        window,
-        slopes,
-        causal,
-        local,
-        key_mask,
-        scaling,
+        query, key, value, q_raw, k_raw, tables if window is not None else None, window, slopes, causal, local,
+        key_mask, scaling,
     )
     if plan.observer is not None and layer == plan.observe_layer:
         plan.observer(layer, explicit.probabilities)
@@ -151,19 +131,52 @@ def longembed_attention(
     ):
         out = explicit.attend(plan.max_score_elements)
     elif window is not None:
-        queries = {
-            "exact": query,
-            "left": apply_rotary(q_raw, *tables.q_left),
-            "right": apply_rotary(q_raw, *tables.q_right),
-        }
-        keys = {"exact": key, "grouped": apply_rotary(k_raw, *tables.k_grouped)}
-        windows = [int(w) for w in tables.window.tolist()]
-        out = selfextend_attention(queries, keys, value, lengths, windows, causal, scaling, lse_kernel)
+        out = _selfextend(explicit, tables, lengths, lse_kernel)
     elif slopes is not None:
         out = alibi_attention(query, key, value, slopes, lengths, scaling, plan.max_score_elements)
     else:
         out = local_attention(query, key, value, local, causal, lengths, scaling)
     return out.transpose(1, 2).contiguous(), None
+
+
+def _rotate_and_scale(
+    query: torch.Tensor, key: torch.Tensor, tables: RotaryTables | None, logit_scale: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(query, key) rotated by the method's tables, and (q_raw, k_raw) unrotated (SelfExtend rotates
+    them again with its grouped positions); both queries times the per-document logit multiplier."""
+    q_raw, k_raw = query, key
+    if tables is not None:
+        query = apply_rotary(query, tables.cos, tables.sin)
+        key = apply_rotary(key, tables.cos, tables.sin)
+    if logit_scale is not None:
+        multiplier = logit_scale.to(query.dtype).view(query.shape[0], 1, 1, 1)
+        query, q_raw = query * multiplier, q_raw * multiplier
+    return query, key, q_raw, k_raw
+
+
+def _selfextend_window(tables: RotaryTables | None, n: int, device: torch.device) -> torch.Tensor | None:
+    """SelfExtend's w per document (n where it is off: every position exact), or None when no
+    document of the batch uses it."""
+    if tables is None or tables.window is None or not bool((tables.window > 0).any()):
+        return None
+    window = tables.window.to(device=device, dtype=torch.long)
+    return torch.where(window > 0, window, torch.full_like(window, n))
+
+
+def _selfextend(
+    explicit: _ExplicitAttention, tables: RotaryTables, lengths: list[int], lse_kernel: LseKernel
+) -> torch.Tensor:
+    """SelfExtend through the fused kernels: exact and grouped rotations of the same q and k."""
+    queries = {
+        "exact": explicit.query,
+        "left": apply_rotary(explicit.q_raw, *tables.q_left),
+        "right": apply_rotary(explicit.q_raw, *tables.q_right),
+    }
+    keys = {"exact": explicit.key, "grouped": explicit.k_grouped}
+    windows = [int(w) for w in tables.window.tolist()]
+    return selfextend_attention(
+        queries, keys, explicit.value, lengths, windows, explicit.causal, explicit.scaling, lse_kernel
+    )
 
 
 def _plain(
