@@ -17,20 +17,18 @@ import numpy as np
 import pytest
 import torch
 from conftest import LO, words
+from rope_references import ATOL, LT, S, naive_selfextend, rope_theta, rope_variant, selfextend_relative
 from transformers import AutoConfig, AutoModel, AutoTokenizer
 
 from longembed import load_encoder
 from longembed.extension.ape import interpolated_position_matrix
 from longembed.extension.methods.ntk import ntk_lambda
 
-S = 4  # scale factor: Lt = 4 * Lo, s = ceil(Lt / Lo) = 4
-LT = S * LO
 # 110 words -> 112 tokens with [CLS]/[SEP]: longer than Lo = 32 and below (Lo - 1) * s + 1 = 125,
 # the last PI row that has a right neighbour to interpolate towards.
 LONG = words(110, seed=11)
 SHORT = words(20, seed=12)
 TEXTS = [LONG, SHORT]
-ATOL = 1e-5
 
 
 def mean_pool(hidden: torch.Tensor) -> np.ndarray:
@@ -182,17 +180,6 @@ def sharp_models(tiny_models, tmp_path_factory) -> dict:
     return folders
 
 
-def rope_variant(folder, **rope_parameters) -> torch.nn.Module:
-    """The model loaded with its rope parameters updated by ``rope_parameters`` (HF's own rope types)."""
-    config = AutoConfig.from_pretrained(folder)
-    config.rope_parameters = {**config.rope_parameters, **rope_parameters}
-    return AutoModel.from_pretrained(folder, config=config).eval()
-
-
-def rope_theta(folder) -> float:
-    return float(AutoConfig.from_pretrained(folder).rope_parameters["rope_theta"])
-
-
 def check_rope_method(folder, method: str, reference: torch.nn.Module, **options) -> None:
     """longembed's ``method`` (s = 4 on every input) equals ``reference`` run with positions 0..n-1,
     and the reference really differs from the unmodified model."""
@@ -313,34 +300,6 @@ def test_logn_scaling_equals_scaled_attention_logits(sharp_models):
 
 
 # ----------------------------------------------------------------------------- SelfExtend, PCW
-def selfextend_relative(n: int, g: int, w: int) -> torch.Tensor:
-    """SelfExtend relative positions (Jin et al. 2024), both directions: i - j when |i - j| < w, else
-    the grouped distance floor(i/g) - floor(j/g) moved away from zero by w - floor(w/g)."""
-    i, j = torch.arange(n).unsqueeze(1), torch.arange(n).unsqueeze(0)
-    grouped = i // g - j // g + torch.sign(i - j) * (w - w // g)
-    return torch.where((i - j).abs() < w, i - j, grouped)
-
-
-def naive_selfextend(rel: torch.Tensor, inv_freq: torch.Tensor, causal: bool):
-    """Attention function: softmax_j(<R(rel_ij) q_i, k_j> * scaling) v_j on unrotated q, k (rotate-half)."""
-    angles = rel.unsqueeze(-1).float() * inv_freq  # (n, n, d/2)
-    cos, sin = torch.cat([angles.cos()] * 2, -1), torch.cat([angles.sin()] * 2, -1)
-
-    def attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
-        groups = query.shape[1] // key.shape[1]  # grouped-query attention: each kv head serves `groups` heads
-        key, value = key.repeat_interleave(groups, 1), value.repeat_interleave(groups, 1)
-        half = query.shape[-1] // 2
-        q_half = torch.cat((-query[..., half:], query[..., :half]), -1)
-        rotated = query.unsqueeze(3) * cos + q_half.unsqueeze(3) * sin  # (B, H, n, n, d): R(rel_ij) q_i
-        scores = (rotated * key.unsqueeze(2)).sum(-1) * scaling
-        if causal:
-            n = scores.shape[-1]
-            scores = scores.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
-        return (torch.softmax(scores, -1) @ value).transpose(1, 2).contiguous(), None
-
-    return attention
-
-
 @pytest.mark.parametrize(("family", "g", "w"), [("nomic", 5, 8), ("nomic", 3, 5), ("llama", 5, 8)])
 def test_selfextend_equals_naive_attention_on_relative_positions(sharp_models, family, g, w):
     """SelfExtend (s = 4: Table 6's g = 5, w = Lo/4 = 8, or explicit g, w) equals a naive n x n SelfExtend attention."""

@@ -6,7 +6,7 @@ The tiny folder (``conftest.build_tiny("qwen3")``) is laid out as Qwen3-Embeddin
 ``Instruct: ...\\nQuery:``.  Within the window every reference is the unmodified transformers model
 (batched with the tokenizer's own padding, pooled as Qwen3-Embedding's model card pools) or
 sentence-transformers reading the folder; beyond it, the references of
-``test_extension_references`` for RoPE models (the model rebuilt with Hugging Face's rope types,
+``rope_references`` for RoPE models (the model rebuilt with Hugging Face's rope types,
 a naive SelfExtend attention, hand-built PCW windows), pooled at the last token.
 """
 
@@ -19,7 +19,7 @@ import pytest
 import torch
 from conftest import LO, QWEN3_EOS, QWEN3_QUERY_PROMPT, qwen3_tokenizer, require_package, words
 from fastapi.testclient import TestClient
-from test_extension_references import (
+from rope_references import (
     ATOL,
     LT,
     S,
@@ -32,7 +32,6 @@ from transformers import AttentionInterface, AutoConfig, AutoModel, AutoTokenize
 
 from longembed import load_encoder
 from longembed.export import export_model
-from longembed.extension.methods.ntk import DEFAULT_DYNAMIC_NTK_FACTOR
 from longembed.extension.scaling import ntk_lambda, selfextend_defaults
 from longembed.pooling import last_real_index
 from longembed.serving import ServerSettings, create_app
@@ -78,6 +77,7 @@ def last_state(model, token_ids: list[int], **forward_kwargs) -> np.ndarray:
 
 
 def raw(folder, method: str = "truncate", texts=TEXTS, **options) -> np.ndarray:
+    """longembed's pooled vectors of ``texts``, not normalized (the references are not either)."""
     return load_encoder(folder, method=method, **options).encode(
         texts, batch_size=3, normalize_embeddings=False
     )
@@ -105,6 +105,7 @@ def test_last_real_index_under_left_right_and_no_padding():
 @pytest.mark.parametrize("padding_side", ["left", "right"])
 def test_within_the_window_equals_transformers_qwen3(qwen3, padding_side):
     """truncate equals the unmodified Qwen3Model batched with either padding, pooled at the last token."""
+    assert max(len(AutoTokenizer.from_pretrained(qwen3)(t)["input_ids"]) for t in WITHIN) <= LO
     expected = transformers_vectors(qwen3, WITHIN, padding_side)
     got = raw(qwen3, texts=WITHIN)
     np.testing.assert_allclose(got, expected, atol=ATOL, rtol=0)
@@ -233,15 +234,17 @@ def test_yarn_equals_hugging_face_yarn_rope(sharp_qwen3):
 
 def test_dynamic_ntk_equals_hugging_face_dynamic_rope(sharp_qwen3):
     """Dynamic NTK equals transformers' `dynamic` rope type run on one text at a time (a fresh model
-    per text: HF's base follows the longest input seen); the short input is the unmodified model."""
+    per text: HF's base follows the longest input seen) with the same factor F; the short input is the
+    unmodified model."""
+    factor = 3.0
     tokenizer = AutoTokenizer.from_pretrained(sharp_qwen3)
     expected = []
     for text in TEXTS:
-        reference = rope_variant(sharp_qwen3, rope_type="dynamic", factor=DEFAULT_DYNAMIC_NTK_FACTOR)
+        reference = rope_variant(sharp_qwen3, rope_type="dynamic", factor=factor)
         expected.append(last_state(reference, tokenizer(text)["input_ids"]))
     unmodified = reference_vectors(sharp_qwen3, AutoModel.from_pretrained(sharp_qwen3).eval())
     assert np.abs(expected[0] - unmodified[0]).max() > 1e-3
-    got = raw(sharp_qwen3, "ntk", max_length=LT, ntk_variant="dynamic")
+    got = raw(sharp_qwen3, "ntk", max_length=LT, ntk_variant="dynamic", ntk_factor=factor)
     np.testing.assert_allclose(got, np.stack(expected), atol=ATOL, rtol=0)
     np.testing.assert_allclose(got[1], unmodified[1], atol=ATOL, rtol=0)
 
