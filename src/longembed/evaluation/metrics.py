@@ -23,7 +23,7 @@ numbers in the two when there are ties. NaN scores rank last.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -63,6 +63,54 @@ def _dcg(gains: Sequence[float]) -> float:
     return sum(g / math.log2(i + 2) for i, g in enumerate(gains))
 
 
+def per_query_metrics(
+    qrels: Mapping[str, Mapping[str, int]],
+    ranking: Mapping[str, Sequence[str]],
+    k_values: Sequence[int] = DEFAULT_K_VALUES,
+) -> dict[str, dict[str, float]]:
+    """Each query's ``ndcg@k``, ``mrr@k``, ``recall@k`` (for each k) and ``accuracy@1``: metric ->
+    query id -> value in [0, 1], in the order of ``qrels``.
+
+    The per-query scores are what an interval or a paired comparison resamples.  A query with no
+    relevant document or an empty ranking scores 0 (it still counts in the mean, as in BEIR/mteb).
+    """
+    if not qrels:
+        raise ValueError("qrels are empty")
+    k_values = sorted(set(k_values))
+    if not k_values or k_values[0] < 1:
+        raise ValueError(f"k_values must be positive integers, got {k_values}")
+    names = [f"{m}@{k}" for m in ("ndcg", "mrr", "recall") for k in k_values] + ["accuracy@1"]
+    per_query: dict[str, dict[str, float]] = {name: {} for name in names}
+    for qid, judged in qrels.items():
+        for name, value in _query_metrics(judged, ranking.get(qid, ()), qid, k_values).items():
+            per_query[name][qid] = value
+    return per_query
+
+
+def _query_metrics(
+    judged: Mapping[str, int], ranking: Sequence[str], qid: str, k_values: Sequence[int]
+) -> dict[str, float]:
+    """One query's metrics (every name present; 0.0 where nothing was found)."""
+    relevant = {d: float(r) for d, r in judged.items() if r > 0}
+    ranked = list(ranking)
+    if len(set(ranked)) != len(ranked):
+        raise ValueError(f"the ranking of query {qid!r} lists a document twice")
+    values = {f"{m}@{k}": 0.0 for m in ("ndcg", "mrr", "recall") for k in k_values}
+    values["accuracy@1"] = 0.0
+    if not relevant or not ranked:
+        return values
+    gains = [relevant.get(d, 0.0) for d in ranked]
+    ideal = sorted(relevant.values(), reverse=True)
+    first_hit = next((i for i, g in enumerate(gains) if g > 0), None)
+    for k in k_values:
+        values[f"ndcg@{k}"] = _dcg(gains[:k]) / _dcg(ideal[:k])
+        if first_hit is not None and first_hit < k:
+            values[f"mrr@{k}"] = 1.0 / (first_hit + 1)
+        values[f"recall@{k}"] = sum(g > 0 for g in gains[:k]) / len(relevant)
+    values["accuracy@1"] = float(gains[0] > 0)
+    return values
+
+
 def evaluate(
     qrels: Mapping[str, Mapping[str, int]],
     ranking: Mapping[str, Sequence[str]],
@@ -71,34 +119,21 @@ def evaluate(
     """Mean ``ndcg@k``, ``mrr@k``, ``recall@k`` (for each k) and ``accuracy@1`` over the queries of ``qrels``.
 
     ``ranking`` maps a query id to its documents, best first (e.g. the output of :func:`rank`); a
-    ranking only needs to be as long as the largest k. Values are in [0, 1].
+    ranking only needs to be as long as the largest k. Values are in [0, 1]: the means of
+    :func:`per_query_metrics`, summed in the order of ``qrels``.
     """
-    if not qrels:
-        raise ValueError("qrels are empty")
-    k_values = sorted(set(k_values))
-    if not k_values or k_values[0] < 1:
-        raise ValueError(f"k_values must be positive integers, got {k_values}")
-
-    totals = {f"{m}@{k}": 0.0 for m in ("ndcg", "mrr", "recall") for k in k_values}
-    totals["accuracy@1"] = 0.0
-    for qid, judged in qrels.items():
-        relevant = {d: float(r) for d, r in judged.items() if r > 0}
-        ranked = list(ranking.get(qid, ()))
-        if len(set(ranked)) != len(ranked):
-            raise ValueError(f"the ranking of query {qid!r} lists a document twice")
-        if not relevant or not ranked:
-            continue
-        gains = [relevant.get(d, 0.0) for d in ranked]
-        ideal = sorted(relevant.values(), reverse=True)
-        first_hit = next((i for i, g in enumerate(gains) if g > 0), None)
-        for k in k_values:
-            totals[f"ndcg@{k}"] += _dcg(gains[:k]) / _dcg(ideal[:k])
-            if first_hit is not None and first_hit < k:
-                totals[f"mrr@{k}"] += 1.0 / (first_hit + 1)
-            totals[f"recall@{k}"] += sum(g > 0 for g in gains[:k]) / len(relevant)
-        totals["accuracy@1"] += float(gains[0] > 0)
+    per_query = per_query_metrics(qrels, ranking, k_values)
     n = len(qrels)
-    return {name: value / n for name, value in totals.items()}
+    return {name: _sequential_sum(values.values()) / n for name, values in per_query.items()}
+
+
+def _sequential_sum(values: Iterable[float]) -> float:
+    """Left-to-right float sum (Python 3.12's ``sum`` compensates rounding, which would move published
+    means in their last bits)."""
+    total = 0.0
+    for value in values:
+        total += value
+    return total
 
 
 def evaluate_scores(
