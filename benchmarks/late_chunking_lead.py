@@ -22,7 +22,7 @@ import numpy as np
 from longembed import load_encoder
 from longembed.chunking.late import chunk_token_indices
 from longembed.chunking.tokens import TokenEmbeddings
-from longembed.evaluation.runner import default_prompts
+from longembed.encoder_protocol import retrieval_prompts
 from longembed.tasks.needle import NeedleTask
 
 
@@ -44,7 +44,7 @@ def main() -> None:
     options = {} if args.max_length is None else {"max_length": args.max_length}
     encoder = load_encoder(args.model, method=args.method, **options)
     data = NeedleTask().load(args.data_dir, args.length)
-    prompts = default_prompts(encoder)
+    prompts = retrieval_prompts(encoder.prompts)
     doc_ids, query_ids = list(data.corpus), list(data.queries)
     texts = [data.corpus[d] for d in doc_ids]
     if args.states.exists():

@@ -36,8 +36,8 @@ from pathlib import Path
 import numpy as np
 
 from longembed import load_encoder
+from longembed.encoder_protocol import retrieval_prompts
 from longembed.evaluation.cached_encoder import CachedEncoder
-from longembed.evaluation.runner import default_prompts
 from longembed.tasks import get_task
 from longembed.tasks.needle import NeedleTask
 
@@ -142,7 +142,7 @@ def main() -> None:
     options = {} if args.max_length is None else {"max_length": args.max_length}
     encoder = load_encoder(args.model, method=args.method, **options)
     cached = CachedEncoder(encoder, args.cache_dir)
-    prompts = default_prompts(encoder)
+    prompts = retrieval_prompts(encoder.prompts)
     report: dict = {"model": args.model, "method": args.method, "chunking": args.chunking, "runs": []}
     lines = [
         f"# Position bias on passkey and needle: {Path(args.model).name} ({args.method}), {args.chunking}",

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from longembed.encoder_protocol import Encoder, retrieval_prompts
+from longembed.encoder_protocol import Encoder
 from longembed.evaluation.bm25 import BM25Model
 from longembed.evaluation.cached_encoder import CachedEncoder, chunk_keys, chunk_quantity
 from longembed.evaluation.estimate import SideToEncode, estimate_cost
@@ -56,7 +56,6 @@ from longembed.evaluation.scoring import (
     task_summary,
 )
 from longembed.evaluation.spec import EvalSpec
-from longembed.loading import ModelSource
 from longembed.results import RunConfig, RunFolder, RunResults
 from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS, Task, get_task
 
@@ -67,12 +66,6 @@ def default_data_dir() -> Path | None:
     """``$LONGEMBED_DATA_DIR`` if set (the CLI's default ``--data-dir``), else None."""
     env = os.environ.get(DATA_DIR_ENV)
     return Path(env).expanduser() if env else None
-
-
-def default_prompts(encoder: Encoder | ModelSource) -> dict[str, str]:
-    """The prompts queries and documents get by default: the model's "query" and "document" (or
-    "passage") prompts, "" where it has none (:func:`longembed.encoder_protocol.retrieval_prompts`)."""
-    return retrieval_prompts(encoder.prompts)
 
 
 def resolve_tasks(tasks: Sequence[str | Task] | str | None) -> list[Task]:

@@ -32,7 +32,7 @@ from typing import Any
 import torch
 from transformers import AutoConfig
 
-from longembed.evaluation.runner import default_prompts
+from longembed.encoder_protocol import retrieval_prompts
 from longembed.export import write_extended_table_model, write_table_record
 from longembed.extension.ape import ExtendedTable, extended_position_table
 from longembed.extension.methods import APE, detect_position_scheme
@@ -110,7 +110,7 @@ def tune_positions(
         "pairs_sha256": pairs_digest(pairs),
     }
     summary = train_contrastive(
-        st_model, pairs, output, config, prompts=default_prompts(source), collator=collator, run_identity=identity
+        st_model, pairs, output, config, prompts=retrieval_prompts(source.prompts), collator=collator, run_identity=identity
     )
     _check_frozen(transformer, frozen_before, kept, offset)
     st_model.max_seq_length = max_length
