@@ -122,9 +122,12 @@ def evaluate(
     ranking only needs to be as long as the largest k. Values are in [0, 1]: the means of
     :func:`per_query_metrics`, summed in the order of ``qrels``.
     """
-    per_query = per_query_metrics(qrels, ranking, k_values)
-    n = len(qrels)
-    return {name: _sequential_sum(values.values()) / n for name, values in per_query.items()}
+    return mean_metrics(per_query_metrics(qrels, ranking, k_values))
+
+
+def mean_metrics(per_query: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+    """Each metric's mean over its queries (:func:`per_query_metrics`' output), summed in query order."""
+    return {name: _sequential_sum(values.values()) / len(values) for name, values in per_query.items()}
 
 
 def _sequential_sum(values: Iterable[float]) -> float:
@@ -144,4 +147,15 @@ def evaluate_scores(
     k_values: Sequence[int] = DEFAULT_K_VALUES,
 ) -> dict[str, float]:
     """:func:`rank` then :func:`evaluate`, keeping as many documents as the largest k needs."""
-    return evaluate(qrels, rank(scores, query_ids, doc_ids, top_k=max(k_values)), k_values)
+    return mean_metrics(per_query_scores(scores, query_ids, doc_ids, qrels, k_values))
+
+
+def per_query_scores(
+    scores: np.ndarray,
+    query_ids: Sequence[str],
+    doc_ids: Sequence[str],
+    qrels: Mapping[str, Mapping[str, int]],
+    k_values: Sequence[int] = DEFAULT_K_VALUES,
+) -> dict[str, dict[str, float]]:
+    """:func:`rank` then :func:`per_query_metrics`: metric -> query id -> value."""
+    return per_query_metrics(qrels, rank(scores, query_ids, doc_ids, top_k=max(k_values)), k_values)

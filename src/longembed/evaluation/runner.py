@@ -49,6 +49,7 @@ from longembed.evaluation.scoring import (
     Side,
     Unit,
     average,
+    average_interval,
     context_spans,
     load_units,
     score_unit,
@@ -292,6 +293,7 @@ def run_plan(plan: RunPlan, started: float) -> RunResults:
 def _record(results: RunResults, folder: RunFolder | None, lengths: list[int], started: float) -> None:
     """Update the average and the wall time; write results.json when the run has a folder."""
     results.average, results.average_tasks, results.average_note = average(results.tasks, lengths)
+    results.average_interval = average_interval(results.tasks)
     results.wall_time_s = round(time.perf_counter() - started, 3)
     if folder is not None:
         folder.write(results)

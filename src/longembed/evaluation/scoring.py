@@ -22,8 +22,9 @@ from longembed.evaluation.bm25 import BM25Model
 from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.evaluation.cached_encoding import CachedEncoding
 from longembed.evaluation.choices import GRANULARITIES
-from longembed.evaluation.metrics import evaluate_scores
-from longembed.results import CacheUse, Counts, TaskResult, UnitResult
+from longembed.evaluation.metrics import mean_metrics, per_query_scores
+from longembed.results import CacheUse, Counts, Interval, TaskResult, UnitResult
+from longembed.results.intervals import bootstrap_interval, stratified_bootstrap_interval
 from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS, RetrievalData, Task, TaskDataMissing
 from longembed.tasks.base import WORDS_PER_TOKEN
 
@@ -155,7 +156,8 @@ def score_unit(
             truncated = 0 if granularity.chunked else int(np.sum(doc_tokens > max_length))
     if data.query_contexts is not None:
         scores = within_context(scores, data, query_ids, doc_ids)
-    metrics = _percent(evaluate_scores(scores, query_ids, doc_ids, data.qrels))
+    per_query = per_query_scores(scores, query_ids, doc_ids, data.qrels)
+    metrics = _percent(mean_metrics(per_query))
     counts = Counts(
         documents=len(doc_ids),
         queries=len(query_ids),
@@ -171,6 +173,9 @@ def score_unit(
         cache=cache,
         encode_time_s=round(encode_seconds, 3),
         wall_time_s=round(time.perf_counter() - began + unit.load_seconds, 3),
+        interval=_rounded(bootstrap_interval([100.0 * v for v in per_query[main_score].values()])),
+        data_sha256=data.fingerprint(),
+        per_query={qid: round(100.0 * v, 4) for qid, v in per_query[main_score].items()},
     )
 
 
@@ -249,7 +254,8 @@ def task_result(task: Task, unit_results: list[tuple[Unit, UnitResult]]) -> Task
         return TaskResult(
             main_score=meta.main_score, score=result.score, metrics=result.metrics, counts=result.counts,
             cache=result.cache, encode_time_s=result.encode_time_s, wall_time_s=result.wall_time_s,
-            stand_in_for=meta.stand_in_for,
+            stand_in_for=meta.stand_in_for, interval=result.interval, data_sha256=result.data_sha256,
+            per_query=result.per_query,
         )
     results = [r for _, r in unit_results]
     names = list(results[0].metrics)
@@ -266,7 +272,35 @@ def task_result(task: Task, unit_results: list[tuple[Unit, UnitResult]]) -> Task
         stand_in_for=meta.stand_in_for,
         by_length={u.length: r.score for u, r in unit_results if u.length is not None},
         lengths={u.length: r for u, r in unit_results if u.length is not None},
+        interval=_rounded(stratified_bootstrap_interval({str(u.length): _values(r) for u, r in unit_results})),
     )
+
+
+def _values(unit: UnitResult | TaskResult) -> list[float]:
+    assert unit.per_query is not None
+    return list(unit.per_query.values())
+
+
+def _rounded(interval: Interval) -> Interval:
+    """An interval as results.json keeps it (4 decimals, as every score)."""
+    interval.estimate, interval.low, interval.high = (round(v, 4) for v in (interval.estimate, interval.low, interval.high))
+    return interval
+
+
+def average_interval(tasks: dict[str, TaskResult]) -> Interval | None:
+    """The interval of the run's average (the unweighted mean of task scores, a synthetic task's score
+    the mean over its lengths): queries resampled within each task and length, each length weighted
+    1 / (tasks x its task's lengths).  None when a task has no per-query scores (an old file)."""
+    groups: dict[str, list[float]] = {}
+    weights: dict[str, float] = {}
+    for name, task in tasks.items():
+        units = task.units()
+        for length, unit in units.items():
+            if unit.per_query is None:
+                return None
+            key = f"{name}/{length}"
+            groups[key], weights[key] = list(unit.per_query.values()), 1 / (len(tasks) * len(units))
+    return _rounded(stratified_bootstrap_interval(groups, weights=weights)) if groups else None
 
 
 def average(tasks: dict[str, TaskResult], lengths: Sequence[int]) -> tuple[float | None, list[str], str]:

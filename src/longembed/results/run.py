@@ -77,8 +77,43 @@ class CacheUse(Record):
         )
 
 @dataclass
+class Interval(Record):
+    """A score and its confidence interval (percent), and how the interval was computed.
+
+    ``method`` names the resampling (see :mod:`longembed.results.intervals`), ``resamples`` and ``seed``
+    make it reproducible from the per-query scores.
+    """
+
+    estimate: float
+    low: float
+    high: float
+    confidence: float = 0.95
+    method: str = "percentile bootstrap over queries"
+    resamples: int = 10_000
+    seed: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.estimate:.2f} [{self.low:.2f}, {self.high:.2f}]"
+
+    @property
+    def half_width(self) -> float:
+        """Half the interval's width: the "+-" a table prints."""
+        return (self.high - self.low) / 2
+
+
+#: Per-query scores and intervals are left out of files when absent (files written before they existed).
+OPTIONAL = {"omit_none": True}
+
+
+@dataclass
 class UnitResult(Record):
-    """The scores of one retrieval problem: a real task, or a synthetic task at one length."""
+    """The scores of one retrieval problem: a real task, or a synthetic task at one length.
+
+    ``per_query``: each query's main score (percent), query id -> score: what an interval or a paired
+    comparison resamples (None in files written before longembed kept them).  ``interval``: the main
+    score's 95% interval.  ``data_sha256``: a fingerprint of the unit's corpus, queries and qrels, so
+    two runs can be checked to have scored the same data.
+    """
 
     score: float
     metrics: dict[str, float]
@@ -86,6 +121,9 @@ class UnitResult(Record):
     cache: CacheUse | None = field(metadata=NO_CACHE_IS_EMPTY)
     encode_time_s: float
     wall_time_s: float
+    interval: Interval | None = field(default=None, metadata=OPTIONAL)
+    data_sha256: str | None = field(default=None, metadata=OPTIONAL)
+    per_query: dict[str, float] | None = field(default=None, metadata=OPTIONAL)
 
 @dataclass
 class TaskResult(Record):
@@ -103,6 +141,15 @@ class TaskResult(Record):
     by_length: dict[int, float] | None = field(default=None, metadata={"omit_none": True})
     # everything per length
     lengths: dict[int, UnitResult] | None = field(default=None, metadata={"omit_none": True})
+    # the task score's interval (synthetic tasks: resampled within each length)
+    interval: Interval | None = field(default=None, metadata=OPTIONAL)
+    # a real task's data fingerprint and per-query main scores (synthetic tasks keep them per length)
+    data_sha256: str | None = field(default=None, metadata=OPTIONAL)
+    per_query: dict[str, float] | None = field(default=None, metadata=OPTIONAL)
+
+    def units(self) -> dict[int | None, UnitResult | TaskResult]:
+        """The task's retrieval problems: length -> its result (synthetic), or {None: self} (real)."""
+        return dict(self.lengths) if self.lengths is not None else {None: self}
 
 @dataclass
 class SideEstimate(Record):
@@ -171,6 +218,7 @@ class RunResults(Record):
     average: float | None = None
     average_tasks: list[str] = field(default_factory=list)
     average_note: str = ""
+    average_interval: Interval | None = field(default=None, metadata=OPTIONAL)
     tasks: dict[str, TaskResult] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)  # task -> why it did not run
     wall_time_s: float | None = None
@@ -184,6 +232,22 @@ class RunResults(Record):
         """The model's recorded name (e.g. "all-MiniLM-L6-v2 (packaged)"), if any."""
         model = self.versions.get("model")
         return model.get("name") if isinstance(model, dict) else None
+
+    @property
+    def has_per_query(self) -> bool:
+        """Whether every scored unit kept its per-query scores (files written before they were kept
+        have none: no interval or paired comparison can be computed from them)."""
+        units = [u for t in self.tasks.values() for u in t.units().values()]
+        return bool(units) and all(u.per_query is not None for u in units)
+
+    def query_scores(self) -> dict[tuple[str, int | None], dict[str, float]]:
+        """(task, length or None) -> query id -> main score (percent), for every unit that kept them."""
+        return {
+            (name, length): unit.per_query
+            for name, task in self.tasks.items()
+            for length, unit in task.units().items()
+            if unit.per_query is not None
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": RESULTS_FORMAT, **to_data(self)}

@@ -8,7 +8,9 @@ judgements (qrels). Synthetic tasks (passkey, needle) are generated one evaluati
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
+import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -130,6 +132,13 @@ class RetrievalData:
             outside = [d for d, r in self.qrels.get(qid, {}).items() if r > 0 and self.passages[d].context != context]
             if outside:
                 raise ValueError(f"query {qid!r} searches {context!r} but its relevant passages {outside[:3]} are elsewhere")
+
+    def fingerprint(self) -> str:
+        """sha256 of the data (corpus, queries, qrels and any passage layout) as canonical JSON: two
+        runs with the same fingerprint scored the same retrieval problem."""
+        content = dataclasses.asdict(self)
+        canonical = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
     def stats(self) -> dict[str, float]:
         """Counts and mean word lengths (``str.split()``), as in LongEmbed's Table 1."""
