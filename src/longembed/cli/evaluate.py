@@ -4,6 +4,10 @@
     longembed eval --model bm25 --tasks passkey --lengths 256 --output runs/bm25
     longembed eval --model PATH --method pi --max-length 4096 --tasks qmsum --granularity chunks \
         --chunking tokens:256 --late --output runs/pi4k-late
+    longembed eval --model PATH --method pi --max-length 4096 --task-dir my-contracts --task-name contracts
+
+``--task-dir`` runs a retrieval task from your own folder (BEIR's corpus.jsonl, queries.jsonl,
+qrels/test.tsv, or LongEmbed's qrels.jsonl: :mod:`longembed.tasks.task_dir`).
 
 Embeddings are cached (``--cache-dir``; default ``$LONGEMBED_CACHE_DIR`` or
 ``~/.cache/longembed/embeddings``), so an interrupted run resumes where it stopped when the same
@@ -16,6 +20,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,13 +41,16 @@ from longembed.results import RESULTS_FILE
 from longembed.tasks import DEFAULT_TASKS, get_task
 
 
-def resolve_task_list(names: list[str] | None, needles: Path | None) -> list[Any] | None:
-    """Task names, with the needle task built from ``needles`` when a file is given."""
+def resolve_task_list(
+    names: list[str] | None, needles: Path | None, default: Sequence[str] = DEFAULT_TASKS
+) -> list[Any] | None:
+    """Task names, with the needle task built from ``needles`` when a file is given (``default``: the
+    tasks that run without --tasks; none beside --task-dir folders)."""
     if needles is None:
         return names
     if not Path(needles).is_file():
         raise FileNotFoundError(f"--needles {needles}: no such file")
-    names = list(DEFAULT_TASKS) if names is None else names
+    names = list(default) if names is None else names
     if "needle" not in names:
         raise ValueError("--needles applies to the needle task, which is not among --tasks")
     task = get_task("needle", needles_path=needles)
@@ -59,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     if data_dir is None:
         print("note: no --data-dir and no $LONGEMBED_DATA_DIR: only tasks that need no data (passkey) can run")
     output = spec.output_dir or default_output(args.model, args.method, args.max_length)
-    spec = dataclasses.replace(spec, tasks=resolve_task_list(spec.tasks, args.needles), data_dir=data_dir,
+    spec = dataclasses.replace(spec, tasks=resolve_task_list(spec.tasks, args.needles, () if spec.task_dirs else DEFAULT_TASKS), data_dir=data_dir,
                                output_dir=output)
     model = _model(args, spec)
     try:

@@ -117,6 +117,8 @@ def add_settings_arguments(target: Any, settings: type, groups: dict[str, Any] |
     flags or the caller set it), ``negate`` (a True-by-default bool whose flag turns it off, e.g.
     ``--no-cache``), ``switches`` (``{"--late": True, "--naive": False}``: mutually exclusive flags
     setting one value), ``list`` (comma- or space-separated values; ints may be written 4k),
+    ``repeat`` (a flag given once per value, e.g. ``--task-dir A --task-dir B``: the values in order,
+    None when never given, so the field's default must be None),
     ``type``, ``required``, ``show_default`` (False: the help already says it) and ``group`` (the
     argument group, made once in ``groups`` or taken from it)."""
     hints = typing.get_type_hints(settings)
@@ -147,6 +149,8 @@ def _flag_options(field: dataclasses.Field, base: Any) -> dict[str, Any]:
         kwargs["action"] = "store_true"
     elif meta.get("list"):
         kwargs.update(nargs=meta.get("nargs", "+"), type=meta.get("type", str))
+    elif meta.get("repeat"):  # one value per occurrence of the flag, kept in order
+        kwargs.update(action="append", type=meta.get("type", str))
     elif typing.get_origin(base) is tuple and "nargs" not in meta:
         kwargs["type"] = comma_list(typing.get_args(base)[0])
     elif "nargs" in meta:  # a list given as space-separated values

@@ -59,6 +59,7 @@ from longembed.evaluation.scoring import (
 from longembed.evaluation.spec import EvalSpec
 from longembed.results import RunConfig, RunFolder, RunResults
 from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS, Task, get_task
+from longembed.tasks.task_dir import TaskDirTask, task_dir_tasks
 
 DATA_DIR_ENV = "LONGEMBED_DATA_DIR"
 
@@ -87,6 +88,23 @@ def resolve_tasks(tasks: Sequence[str | Task] | str | None) -> list[Task]:
     if not out:
         raise ValueError("no tasks to evaluate")
     return out
+
+
+def spec_tasks(spec: EvalSpec) -> list[Task]:
+    """The run's tasks: ``spec.tasks`` (default the six) and one per ``spec.task_dirs`` folder; task
+    folders without ``spec.tasks`` run alone."""
+    folders = task_dir_tasks(spec.task_dirs or [], spec.task_names or [])
+    if folders and spec.tasks is None:
+        return resolve_tasks(folders)
+    return resolve_tasks([*resolve_tasks(spec.tasks), *folders])
+
+
+def _record_task_dirs(tasks: list[Task], config: RunConfig, say: Callable[[str], None]) -> None:
+    """Keep in the run what each loaded task folder gave (files, counts, queries left out), and say it."""
+    for task in tasks:
+        if isinstance(task, TaskDirTask) and task.record is not None:
+            config.task_dirs[task.metadata.name] = task.record.to_dict()
+            say(task.record.describe(task.metadata.name))
 
 
 def resolve_lengths(lengths: Sequence[int] | None) -> list[int]:
@@ -134,6 +152,10 @@ def evaluate_model(
                  :class:`CachedEncoder` around one, or a ``BM25Model``.
     tasks:       task names or Task objects (default ``DEFAULT_TASKS``); a task whose data is missing
                  is skipped and listed under ``skipped``.
+    task_dirs, task_names: retrieval tasks read from your folders
+                 (:class:`~longembed.tasks.task_dir.TaskDirTask`), named by ``task_names`` in order
+                 (default: the folders' names); given without ``tasks``, only they run. What each folder
+                 gave is recorded under ``config.task_dirs``.
     data_dir:    the data folder (None: tasks that need data are skipped; the CLI reads
                  ``$LONGEMBED_DATA_DIR``).
     lengths:     passkey/needle lengths (default all eight).
@@ -199,7 +221,7 @@ def plan_run(model: Encoder | CachedEncoder | BM25Model, spec: EvalSpec) -> RunP
     """Resolve tasks and lengths, describe the run (config, versions), load the units, estimate the cost."""
     say = spec.log or (lambda _message: None)
     level = Granularity(spec.granularity, spec.chunking, spec.late)
-    task_objects, length_list = resolve_tasks(spec.tasks), resolve_lengths(spec.lengths)
+    task_objects, length_list = spec_tasks(spec), resolve_lengths(spec.lengths)
     data_path = Path(spec.data_dir).expanduser() if spec.data_dir is not None else None
     described = RunConfig(encoder={}, tasks=[t.metadata.name for t in task_objects], lengths=length_list,
                           data_dir=None if data_path is None else str(data_path))
@@ -221,6 +243,7 @@ def plan_run(model: Encoder | CachedEncoder | BM25Model, spec: EvalSpec) -> RunP
     results = RunResults(config=described, created=_dt.datetime.now(tz=_dt.UTC).isoformat(timespec="seconds"),
                          versions=versions)
     units, results.skipped = load_units(task_objects, data_path, length_list, say)
+    _record_task_dirs(task_objects, described, say)
     results.estimate = estimate_cost(
         [(u.label, *_sides_to_encode(u, sides, level)) for u in units],
         None if isinstance(scorer, BM25Model) else scorer, spec.batch_size, spec.estimate, say,

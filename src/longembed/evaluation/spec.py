@@ -57,6 +57,15 @@ class EvalSpec:
         None, f"comma- or space-separated task names (default: the six offline tasks: {', '.join(DEFAULT_TASKS)})",
         list=True, metavar="LIST",
     )
+    task_dirs: Sequence[str | Path] | None = option(
+        None, "a retrieval task from your own folder: corpus.jsonl, queries.jsonl, qrels/test.tsv (BEIR) or "
+        "qrels.jsonl; or a qrels file in one (DIR/qrels/dev.tsv). Repeatable; without --tasks only these run",
+        flags=("--task-dir",), repeat=True, type=Path, metavar="DIR",
+    )
+    task_names: Sequence[str] | None = option(
+        None, "the name of each --task-dir's task, in the same order (default: the folder's name)",
+        flags=("--task-name",), repeat=True, metavar="NAME",
+    )
     lengths: Sequence[int] | None = _DATA["lengths"]
     data_dir: str | Path | None = _DATA["data_dir"]
     output_dir: str | Path | None = _DATA["output_dir"]

@@ -14,6 +14,10 @@ summscreenfd    ndcg@10      LongEmbed hub layout only
 2wikimqa        ndcg@10      LongEmbed hub layout only
 ==============  ===========  ===============================================================
 
+Your own retrieval data (BEIR's corpus/queries/qrels layout) is a task too: ``TaskDirTask(folder)``
+(:mod:`longembed.tasks.task_dir`, ``longembed eval --task-dir``); ``write_task_dir`` writes any task's
+data in that layout.
+
 ``DEFAULT_TASKS`` are the six that can run offline with ``../shared/data``. Every LongEmbed task
 (passkey, needle, qmsum, narrativeqa, summscreenfd, 2wikimqa) can also be read from the hub layout:
 ``get_task("passkey", source="hub")``.
@@ -46,6 +50,7 @@ from longembed.tasks.registry import (
     task_metadata,
     unregister_task,
 )
+from longembed.tasks.task_dir import TaskDirTask, write_task_dir
 
 # Every module of this package that declares a task registers it when imported.
 for _module in pkgutil.iter_modules(__path__):
@@ -64,10 +69,12 @@ __all__ = [
     "RetrievalData",
     "Task",
     "TaskDataMissing",
+    "TaskDirTask",
     "TaskMetadata",
     "get_task",
     "register_task",
     "task_metadata",
     "unregister_task",
     "word_budget",
+    "write_task_dir",
 ]

@@ -37,8 +37,12 @@ HUB_REVISION = "6e346642246bfb4928c560ee08640dc84d074e8c"
 LOCAL_SUBDIR = "LongEmbed"
 SPLITS = ("corpus", "queries", "qrels")
 _SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet")
-_DOC_ID_FIELDS = ("doc_id", "corpus-id", "corpus_id", "_id", "id")
-_QUERY_ID_FIELDS = ("qid", "query-id", "query_id", "_id", "id")
+#: The id fields a corpus row may use (LongEmbed's first, then BEIR/mteb's), and a queries row.
+DOC_ID_FIELDS = ("doc_id", "corpus-id", "corpus_id", "_id", "id")
+QUERY_ID_FIELDS = ("qid", "query-id", "query_id", "_id", "id")
+#: The fields of a qrels row that name its query and its document.
+QRELS_QUERY_FIELDS = ("qid", "query-id", "query_id")
+QRELS_DOC_FIELDS = ("doc_id", "corpus-id", "corpus_id")
 
 
 def hub_source(config: str) -> str:
@@ -72,11 +76,13 @@ def _split_file(config_dir: Path, split: str) -> Path:
     raise FileNotFoundError(f"{config_dir} has no {split}.jsonl / {split}.jsonl.gz / {split}.parquet")
 
 
-def _field(row: dict[str, Any], names: tuple[str, ...], path: Path) -> str:
+def id_field(row: dict[str, Any], names: tuple[str, ...], where: Path | str) -> str:
+    """The first of the fields ``names`` that ``row`` holds (not null), as text; a ValueError naming
+    ``where`` (a file, or file:line) if it holds none."""
     for name in names:
         if name in row and row[name] is not None:
             return str(row[name])
-    raise ValueError(f"{path}: a row has none of the fields {names}: {sorted(row)}")
+    raise ValueError(f"{where}: a row has none of the fields {names}: {sorted(row)}")
 
 
 def _rows(config_dir: Path, split: str, length: int | None) -> Iterator[tuple[Path, dict[str, Any]]]:
@@ -93,14 +99,14 @@ def _rows(config_dir: Path, split: str, length: int | None) -> Iterator[tuple[Pa
 def load_hub_config(config_dir: Path | str, length: int | None = None) -> RetrievalData:
     """Read one config folder of the hub layout; for passkey/needle keep ``context_length == length``."""
     config_dir = Path(config_dir)
-    corpus = {_field(r, _DOC_ID_FIELDS, p): str(r["text"]) for p, r in _rows(config_dir, "corpus", length)}
+    corpus = {id_field(r, DOC_ID_FIELDS, p): str(r["text"]) for p, r in _rows(config_dir, "corpus", length)}
     queries = {
-        _field(r, _QUERY_ID_FIELDS, p): str(r["text"]) for p, r in _rows(config_dir, "queries", length)
+        id_field(r, QUERY_ID_FIELDS, p): str(r["text"]) for p, r in _rows(config_dir, "queries", length)
     }
     qrels: dict[str, dict[str, int]] = {}
     for path, row in _rows(config_dir, "qrels", length):
-        qid = _field(row, ("qid", "query-id", "query_id"), path)
-        doc_id = _field(row, ("doc_id", "corpus-id", "corpus_id"), path)
+        qid = id_field(row, QRELS_QUERY_FIELDS, path)
+        doc_id = id_field(row, QRELS_DOC_FIELDS, path)
         score = row.get("score", 1)
         qrels.setdefault(qid, {})[doc_id] = 1 if score is None else int(score)
     if not corpus:
