@@ -37,8 +37,9 @@ def fake_run(
     qmsum: float | None = None,
     temperature: float = 1.0,
 ) -> RunResults:
-    """Results like an encoder run's, with chosen scores."""
-    results = copy.deepcopy(bm25)
+    """Results like an encoder run's, with chosen scores (and, like a file written before per-query
+    scores were kept, no intervals: BM25's would not match the chosen scores)."""
+    results = without_intervals(copy.deepcopy(bm25))
     results.config.encoder = {
         "model": model,
         "method": method,
@@ -57,6 +58,16 @@ def fake_run(
         results.tasks["qmsum"] = TaskResult("ndcg@10", qmsum, {"ndcg@10": qmsum}, copy.deepcopy(passkey.counts))
         results.average = (passkey.score + qmsum) / 2
         results.average_tasks = ["passkey", "qmsum"]
+    return results
+
+
+def without_intervals(results: RunResults) -> RunResults:
+    """``results`` as a file written before longembed kept per-query scores."""
+    results.average_interval = None
+    for task in results.tasks.values():
+        for unit in task.units().values():
+            unit.per_query = unit.interval = None
+        task.interval = None
     return results
 
 
@@ -80,15 +91,15 @@ def run_dirs(tmp_path: Path, bm25_results: dict[str, Any]) -> list[Path]:
 
 def test_report_files_and_markdown_content(tmp_path: Path, run_dirs: list[Path]) -> None:
     written = write_report(run_dirs, tmp_path / "report")
-    assert set(written) == {"report", "scores_by_task", "passkey_by_length"}  # no run has needle
+    assert set(written) == {"report", "scores_by_task", "passkey_by_length", "passkey_vs_length"}  # no needle
     text = (tmp_path / "report" / "report.md").read_text()
     lines = text.splitlines()
     header = next(line for line in lines if line.startswith("| run | model"))
-    assert header == "| run | model | method | max_length | Passkey | QMSum | Avg. |"
+    assert header == "| run | model | method | max_length | Passkey | QMSum | Avg. | Avg. (shared) |"
     bm25_row = next(line for line in lines if line.startswith("| BM25 |"))
-    assert bm25_row == "| BM25 | BM25 | – | – | 100.0 | – | 100.0* |"
+    assert bm25_row == "| BM25 | BM25 | – | – | 100.0 [100, 100] | – | 100.0 [100, 100]* | 100.0 [100, 100] |"
     truncate_row = next(line for line in lines if line.startswith("| all-MiniLM-L6-v2 truncate 512 |"))
-    assert "| truncate | 512 | 29.8 | 21.2 | 25.5 |" in truncate_row  # (42 + 17.5) / 2 = 29.75
+    assert "| truncate | 512 | 29.8 | 21.2 | 25.5 | 29.8 |" in truncate_row  # (42 + 17.5) / 2 = 29.75
     assert "## Passkey: accuracy@1 (%) by length (tokens)" in text
     assert "| run | 256 | 512 | mean |" in text
     assert "| all-MiniLM-L6-v2 pi 4096 tau=0.7 | 44.0 | 31.0 | 37.5 |" in text
@@ -100,7 +111,7 @@ def test_pngs_are_readable_images(tmp_path: Path, run_dirs: list[Path]) -> None:
     import matplotlib.image
 
     written = write_report(run_dirs, tmp_path / "report")
-    for key in ("scores_by_task", "passkey_by_length"):
+    for key in ("scores_by_task", "passkey_by_length", "passkey_vs_length"):
         image = matplotlib.image.imread(written[key])
         assert image.ndim == 3 and image.shape[0] > 150 and image.shape[1] > 300
         assert image[..., :3].std() > 0.05  # not blank

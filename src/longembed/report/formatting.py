@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from longembed.results import Interval
+
 MISSING = "–"
 
 
@@ -35,3 +37,25 @@ def md_table(
     end = len(header) if numeric_to is None else numeric_to
     rule = ["---:" if numeric_from <= i < end else "---" for i in range(len(header))]
     return "\n".join([md_row(header), "| " + " | ".join(rule) + " |", *(md_row(r) for r in rows)])
+
+
+def fmt_interval(value: Any, interval: Interval | None, digits: int = 1, bound_digits: int = 0) -> str:
+    """A score and its confidence interval, ``"58.0 [48, 68]"`` (score [low, high]); the plain score
+    when there is no interval (a run written before per-query scores were kept), "–" for None.
+
+    The score is ``value`` (the number every table showed before intervals), the bounds the interval's.
+    """
+    if value is None or interval is None:
+        return fmt(value, digits)
+    return f"{float(value):.{digits}f} {fmt_bounds(interval, bound_digits)}"
+
+
+def fmt_bounds(interval: Interval | None, digits: int = 0) -> str:
+    """An interval's bounds, ``"[48, 68]"``, or "–" for None."""
+    return MISSING if interval is None else f"[{interval.low:.{digits}f}, {interval.high:.{digits}f}]"
+
+
+def interval_method(interval: Interval) -> str:
+    """How an interval was computed, in words: "95% percentile bootstrap over queries, 10,000
+    resamples, seed 0"."""
+    return f"{interval.confidence * 100:g}% {interval.method}, {interval.resamples:,} resamples, seed {interval.seed}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from longembed.report.plots import plot_length_heatmap, plot_task_bars
+from longembed.report.plots import plot_length_heatmap, plot_length_lines, plot_task_bars
 from longembed.report.sweep import write_sweep_report
 from longembed.report.tables import Run, by_length_tasks, markdown_report, task_columns, unique_labels
 from longembed.results import RESULTS_FILE, SWEEP_FILE, RunResults
@@ -60,6 +60,10 @@ def write_report(paths: Sequence[str | Path], output_dir: str | Path) -> dict[st
         if heatmap is not None:
             written[f"{task}_by_length"] = heatmap
             plots.append((f"{task} accuracy by length", heatmap.name))
+        lines = plot_length_lines(runs, task, output / f"{task}_vs_length.png")
+        if lines is not None:
+            written[f"{task}_vs_length"] = lines
+            plots.append((f"{task} accuracy against length, with 95% intervals", lines.name))
     report = output / "report.md"
     report.write_text(markdown_report(runs, plots), encoding="utf-8")
     written["report"] = report

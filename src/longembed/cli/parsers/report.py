@@ -18,8 +18,9 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         help="tables and plots over benchmark runs",
         description=(
             "Read the results.json of each RUN_DIR (a folder without one is searched one level down) and "
-            "write OUTPUT/report.md (scores per run and task, passkey/needle by length) with PNG plots: "
-            "accuracy-by-length heatmaps and grouped bars per task. A RUN_DIR holding a sweep.json also "
+            "write OUTPUT/report.md (scores per run and task, passkey/needle by length, each with its 95% "
+            "interval when the run kept per-query scores) with PNG plots: accuracy-by-length heatmaps and "
+            "lines with error bars, and grouped bars per task. A RUN_DIR holding a sweep.json also "
             "gets its sweep.md and sweep.png."
         ),
     )
