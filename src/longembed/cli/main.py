@@ -1,4 +1,5 @@
-"""The ``longembed`` command: one subcommand per job (embed, eval, report, sweep, collapse, tune, export, train, serve).
+"""The ``longembed`` command: one subcommand per job (embed, eval, report, compare, sweep, collapse, tune, export,
+train, serve).
 
 Each subcommand has two modules: its flags in ``longembed.cli.parsers.<name>`` (light imports only)
 and the command in ``longembed.cli.<name>``, imported only when it runs (``CommandHandler``).  So
@@ -21,6 +22,7 @@ SUBCOMMANDS = {
     "embed": "embed",
     "eval": "evaluate",
     "report": "report",
+    "compare": "compare",
     "sweep": "sweep",
     "collapse": "collapse",
     "tune": "tune",

@@ -5,9 +5,16 @@ reader (``report``, ``sweep``, ``collapse``, your own notebook) loads them back 
 
     >>> from longembed.results import RunResults
     >>> RunResults.load("runs/minilm-pi-4k").tasks["passkey"].by_length
+    >>> compare(["runs/minilm-truncate", "runs/minilm-pi-4k"]).pairs[0].differences  # paired, per query
+
+``compare`` is imported here, not lazily: its module shares its name, and a lazy export would be
+shadowed by the module as soon as anything imported ``longembed.results.compare`` first.  Nothing on
+``longembed --help``'s path imports this package (tests/cli/test_startup.py).
 """
 
 from longembed.results.collapse import COLLAPSE_FILE, BucketStats, CollapseResults
+from longembed.results.compare import compare
+from longembed.results.comparison import COMPARISON_FILE, Comparison
 from longembed.results.files import (
     RunFolder,
     atomic_write_bytes,
@@ -34,12 +41,14 @@ from longembed.results.sweep import SWEEP_FILE, SweepResults
 
 __all__ = [
     "COLLAPSE_FILE",
+    "COMPARISON_FILE",
     "RESULTS_FILE",
     "RESULTS_FORMAT",
     "SWEEP_FILE",
     "BucketStats",
     "CacheUse",
     "CollapseResults",
+    "Comparison",
     "Counts",
     "Estimate",
     "Interval",
@@ -53,6 +62,7 @@ __all__ = [
     "UnitResult",
     "atomic_write_bytes",
     "atomic_write_text",
+    "compare",
     "json_safe",
     "read_json",
     "write_json",
