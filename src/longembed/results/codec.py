@@ -11,7 +11,8 @@ of pydantic's ``model_dump`` / ``model_validate`` (which mteb uses) without the 
   written as strings and read back as their declared type (``dict[int, float]``: "4096" -> 4096);
 * numpy scalars and arrays become Python numbers and lists;
 * a field's metadata may say how it is written: ``omit_none`` (left out when None, as optional
-  counts are) and ``empty_means_none`` (None written as ``{}``, and any empty value read as None: a
+  counts are), ``omit_empty`` (left out when empty, so a new field with an empty default leaves the
+  files of runs that do not use it as they were) and ``empty_means_none`` (None written as ``{}``, and any empty value read as None: a
   BM25 run's cache use);
 * reading, a missing key takes the field's default (or None for an optional field without one), and
   keys no field declares (``format``, keys of newer files) are ignored, so files written by earlier
@@ -36,6 +37,8 @@ def to_data(value: Any) -> Any:
         for field in dataclasses.fields(value):
             item = getattr(value, field.name)
             if item is None and field.metadata.get("omit_none"):
+                continue
+            if field.metadata.get("omit_empty") and not item:
                 continue
             if item is None and field.metadata.get("empty_means_none"):
                 item = {}

@@ -154,6 +154,9 @@ class RunConfig(Record):
     cache_dir: str | None = None
     cache_namespaces: dict[str, str] = field(default_factory=dict)
     granularity: dict[str, Any] | None = None  # {"level": "chunks", "chunking": "tokens:256", "late": True}
+    # passkey/needle options other than the defaults, e.g. {"queries_per_length": 200, "haystack": {"path":
+    # ..., "documents": 12, "words": 50000, "sha256": ...}}; left out of the file when there are none
+    task_options: dict[str, Any] = field(default_factory=dict, metadata={"omit_empty": True})
 
     @property
     def is_bm25(self) -> bool:

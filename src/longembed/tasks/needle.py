@@ -104,6 +104,14 @@ class Needle:
     question: str
 
 
+def packaged_needles_path() -> Path:
+    """The packaged ``longembed/tasks/data/needles.jsonl`` (400 needles; the paper's set uses the first 100)."""
+    resource = importlib.resources.files("longembed.tasks").joinpath("data/needles.jsonl")
+    if not resource.is_file():
+        raise FileNotFoundError("the packaged needles file longembed/tasks/data/needles.jsonl is missing")
+    return Path(str(resource))
+
+
 def load_needles(path: Path | str | None = None) -> tuple[Needle, ...]:
     """Read needles from a jsonl file (default: the packaged ``tasks/data/needles.jsonl``).
 
@@ -111,12 +119,7 @@ def load_needles(path: Path | str | None = None) -> tuple[Needle, ...]:
     ignored). Raises ValueError for a malformed line, a missing field, a duplicate fact or question, or
     fewer than 2 needles.  Each needle is one document (:func:`set_size` says how many a length uses).
     """
-    if path is None:
-        resource = importlib.resources.files("longembed.tasks").joinpath("data/needles.jsonl")
-        if not resource.is_file():
-            raise FileNotFoundError("the packaged needles file longembed/tasks/data/needles.jsonl is missing")
-        path = Path(str(resource))
-    origin = Path(path)
+    origin = packaged_needles_path() if path is None else Path(path)
 
     needles: list[Needle] = []
     seen_facts: set[str] = set()
