@@ -98,3 +98,16 @@ def test_a_sweep_written_by_the_old_code_loads_and_writes_back_the_same():
     assert sweep.all_candidates is not None and sweep.all_candidates.rows[0].chosen
     assert sweep.to_dict() == json.loads(path.read_text())
     assert SweepResults.from_dict(sweep.to_dict()) == sweep
+
+
+@dataclass
+class WithOptions:
+    name: str
+    options: dict[str, int] = field(default_factory=dict, metadata={"omit_empty": True})
+
+
+def test_omit_empty_leaves_an_empty_field_out_and_reads_it_back_as_its_default():
+    assert to_data(WithOptions("a")) == {"name": "a"}
+    assert to_data(WithOptions("a", {"n": 200})) == {"name": "a", "options": {"n": 200}}
+    assert from_data(WithOptions, {"name": "a"}) == WithOptions("a")
+    assert from_data(WithOptions, {"name": "a", "options": {"n": 200}}).options == {"n": 200}

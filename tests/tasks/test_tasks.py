@@ -180,8 +180,8 @@ def test_needle_generation_on_a_toy_haystack() -> None:
 
 def test_packaged_needles_are_valid() -> None:
     needles = needle_mod.load_needles()
-    assert len(needles) == 100
-    assert len({n.fact for n in needles}) == 100 and len({n.question for n in needles}) == 100
+    assert len(needles) == 400
+    assert len({n.fact for n in needles}) == 400 and len({n.question for n in needles}) == 400
 
 
 def test_needles_file_validation(tmp_path: Path) -> None:

@@ -39,13 +39,16 @@ from longembed.evaluation.spec import EvalSpec
 from longembed.report.tables import results_summary
 from longembed.results import RESULTS_FILE
 from longembed.tasks import DEFAULT_TASKS, get_task
+from longembed.tasks.needle import set_size as needle_set_size
 
 
 def resolve_task_list(
-    names: list[str] | None, needles: Path | None, default: Sequence[str] = DEFAULT_TASKS
+    names: list[str] | None, needles: Path | None, spec: EvalSpec | None = None,
+    default: Sequence[str] = DEFAULT_TASKS,
 ) -> list[Any] | None:
-    """Task names, with the needle task built from ``needles`` when a file is given (``default``: the
-    tasks that run without --tasks; none beside --task-dir folders)."""
+    """Task names, with the needle task built from ``needles`` (and the spec's ``queries_per_length``
+    and ``haystack``) when a file is given; the file is read and checked now, before any model loads
+    (``default``: the tasks that run without --tasks; none beside --task-dir folders)."""
     if needles is None:
         return names
     if not Path(needles).is_file():
@@ -53,9 +56,12 @@ def resolve_task_list(
     names = list(default) if names is None else names
     if "needle" not in names:
         raise ValueError("--needles applies to the needle task, which is not among --tasks")
-    task = get_task("needle", needles_path=needles)
-    count = len(task.needles)  # read and check the file now, before any model loads
-    print(f"needle: {count} needles from {needles} ({count} documents, {min(count, 50)} queries per length)")
+    spec = spec or EvalSpec()
+    task = get_task("needle", needles_path=needles, queries_per_length=spec.queries_per_length,
+                    haystack=spec.haystack)
+    count = len(task.needles)
+    documents, queries = needle_set_size(count, spec.queries_per_length)
+    print(f"needle: {count} needles from {needles} ({documents} documents, {queries} queries per length)")
     return [task if name == "needle" else name for name in names]
 
 
@@ -67,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
     if data_dir is None:
         print("note: no --data-dir and no $LONGEMBED_DATA_DIR: only tasks that need no data (passkey) can run")
     output = spec.output_dir or default_output(args.model, args.method, args.max_length)
-    spec = dataclasses.replace(spec, tasks=resolve_task_list(spec.tasks, args.needles, () if spec.task_dirs else DEFAULT_TASKS), data_dir=data_dir,
+    spec = dataclasses.replace(spec, tasks=resolve_task_list(spec.tasks, args.needles, spec,
+                                                             () if spec.task_dirs else DEFAULT_TASKS), data_dir=data_dir,
                                output_dir=output)
     model = _model(args, spec)
     try:

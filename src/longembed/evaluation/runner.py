@@ -57,6 +57,7 @@ from longembed.evaluation.scoring import (
     task_summary,
 )
 from longembed.evaluation.spec import EvalSpec
+from longembed.evaluation.task_options import SYNTHETIC_TASKS, SyntheticOptions
 from longembed.results import RunConfig, RunFolder, RunResults
 from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS, Task, get_task
 from longembed.tasks.task_dir import TaskDirTask, task_dir_tasks
@@ -70,8 +71,12 @@ def default_data_dir() -> Path | None:
     return Path(env).expanduser() if env else None
 
 
-def resolve_tasks(tasks: Sequence[str | Task] | str | None) -> list[Task]:
-    """Task objects from names (or Task objects, kept as they are); None -> ``DEFAULT_TASKS``."""
+def resolve_tasks(
+    tasks: Sequence[str | Task] | str | None, synthetic_options: dict[str, Any] | None = None
+) -> list[Task]:
+    """Task objects from names (or Task objects, kept as they are); None -> ``DEFAULT_TASKS``.
+    Passkey and needle, given by name, are built with ``synthetic_options`` (``queries_per_length``,
+    ``haystack``: :class:`~longembed.evaluation.task_options.SyntheticOptions`)."""
     if tasks is None:
         tasks = list(DEFAULT_TASKS)
     if isinstance(tasks, str):
@@ -79,24 +84,27 @@ def resolve_tasks(tasks: Sequence[str | Task] | str | None) -> list[Task]:
     out: list[Task] = []
     seen: set[str] = set()
     for task in tasks:
-        obj = get_task(task.strip()) if isinstance(task, str) else task
-        name = obj.metadata.name
+        if isinstance(task, str):
+            name = task.strip()
+            task = get_task(name, **((synthetic_options or {}) if name in SYNTHETIC_TASKS else {}))
+        name = task.metadata.name
         if name in seen:
             raise ValueError(f"task {name!r} is listed twice")
         seen.add(name)
-        out.append(obj)
+        out.append(task)
     if not out:
         raise ValueError("no tasks to evaluate")
     return out
 
 
-def spec_tasks(spec: EvalSpec) -> list[Task]:
-    """The run's tasks: ``spec.tasks`` (default the six) and one per ``spec.task_dirs`` folder; task
-    folders without ``spec.tasks`` run alone."""
+def spec_tasks(spec: EvalSpec, synthetic_options: dict[str, Any] | None = None) -> list[Task]:
+    """The run's tasks: ``spec.tasks`` (default the six; passkey and needle built with
+    ``synthetic_options``) and one per ``spec.task_dirs`` folder; task folders without ``spec.tasks``
+    run alone."""
     folders = task_dir_tasks(spec.task_dirs or [], spec.task_names or [])
     if folders and spec.tasks is None:
         return resolve_tasks(folders)
-    return resolve_tasks([*resolve_tasks(spec.tasks), *folders])
+    return resolve_tasks([*resolve_tasks(spec.tasks, synthetic_options), *folders])
 
 
 def _record_task_dirs(tasks: list[Task], config: RunConfig, say: Callable[[str], None]) -> None:
@@ -221,10 +229,14 @@ def plan_run(model: Encoder | CachedEncoder | BM25Model, spec: EvalSpec) -> RunP
     """Resolve tasks and lengths, describe the run (config, versions), load the units, estimate the cost."""
     say = spec.log or (lambda _message: None)
     level = Granularity(spec.granularity, spec.chunking, spec.late)
-    task_objects, length_list = spec_tasks(spec), resolve_lengths(spec.lengths)
+    synthetic = SyntheticOptions.from_spec(spec)
+    task_objects, length_list = spec_tasks(spec, synthetic.task_kwargs()), resolve_lengths(spec.lengths)
+    synthetic.check(task_objects)
+    for note in synthetic.notes():
+        say(note)
     data_path = Path(spec.data_dir).expanduser() if spec.data_dir is not None else None
     described = RunConfig(encoder={}, tasks=[t.metadata.name for t in task_objects], lengths=length_list,
-                          data_dir=None if data_path is None else str(data_path))
+                          data_dir=None if data_path is None else str(data_path), task_options=synthetic.record())
     versions = library_versions()
     if isinstance(model, BM25Model):
         if level.chunked:

@@ -18,6 +18,7 @@ from typing import Any
 
 from longembed.evaluation.choices import GRANULARITIES
 from longembed.tasks import DEFAULT_TASKS, Task
+from longembed.tasks.query_sets import check_queries_per_length
 
 BENCHMARK = "benchmark"
 CHUNKS = "chunks (retrieve passages, not only documents)"
@@ -73,6 +74,14 @@ class EvalSpec:
     document_prompt: str | None = _DATA["document_prompt"]
     cache_dir: str | Path | None = _DATA["cache_dir"]
     use_cache: bool = _DATA["use_cache"]
+    queries_per_length: int = option(
+        50, "passkey/needle: queries per length, 2 documents per query (default 50, the paper's set; a larger "
+        "set adds to it, a smaller one takes its first queries)", metavar="N",
+    )
+    haystack: str | Path | None = option(
+        None, "passkey/needle: build them from this folder's .txt/.jsonl documents instead of the filler "
+        "sentences and the essays", type=Path, metavar="DIR",
+    )
     query_temperature: float | None = option(None, "TempScale tau for queries (default: --temperature)")
     document_temperature: float | None = option(None, "TempScale tau for documents (default: --temperature)")
     cache_includes_code: bool = option(
@@ -103,3 +112,4 @@ class EvalSpec:
     def __post_init__(self) -> None:
         if self.batch_size < 1 or self.chunk_size < 1:
             raise ValueError("batch_size and chunk_size must be positive")
+        check_queries_per_length(self.queries_per_length)

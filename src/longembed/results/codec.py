@@ -11,8 +11,9 @@ of pydantic's ``model_dump`` / ``model_validate`` (which mteb uses) without the 
   written as strings and read back as their declared type (``dict[int, float]``: "4096" -> 4096);
 * numpy scalars and arrays become Python numbers and lists;
 * a field's metadata may say how it is written: ``omit_none`` (left out when None, as optional
-  counts are), ``omit_empty`` (an empty dict or list left out, as a run without task folders writes
-  no ``task_dirs``, like the files written before them) and ``empty_means_none`` (None written as ``{}``, and any empty value read as None: a
+  counts are), ``omit_empty`` (an empty dict or list left out, so a new field with an empty default
+  leaves the files of runs that do not use it as they were: ``task_dirs``, ``task_options``) and
+  ``empty_means_none`` (None written as ``{}``, and any empty value read as None: a
   BM25 run's cache use);
 * reading, a missing key takes the field's default (or None for an optional field without one), and
   keys no field declares (``format``, keys of newer files) are ignored, so files written by earlier

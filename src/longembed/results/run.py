@@ -204,6 +204,9 @@ class RunConfig(Record):
     # task name -> the folder a --task-dir task was read from: path, qrels file, documents, queries,
     # queries_left_out (and by reason), sha256 of each file (longembed.tasks.task_dir.TaskDirRecord)
     task_dirs: dict[str, dict[str, Any]] = field(default_factory=dict, metadata={"omit_empty": True})
+    # passkey/needle options other than the defaults, e.g. {"queries_per_length": 200, "haystack": {"path":
+    # ..., "documents": 12, "words": 50000, "sha256": ...}}; left out of the file when there are none
+    task_options: dict[str, Any] = field(default_factory=dict, metadata={"omit_empty": True})
 
     @property
     def is_bm25(self) -> bool:

@@ -3,7 +3,7 @@
 ==============  ===========  ===============================================================
 name            main score   data
 ==============  ===========  ===============================================================
-passkey         accuracy@1   generated (8 lengths, 50 queries x 100 documents each)
+passkey         accuracy@1   generated (8 lengths, 50 queries x 100 documents, or N x 2N)
 needle          accuracy@1   Paul Graham essays + packaged needles (8 lengths)
 qmsum           ndcg@10      QMSum train+val (exactly LongEmbed's)
 qmsum_passages  ndcg@10      QMSum specific queries -> answering passages of their meeting

@@ -12,17 +12,27 @@ word ~1,130 differs from LongEmbed's).
 
 Documents, per evaluation length L (word budget B = 0.75 L):
 
-* one document per needle (100 with the packaged needles); document i holds needle i;
+* one document per needle, from the first 100 needles of the file (all of them if it has fewer);
+  document i holds needle i;
 * every document is the same haystack prefix of ``B - M`` words, M = the word count of the longest
-  needle, with its needle inserted; so each document has at most B words and the needle is the only
-  difference between documents (LongEmbed's documents are likewise one fixed prefix plus a needle: the
-  character lengths of its documents vary by the same amount at every length);
+  needle in use, with its needle inserted; so each document has at most B words and the needle is the
+  only difference between documents (LongEmbed's documents are likewise one fixed prefix plus a needle:
+  the character lengths of its documents vary by the same amount at every length);
 * the needle goes, on its own line (newline before and after, as in Figure 7 and in Kamradt's
   original needle), at a uniformly random sentence boundary of the prefix;
-* 50 queries per length: the questions of a random subset of 50 needles (with fewer than 50
-  needles, one question per needle).
+* 50 queries per length: the questions of a random subset of 50 of the 100 needles (with fewer than
+  50 needles, one question per needle).
 
-The needles are not LongEmbed's (those are not public): ``tasks/data/needles.jsonl`` holds 100 new
+Queries per length (``queries_per_length=N``, :mod:`longembed.tasks.query_sets`): the sets above are
+the paper's, N = 50.  N > 50 needs 2N needles: needles 100 .. 2N-1 become the new documents, in pairs,
+one question of each pair asked, placed by ``random.Random(f"longembed-needle:{seed}:{L}:more")``;
+N < 50 takes the first N queries.  The packaged file holds 400 needles (N up to 200), none of the 300
+after the first 100 longer than the longest of those, so every N shares the 50-set's prefix.
+
+Haystack (``haystack=``, :mod:`longembed.tasks.haystack`): a user's documents replace the essays
+(no data folder needed); a length whose word budget they cannot fill is an error.
+
+The needles are not LongEmbed's (those are not public): ``tasks/data/needles.jsonl`` holds 400 new
 fact/question pairs; a user file with the fields ``fact`` and ``question`` may replace them.
 Determinism: each length draws from ``random.Random(f"longembed-needle:{seed}:{L}")``.
 """
@@ -32,7 +42,6 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import random
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +55,20 @@ from longembed.tasks.base import (
     require_dir,
     word_budget,
 )
+from longembed.tasks.haystack import (
+    Haystack,
+    as_haystack,
+    insert_needle,
+    normalise,
+    prefix_words,
+    sentence_boundaries,
+)
+from longembed.tasks.query_sets import (
+    DOCUMENTS_PER_QUERY,
+    PAPER_QUERIES,
+    check_queries_per_length,
+    first_queries,
+)
 from longembed.tasks.registry import register_task
 
 ESSAY_SUBDIR = "paul_graham_essays/PaulGrahamEssays"
@@ -53,7 +76,8 @@ ESSAY_SUBDIR = "paul_graham_essays/PaulGrahamEssays"
 METADATA = TaskMetadata(
     name="needle",
     description="Needle-in-a-haystack retrieval: find the essay-text document into which the asked-about "
-    "fact was inserted, among 100 documents (50 queries per length).",
+    "fact was inserted (50 queries and 100 documents per length by default: --queries-per-length N asks N, "
+    "over 2N documents).",
     main_score="accuracy@1",
     lengths=SYNTHETIC_LENGTHS,
     source=f"Needs the Paul Graham essays under <data_dir>/{ESSAY_SUBDIR}/*.txt (from "
@@ -63,7 +87,9 @@ METADATA = TaskMetadata(
 )
 
 DEFAULT_SEED = 20240418
-NUM_QUERIES = 50
+NUM_QUERIES = PAPER_QUERIES
+#: The paper's set uses the first 100 needles of a file (one document each) and asks 50 of them.
+PAPER_DOCUMENTS = DOCUMENTS_PER_QUERY * NUM_QUERIES
 #: Fewest needles a file may have: one to find and at least one other document to tell it from.
 MIN_NEEDLES = 2
 #: The first essays of LongEmbed's haystack; the other essays follow in alphabetical order.
@@ -78,19 +104,22 @@ class Needle:
     question: str
 
 
+def packaged_needles_path() -> Path:
+    """The packaged ``longembed/tasks/data/needles.jsonl`` (400 needles; the paper's set uses the first 100)."""
+    resource = importlib.resources.files("longembed.tasks").joinpath("data/needles.jsonl")
+    if not resource.is_file():
+        raise FileNotFoundError("the packaged needles file longembed/tasks/data/needles.jsonl is missing")
+    return Path(str(resource))
+
+
 def load_needles(path: Path | str | None = None) -> tuple[Needle, ...]:
     """Read needles from a jsonl file (default: the packaged ``tasks/data/needles.jsonl``).
 
     Each line is a JSON object with non-empty string fields ``fact`` and ``question`` (other fields are
     ignored). Raises ValueError for a malformed line, a missing field, a duplicate fact or question, or
-    fewer than 2 needles.  Each needle is one document; each length asks min(50, needles) questions.
+    fewer than 2 needles.  Each needle is one document (:func:`set_size` says how many a length uses).
     """
-    if path is None:
-        resource = importlib.resources.files("longembed.tasks").joinpath("data/needles.jsonl")
-        if not resource.is_file():
-            raise FileNotFoundError("the packaged needles file longembed/tasks/data/needles.jsonl is missing")
-        path = Path(str(resource))
-    origin = Path(path)
+    origin = packaged_needles_path() if path is None else Path(path)
 
     needles: list[Needle] = []
     seen_facts: set[str] = set()
@@ -126,9 +155,7 @@ def _haystack(essay_dir: str) -> str:
     files = essay_order([p.name for p in Path(essay_dir).glob("*.txt")])
     if not files:
         raise TaskDataMissing(f"no *.txt essays in {essay_dir}. {METADATA.source}")
-    text = "".join((Path(essay_dir) / name).read_text(encoding="utf-8") for name in files)
-    text = text.replace("\n", " ")
-    return ". ".join(piece.strip() for piece in text.split("."))
+    return normalise("".join((Path(essay_dir) / name).read_text(encoding="utf-8") for name in files))
 
 
 def build_haystack(essay_dir: Path | str) -> str:
@@ -136,59 +163,64 @@ def build_haystack(essay_dir: Path | str) -> str:
     return _haystack(str(Path(essay_dir).resolve()))
 
 
-def prefix_words(text: str, n_words: int) -> str:
-    """The start of ``text`` up to and including its ``n_words``-th word, original spacing kept.
-
-    The text is repeated if it has fewer words (Kamradt's haystack likewise loops over the essays).
-    """
-    if n_words <= 0:
-        return ""
-    n_text = len(text.split())
-    if n_text == 0:
-        raise ValueError("empty haystack")
-    if n_text < n_words:
-        text = " ".join([text] * (n_words // n_text + 1))
-    for count, match in enumerate(re.finditer(r"\S+", text), start=1):
-        if count == n_words:
-            return text[: match.end()]
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def sentence_boundaries(prefix: str) -> list[int]:
-    """Offsets where a sentence starts in ``prefix``: its start, after each ``". "``, and its end if it
-    ends with a full stop (a prefix cut by word count usually ends inside a sentence)."""
-    inner = [m.end() for m in re.finditer(r"\. ", prefix) if m.end() < len(prefix)]
-    end = [len(prefix)] if prefix.endswith(".") else []
-    return [0, *inner, *end]
-
-
-def insert_needle(prefix: str, position: int, fact: str) -> str:
-    """Put ``fact`` on its own line at offset ``position`` of ``prefix`` (a sentence boundary)."""
-    before = prefix[:position].rstrip(" ")
-    after = prefix[position:]
-    return "\n".join(part for part in (before, fact, after) if part)
+def set_size(n_needles: int, queries_per_length: int = NUM_QUERIES) -> tuple[int, int]:
+    """(documents, queries) per length from ``n_needles`` needles; a ValueError for N > 50 with fewer
+    than 2N needles (how many are needed and how many there are)."""
+    n = check_queries_per_length(queries_per_length)
+    if n > NUM_QUERIES:
+        if n_needles < DOCUMENTS_PER_QUERY * n:
+            raise ValueError(
+                f"needle: {n} queries per length need {DOCUMENTS_PER_QUERY * n} needles (one document each), "
+                f"the needles file has {n_needles}"
+            )
+        return DOCUMENTS_PER_QUERY * n, n
+    documents = min(n_needles, PAPER_DOCUMENTS)
+    queries = min(NUM_QUERIES, documents)
+    if n >= queries:
+        return documents, queries
+    return min(documents, DOCUMENTS_PER_QUERY * n), n
 
 
 def generate(
-    length: int, haystack: str, needles: tuple[Needle, ...], seed: int = DEFAULT_SEED
+    length: int,
+    haystack: str | Haystack,
+    needles: tuple[Needle, ...],
+    seed: int = DEFAULT_SEED,
+    queries_per_length: int = NUM_QUERIES,
 ) -> RetrievalData:
-    """Build the needle data of one length from a haystack text and needles (recipe in the module doc)."""
+    """Build the needle data of one length from a haystack (the essays' text, or a user's
+    :class:`~longembed.tasks.haystack.Haystack`) and needles (recipe in the module doc)."""
     check_length(METADATA, length)
+    set_size(len(needles), queries_per_length)
+    n = queries_per_length
+    text = haystack.covering(length) if isinstance(haystack, Haystack) else haystack
+    used = needles[: max(PAPER_DOCUMENTS, DOCUMENTS_PER_QUERY * n)]
     rng = random.Random(f"longembed-needle:{seed}:{length}")
-    longest = max(len(n.fact.split()) for n in needles)
-    prefix = prefix_words(haystack, word_budget(length) - longest)
+    longest = max(len(needle.fact.split()) for needle in used)
+    prefix = prefix_words(text, word_budget(length) - longest)
     boundaries = sentence_boundaries(prefix)
 
-    corpus: dict[str, str] = {}
-    doc_ids: list[str] = []
-    for i, needle in enumerate(needles):
-        doc_id = f"needle-{length}-doc{i:03d}"
-        corpus[doc_id] = insert_needle(prefix, rng.choice(boundaries), needle.fact)
-        doc_ids.append(doc_id)
+    paper = used[:PAPER_DOCUMENTS]
+    documents = [insert_needle(prefix, rng.choice(boundaries), needle.fact) for needle in paper]
+    asked = rng.sample(range(len(paper)), min(NUM_QUERIES, len(paper)))
+    if n > NUM_QUERIES:
+        more = random.Random(f"longembed-needle:{seed}:{length}:more")
+        for pair in range(len(paper), len(used), DOCUMENTS_PER_QUERY):
+            for needle in used[pair : pair + DOCUMENTS_PER_QUERY]:
+                documents.append(insert_needle(prefix, more.choice(boundaries), needle.fact))
+            asked.append(pair + more.randrange(DOCUMENTS_PER_QUERY))
+    return first_queries(_retrieval_data(length, used, documents, asked), n)
 
+
+def _retrieval_data(
+    length: int, needles: tuple[Needle, ...], documents: list[str], asked: list[int]
+) -> RetrievalData:
+    """Document i holds ``needles[i]``; query j asks the question of ``needles[asked[j]]``."""
+    doc_ids = [f"needle-{length}-doc{i:03d}" for i in range(len(documents))]
+    corpus = dict(zip(doc_ids, documents, strict=True))
     queries: dict[str, str] = {}
     qrels: dict[str, dict[str, int]] = {}
-    for j, i in enumerate(rng.sample(range(len(needles)), min(NUM_QUERIES, len(needles)))):
+    for j, i in enumerate(asked):
         qid = f"needle-{length}-q{j:03d}"
         queries[qid] = needles[i].question
         qrels[qid] = {doc_ids[i]: 1}
@@ -196,13 +228,24 @@ def generate(
 
 
 class NeedleTask:
-    """The needle task: ``needles_path`` replaces the packaged needles, ``seed`` fixes the placement."""
+    """The needle task: ``needles_path`` replaces the packaged needles, ``seed`` fixes the placement,
+    ``queries_per_length`` the set's size (2 documents per query; 50 is the paper's set) and
+    ``haystack`` (a :class:`~longembed.tasks.haystack.Haystack` or a folder of documents) replaces the
+    essays."""
 
     metadata = METADATA
 
-    def __init__(self, needles_path: Path | str | None = None, seed: int = DEFAULT_SEED) -> None:
+    def __init__(
+        self,
+        needles_path: Path | str | None = None,
+        seed: int = DEFAULT_SEED,
+        queries_per_length: int = NUM_QUERIES,
+        haystack: Haystack | Path | str | None = None,
+    ) -> None:
         self.needles_path = needles_path
         self.seed = seed
+        self.queries_per_length = check_queries_per_length(queries_per_length)
+        self.haystack = as_haystack(haystack)
         self._needles: tuple[Needle, ...] | None = None
 
     @property
@@ -213,11 +256,14 @@ class NeedleTask:
         return self._needles
 
     def load(self, data_dir: Path | None, length: int | None = None) -> RetrievalData:
-        """Build the data of ``length`` tokens from the essays under ``data_dir``."""
+        """Build the data of ``length`` tokens from the haystack, else the essays under ``data_dir``."""
         check_length(METADATA, length)
         assert length is not None
-        essay_dir = require_dir(data_dir, ESSAY_SUBDIR, METADATA)
-        return generate(length, build_haystack(essay_dir), self.needles, seed=self.seed)
+        if self.haystack is not None:
+            haystack: str | Haystack = self.haystack
+        else:
+            haystack = build_haystack(require_dir(data_dir, ESSAY_SUBDIR, METADATA))
+        return generate(length, haystack, self.needles, seed=self.seed, queries_per_length=self.queries_per_length)
 
 
 register_task(METADATA, NeedleTask)

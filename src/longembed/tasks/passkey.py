@@ -19,11 +19,21 @@ Determinism: each length draws from its own ``random.Random(f"longembed-passkey:
 length's data does not depend on which other lengths were generated, nor on the order. Which 50 of
 the 100 people are queried is random, so relevance is unrelated to document-id order (this matters
 when a model gives several documents exactly the same score: ties are broken by document id).
+
+Queries per length (``queries_per_length=N``, :mod:`longembed.tasks.query_sets`): the sets above are
+the paper's, N = 50.  N > 50 adds 2(N - 50) new people (names and keys distinct from every other at
+that length; at most 1,250 queries: the 50 x 50 name pool) in pairs, one of each pair asked, drawn
+from ``random.Random(f"longembed-passkey:{seed}:{L}:more")``; N < 50 takes the first N queries.
+
+Haystack (``haystack=``, :mod:`longembed.tasks.haystack`): the filler is the start of the user's text
+(its first B - 16 words, 16 being the key sentence's), shared by every document of a length; the key
+sentence goes, on its own line, at a uniformly random sentence boundary of it.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 from longembed.tasks.base import (
@@ -33,12 +43,20 @@ from longembed.tasks.base import (
     check_length,
     word_budget,
 )
+from longembed.tasks.haystack import Haystack, as_haystack, insert_needle, prefix_words, sentence_boundaries
+from longembed.tasks.query_sets import (
+    DOCUMENTS_PER_QUERY,
+    PAPER_QUERIES,
+    check_queries_per_length,
+    first_queries,
+)
 from longembed.tasks.registry import register_task
 
 METADATA = TaskMetadata(
     name="passkey",
     description="Personalized passkey retrieval: find the document holding the named person's pass key "
-    "among 100 documents of filler sentences (50 queries per length).",
+    "among documents of filler sentences (50 queries and 100 documents per length by default: "
+    "--queries-per-length N asks N, over 2N documents).",
     main_score="accuracy@1",
     lengths=SYNTHETIC_LENGTHS,
     source="Generated on the fly (no data needed); the original is dwzhu/LongEmbed, config passkey.",
@@ -56,8 +74,9 @@ FILLER_SENTENCES: tuple[str, ...] = (
     "There and back again.",
 )
 
-NUM_DOCS = 100
-NUM_QUERIES = 50
+#: The paper's set: 50 queries over 100 documents per length.
+NUM_QUERIES = PAPER_QUERIES
+NUM_DOCS = DOCUMENTS_PER_QUERY * NUM_QUERIES
 
 # Single-word names (no spaces, no apostrophes) so that every key sentence has the same word count.
 FIRST_NAMES: tuple[str, ...] = (
@@ -75,6 +94,9 @@ LAST_NAMES: tuple[str, ...] = (
     "Varga", "Vasquez", "Wallace", "Weber", "Whitaker", "Yamada", "Yilmaz", "Young", "Zamora", "Zhou",
     "Zielinski", "Brennan",
 )
+#: Distinct people (full names) the pool gives, and so the most queries per length (2 people each).
+NAME_POOL = len(FIRST_NAMES) * len(LAST_NAMES)
+MAX_QUERIES = NAME_POOL // DOCUMENTS_PER_QUERY
 
 
 def key_sentence(name: str, passkey: int) -> str:
@@ -85,6 +107,10 @@ def key_sentence(name: str, passkey: int) -> str:
 def query_text(name: str) -> str:
     """The query asking for ``name``'s pass key."""
     return f"What is the pass key for {name}?"
+
+
+#: Words of every key sentence (single-word names and 5-digit keys: the same for everyone).
+KEY_WORDS = len(key_sentence("First Last", 10_000).split())
 
 
 def filler_sentences(max_words: int) -> list[str]:
@@ -109,48 +135,116 @@ def insert_line(sentences: list[str], position: int, line: str) -> str:
     return "\n".join(part for part in (before, line, after) if part)
 
 
-def generate(length: int, seed: int = DEFAULT_SEED) -> RetrievalData:
+def person_name(person: int) -> str:
+    """The full name of person ``person`` of the name pool (first names by ``person // 50``)."""
+    return f"{FIRST_NAMES[person // len(LAST_NAMES)]} {LAST_NAMES[person % len(LAST_NAMES)]}"
+
+
+def check_queries(n: int) -> int:
+    """``n`` if passkey can ask that many queries per length (2n distinct people), else a ValueError."""
+    check_queries_per_length(n)
+    if DOCUMENTS_PER_QUERY * n > NAME_POOL:
+        raise ValueError(
+            f"passkey asks at most {MAX_QUERIES} queries per length (its {len(FIRST_NAMES)} x {len(LAST_NAMES)} "
+            f"name pool gives {NAME_POOL} distinct people, 2 per query); got {n}"
+        )
+    return n
+
+
+Hider = Callable[[random.Random, str], str]
+
+
+def filler_hider(length: int, haystack: Haystack | None = None) -> Hider:
+    """``hide(rng, key)``: a document of ``length`` tokens, ``key`` on its own line at a uniformly random
+    sentence boundary of the length's shared filler (the filler sentences, or the haystack's prefix)."""
+    budget = word_budget(length) - KEY_WORDS
+    if haystack is None:
+        sentences = filler_sentences(budget)
+        return lambda rng, key: insert_line(sentences, rng.randint(0, len(sentences)), key)
+    prefix = prefix_words(haystack.covering(length), budget)
+    boundaries = sentence_boundaries(prefix)
+    return lambda rng, key: insert_needle(prefix, rng.choice(boundaries), key)
+
+
+def generate(
+    length: int, seed: int = DEFAULT_SEED, queries_per_length: int = NUM_QUERIES, haystack: Haystack | None = None
+) -> RetrievalData:
     """Generate the passkey data of one length (see the module docstring for the recipe)."""
     check_length(METADATA, length)
+    n = check_queries(queries_per_length)
+    hide = filler_hider(length, haystack)
     rng = random.Random(f"longembed-passkey:{seed}:{length}")
-    budget = word_budget(length)
-
-    pairs = rng.sample(range(len(FIRST_NAMES) * len(LAST_NAMES)), NUM_DOCS)
-    names = [f"{FIRST_NAMES[p // len(LAST_NAMES)]} {LAST_NAMES[p % len(LAST_NAMES)]}" for p in pairs]
+    people = rng.sample(range(NAME_POOL), NUM_DOCS)
     passkeys = rng.sample(range(10_000, 100_000), NUM_DOCS)
+    documents = [hide(rng, key_sentence(person_name(p), k)) for p, k in zip(people, passkeys, strict=True)]
+    asked = rng.sample(range(NUM_DOCS), NUM_QUERIES)
+    if n > NUM_QUERIES:
+        more = random.Random(f"longembed-passkey:{seed}:{length}:more")
+        new_people, new_documents, new_asked = more_people(more, n - NUM_QUERIES, hide, people, passkeys)
+        people, documents, asked = people + new_people, documents + new_documents, asked + new_asked
+    return first_queries(_retrieval_data(length, people, documents, asked), n)
 
-    corpus: dict[str, str] = {}
-    doc_ids: list[str] = []
-    for i, (name, passkey) in enumerate(zip(names, passkeys, strict=True)):
-        key = key_sentence(name, passkey)
-        filler = filler_sentences(budget - len(key.split()))
-        position = rng.randint(0, len(filler))
-        doc_id = f"passkey-{length}-doc{i:03d}"
-        corpus[doc_id] = insert_line(filler, position, key)
-        doc_ids.append(doc_id)
 
+def more_people(
+    rng: random.Random, pairs: int, hide: Hider, people: list[int], passkeys: list[int]
+) -> tuple[list[int], list[str], list[int]]:
+    """``pairs`` pairs of new people (names and keys distinct from all others), their documents, and which
+    of each pair is asked (as indices after the existing ``people``).
+
+    The unused names are shuffled once, then each pair draws in turn (key, place, key, place, which one
+    is asked), so the first k pairs are the same whatever the number asked for: the sets are nested.
+    """
+    taken = set(people)
+    unused = [p for p in range(NAME_POOL) if p not in taken]
+    rng.shuffle(unused)
+    used_keys = set(passkeys)
+    new_people, documents, asked = unused[: DOCUMENTS_PER_QUERY * pairs], [], []
+    for i, person in enumerate(new_people):
+        passkey = rng.randrange(10_000, 100_000)
+        while passkey in used_keys:
+            passkey = rng.randrange(10_000, 100_000)
+        used_keys.add(passkey)
+        documents.append(hide(rng, key_sentence(person_name(person), passkey)))
+        if i % 2 == 1:
+            asked.append(len(people) + i - 1 + rng.randrange(2))
+    return new_people, documents, asked
+
+
+def _retrieval_data(length: int, people: list[int], documents: list[str], asked: list[int]) -> RetrievalData:
+    """Document i belongs to ``people[i]``; query j asks for the key of ``people[asked[j]]``."""
+    doc_ids = [f"passkey-{length}-doc{i:03d}" for i in range(len(documents))]
+    corpus = dict(zip(doc_ids, documents, strict=True))
     queries: dict[str, str] = {}
     qrels: dict[str, dict[str, int]] = {}
-    for j, i in enumerate(rng.sample(range(NUM_DOCS), NUM_QUERIES)):
+    for j, i in enumerate(asked):
         qid = f"passkey-{length}-q{j:03d}"
-        queries[qid] = query_text(names[i])
+        queries[qid] = query_text(person_name(people[i]))
         qrels[qid] = {doc_ids[i]: 1}
     return RetrievalData(corpus=corpus, queries=queries, qrels=qrels).validate()
 
 
 class PasskeyTask:
-    """The passkey task; ``seed`` fixes the generated data (the same seed always gives the same data)."""
+    """The passkey task: ``seed`` fixes the generated data (the same seed always gives the same data),
+    ``queries_per_length`` the set's size (2 documents per query; 50 is the paper's set), ``haystack``
+    (a :class:`~longembed.tasks.haystack.Haystack` or a folder of documents) replaces the filler sentences."""
 
     metadata = METADATA
 
-    def __init__(self, seed: int = DEFAULT_SEED) -> None:
+    def __init__(
+        self,
+        seed: int = DEFAULT_SEED,
+        queries_per_length: int = NUM_QUERIES,
+        haystack: Haystack | Path | str | None = None,
+    ) -> None:
         self.seed = seed
+        self.queries_per_length = check_queries(queries_per_length)
+        self.haystack = as_haystack(haystack)
 
     def load(self, data_dir: Path | None = None, length: int | None = None) -> RetrievalData:
         """Generate the data of ``length`` tokens; ``data_dir`` is ignored (nothing is read)."""
         check_length(METADATA, length)
         assert length is not None
-        return generate(length, seed=self.seed)
+        return generate(length, seed=self.seed, queries_per_length=self.queries_per_length, haystack=self.haystack)
 
 
 register_task(METADATA, PasskeyTask)

@@ -32,6 +32,7 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         metavar="FILE",
         help="needle task: a .jsonl of {fact, question} pairs instead of the packaged needles (at least 2; "
-        "min(50, needles) queries per length)",
+        "one document per needle: the first 100 give min(50, needles) queries per length, "
+        "--queries-per-length N > 50 needs 2N needles)",
     )
     parser.set_defaults(func=CommandHandler("longembed.cli.evaluate", "run"))
