@@ -281,6 +281,13 @@ def test_average_is_the_mean_of_task_scores(tmp_path: Path) -> None:
     assert tiny.score > 80  # the hashing model finds the topical documents
 
 
+def test_average_note_names_missing_benchmark_tasks_only_for_a_partial_benchmark(tmp_path: Path) -> None:
+    partial = run(HashEncoder(tmp_path / "m"), tmp_path, name="partial", tasks=["passkey", TinyTask()], lengths=[256])
+    assert "not included: needle" in partial.average_note
+    own = run(HashEncoder(tmp_path / "m"), tmp_path, name="own", tasks=[TinyTask()])
+    assert own.average_note == "unweighted mean of 1 task score(s): tiny"
+
+
 # --------------------------------------------------------------------------- prompts and temperatures
 def test_model_prompts_by_default_and_overrides(tmp_path: Path) -> None:
     """Queries and documents get the model's prompts unless the arguments override them."""
