@@ -41,6 +41,7 @@ from longembed.evaluation.metrics import per_query_scores
 from longembed.evaluation.runner import cached_encoder
 from longembed.evaluation.spec import EvalSpec
 from longembed.results.intervals import bootstrap_interval
+from longembed.results.paired import sign_flip_test
 from longembed.tasks import RetrievalData, get_task
 from longembed.tasks.passkey import DEFAULT_SEED
 
@@ -85,12 +86,26 @@ def run(args: argparse.Namespace) -> dict:
                                     prompt=query_prompt, desc=f"{length} queries ({prompt_name} prompt)").vectors
             for post_name, post in POSTPROCESS.items():
                 per_query = score(post(queries), post(docs), data)
-                interval = bootstrap_interval(list(per_query.values()))
-                rows.append({"seed": seed, "length": length, "prompts": prompt_name, "postprocess": post_name,
-                             "accuracy@1": interval.estimate, "low": interval.low, "high": interval.high,
-                             "queries": len(per_query)})
-                print(f"seed={seed} {length:>5} prompts={prompt_name:<13} post={post_name:<10} {interval}")
+                rows.append(_row(seed, length, prompt_name, post_name, per_query, rows))
     return {"model": args.model, "rows": rows}
+
+
+def _row(seed: int, length: int, prompts: str, post: str, per_query: dict[str, float], rows: list[dict]) -> dict:
+    """One variant's score, its interval, and its paired difference from the baseline variant (the model's
+    prompts, no post-processing) on the same data, with the sign-flip p-value."""
+    interval = bootstrap_interval(list(per_query.values()))
+    row = {"seed": seed, "length": length, "prompts": prompts, "postprocess": post,
+           "accuracy@1": interval.estimate, "low": interval.low, "high": interval.high,
+           "queries": len(per_query), "per_query": per_query}
+    base = next((r for r in rows if (r["seed"], r["length"], r["prompts"], r["postprocess"])
+                 == (seed, length, "model", "none")), None)
+    if base is not None:
+        differences = [per_query[q] - base["per_query"][q] for q in per_query]
+        row["minus_baseline"] = float(np.mean(differences))
+        row["p_vs_baseline"] = sign_flip_test(differences).p_value
+    print(f"seed={seed} {length:>5} prompts={prompts:<14} post={post:<10} {interval}"
+          + (f"  vs model prompts: {row['minus_baseline']:+.1f} (p={row['p_vs_baseline']:.4f})" if base else ""))
+    return row
 
 
 def main() -> None:

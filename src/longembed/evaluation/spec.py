@@ -76,7 +76,8 @@ class EvalSpec:
     use_cache: bool = _DATA["use_cache"]
     queries_per_length: int = option(
         50, "passkey/needle: queries per length, 2 documents per query (default 50, the paper's set; a larger "
-        "set adds to it, a smaller one takes its first queries)", metavar="N",
+        "set adds to it, a smaller one takes its first queries; more documents are more distractors, so scores "
+        "fall as N grows: compare runs of the same N)", metavar="N",
     )
     haystack: str | Path | None = option(
         None, "passkey/needle: build them from this folder's .txt/.jsonl documents instead of the filler "
