@@ -185,3 +185,12 @@ def test_by_length_table_adds_a_mean_over_the_lengths_all_runs_share(
     assert "| run | 256 | 512 | 1k | 4k | mean | mean 512..1k |" in text
     assert "| a truncate 512 | 80.0 | 60.0 | 20.0 | – | 53.3 | 40.0 |" in text
     assert "| a pi 4096 | – | 70.0 | 50.0 | 10.0 | 43.3 | 60.0 |" in text
+
+
+def test_run_label_names_changed_passkey_needle_options(bm25_results: RunResults) -> None:
+    """Runs of another query count or haystack score other data: their labels say so."""
+    changed = copy.deepcopy(bm25_results)
+    changed.config.task_options = {"queries_per_length": 200, "haystack": {"path": "/data/contracts/", "words": 9}}
+    assert run_label(changed) == "BM25 200 q/length haystack=contracts"
+    changed.config.encoder = {"model": "/m/all-MiniLM-L6-v2", "method": "pi", "max_length": 4096}
+    assert run_label(changed).endswith("pi 4096 200 q/length haystack=contracts")

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from longembed.report.formatting import (
     MISSING,
@@ -68,7 +69,7 @@ def run_label(results: RunResults) -> str:
     config = results.config
     name = model_name(results)
     if config.is_bm25:
-        return name
+        return " ".join([name, *task_option_parts(config.task_options)])
     method, max_length = run_settings(results)
     parts = [name, method, max_length]
     temperatures = config.temperatures or {}
@@ -85,7 +86,20 @@ def run_label(results: RunResults) -> str:
     if granularity.get("level", "document") != "document":
         style = "late" if granularity.get("late", True) else "naive"
         parts.append(f"{style} chunks {granularity.get('chunking', '')}".rstrip())
-    return " ".join(parts)
+    return " ".join([*parts, *task_option_parts(config.task_options)])
+
+
+def task_option_parts(options: dict[str, Any]) -> list[str]:
+    """The passkey/needle options a run changed, as label words ("200 q/length", "haystack=contracts"):
+    runs of different query counts or haystacks score different data and must not look alike."""
+    parts = []
+    if "queries_per_length" in options:
+        parts.append(f"{options['queries_per_length']} q/length")
+    haystack = options.get("haystack")
+    if haystack:
+        path = haystack.get("path", "") if isinstance(haystack, dict) else str(haystack)
+        parts.append(f"haystack={Path(str(path).rstrip('/')).name}")
+    return parts
 
 
 def unique_labels(runs: Sequence[Run]) -> None:
