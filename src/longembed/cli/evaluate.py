@@ -4,6 +4,7 @@
     longembed eval --model bm25 --tasks passkey --lengths 256 --output runs/bm25
     longembed eval --model PATH --method pi --max-length 4096 --tasks qmsum --granularity chunks \
         --chunking tokens:256 --late --output runs/pi4k-late
+    longembed eval --model PATH --method pi --max-length 4096 --tasks qmsum --fuse bm25 --output runs/pi4k-bm25
     longembed eval --model PATH --method pi --max-length 4096 --task-dir my-contracts --task-name contracts
 
 ``--task-dir`` runs a retrieval task from your own folder (BEIR's corpus.jsonl, queries.jsonl,
@@ -65,6 +66,13 @@ def resolve_task_list(
     return [task if name == "needle" else name for name in names]
 
 
+def run_variant(spec: EvalSpec) -> list[str]:
+    """What the default run folder's name adds for chunked and fused runs ("late-chunks", "bm25-rrf")."""
+    variant = [f"{'late' if spec.late else 'naive'}-chunks"] if spec.granularity == "chunks" else []
+    fusion = spec.fusion()
+    return variant + ([f"{fusion.source}-{fusion.method}"] if fusion is not None else [])
+
+
 def run(args: argparse.Namespace) -> int:
     """Build the model, evaluate it, write results.json; exit status 1 if no task could run."""
     resolve_method(args)
@@ -72,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     data_dir = existing_folder(spec.data_dir if spec.data_dir is not None else default_data_dir(), "--data-dir")
     if data_dir is None:
         print("note: no --data-dir and no $LONGEMBED_DATA_DIR: only tasks that need no data (passkey) can run")
-    output = spec.output_dir or default_output(args.model, args.method, args.max_length)
+    output = spec.output_dir or default_output(args.model, args.method, args.max_length, run_variant(spec))
     spec = dataclasses.replace(spec, tasks=resolve_task_list(spec.tasks, args.needles, spec,
                                                              () if spec.task_dirs else DEFAULT_TASKS), data_dir=data_dir,
                                output_dir=output)

@@ -309,9 +309,11 @@ def parse_lengths(values: list[str] | None) -> list[int] | None:
     return None if items is None else [parse_length(x) for x in items]
 
 
-def default_output(model: str, method: str, max_length: int | None) -> Path:
-    """``runs/<model folder name>-<method>-<max_length>`` (``runs/bm25`` for BM25)."""
+def default_output(model: str, method: str, max_length: int | None, variant: Sequence[str] = ()) -> Path:
+    """``runs/<model folder name>-<method>-<max_length>[-<variant>...]`` (``runs/bm25`` for BM25);
+    ``variant`` names what else makes the run different (e.g. "late-chunks", "bm25-rrf"), so that two
+    different runs do not share a default folder."""
     if model == "bm25":
         return Path("runs") / "bm25"
     name = Path(model.rstrip("/")).name or "model"
-    return Path("runs") / f"{name}-{method}-{max_length if max_length is not None else 'native'}"
+    return Path("runs") / "-".join([name, method, str(max_length if max_length is not None else "native"), *variant])

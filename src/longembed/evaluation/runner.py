@@ -38,6 +38,7 @@ from longembed.encoder_protocol import Encoder
 from longembed.evaluation.bm25 import BM25Model
 from longembed.evaluation.cached_encoder import CachedEncoder, chunk_keys, chunk_quantity
 from longembed.evaluation.estimate import SideToEncode, estimate_cost
+from longembed.evaluation.fusion import Fusion
 from longembed.evaluation.provenance import (
     encoder_device,
     library_versions,
@@ -184,6 +185,9 @@ def evaluate_model(
     granularity: "document" (one vector per document) or "chunks" (a document scores its best chunk;
                  :class:`~longembed.evaluation.scoring.Granularity`), with ``chunking`` ("tokens:256",
                  "tokens:256:32", "sentences:4") and ``late`` (late chunking; False: naive chunking).
+    fuse:        "bm25": hybrid retrieval, the dense ranking fused with BM25's (``fuse_method`` "rrf"
+                 with ``fuse_k``, default 60, or "linear" with ``fuse_weight`` w, BM25's share;
+                 :mod:`longembed.evaluation.fusion`).
     """
     started = time.perf_counter()
     spec = _spec_of(tasks, data_dir, lengths, output_dir, options)
@@ -218,6 +222,7 @@ class RunPlan:
     tasks: list[Task]
     lengths: list[int]
     level: Granularity
+    fusion: Fusion | None
     sides: dict[str, Side]
     max_length: int | None
     units: list[Unit]
@@ -228,7 +233,7 @@ class RunPlan:
 def plan_run(model: Encoder | CachedEncoder | BM25Model, spec: EvalSpec) -> RunPlan:
     """Resolve tasks and lengths, describe the run (config, versions), load the units, estimate the cost."""
     say = spec.log or (lambda _message: None)
-    level = Granularity(spec.granularity, spec.chunking, spec.late)
+    level, fusion = Granularity(spec.granularity, spec.chunking, spec.late), spec.fusion()
     synthetic = SyntheticOptions.from_spec(spec)
     task_objects, length_list = spec_tasks(spec, synthetic.task_kwargs()), resolve_lengths(spec.lengths)
     synthetic.check(task_objects)
@@ -241,6 +246,8 @@ def plan_run(model: Encoder | CachedEncoder | BM25Model, spec: EvalSpec) -> RunP
     if isinstance(model, BM25Model):
         if level.chunked:
             raise ValueError("BM25 scores whole documents: granularity='chunks' needs an encoder")
+        if fusion is not None:
+            raise ValueError("fuse='bm25' fuses an encoder's ranking with BM25's: the model is BM25 already")
         scorer: CachedEncoder | BM25Model = model
         sides, max_length = {}, None
         described.encoder, versions["model"] = _bm25_config(model)
@@ -252,6 +259,7 @@ def plan_run(model: Encoder | CachedEncoder | BM25Model, spec: EvalSpec) -> RunP
         _describe_encoder(described, scorer, sides, spec, level)
         versions["model"] = scorer.identity or {"name": type(scorer.encoder).__name__, "files": None}
         versions["device"] = encoder_device(scorer)
+    described.fusion = None if fusion is None else fusion.to_dict()
     results = RunResults(config=described, created=_dt.datetime.now(tz=_dt.UTC).isoformat(timespec="seconds"),
                          versions=versions)
     units, results.skipped = load_units(task_objects, data_path, length_list, say)
@@ -260,7 +268,7 @@ def plan_run(model: Encoder | CachedEncoder | BM25Model, spec: EvalSpec) -> RunP
         [(u.label, *_sides_to_encode(u, sides, level)) for u in units],
         None if isinstance(scorer, BM25Model) else scorer, spec.batch_size, spec.estimate, say,
     )
-    return RunPlan(spec, scorer, task_objects, length_list, level, sides, max_length, units, results, say)
+    return RunPlan(spec, scorer, task_objects, length_list, level, fusion, sides, max_length, units, results, say)
 
 
 def cached_encoder(encoder: Encoder, spec: EvalSpec) -> CachedEncoder:
@@ -312,7 +320,8 @@ def run_plan(plan: RunPlan, started: float) -> RunResults:
         if not task_units:
             continue
         scored = [
-            (unit, score_unit(unit, plan.scorer, plan.sides, plan.max_length, task.metadata.main_score, plan.level))
+            (unit, score_unit(unit, plan.scorer, plan.sides, plan.max_length, task.metadata.main_score, plan.level,
+                              plan.fusion))
             for unit in task_units
         ]
         results.tasks[name] = task_result(task, scored)

@@ -22,7 +22,9 @@ from longembed.evaluation.bm25 import BM25Model
 from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.evaluation.cached_encoding import CachedEncoding
 from longembed.evaluation.choices import GRANULARITIES
+from longembed.evaluation.fusion import Fusion
 from longembed.evaluation.metrics import mean_metrics, per_query_scores
+from longembed.evaluation.rank_fusion import fuse_scores
 from longembed.results import CacheUse, Counts, Interval, TaskResult, UnitResult
 from longembed.results.intervals import bootstrap_interval, stratified_bootstrap_interval
 from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS, RetrievalData, Task, TaskDataMissing
@@ -127,8 +129,10 @@ def score_unit(
     max_length: int | None,
     main_score: str,
     granularity: Granularity = DOCUMENT_LEVEL,
+    fusion: Fusion | None = None,
 ) -> UnitResult:
-    """Encode (or BM25-score) one unit and evaluate it; metrics in percent."""
+    """Encode (or BM25-score) one unit and evaluate it; metrics in percent.  With ``fusion`` the
+    dense ranking (after MaxSim over chunks) is fused with BM25's on the same documents."""
     began = time.perf_counter()
     data = unit.data
     doc_ids, doc_texts = list(data.corpus), list(data.corpus.values())
@@ -156,6 +160,8 @@ def score_unit(
             truncated = 0 if granularity.chunked else int(np.sum(doc_tokens > max_length))
     if data.query_contexts is not None:
         scores = within_context(scores, data, query_ids, doc_ids)
+    if fusion is not None:
+        scores = fused(scores, fusion, data, query_texts, doc_texts)
     per_query = per_query_scores(scores, query_ids, doc_ids, data.qrels)
     metrics = _percent(mean_metrics(per_query))
     counts = Counts(
@@ -177,6 +183,16 @@ def score_unit(
         data_sha256=data.fingerprint(),
         per_query={qid: round(100.0 * v, 4) for qid, v in per_query[main_score].items()},
     )
+
+
+def fused(dense: np.ndarray, fusion: Fusion, data: RetrievalData, query_texts: list[str],
+          doc_texts: list[str]) -> np.ndarray:
+    """The dense scores fused with BM25's on the same queries and documents (each query's candidates
+    limited to its context on a passage task, for both systems, before ranks are taken)."""
+    lexical = BM25Model().score(query_texts, doc_texts)
+    if data.query_contexts is not None:
+        lexical = within_context(lexical, data, list(data.queries), list(data.corpus))
+    return fuse_scores(fusion, dense, lexical)
 
 
 def encode_documents(unit: Unit, model: CachedEncoder, side: Side, granularity: Granularity) -> CachedEncoding:

@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from longembed.evaluation.choices import GRANULARITIES
+from longembed.evaluation.choices import FUSE_METHODS, FUSE_SOURCES, GRANULARITIES
+from longembed.evaluation.fusion import Fusion
 from longembed.tasks import DEFAULT_TASKS, Task
 from longembed.tasks.query_sets import check_queries_per_length
 
 BENCHMARK = "benchmark"
 CHUNKS = "chunks (retrieve passages, not only documents)"
+HYBRID = "hybrid retrieval (the dense ranking fused with BM25's)"
 
 
 def option(default: Any, help: str, group: str | None = BENCHMARK, **flag: Any) -> Any:
@@ -105,6 +107,20 @@ class EvalSpec:
                    "(default)"),
         "--naive": (False, "naive chunking: every chunk embedded alone"),
     })
+    fuse: str | None = option(
+        None, "fuse the dense ranking with this lexical one (bm25), on any granularity (default: none)",
+        group=HYBRID, choices=FUSE_SOURCES,
+    )
+    fuse_method: str | None = option(
+        None, "rrf: reciprocal rank fusion, sum of 1/(k + rank) (Cormack et al. 2009); linear: min-max "
+        "normalised scores mixed by --fuse-weight (default: rrf)", group=HYBRID, choices=FUSE_METHODS,
+    )
+    fuse_weight: float | None = option(
+        None, "with --fuse-method linear: the BM25 side's weight w in (1 - w) dense + w bm25 (default 0.5)",
+        group=HYBRID, type=float, metavar="W",
+    )
+    fuse_k: int | None = option(None, "with rrf: the constant k (default 60, the paper's)", group=HYBRID,
+                                type=int, metavar="K")
     # set by the encoder's flags (--batch-size) or by the caller, not flags of their own
     batch_size: int = option(16, "most sequences per batch", flag=False)
     show_progress: bool = option(True, "progress bars", flag=False)
@@ -114,3 +130,8 @@ class EvalSpec:
         if self.batch_size < 1 or self.chunk_size < 1:
             raise ValueError("batch_size and chunk_size must be positive")
         check_queries_per_length(self.queries_per_length)
+        self.fusion()  # bad fusion options fail here, before any model is loaded
+
+    def fusion(self) -> Fusion | None:
+        """The :class:`~longembed.evaluation.fusion.Fusion` the run asks for (None: dense only)."""
+        return Fusion.from_options(self.fuse, self.fuse_method, self.fuse_weight, self.fuse_k)

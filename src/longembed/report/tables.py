@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from longembed.evaluation.fusion import Fusion
 from longembed.report.formatting import (
     MISSING,
     fmt,
@@ -86,6 +87,8 @@ def run_label(results: RunResults) -> str:
     if granularity.get("level", "document") != "document":
         style = "late" if granularity.get("late", True) else "naive"
         parts.append(f"{style} chunks {granularity.get('chunking', '')}".rstrip())
+    if config.fusion:
+        parts.append(Fusion(**config.fusion).label())
     return " ".join([*parts, *task_option_parts(config.task_options)])
 
 

@@ -201,6 +201,8 @@ class RunConfig(Record):
     cache_dir: str | None = None
     cache_namespaces: dict[str, str] = field(default_factory=dict)
     granularity: dict[str, Any] | None = None  # {"level": "chunks", "chunking": "tokens:256", "late": True}
+    # hybrid retrieval: {"source": "bm25", "method": "rrf", "k": 60} or {..., "method": "linear", "weight": 0.5}
+    fusion: dict[str, Any] | None = field(default=None, metadata=OPTIONAL)
     # task name -> the folder a --task-dir task was read from: path, qrels file, documents, queries,
     # queries_left_out (and by reason), sha256 of each file (longembed.tasks.task_dir.TaskDirRecord)
     task_dirs: dict[str, dict[str, Any]] = field(default_factory=dict, metadata={"omit_empty": True})

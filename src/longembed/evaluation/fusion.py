@@ -1,0 +1,81 @@
+"""Hybrid retrieval: a dense run's ranking fused with BM25's (the options; the arithmetic is
+:mod:`longembed.evaluation.rank_fusion`, kept apart so that ``longembed eval --help`` imports no numpy).
+
+BM25 is the strongest single system on LongEmbed's real tasks (the paper's Table 7, and our QMSum
+runs); fusing it with an embedding model's ranking is what a RAG system would deploy.  Two rules:
+
+- **rrf** (reciprocal rank fusion, Cormack, Clarke and Buettcher, SIGIR 2009): a document scores
+  ``sum over systems of 1 / (k + rank)``, k = 60 as in the paper.  Ranks are competition ranks
+  (1 + the number of documents a system scores strictly higher), so a system's ties share a rank and
+  the input order never decides.  A document BM25 scores 0 (it shares no term with the query) is not
+  in BM25's ranking, as it would not be in a Lucene index's answer: it gets nothing from BM25.
+- **linear**: each system's scores min-max normalised per query over the candidate documents, then
+  ``(1 - w) * dense + w * bm25``; ``w`` (``--fuse-weight``) is the lexical side's weight.
+
+A document outside a query's candidate set (``-inf``, e.g. another context's passages on a passage
+task) stays ``-inf``.  Ties in the fused score are broken by document id, as every ranking here
+(:func:`longembed.evaluation.metrics.rank`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from longembed.evaluation.choices import FUSE_METHODS, FUSE_SOURCES
+
+RRF_K = 60  # Cormack et al. 2009
+LINEAR_WEIGHT = 0.5
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """How a dense ranking is fused with a lexical one: ``source`` (bm25), ``method`` (rrf or
+    linear), ``k`` (rrf's constant) and ``weight`` (linear's lexical weight)."""
+
+    source: str = "bm25"
+    method: str = "rrf"
+    k: int = RRF_K
+    weight: float = LINEAR_WEIGHT
+
+    def __post_init__(self) -> None:
+        if self.source not in FUSE_SOURCES:
+            raise ValueError(f"fuse must be one of {FUSE_SOURCES}, got {self.source!r}")
+        if self.method not in FUSE_METHODS:
+            raise ValueError(f"fuse_method must be one of {FUSE_METHODS}, got {self.method!r}")
+        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
+            raise ValueError(f"fuse_k must be a positive integer (rrf's k; 60 in Cormack et al.), got {self.k!r}")
+        if isinstance(self.weight, bool) or not isinstance(self.weight, int | float) or not 0 <= self.weight <= 1:
+            raise ValueError(f"fuse_weight must be in [0, 1] (the lexical side's weight), got {self.weight!r}")
+
+    @classmethod
+    def from_options(
+        cls, source: str | None, method: str | None = None, weight: float | None = None, k: int | None = None
+    ) -> Fusion | None:
+        """The fusion a run asks for (None: no fusion).  Options that the chosen method does not use
+        are errors rather than silently ignored: a weight with rrf, k with linear, either without a
+        source."""
+        if source is None:
+            given = [name for name, value in (("fuse_method", method), ("fuse_weight", weight), ("fuse_k", k))
+                     if value is not None]
+            if given:
+                raise ValueError(f"{', '.join(given)} given without fuse (e.g. fuse='bm25', --fuse bm25)")
+            return None
+        method = method or "rrf"
+        if method == "rrf" and weight is not None:
+            raise ValueError("fuse_weight is the linear mix's weight; with rrf set fuse_k, or use fuse_method='linear'")
+        if method == "linear" and k is not None:
+            raise ValueError("fuse_k is rrf's constant; with linear set fuse_weight, or use fuse_method='rrf'")
+        return cls(source, method, RRF_K if k is None else k, LINEAR_WEIGHT if weight is None else weight)
+
+    def to_dict(self) -> dict[str, Any]:
+        """As recorded in results.json's config (only the parameter the method uses)."""
+        parameter = {"k": self.k} if self.method == "rrf" else {"weight": self.weight}
+        return {"source": self.source, "method": self.method, **parameter}
+
+    def label(self) -> str:
+        """"+ bm25 rrf" or "+ bm25 linear w=0.3", as report labels show it."""
+        detail = f" k={self.k}" if self.method == "rrf" and self.k != RRF_K else ""
+        if self.method == "linear":
+            detail = f" w={self.weight:g}"
+        return f"+ {self.source} {self.method}{detail}"

@@ -1,0 +1,56 @@
+"""The arithmetic of hybrid retrieval: reciprocal rank fusion and the linear mix of normalised scores
+(what each rule does, and why: :mod:`longembed.evaluation.fusion`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from longembed.evaluation.fusion import RRF_K, Fusion
+
+
+def fuse_scores(fusion: Fusion, dense: np.ndarray, lexical: np.ndarray) -> np.ndarray:
+    """The fused (queries x documents) scores of two score matrices of the same shape."""
+    dense, lexical = np.asarray(dense, dtype=np.float64), np.asarray(lexical, dtype=np.float64)
+    if dense.shape != lexical.shape:
+        raise ValueError(f"dense scores {dense.shape} and lexical scores {lexical.shape} differ in shape")
+    if fusion.method == "rrf":
+        return reciprocal_rank_fusion([dense, np.where(lexical > 0, lexical, -np.inf)], fusion.k,
+                                      outside=np.isneginf(dense) & np.isneginf(lexical))
+    return linear_fusion(dense, lexical, fusion.weight)
+
+
+def competition_ranks(scores: np.ndarray) -> np.ndarray:
+    """Per row, each entry's rank: 1 + the number of entries strictly higher; ``-inf`` (not ranked)
+    gets ``inf``."""
+    ranks = np.full(scores.shape, np.inf)
+    for i, row in enumerate(scores):
+        ranked = np.isfinite(row)
+        ordered = np.sort(row[ranked])
+        ranks[i, ranked] = 1 + len(ordered) - np.searchsorted(ordered, row[ranked], side="right")
+    return ranks
+
+
+def reciprocal_rank_fusion(rankings: list[np.ndarray], k: int = RRF_K, outside: np.ndarray | None = None) -> np.ndarray:
+    """``sum over systems of 1 / (k + rank)``; a system that does not rank a document (``-inf``) adds
+    nothing to it; entries of ``outside`` (no system's candidates) are ``-inf``."""
+    fused = sum(1.0 / (k + competition_ranks(scores)) for scores in rankings)
+    fused = np.asarray(fused, dtype=np.float64)
+    if outside is not None:
+        fused[outside] = -np.inf
+    return fused
+
+
+def min_max(scores: np.ndarray) -> np.ndarray:
+    """Each row scaled to [0, 1] over its finite entries (all 0 for a constant row); ``-inf`` kept."""
+    finite = np.isfinite(scores)
+    low = np.where(finite, scores, np.inf).min(axis=1, keepdims=True)
+    high = np.where(finite, scores, -np.inf).max(axis=1, keepdims=True)
+    span = np.where(high > low, high - low, 1.0)
+    return np.where(finite, (scores - np.where(np.isfinite(low), low, 0.0)) / span, -np.inf)
+
+
+def linear_fusion(dense: np.ndarray, lexical: np.ndarray, weight: float) -> np.ndarray:
+    """``(1 - weight) * minmax(dense) + weight * minmax(lexical)`` per query; ``-inf`` where either is."""
+    outside = ~np.isfinite(dense) | ~np.isfinite(lexical)
+    dense_part, lexical_part = (np.where(outside, 0.0, min_max(s)) for s in (dense, lexical))
+    return np.where(outside, -np.inf, (1.0 - weight) * dense_part + weight * lexical_part)
