@@ -88,7 +88,6 @@ class ChunkWork:
                 f"more than {document.n_tokens - 1} tokens (counting stopped there)")
             raise ApiError(413, f"{labels[i] if labels else f'input {i}'} has {size}, more than the {limit} this "
                            "server chunks (max_document_tokens): split it", "input", "context_length_exceeded")
-        self.check_offsets(documents)
         return documents
 
     def spans(
@@ -106,13 +105,9 @@ class ChunkWork:
         self, documents: list[TokenizedInput], spans: list[list[Span]], request: Request | None
     ) -> ChunkVectors:
         """Late chunks: each document's token states (windows sharing an eighth of a window), pooled per span."""
+        self.check_offsets(documents)
         states = await self.token_states(documents, self.encoder.window_length // 8, request)
-        vectors = []
-        for i, (tokens, text_spans) in enumerate(zip(states, spans, strict=True)):
-            try:
-                vectors.append(late_chunk_vectors(tokens, text_spans))
-            except ValueError as exc:  # a span over no token of the text
-                raise ApiError(400, f"input {i}: {exc}", "chunking") from None
+        vectors = await run_in_threadpool(pool_chunks, states, spans)
         planned = [PlannedInput(d, d.text) for d in documents]
         return ChunkVectors(vectors, spans, planned, [[] for _ in documents])
 
@@ -158,11 +153,7 @@ class ChunkWork:
         plans = [self.windows(x, overlap) for x in inputs]
         sequences = [ids for x, plan in zip(inputs, plans, strict=True) for ids in window_inputs(x, plan)]
         states = await self.service.run(sequences, [len(s) for s in sequences], request, kind="states")
-        out, k = [], 0
-        for x, plan in zip(inputs, plans, strict=True):
-            out.append(assemble_tokens(x, plan, states[k : k + len(plan)]))
-            k += len(plan)
-        return out
+        return await run_in_threadpool(assemble_all, inputs, plans, states)
 
     def windows(self, tokens: TokenizedInput, overlap: int) -> list[Window]:
         """The windows one input runs as (one when it fits in ``window_length``)."""
@@ -193,6 +184,28 @@ class ChunkWork:
             require_offsets(inputs, self.planner.tokenizer)
         except ValueError as exc:
             raise ApiError(400, str(exc)) from None
+
+
+def assemble_all(
+    inputs: Sequence[TokenizedInput], plans: Sequence[list[Window]], states: Sequence[np.ndarray]
+) -> list[TokenEmbeddings]:
+    """Each input's token states from its windows' states (``states``: every window, in input order)."""
+    out, k = [], 0
+    for x, plan in zip(inputs, plans, strict=True):
+        out.append(assemble_tokens(x, plan, states[k : k + len(plan)]))
+        k += len(plan)
+    return out
+
+
+def pool_chunks(states: Sequence[TokenEmbeddings], spans: Sequence[Sequence[Span]]) -> list[np.ndarray]:
+    """Each text's late chunk vectors (the mean token state of each span); a span over no token is a 400."""
+    vectors = []
+    for i, (tokens, text_spans) in enumerate(zip(states, spans, strict=True)):
+        try:
+            vectors.append(late_chunk_vectors(tokens, text_spans))
+        except ValueError as exc:
+            raise ApiError(400, f"input {i}: {exc}", "chunking") from None
+    return vectors
 
 
 def token_entries(tokens: TokenizedInput, strings: Sequence[str]) -> list[dict[str, Any]]:

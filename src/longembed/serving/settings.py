@@ -31,8 +31,8 @@ class ServerSettings:
     max_client_batch_size: int = _setting("inputs per request", 2048)
     max_body_bytes: int = _setting("largest request body in bytes", 64 * 1024 * 1024)
     max_document_tokens: int = _setting(
-        "longest text, in tokens, that late chunking takes (run as overlapping windows of --max-length), and "
-        "most tokens one /tokenize request lists", 65536)
+        "longest text, in tokens, the chunk routes take (late chunking runs it as overlapping windows of "
+        "--max-length), and most tokens one /tokenize request lists", 65536)
     max_chunks_per_request: int = _setting("chunk vectors per request (/embed_chunks, late_chunking)", 8192)
     max_token_vectors: int = _setting("token vectors per /embed_all request (each is a full-size vector)", 16384)
     dimensions: tuple[int, ...] | None = _setting(
