@@ -11,11 +11,16 @@ then, in this order:
 2. ``concurrent``: the same requests from ``--clients`` concurrent clients;
 3. ``short only, sequential`` and ``short only``: the short requests alone, from one client and from
    ``--clients`` clients (their latency without long inputs in flight, to set beside their latency
-   in ``concurrent``).
+   in ``concurrent``);
+4. ``chunks``: ``--chunk-requests`` late-chunking requests of one ``--chunk-tokens``-token document each
+   (default 2 x max-length: run as overlapping windows), alternately ``POST /embed_chunks`` (tokens:256)
+   and ``/v1/embeddings`` with ``late_chunking`` (the document cut into five consecutive pieces), from
+   ``--clients`` clients together with the short requests.
 
 Every response is checked: status 200, one vector per input, in order, equal to this process's own
-``encoder.encode`` of the same text (max abs difference reported; batch composition differs, so the
-bound is 1e-5, not bit equality).  Nothing is retried: a lost or refused request is a failure.
+``encoder.encode`` of the same text (chunk requests: ``encoder.encode_chunks``, vectors and spans; max
+abs difference reported; batch composition differs, so the bound is 1e-5, not bit equality).  Nothing
+is retried: a lost or refused request is a failure.  Each phase must finish within ``--phase-seconds``.
 Reported: requests/s and inputs/s per phase, the concurrent/sequential throughput ratio, p50/p99
 latency of short requests with and without long ones in flight.
 """
@@ -69,6 +74,75 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
 
+#: The chunking of /embed_chunks requests; the pieces of a late_chunking request.
+CHUNKING, PIECES = "tokens:256", 5
+
+
+def chunk_body(document: str, index: int) -> tuple[str, dict]:
+    """The route and body of chunk request ``index``: /embed_chunks, or OpenAI's late_chunking."""
+    if index % 2 == 0:
+        return "/embed_chunks", {"inputs": [document], "chunking": CHUNKING}
+    return "/v1/embeddings", {"model": "m", "input": pieces(document), "late_chunking": True, "encoding_format": "float"}
+
+
+def pieces(document: str) -> list[str]:
+    """The document in PIECES consecutive pieces (late_chunking joins them with nothing)."""
+    size = -(-len(document) // PIECES)
+    return [document[i : i + size] for i in range(0, len(document), size)]
+
+
+def chunk_reference(encoder, document: str, index: int) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """What chunk request ``index`` must answer: ``encode_chunks`` of the document (unit vectors for
+    /embed_chunks, whose ``normalize`` defaults to true; the model's own choice on the OpenAI route)."""
+    if index % 2 == 0:
+        ((vectors, spans),) = encoder.encode_chunks([document], chunking=CHUNKING, normalize_embeddings=True)
+        return vectors, spans
+    bounds = np.cumsum([0] + [len(p) for p in pieces(document)]).tolist()
+    spans = [(bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
+    ((vectors, _),) = encoder.encode_chunks([document], chunking=[spans])
+    return vectors, spans
+
+
+def answer_of(route: str, response: httpx.Response, n_expected: int) -> tuple[list, list]:
+    """(vectors, spans) of a 200 answer; spans are None on the OpenAI route (the pieces are the chunks)."""
+    if route == "/embed_chunks":
+        chunks = response.json()[0]
+        return [c["vector"] for c in chunks], [(c["start"], c["end"]) for c in chunks]
+    data = response.json()["data"]
+    if [d["index"] for d in data] != list(range(n_expected)):
+        raise RuntimeError("chunk vectors missing or out of order")
+    return [d["embedding"] for d in data], None
+
+
+async def run_chunk_phase(base: str, documents: list[str], short: list[list[str]], clients: int) -> tuple[float, dict]:
+    """The chunk requests and the short ones from ``clients`` workers; (seconds, {index: (vectors, spans)})."""
+    work = [("chunk", i) for i in range(len(documents))] + [("short", i) for i in range(len(short))]
+    random.Random(1).shuffle(work)
+    queue: asyncio.Queue = asyncio.Queue()
+    for item in work:
+        queue.put_nowait(item)
+    answers: dict[int, tuple[list, list]] = {}
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(limits=limits, timeout=600) as http:
+
+        async def worker() -> None:
+            while not queue.empty():
+                kind, index = queue.get_nowait()
+                if kind == "short":
+                    route, body = "/v1/embeddings", {"model": "m", "input": short[index], "encoding_format": "float"}
+                else:
+                    route, body = chunk_body(documents[index], index)
+                response = await http.post(base + route, json=body)
+                if response.status_code != 200:
+                    raise RuntimeError(f"{kind} request {index}: HTTP {response.status_code}: {response.text[:300]}")
+                if kind == "chunk":
+                    answers[index] = answer_of(route, response, len(body.get("input", [])))
+
+        start = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(clients)))
+        return time.perf_counter() - start, answers
+
+
 async def run_phase(url: str, requests: list[list[str]], clients: int) -> tuple[float, list[tuple[int, float, list]]]:
     """Send ``requests`` with ``clients`` concurrent workers; (seconds, [(index, latency, vectors)])."""
     queue: asyncio.Queue = asyncio.Queue()
@@ -96,6 +170,33 @@ async def run_phase(url: str, requests: list[list[str]], clients: int) -> tuple[
         return time.perf_counter() - start, results
 
 
+def chunk_phase(encoder, base: str, short: list[list[str]], args: argparse.Namespace) -> tuple[dict, float]:
+    """Phase 4: the chunk requests among the short ones, each answer checked against ``encode_chunks``;
+    (the phase's summary, the largest difference from the references)."""
+    n_tokens = args.chunk_tokens or 2 * args.max_length
+    documents = [text_of(encoder.tokenizer, n_tokens, 20_000 + i) for i in range(args.chunk_requests)]
+    print(f"references: encode_chunks of {len(documents)} documents of ~{n_tokens} tokens", flush=True)
+    references = [chunk_reference(encoder, d, i) for i, d in enumerate(documents)]
+    before = scrape(base)
+    seconds, answers = asyncio.run(asyncio.wait_for(run_chunk_phase(base, documents, short, args.clients),
+                                                    args.phase_seconds))
+    after = scrape(base)
+    assert len(answers) == len(documents), f"chunks: {len(documents) - len(answers)} requests lost"
+    worst = 0.0
+    for index, (vectors, spans) in answers.items():
+        expected, expected_spans = references[index]
+        if spans is not None and spans != expected_spans:
+            raise RuntimeError(f"chunk request {index}: spans differ from encode_chunks'")
+        worst = max(worst, float(np.abs(np.asarray(vectors) - expected).max()))
+    summary = {
+        "chunk_requests": len(documents), "document_tokens": n_tokens, "short_requests": len(short),
+        "clients": args.clients, "seconds": round(seconds, 2),
+        "batches": int(after["longembed_batch_inputs_count"] - before["longembed_batch_inputs_count"]),
+        "max_abs_diff_vs_encode_chunks": worst,
+    }
+    return summary, worst
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", required=True)
@@ -106,6 +207,10 @@ def main() -> int:
     parser.add_argument("--long", type=int, default=8, help="long requests (one ~max-length input each)")
     parser.add_argument("--short-tokens", type=int, default=50)
     parser.add_argument("--max-batch-tokens", type=int, default=16384)
+    parser.add_argument("--chunk-requests", type=int, default=8, help="late-chunking requests (phase 4)")
+    parser.add_argument("--chunk-tokens", type=int, default=None,
+                        help="tokens of each chunked document (default: 2 x max-length, so windows)")
+    parser.add_argument("--phase-seconds", type=float, default=600, help="each phase must finish within this")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="a JSON file for the summary")
     args = parser.parse_args()
@@ -144,7 +249,7 @@ def main() -> int:
             ("short only, sequential", short, 1), ("short only", short, args.clients),
         ):
             before = scrape(base)
-            seconds, results = asyncio.run(run_phase(url, requests, clients))
+            seconds, results = asyncio.run(asyncio.wait_for(run_phase(url, requests, clients), args.phase_seconds))
             after = scrape(base)
             assert len(results) == len(requests), f"{name}: {len(requests) - len(results)} requests lost"
             short_latency = []
@@ -162,6 +267,9 @@ def main() -> int:
                 "model_seconds": round(after["longembed_batch_seconds_sum"] - before["longembed_batch_seconds_sum"], 2),
             }
             print(name, phases[name], flush=True)
+        phases["chunks"], chunk_diff = chunk_phase(encoder, base, short, args)
+        print("chunks", phases["chunks"], flush=True)
+        worst = max(worst, chunk_diff)
     finally:
         server.terminate()
         server.wait(120)

@@ -344,3 +344,27 @@ def test_loading_prints_no_transformers_progress_bar(tiny_models, capfd):
     load_encoder(tiny_models["nomic"], method="ntk", max_length=128)
     captured = capfd.readouterr()
     assert "Loading weights" not in captured.err + captured.out
+
+
+def test_token_states_runs_id_sequences_as_they_are(tiny_models):
+    """token_states (what the server batches: windows it planned) is the model's last hidden state of
+    each id sequence, whatever its batch neighbours; a sequence longer than one model input is refused."""
+    from transformers import AutoModel
+
+    folder = tiny_models["bert"]
+    enc = load_encoder(folder, "pi", max_length=2 * LO)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    sequences = [tokenizer(words(n, seed=n))["input_ids"] for n in (5, 2 * LO - 2, 20)]
+    got = enc.token_states(sequences, max_tokens_per_batch=2 * LO)
+    model = AutoModel.from_pretrained(folder).eval()
+    for ids, states in zip(sequences[::2], got[::2], strict=True):  # within Lo: the plain model is the reference
+        with torch.no_grad():
+            reference = model(input_ids=torch.tensor([ids])).last_hidden_state[0].numpy()
+        assert states.dtype == np.float32 and states.shape == reference.shape
+        np.testing.assert_allclose(states, reference, atol=1e-5)
+    alone = enc.token_states([sequences[1]])[0]  # past Lo: the extension method's states, batch-independent
+    np.testing.assert_allclose(got[1], alone, atol=1e-5)
+    np.testing.assert_allclose(got[1], enc.encode(tokenizer.decode(sequences[1][1:-1]), output_value="token_embeddings"),
+                               atol=1e-5)
+    with pytest.raises(ValueError, match="more than one model input holds"):
+        enc.token_states([list(range(2 * LO + 1))])

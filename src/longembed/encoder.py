@@ -286,6 +286,24 @@ class LongContextEncoder:
             k += len(plan)
         return out
 
+    def token_states(
+        self, sequences: Sequence[Sequence[int]], max_tokens_per_batch: int | None = None,
+        temperature: float | None = None,
+    ) -> list[np.ndarray]:
+        """Last-layer states, (len, dim) float32, of token-id sequences run as they are: each one is a
+        model input already (its special and prompt tokens in it), at most :attr:`window_length` long;
+        nothing is added, cut or windowed.  What :meth:`encode_tokens` runs per window, for callers that
+        plan windows themselves (the server batches windows of many requests together)."""
+        if temperature is not None:
+            temperature = check_temperature(temperature)
+        longest = max((len(s) for s in sequences), default=0)
+        if longest > self.window_length:
+            raise ValueError(f"a sequence has {longest} tokens, more than one model input holds ({self.window_length})")
+        if any(len(s) == 0 for s in sequences):
+            raise ValueError("an empty token sequence has no states")
+        return self._run_states([list(s) for s in sequences], len(sequences) or 1, max_tokens_per_batch, False,
+                                temperature)
+
     def chunk_spans(self, texts: str | Sequence[str], chunking: ChunkingArgument) -> list[list[Span]]:
         """The (start, end) character spans of each text's chunks (see :mod:`longembed.chunking.spans`)."""
         checked = check_texts(texts)

@@ -165,6 +165,29 @@ def test_langchain_rejects_what_is_not_text(prompted):
         LongEmbedEmbeddings(prompted, batch_size=0)
 
 
+def test_langchain_chunk_documents_are_encode_chunks_with_spans_in_metadata(prompted):
+    embeddings = LongEmbedEmbeddings(prompted, batch_size=2)
+    texts = DOCUMENTS[:2]
+    documents, vectors = embeddings.chunk_documents(texts, chunking="tokens:128", metadatas=[{"source": "a"}, {}])
+    expected = prompted.encode_chunks(texts, chunking="tokens:128", late=True, prompt_name="document")
+    assert len(documents) == len(vectors) == sum(len(spans) for _, spans in expected) > 2
+    k = 0
+    for i, (text, (text_vectors, spans)) in enumerate(zip(texts, expected, strict=True)):
+        for vector, (start, end) in zip(text_vectors, spans, strict=True):
+            document = documents[k]
+            assert document.page_content == text[start:end]
+            assert document.metadata == {**({"source": "a"} if i == 0 else {}), "text_index": i, "start": start, "end": end}
+            np.testing.assert_allclose(np.asarray(vectors[k]), vector, atol=1e-6, rtol=0)
+            k += 1
+    assert all(type(x) is float for x in vectors[0])
+    naive, naive_vectors = embeddings.chunk_documents(texts[:1], chunking="sentences:3", late=False)
+    (reference, spans), = prompted.encode_chunks(texts[:1], chunking="sentences:3", late=False, prompt_name="document")
+    np.testing.assert_allclose(np.asarray(naive_vectors), reference, atol=1e-6, rtol=0)
+    assert [(d.metadata["start"], d.metadata["end"]) for d in naive] == spans
+    with pytest.raises(ValueError, match="one per text"):
+        embeddings.chunk_documents(texts, metadatas=[{}])
+
+
 # ----------------------------------------------------------------------------- missing extras
 @pytest.mark.parametrize(("module", "missing"), [("mteb", "mteb"), ("langchain", "langchain_core")])
 def test_missing_extra_names_the_install_command(module, missing, monkeypatch):

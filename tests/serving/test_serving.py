@@ -105,6 +105,23 @@ def test_openai_float_and_base64_vectors_equal_encode(client, encoder, texts) ->
     assert as_float.model == "all-MiniLM-L6-v2" and as_float.object == "list"
 
 
+def test_late_chunking_on_a_real_model_equals_encode_chunks(client, encoder) -> None:
+    """Jina's convention with the real client: the chunks are consecutive pieces of one text (their
+    whitespace kept), joined with nothing; one vector per piece, the document's tokens counted once."""
+    pieces = ["Berlin is the capital and largest city of Germany.", " Its population is about 3.8 million,",
+              " the most of any city in the European Union.", "\n\nThe city lies on the Spree."]
+    document = "".join(pieces)
+    bounds = np.cumsum([0] + [len(p) for p in pieces]).tolist()
+    spans = [(bounds[i], bounds[i + 1]) for i in range(len(pieces))]
+    (expected, _), = encoder.encode_chunks([document], chunking=[spans], late=True, prompt_name=None)
+    response = client.embeddings.create(input=pieces, model="m", extra_body={"late_chunking": True})
+    got = np.array([d.embedding for d in response.data], dtype=np.float32)
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+    assert np.allclose(np.linalg.norm(got, axis=1), 1, atol=1e-5)  # MiniLM normalizes: so do its chunks
+    assert response.usage.prompt_tokens == n_tokens(encoder, document)
+    assert not np.allclose(got, encoder.encode(pieces), atol=1e-3)  # not the pieces embedded alone
+
+
 def test_usage_counts_the_tokenizers_tokens(client, encoder, texts) -> None:
     response = client.embeddings.create(input=texts, model="m")
     expected = sum(n_tokens(encoder, t) for t in texts)
@@ -604,12 +621,14 @@ def test_every_server_setting_is_a_serve_flag_and_round_trips(monkeypatch) -> No
 
     assert parse() == ServerSettings()
     given = parse("--overflow", "truncate", "--max-batch-tokens", "4096", "--max-queue-tokens", "9000",
-                  "--max-client-batch-size", "8", "--max-body-bytes", "1000", "--dimensions", "64,32",
+                  "--max-client-batch-size", "8", "--max-body-bytes", "1000", "--max-document-tokens", "5000",
+                  "--max-chunks-per-request", "99", "--max-token-vectors", "777", "--dimensions", "64,32",
                   "--allow-any-dimensions", "--served-model-name", "m", "--api-key", "k",
                   "--allowed-hosts", "a.example, *.b.example", "--cors-origins", "http://x", "--shutdown-seconds", "2.5")
     assert given == ServerSettings(
         overflow="truncate", max_batch_tokens=4096, max_queue_tokens=9000, max_client_batch_size=8,
-        max_body_bytes=1000, dimensions=(64, 32), allow_any_dimensions=True, served_model_name="m", api_key="k",
+        max_body_bytes=1000, max_document_tokens=5000, max_chunks_per_request=99, max_token_vectors=777,
+        dimensions=(64, 32), allow_any_dimensions=True, served_model_name="m", api_key="k",
         allowed_hosts=("a.example", "*.b.example"), cors_origins=("http://x",), shutdown_seconds=2.5,
     )
     assert {f.name for f in dataclasses.fields(ServerSettings)} == {

@@ -8,6 +8,16 @@ Documents are embedded with the model's "document" (or "passage") prompt and que
 "query" prompt, as ``longembed eval`` does, so a vector store searches the way the benchmark scored.
 Vectors come back as plain Python floats (what LangChain's stores expect), unit length when the
 model normalizes.
+
+Indexing chunk vectors (find the passage, not only the document): :meth:`LongEmbedEmbeddings.
+chunk_documents` runs ``encoder.encode_chunks`` (late chunking by default: one pass over each whole
+text) and returns one ``Document`` per chunk, its text ``text[start:end]`` and its span in the
+metadata (``text_index``, ``start``, ``end``, beside the metadata you give), with the chunk vectors.
+Hand both to a store that takes vectors you computed, e.g.
+``FAISS.add_embeddings(zip([d.page_content for d in docs], vectors), [d.metadata for d in docs])``
+or ``PGVector.add_embeddings(texts, vectors, metadatas)``; search with :meth:`embed_query` vectors
+(``similarity_search_by_vector``), and a hit's metadata points back into its source text.
+(Storing the chunk texts through ``add_documents`` would embed each chunk alone, naive chunking.)
 """
 
 from __future__ import annotations
@@ -18,10 +28,12 @@ from typing import Any
 
 import numpy as np
 
+from longembed.chunking.spans import Chunking
 from longembed.encoder import LongContextEncoder, load_encoder
 from longembed.integrations import INSTALL_HINT, retrieval_prompts
 
 try:
+    from langchain_core.documents import Document
     from langchain_core.embeddings import Embeddings
 except ImportError as exc:
     raise ImportError(f"longembed.integrations.langchain needs langchain-core ({exc}): {INSTALL_HINT}") from exc
@@ -76,6 +88,29 @@ class LongEmbedEmbeddings(Embeddings):
         if not isinstance(text, str):
             raise TypeError(f"embed_query takes one string, got {type(text).__name__}")
         return self._embed([text], retrieval_prompts(self.encoder)["query"])[0].tolist()
+
+    def chunk_documents(
+        self, texts: Sequence[str], chunking: str | Chunking = "tokens:256", late: bool = True,
+        metadatas: Sequence[dict[str, Any]] | None = None,
+    ) -> tuple[list[Document], list[list[float]]]:
+        """One ``Document`` per chunk of each text (``text[start:end]``; metadata: the text's own,
+        ``text_index``, ``start``, ``end``) and the chunk vectors, from ``encoder.encode_chunks`` with the
+        document prompt (``chunking`` and ``late`` as there).  See the module docstring for indexing them."""
+        if isinstance(texts, str) or not isinstance(texts, Sequence):
+            raise TypeError(f"chunk_documents takes a list of strings, got {type(texts).__name__}")
+        if metadatas is not None and len(metadatas) != len(texts):
+            raise ValueError(f"metadatas has {len(metadatas)} entries for {len(texts)} texts: give one per text")
+        chunked = self.encoder.encode_chunks(
+            list(texts), chunking=chunking, late=late, batch_size=self.batch_size,
+            normalize_embeddings=self.normalize_embeddings, prompt=retrieval_prompts(self.encoder)["document"],
+        )
+        documents, vectors = [], []
+        for i, (text, (text_vectors, spans)) in enumerate(zip(texts, chunked, strict=True)):
+            own = dict(metadatas[i]) if metadatas is not None else {}
+            for vector, (start, end) in zip(text_vectors, spans, strict=True):
+                documents.append(Document(text[start:end], metadata={**own, "text_index": i, "start": start, "end": end}))
+                vectors.append(vector.tolist())
+        return documents, vectors
 
     def _embed(self, texts: list[str], prompt: str) -> np.ndarray:
         return self.encoder.encode(

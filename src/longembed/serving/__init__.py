@@ -5,8 +5,9 @@ prometheus-client); without it this package still imports (the settings and the 
 need nothing), and :func:`require_serving_extra` says what to install.  :func:`create_app` builds the
 ASGI app for any encoder; :func:`build_server` wraps it in uvicorn.  The modules: ``overflow``
 (extend / truncate / error), ``batcher`` (dynamic batching under a token budget), ``metrics``
-(Prometheus), ``validation`` (request checks and error shapes), ``app`` (routes), ``server``
-(uvicorn), ``settings``.  Names are imported on first use
+(Prometheus), ``validation`` and ``token_validation`` (request checks and error shapes), ``service``
+(plan, queue, count), ``chunks`` (late and naive chunks, token states, token lists), ``responses``
+(bodies), ``app`` (routes), ``server`` (uvicorn), ``settings``.  Names are imported on first use
 (``longembed.lazy``), so the command line's ``--help`` reads the choices without the web stack.
 """
 
@@ -21,11 +22,12 @@ from longembed.lazy import lazy_exports
 SERVING_PACKAGES = ("fastapi", "uvicorn", "prometheus_client")
 
 if TYPE_CHECKING:
-    from longembed.serving.app import EmbeddingService, create_app
+    from longembed.serving.app import create_app
     from longembed.serving.batcher import DynamicBatcher
     from longembed.serving.choices import OVERFLOW_POLICIES
     from longembed.serving.overflow import OverflowPlanner
     from longembed.serving.server import bound_port, build_server
+    from longembed.serving.service import EmbeddingService
     from longembed.serving.settings import ServerSettings
     from longembed.serving.validation import ApiError
 

@@ -15,6 +15,11 @@ the whole queue, :class:`RequestTooLarge` -> 413, is refused even when the queue
 never runs on the event loop, a request whose client went away is taken out of the queue
 (:meth:`DynamicBatcher.cancel`), and :meth:`DynamicBatcher.close` finishes the accepted inputs within
 its timeout, then cancels what is left.
+
+Two kinds of work share the queue and the budget: ``"vectors"`` (one pooled vector per input, the
+``encode`` function) and ``"states"`` (one (len, dim) array of last-layer token states per input, the
+``encode_states`` function: token-id sequences the server planned as windows, for late chunking and
+``/embed_all``).  A batch may hold both; each kind runs as its own call.
 """
 
 from __future__ import annotations
@@ -33,6 +38,10 @@ import numpy as np
 #: encode(inputs, prompt, normalize, max_batch_tokens) -> (n, dim) float32; inputs are what was
 #: submitted (the server: TokenizedInputs, their prompt already in their ids).
 EncodeFunction = Callable[[list[Any], str, bool, int], np.ndarray]
+#: encode_states(inputs, max_batch_tokens) -> one (len, dim) float32 array per input.
+StatesFunction = Callable[[list[Any], int], list[np.ndarray]]
+#: The kinds of work (see the module docstring).
+KINDS = ("vectors", "states")
 
 
 class QueueFull(RuntimeError):
@@ -54,6 +63,7 @@ class _Job:
     future: Future
     vectors: list[np.ndarray | None]
     remaining: int
+    kind: str = "vectors"
 
 
 @dataclass
@@ -85,6 +95,7 @@ class DynamicBatcher:
     max_batch_tokens: int
     max_queue_tokens: int
     on_batch: Callable[[BatchRecord], None] | None = None
+    encode_states: StatesFunction | None = None
     _queue: deque[_Item] = field(default_factory=deque, init=False)
     _queued_tokens: int = field(default=0, init=False)
     _condition: threading.Condition = field(default_factory=threading.Condition, init=False)
@@ -97,10 +108,12 @@ class DynamicBatcher:
 
     # ---------------------------------------------------------------- client side
     def submit(
-        self, inputs: Sequence[Any], token_counts: Sequence[int], prompt: str = "", normalize: bool = True
+        self, inputs: Sequence[Any], token_counts: Sequence[int], prompt: str = "", normalize: bool = True,
+        kind: str = "vectors",
     ) -> Future:
         """Queue ``inputs`` (of ``token_counts`` tokens); the future resolves to their (n, dim) float32
-        vectors in input order.  Inputs of one prompt and normalization are encoded together.
+        vectors in input order (``kind="states"``: the list of their token-state arrays).  Inputs of one
+        kind, prompt and normalization are encoded together.
 
         Raises :class:`RequestTooLarge` when the request alone holds more than ``max_queue_tokens``
         (it could never be queued: the client must split it), :class:`QueueFull` when the queue's
@@ -109,8 +122,10 @@ class DynamicBatcher:
         """
         if len(inputs) != len(token_counts) or not inputs:
             raise ValueError("submit needs one token count per input, and at least one input")
+        if kind not in KINDS or (kind == "states" and self.encode_states is None):
+            raise ValueError(f"this batcher cannot run {kind!r} work (kinds: {KINDS}; states need encode_states)")
         future: Future = Future()
-        job = _Job(future, [None] * len(inputs), len(inputs))
+        job = _Job(future, [None] * len(inputs), len(inputs), kind)
         tokens = sum(token_counts)
         if tokens > self.max_queue_tokens:
             raise RequestTooLarge(
@@ -211,15 +226,19 @@ class DynamicBatcher:
 
     def _run(self, batch: list[_Item]) -> None:
         start = time.perf_counter()
-        groups: dict[tuple[str, bool], list[_Item]] = {}
+        groups: dict[tuple[str, str, bool], list[_Item]] = {}
         for item in batch:
-            groups.setdefault((item.prompt, item.normalize), []).append(item)
-        for (prompt, normalize), items in groups.items():
+            groups.setdefault((item.job.kind, item.prompt, item.normalize), []).append(item)
+        for (kind, prompt, normalize), items in groups.items():
             items = [item for item in items if not item.job.future.done()]  # cancelled or failed meanwhile
             if not items:
                 continue
+            inputs = [i.input for i in items]
             try:
-                vectors = self.encode([i.input for i in items], prompt, normalize, self.max_batch_tokens)
+                if kind == "states":
+                    vectors = self.encode_states(inputs, self.max_batch_tokens)
+                else:
+                    vectors = self.encode(inputs, prompt, normalize, self.max_batch_tokens)
             except Exception as exc:  # a failure fails the requests it touches, not the server
                 for item in items:
                     with contextlib.suppress(InvalidStateError):
@@ -239,4 +258,4 @@ class DynamicBatcher:
         job.remaining -= 1
         if job.remaining == 0:
             with contextlib.suppress(InvalidStateError):  # cancelled by the event loop meanwhile
-                job.future.set_result(np.stack(job.vectors))
+                job.future.set_result(np.stack(job.vectors) if job.kind == "vectors" else list(job.vectors))

@@ -85,15 +85,24 @@ class OverflowPlanner:
         self.max_length = encoder.max_length  # Lt
         self._lock = threading.Lock()
 
-    def tokenize(self, texts: Sequence[str], prefix: str = "") -> list[TokenizedInput]:
-        """``prefix + text`` tokenized as the model runs it (:func:`longembed.inputs.tokenize`), a few texts per lock."""
+    def tokenize(self, texts: Sequence[str], prefix: str = "", special: bool = True) -> list[TokenizedInput]:
+        """``prefix + text`` tokenized as the model runs it (:func:`longembed.inputs.tokenize`), a few texts
+        per lock; ``special=False``: without the special tokens."""
+        layout = self.special_tokens if special else None
         out: list[TokenizedInput] = []
         for start in range(0, len(texts), TEXTS_PER_LOCK):
             with self._lock:
-                out += tokenize(texts[start : start + TEXTS_PER_LOCK], self.tokenizer, prefix, self.special_tokens)
+                out += tokenize(texts[start : start + TEXTS_PER_LOCK], self.tokenizer, prefix, layout)
         return out
 
-    def tokenize_up_to(self, texts: Sequence[str], prefix: str, limit: int) -> list[TokenizedInput]:
+    def token_strings(self, ids: Sequence[int]) -> list[str]:
+        """The tokenizer's string of each token id (its vocabulary entry), under the lock."""
+        with self._lock:
+            return list(self.tokenizer.convert_ids_to_tokens(list(ids)))
+
+    def tokenize_up_to(
+        self, texts: Sequence[str], prefix: str, limit: int, special: bool = True
+    ) -> list[TokenizedInput]:
         """Each text tokenized whole when it has at most ``limit`` tokens; past that, a prefix of it
         whose tokens already pass the limit (``complete`` False: the text has at least that many)."""
         window = CHARS_PER_TOKEN * (limit + 2)
@@ -102,7 +111,7 @@ class OverflowPlanner:
         while pending:
             scanned = [texts[i][:window] for i in pending]
             still = []
-            for i, part, tokens in zip(pending, scanned, self.tokenize(scanned, prefix), strict=True):
+            for i, part, tokens in zip(pending, scanned, self.tokenize(scanned, prefix, special), strict=True):
                 if len(part) == len(texts[i]):
                     out[i] = tokens
                 elif tokens.n_tokens > limit + 1:  # one token of margin: the scan may end inside a word
@@ -124,8 +133,11 @@ class OverflowPlanner:
             raise ValueError(f"the prompt and special tokens alone take {tokens.lead + tokens.tail} of {limit} tokens")
         return cut(tokens, limit)
 
-    def plan(self, texts: Sequence[str], prefix: str, policy: str | OverflowPolicy) -> list[PlannedInput]:
-        """Apply ``policy`` to each text; raises :class:`InputTooLong` for the first input it refuses."""
+    def plan(
+        self, texts: Sequence[str], prefix: str, policy: str | OverflowPolicy, labels: Sequence[str] | None = None
+    ) -> list[PlannedInput]:
+        """Apply ``policy`` to each text; raises :class:`InputTooLong` for the first input it refuses,
+        named by ``labels`` (default "input i")."""
         policy = resolve_overflow(policy, "server")
         lo, lt = self.window, self.max_length
         limit = policy.limit_for(lo, lt)
@@ -143,8 +155,9 @@ class OverflowPlanner:
                     else f"the model's window (Lo = {lo}); overflow='extend' embeds up to {lt} tokens"
                 )
                 size = f"{n} tokens" if tokens.complete else f"more than {n - 1} tokens (counting stopped there)"
+                label = labels[index] if labels is not None else f"input {index}"
                 raise InputTooLong(
-                    f"input {index} has {size} (prompt and special tokens included), more than {what}; "
+                    f"{label} has {size} (prompt and special tokens included), more than {what}; "
                     "shorten it or ask for overflow='truncate'",
                     index, n, limit,
                 )

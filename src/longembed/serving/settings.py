@@ -30,6 +30,11 @@ class ServerSettings:
         "tokens that may wait for a batch before requests get 429 (default: 32 x --max-batch-tokens)")
     max_client_batch_size: int = _setting("inputs per request", 2048)
     max_body_bytes: int = _setting("largest request body in bytes", 64 * 1024 * 1024)
+    max_document_tokens: int = _setting(
+        "longest text, in tokens, the chunk routes take (late chunking runs it as overlapping windows of "
+        "--max-length), and most tokens one /tokenize request lists", 65536)
+    max_chunks_per_request: int = _setting("chunk vectors per request (/embed_chunks, late_chunking)", 8192)
+    max_token_vectors: int = _setting("token vectors per /embed_all request (each is a full-size vector)", 16384)
     dimensions: tuple[int, ...] | None = _setting(
         "output sizes clients may ask for with 'dimensions', e.g. 768,512,256 (default: the model's "
         "Matryoshka sizes when known, else only the full size)", metavar="LIST")
@@ -48,7 +53,8 @@ class ServerSettings:
 
     def __post_init__(self) -> None:
         resolve_overflow(self.overflow, "server")
-        for name in ("max_batch_tokens", "max_client_batch_size", "max_body_bytes"):
+        for name in ("max_batch_tokens", "max_client_batch_size", "max_body_bytes", "max_document_tokens",
+                     "max_chunks_per_request", "max_token_vectors"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.api_key is not None and not self.api_key.strip():

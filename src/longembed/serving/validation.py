@@ -9,6 +9,10 @@ shape, with a 4xx that names the problem:
 
 A valid body becomes an :class:`EmbedRequest`: the texts, the prompt (the encoder's
 ``resolve_prompt``), the overflow policy (``longembed.overflow``, the server's names), the output size.
+A field a route does not read is a 400 that names it (OpenAI's API does the same), so a misspelt
+option ("dimension", "prompt") is never ignored in silence.  The OpenAI client sends ``input``,
+``model``, ``encoding_format`` (base64 unless asked otherwise), and ``dimensions`` and ``user`` when
+given: all are read (``user`` is accepted and not used).
 """
 
 from __future__ import annotations
@@ -58,9 +62,17 @@ def tei_error(error: ApiError) -> JSONResponse:
     return JSONResponse({"error": error.message, "error_type": _TEI_TYPES.get(status, "Backend")}, status_code=status)
 
 
+#: The fields each route reads (``/embed_chunks``, ``/embed_all`` and ``/tokenize``: token_validation).
+OPENAI_FIELDS = ("input", "model", "encoding_format", "dimensions", "user", "prompt_name", "overflow",
+                 "late_chunking")
+TEI_EMBED_FIELDS = ("inputs", "normalize", "truncate", "truncation_direction", "dimensions", "prompt_name",
+                    "overflow")
+
+
 @dataclass(frozen=True)
 class EmbedRequest:
-    """A checked request: what to embed and how to answer."""
+    """A checked request: what to embed and how to answer.  ``late_chunking`` (OpenAI's route, Jina's
+    convention): the texts are the consecutive chunks of one document."""
 
     texts: list[str]
     prefix: str
@@ -68,6 +80,28 @@ class EmbedRequest:
     dimensions: int | None
     normalize: bool | None = None  # None: the model's own (OpenAI's route)
     encoding: str = "float"
+    late_chunking: bool = False
+
+
+def reject_unknown_fields(body: dict[str, Any], known: tuple[str, ...], route: str) -> None:
+    """A 400 naming every field of ``body`` that ``route`` does not read, and listing those it does."""
+    unknown = [name for name in body if name not in known]
+    if unknown:
+        names = ", ".join(repr(name) for name in unknown)
+        raise ApiError(
+            400, f"unknown field{'s' if len(unknown) > 1 else ''} {names}: {route} takes {', '.join(known)}",
+            unknown[0], "unknown_field",
+        )
+
+
+def check_bool(body: dict[str, Any], name: str, default: bool) -> bool:
+    """``body[name]`` as true or false (``default`` when absent or null), else a 400 naming it."""
+    value = body.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise ApiError(400, f"'{name}' must be true or false, got {value!r}", name)
+    return value
 
 
 async def read_json(request: Request, limit: int) -> dict[str, Any]:
@@ -139,7 +173,9 @@ class RequestValidator:
     dimensions: tuple[int, ...]
 
     def openai_request(self, body: dict[str, Any]) -> EmbedRequest:
-        """``/v1/embeddings``: input, model, encoding_format, dimensions, prompt_name, overflow."""
+        """``/v1/embeddings``: input, model, encoding_format, dimensions, user, prompt_name, overflow,
+        late_chunking."""
+        reject_unknown_fields(body, OPENAI_FIELDS, "/v1/embeddings")
         if "input" not in body:
             raise ApiError(400, "'input' is required", "input")
         if not isinstance(body.get("model"), str):
@@ -147,27 +183,62 @@ class RequestValidator:
         encoding = body.get("encoding_format") or "float"
         if encoding not in ("float", "base64"):
             raise ApiError(400, f"'encoding_format' must be 'float' or 'base64', got {encoding!r}", "encoding_format")
+        if body.get("user") is not None and not isinstance(body["user"], str):
+            raise ApiError(400, "'user' must be a string", "user")
         texts = check_texts(body["input"], "input", self.settings.max_client_batch_size)
         dimensions = self.check_dimensions(body.get("dimensions"))
+        late = check_bool(body, "late_chunking", False)
+        if late:
+            self.check_late_chunking(body)
+            self.check_chunk_count(len(texts), "input")
         return EmbedRequest(texts, self.prefix(body.get("prompt_name")), self.policy(body.get("overflow")),
-                            dimensions, encoding=encoding)
+                            dimensions, encoding=encoding, late_chunking=late)
+
+    def check_late_chunking(self, body: dict[str, Any], cutting_fields: tuple[str, ...] = ("overflow",)) -> None:
+        """Late chunking needs a mean-pooling model and never cuts, so it takes no overflow policy."""
+        pooling = self.encoder.pooling
+        if pooling != "mean":
+            raise ApiError(
+                400, f"late chunking mean-pools each chunk's token states, but this model pools with {pooling!r} "
+                "(its vectors were trained that way): embed the chunks on their own instead (late_chunking "
+                "false, or late=false on /embed_chunks)", "late_chunking",
+            )
+        for name in cutting_fields:
+            if body.get(name) not in (None, False):
+                raise ApiError(
+                    400, f"'{name}' does not apply to late chunking: nothing is cut, a document longer than "
+                    f"max_length runs as overlapping windows (up to {self.settings.max_document_tokens} tokens); "
+                    f"drop '{name}'", name,
+                )
+
+    def check_chunk_count(self, n_chunks: int, field_name: str) -> None:
+        """At most ``max_chunks_per_request`` chunk vectors per request (413)."""
+        limit = self.settings.max_chunks_per_request
+        if n_chunks > limit:
+            raise ApiError(413, f"this request makes {n_chunks} chunk vectors; this server makes at most "
+                           f"{limit} per request (max_chunks_per_request): send fewer texts or larger chunks",
+                           field_name)
 
     def tei_request(self, body: dict[str, Any]) -> EmbedRequest:
         """``/embed``: inputs, normalize, truncate (to Lo), truncation_direction, dimensions, prompt_name, overflow."""
+        reject_unknown_fields(body, TEI_EMBED_FIELDS, "/embed")
+        texts = self.tei_texts(body)
+        normalize = check_bool(body, "normalize", True)
+        dimensions = self.check_dimensions(body.get("dimensions"))
+        return EmbedRequest(texts, self.prefix(body.get("prompt_name")), self.tei_policy(body), dimensions, normalize)
+
+    def tei_texts(self, body: dict[str, Any]) -> list[str]:
+        """A TEI body's ``inputs``: one text or a list, at most ``max_client_batch_size``."""
         if "inputs" not in body:
             raise ApiError(400, "'inputs' is required", "inputs")
-        texts = check_texts(body["inputs"], "inputs", self.settings.max_client_batch_size)
-        normalize = body.get("normalize", True)
-        if not isinstance(normalize, bool):
-            raise ApiError(400, "'normalize' must be true or false", "normalize")
-        truncate = body.get("truncate")
-        if truncate is not None and not isinstance(truncate, bool):
-            raise ApiError(400, "'truncate' must be true or false", "truncate")
+        return check_texts(body["inputs"], "inputs", self.settings.max_client_batch_size)
+
+    def tei_policy(self, body: dict[str, Any]) -> OverflowPolicy:
+        """TEI's ``truncate`` (true: cut to Lo) and ``truncation_direction``, else ``overflow``."""
+        truncate = check_bool(body, "truncate", False)
         if body.get("truncation_direction", "Right") not in ("Right", "right"):
             raise ApiError(400, "only truncation_direction='Right' is supported: the end of a text is cut")
-        policy = self.policy("truncate" if truncate else body.get("overflow"))
-        dimensions = self.check_dimensions(body.get("dimensions"))
-        return EmbedRequest(texts, self.prefix(body.get("prompt_name")), policy, dimensions, normalize)
+        return self.policy("truncate" if truncate else body.get("overflow"))
 
     def check_dimensions(self, value: Any) -> int | None:
         """The output size asked for: None for the full size, else one the model supports."""

@@ -1,0 +1,193 @@
+"""The service behind the routes: one encoder, its request checks, overflow planner, batcher and metrics.
+
+Every route's work goes the same way: plan (tokenize once, count, cut or refuse: :meth:`EmbeddingService.
+plan`), queue the ids and await them (:meth:`EmbeddingService.run`: the batcher's refusals become 413,
+429 or 503), count what ran (:meth:`EmbeddingService.count`).  Vectors come from the batcher's
+``"vectors"`` work (``encoder.encode_tokenized``), token states (late chunking, ``/embed_all``) from its
+``"states"`` work (``encoder.token_states`` on windows planned by :mod:`longembed.serving.chunks`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from fastapi import Request
+from starlette.concurrency import run_in_threadpool
+
+from longembed.encoder import LongContextEncoder
+from longembed.inputs import OverflowPolicy, TokenizedInput
+from longembed.serving.batcher import DynamicBatcher, QueueFull, RequestTooLarge, ShuttingDown
+from longembed.serving.choices import OVERFLOW_POLICIES
+from longembed.serving.metrics import ServerMetrics
+from longembed.serving.overflow import InputTooLong, OverflowPlanner, PlannedInput
+from longembed.serving.settings import MATRYOSHKA_DIMENSIONS, ServerSettings
+from longembed.serving.validation import ApiError, EmbedRequest, RequestValidator
+
+#: Seconds between checks that a waiting request's client is still connected.
+DISCONNECT_POLL_SECONDS = 0.25
+
+
+class ClientGone(Exception):
+    """The client closed its connection before its answer was ready (nobody reads the response)."""
+
+
+@dataclass
+class Embedded:
+    """Vectors of one request, with what happened to its inputs."""
+
+    vectors: np.ndarray
+    inputs: list[PlannedInput]
+
+    @property
+    def truncated(self) -> list[int]:
+        return [i for i, p in enumerate(self.inputs) if p.truncated]
+
+    @property
+    def n_tokens(self) -> int:
+        return sum(p.n_tokens for p in self.inputs)
+
+
+@dataclass
+class EmbeddingService:
+    """The encoder behind the routes: checks, the overflow policy, the batcher and the metrics."""
+
+    encoder: LongContextEncoder
+    settings: ServerSettings = field(default_factory=ServerSettings)
+
+    def __post_init__(self) -> None:
+        s = self.settings
+        self.model_name = s.served_model_name or folder_name(self.encoder)
+        self.planner = OverflowPlanner(self.encoder)
+        self.metrics = ServerMetrics()
+        self.batcher = DynamicBatcher(
+            self._encode,
+            max_batch_tokens=s.max_batch_tokens,
+            max_queue_tokens=s.max_queue_tokens or 32 * s.max_batch_tokens,
+            on_batch=self.metrics.record_batch,
+            encode_states=self._states,
+        )
+        self.dimensions = s.dimensions or MATRYOSHKA_DIMENSIONS.get(folder_name(self.encoder), ())
+        self.validator = RequestValidator(self.encoder, s, self.dimensions)
+        if s.max_batch_tokens < self.encoder.max_length:
+            raise ValueError(
+                f"max_batch_tokens={s.max_batch_tokens} is smaller than max_length={self.encoder.max_length}: "
+                "the longest input would not fit in a batch"
+            )
+
+    def _encode(self, inputs: list[TokenizedInput], prompt: str, normalize: bool | None, budget: int) -> np.ndarray:
+        """The batcher's encode function: the planned ids as they are (their prompt is in them already)."""
+        return self.encoder.encode_tokenized(
+            inputs, batch_size=len(inputs), normalize_embeddings=normalize, max_tokens_per_batch=budget
+        )
+
+    def _states(self, sequences: list[list[int]], budget: int) -> list[np.ndarray]:
+        """The batcher's states function: last-layer token states of planned model inputs (windows)."""
+        return self.encoder.token_states(sequences, max_tokens_per_batch=budget)
+
+    def info(self) -> dict[str, Any]:
+        e, s = self.encoder, self.settings
+        return {  # no file system paths: a client has no business knowing where the model lives
+            "model_id": self.model_name,
+            "method": e.method,
+            "position_scheme": e.position_scheme,
+            "original_length": e.original_length,
+            "max_length": e.max_length,
+            "embedding_dim": e.embedding_dim,
+            "pooling": e.pooling,
+            "normalize": e.normalize,
+            "prompts": e.prompts,
+            "dimensions": list(self.dimensions) or None,
+            "allow_any_dimensions": s.allow_any_dimensions,
+            "overflow": s.overflow,
+            "overflow_policies": list(OVERFLOW_POLICIES),
+            "late_chunking": e.pooling == "mean",
+            "max_batch_tokens": s.max_batch_tokens,
+            "max_queue_tokens": self.batcher.max_queue_tokens,
+            "max_client_batch_size": s.max_client_batch_size,
+            "max_body_bytes": s.max_body_bytes,
+            "max_document_tokens": s.max_document_tokens,
+            "max_chunks_per_request": s.max_chunks_per_request,
+            "max_token_vectors": s.max_token_vectors,
+            "encoder_config": {**e.config.to_dict(), "model": self.model_name},
+            "api_key_required": s.api_key is not None,
+        }
+
+    def authorize(self, request: Request) -> None:
+        """With an api_key, the request must carry ``Authorization: Bearer <key>`` (401 otherwise)."""
+        key = self.settings.api_key
+        if key is None:
+            return
+        scheme, _, given = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), key.encode()):
+            raise ApiError(401, "a valid API key is required: send 'Authorization: Bearer <key>'", code="invalid_api_key")
+
+    async def embed(self, checked: EmbedRequest, route: str, request: Request | None = None) -> Embedded:
+        """Plan (tokenize, count, cut or refuse), queue the ids, await the batch: the vectors in input order."""
+        planned = await self.plan(checked.texts, checked.prefix, checked.overflow)
+        vectors = await self.run([p.tokens for p in planned], [p.n_tokens for p in planned], request,
+                                 checked.prefix, checked.normalize)
+        self.count(route, planned)
+        return Embedded(vectors, planned)
+
+    async def plan(
+        self, texts: Sequence[str], prefix: str, policy: OverflowPolicy, labels: Sequence[str] | None = None
+    ) -> list[PlannedInput]:
+        """The texts planned under ``policy`` (:meth:`OverflowPlanner.plan`); a refused input is a 413
+        (named by ``labels``, default "input i"), a prompt longer than the window a 400."""
+        try:
+            return await run_in_threadpool(self.planner.plan, texts, prefix, policy, labels)
+        except InputTooLong as exc:
+            self.metrics.over_window.inc()
+            self.metrics.refused.inc()
+            raise ApiError(413, str(exc), "input", "context_length_exceeded") from None
+        except ValueError as exc:  # a prompt longer than the window
+            raise ApiError(400, str(exc), "input") from None
+
+    async def run(
+        self, inputs: Sequence[Any], token_counts: Sequence[int], request: Request | None, prefix: str = "",
+        normalize: bool | None = None, kind: str = "vectors",
+    ) -> Any:
+        """Queue ``inputs`` (the batcher's ``kind`` of work) and await their results; the batcher's
+        refusals as 413 (larger than the whole queue), 429 (queue full) or 503 (shutting down)."""
+        try:
+            future = self.batcher.submit(inputs, token_counts, prefix, normalize, kind)
+        except RequestTooLarge as exc:
+            raise ApiError(413, str(exc), "input", "request_too_large") from None
+        except QueueFull as exc:
+            raise ApiError(429, str(exc), code="queue_full") from None
+        except ShuttingDown as exc:
+            raise ApiError(503, str(exc), code="shutting_down") from None
+        self.metrics.queue_tokens.set(self.batcher.queued_tokens)
+        self.metrics.queue_inputs.set(self.batcher.queued_inputs)
+        return await self.wait(future, request)
+
+    def count(self, route: str, inputs: Sequence[PlannedInput]) -> None:
+        """Count embedded inputs and their tokens under ``route``, and those over Lo or cut."""
+        lo = self.encoder.original_length
+        self.metrics.over_window.inc(sum(p.original_tokens > lo for p in inputs))
+        self.metrics.truncated.inc(sum(p.truncated for p in inputs))
+        self.metrics.inputs.labels(route).inc(len(inputs))
+        self.metrics.tokens.labels(route).inc(sum(p.n_tokens for p in inputs))
+
+    async def wait(self, future: Any, request: Request | None) -> Any:
+        """The future's result; if the client disconnects first, its queued inputs are cancelled."""
+        waiting = asyncio.wrap_future(future)
+        while request is not None:
+            done, _ = await asyncio.wait({waiting}, timeout=DISCONNECT_POLL_SECONDS)
+            if done:
+                break
+            if await request.is_disconnected():
+                self.batcher.cancel(future)
+                waiting.cancel()
+                raise ClientGone()
+        return await waiting
+
+
+def folder_name(encoder: LongContextEncoder) -> str:
+    """The model's folder (or hub) name: the served model name unless the operator gives one."""
+    return str(encoder.source.folder or encoder.source.name).rstrip("/").rsplit("/", 1)[-1]
