@@ -72,10 +72,3 @@ class Fusion:
         """As recorded in results.json's config (only the parameter the method uses)."""
         parameter = {"k": self.k} if self.method == "rrf" else {"weight": self.weight}
         return {"source": self.source, "method": self.method, **parameter}
-
-    def label(self) -> str:
-        """"+ bm25 rrf" or "+ bm25 linear w=0.3", as report labels show it."""
-        detail = f" k={self.k}" if self.method == "rrf" and self.k != RRF_K else ""
-        if self.method == "linear":
-            detail = f" w={self.weight:g}"
-        return f"+ {self.source} {self.method}{detail}"

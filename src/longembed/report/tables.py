@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from longembed.evaluation.fusion import Fusion
 from longembed.report.formatting import (
     MISSING,
     fmt,
@@ -88,8 +87,19 @@ def run_label(results: RunResults) -> str:
         style = "late" if granularity.get("late", True) else "naive"
         parts.append(f"{style} chunks {granularity.get('chunking', '')}".rstrip())
     if config.fusion:
-        parts.append(Fusion(**config.fusion).label())
+        parts.append(fusion_label(config.fusion))
     return " ".join([*parts, *task_option_parts(config.task_options)])
+
+
+def fusion_label(fusion: dict[str, Any]) -> str:
+    """A hybrid run's label part: "+ bm25 rrf", "+ bm25 rrf k=10", "+ bm25 linear w=0.3" (rrf's
+    default k = 60 is not shown)."""
+    detail = ""
+    if fusion.get("method") == "linear":
+        detail = f" w={float(fusion.get('weight', 0.5)):g}"
+    elif fusion.get("k", 60) != 60:
+        detail = f" k={fusion['k']}"
+    return f"+ {fusion.get('source', '?')} {fusion.get('method', '?')}{detail}"
 
 
 def task_option_parts(options: dict[str, Any]) -> list[str]:
