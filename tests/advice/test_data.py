@@ -11,7 +11,7 @@ import pytest
 from longembed.advice.data import AdviceData, PreparedTask, load_data, sample_data, synthetic_lengths
 from longembed.advice.spec import AdviseSpec
 from longembed.results.advice import SampledTask
-from longembed.tasks import RetrievalData
+from longembed.tasks import RetrievalData, write_task_dir
 from longembed.tasks.base import Passage, TaskMetadata
 from longembed.tasks.task_dir import TaskDirRecord
 
@@ -107,5 +107,10 @@ def test_loading_checks_the_data_before_any_model_runs(tmp_path: Path) -> None:
     assert (loaded.synthetic, loaded.lengths, loaded.real) == (["passkey", "needle"], [256, 512], [])
     said: list[str] = []
     with pytest.raises(ValueError, match="no task could be read"):
-        load_data(AdviseSpec(tasks=["qmsum"], output_dir=tmp_path), 512, said.append)
-    assert said and said[0].startswith("skipped qmsum")
+        load_data(AdviseSpec(tasks=["qmsum", "needle"], output_dir=tmp_path), 512, said.append)  # no --data-dir
+    assert said[0].startswith("skipped qmsum") and said[1].startswith("skipped needle")
+    without_needle = load_data(AdviseSpec(tasks=["passkey", "needle"], output_dir=tmp_path), 512, said.append)
+    assert without_needle.synthetic == ["passkey"] and "needle" in without_needle.skipped
+    folder = write_task_dir(retrieval(), tmp_path / "mine")
+    with pytest.raises(ValueError, match="apply to passkey and needle, and neither runs"):
+        load_data(AdviseSpec(task_dirs=[folder], lengths=[256], output_dir=tmp_path), 512, said.append)

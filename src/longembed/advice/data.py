@@ -29,6 +29,7 @@ from longembed.results.advice import SampledTask
 from longembed.tasks import SYNTHETIC_LENGTHS, RetrievalData, Task, TaskDataMissing, get_task
 from longembed.tasks.base import TaskMetadata, check_length
 from longembed.tasks.haystack import load_haystack
+from longembed.tasks.query_sets import PAPER_QUERIES
 from longembed.tasks.task_dir import TaskDirRecord, task_dir_tasks
 
 
@@ -174,10 +175,29 @@ def load_data(spec: AdviseSpec, window: int, say: Callable[[str], None]) -> Advi
         real.append(PreparedTask(folder.metadata, data, folder.record))
         if folder.record is not None:
             say(folder.record.describe(folder.metadata.name))
+    lengths = synthetic_lengths(spec, window) if synthetic else None
+    synthetic = [n for n in synthetic if _generates(n, spec, data_dir, lengths, skipped, say)]  # type: ignore[arg-type]
     if not real and not synthetic:
         raise ValueError("no task could be read: " + "; ".join(f"{n}: {why}" for n, why in skipped.items()))
-    lengths = synthetic_lengths(spec, window) if synthetic else None
-    return AdviceData(real, synthetic, lengths, spec.queries_per_length, skipped)
+    if not synthetic and (spec.lengths is not None or spec.queries_per_length != PAPER_QUERIES):
+        raise ValueError("--lengths and --queries-per-length apply to passkey and needle, and neither runs")
+    return AdviceData(real, synthetic, lengths if synthetic else None, spec.queries_per_length, skipped)
+
+
+def _generates(
+    name: str, spec: AdviseSpec, data_dir: Path | None, lengths: list[int], skipped: dict[str, str],
+    say: Callable[[str], None],
+) -> bool:
+    """Whether passkey or needle can be built here (needle without --haystack reads the essays under
+    --data-dir): its shortest length is generated now, and a task that cannot be is skipped, and said."""
+    options = {"haystack": spec.haystack} if spec.haystack is not None else {}
+    try:
+        get_task(name, **options).load(data_dir, lengths[0])
+    except TaskDataMissing as exc:
+        skipped[name] = str(exc)
+        say(f"skipped {name}: {exc}")
+        return False
+    return True
 
 
 def synthetic_lengths(spec: AdviseSpec, window: int) -> list[int]:
