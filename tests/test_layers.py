@@ -3,7 +3,7 @@
 core (config, loading, quantization, inputs, overflow, encoder, pooling, batching, chunking, extension, models, and
 the package plumbing: lazy exports, library-noise filters, file permissions, UTF-8 text files, weight-file
 checks) <- export; core <- tasks
-<- evaluation <- report / collapse / training <- cli (training also builds on export); core <- serving
+<- evaluation <- report / collapse / advice / training <- cli (training also builds on export); core <- serving
 (the HTTP server) <- cli; core <- integrations (mteb, LangChain adapters); core <- corpus (embedding corpora of shards, locally or on Ray) <- cli; ``results`` is plain data that every layer above core may use.
 """
 
@@ -28,12 +28,14 @@ ALLOWED = {
     "evaluation": CORE | {"tasks", "results"},
     "report": {"tasks", "results"},
     "collapse": CORE | {"tasks", "results", "evaluation", "report"},
+    "advice": CORE | {"tasks", "results", "evaluation", "report"},
     "export": CORE,
     "training": CORE | {"tasks", "results", "evaluation", "export"},
     "serving": CORE,
     "integrations": CORE,
     "corpus": CORE | {"results"},
-    "cli": CORE | {"tasks", "results", "evaluation", "report", "collapse", "export", "training", "serving", "corpus"},
+    "cli": CORE | {"tasks", "results", "evaluation", "report", "collapse", "advice", "export", "training", "serving",
+            "corpus"},
 }
 
 

@@ -1,5 +1,5 @@
 """The ``longembed`` command: one subcommand per job (embed, eval, report, compare, sweep, collapse, tune, export,
-train, serve).
+train, serve, advise).
 
 Each subcommand has two modules: its flags in ``longembed.cli.parsers.<name>`` (light imports only)
 and the command in ``longembed.cli.<name>``, imported only when it runs (``CommandHandler``).  So
@@ -29,6 +29,7 @@ SUBCOMMANDS = {
     "export": "export",
     "train": "train",
     "serve": "serve",
+    "advise": "advise",
 }
 
 

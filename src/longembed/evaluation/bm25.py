@@ -70,13 +70,35 @@ class BM25Model:
 
     def score(self, queries: Sequence[str], corpus: Sequence[str]) -> np.ndarray:
         """BM25 scores of every query against every document: a float32 array (len(queries), len(corpus))."""
+        retriever = self.index(corpus)
+        out = np.zeros((len(queries), len(corpus)), dtype=np.float32)
+        for i, tokens in enumerate(self._tokenize(queries, return_ids=False)):
+            out[i] = _scores(retriever, tokens, len(corpus))
+        return out
+
+    def index(self, corpus: Sequence[str]) -> Any:
+        """A bm25s index of ``corpus`` (what :meth:`score` scores against; ``longembed advise`` times it
+        and measures its size with :func:`index_bytes`)."""
         if not corpus:
             raise ValueError("empty corpus")
         retriever = _bm25s().BM25(k1=self.k1, b=self.b, method=self.method)
         retriever.index(self._tokenize(corpus, return_ids=True), show_progress=False)
-        out = np.zeros((len(queries), len(corpus)), dtype=np.float32)
-        for i, tokens in enumerate(self._tokenize(queries, return_ids=False)):
-            tokens = [t for t in tokens if t]  # bm25s yields [""] for a query with no tokens left
-            if tokens:
-                out[i] = retriever.get_scores(tokens)
-        return out
+        return retriever
+
+    def query_scores(self, index: Any, query: str) -> np.ndarray:
+        """One query's scores against an :meth:`index`: float32, one per document."""
+        (tokens,) = self._tokenize([query], return_ids=False)
+        return _scores(index, tokens, int(index.scores["num_docs"]))
+
+
+def _scores(retriever: Any, tokens: list[str], n_documents: int) -> np.ndarray:
+    """A tokenized query's scores (all 0 when no token is left: bm25s yields [""] for such a query)."""
+    tokens = [t for t in tokens if t]
+    if not tokens:
+        return np.zeros(n_documents, dtype=np.float32)
+    return np.asarray(retriever.get_scores(tokens), dtype=np.float32)
+
+
+def index_bytes(index: Any) -> int:
+    """The bytes of a bm25s index's score matrix (its sparse arrays: data, indices, indptr)."""
+    return int(sum(np.asarray(index.scores[key]).nbytes for key in ("data", "indices", "indptr")))

@@ -61,7 +61,7 @@ from longembed.evaluation.spec import EvalSpec
 from longembed.evaluation.task_options import SYNTHETIC_TASKS, SyntheticOptions
 from longembed.results import RunConfig, RunFolder, RunResults
 from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS, Task, get_task
-from longembed.tasks.task_dir import TaskDirTask, task_dir_tasks
+from longembed.tasks.task_dir import TaskDirRecord, task_dir_tasks
 
 DATA_DIR_ENV = "LONGEMBED_DATA_DIR"
 
@@ -109,11 +109,13 @@ def spec_tasks(spec: EvalSpec, synthetic_options: dict[str, Any] | None = None) 
 
 
 def _record_task_dirs(tasks: list[Task], config: RunConfig, say: Callable[[str], None]) -> None:
-    """Keep in the run what each loaded task folder gave (files, counts, queries left out), and say it."""
+    """Keep in the run what each loaded task folder gave (files, counts, queries left out), and say it: a
+    :class:`~longembed.tasks.task_dir.TaskDirTask`, or any task holding a folder's ``record`` (``longembed advise``'s prepared tasks)."""
     for task in tasks:
-        if isinstance(task, TaskDirTask) and task.record is not None:
-            config.task_dirs[task.metadata.name] = task.record.to_dict()
-            say(task.record.describe(task.metadata.name))
+        record = getattr(task, "record", None)
+        if isinstance(record, TaskDirRecord):
+            config.task_dirs[task.metadata.name] = record.to_dict()
+            say(record.describe(task.metadata.name))
 
 
 def resolve_lengths(lengths: Sequence[int] | None) -> list[int]:

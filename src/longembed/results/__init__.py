@@ -1,4 +1,5 @@
-"""Results, typed and in one place: benchmark runs, TempScale sweeps and collapse measurements.
+"""Results, typed and in one place: benchmark runs, TempScale sweeps, collapse measurements, paired
+comparisons and ``longembed advise``'s advice.
 
 Every command writes its results through this package (atomically, with NaN as null) and every
 reader (``report``, ``sweep``, ``collapse``, your own notebook) loads them back as typed objects:
@@ -12,6 +13,7 @@ shadowed by the module as soon as anything imported ``longembed.results.compare`
 ``longembed --help``'s path imports this package (tests/cli/test_startup.py).
 """
 
+from longembed.results.advice import ADVICE_FILE, Advice, StrategyCost, StrategyResult
 from longembed.results.collapse import COLLAPSE_FILE, BucketStats, CollapseResults
 from longembed.results.compare import compare
 from longembed.results.comparison import COMPARISON_FILE, Comparison
@@ -40,11 +42,13 @@ from longembed.results.run import (
 from longembed.results.sweep import SWEEP_FILE, SweepResults
 
 __all__ = [
+    "ADVICE_FILE",
     "COLLAPSE_FILE",
     "COMPARISON_FILE",
     "RESULTS_FILE",
     "RESULTS_FORMAT",
     "SWEEP_FILE",
+    "Advice",
     "BucketStats",
     "CacheUse",
     "CollapseResults",
@@ -56,6 +60,8 @@ __all__ = [
     "RunFolder",
     "RunResults",
     "SideEstimate",
+    "StrategyCost",
+    "StrategyResult",
     "SweepResults",
     "TaskResult",
     "UnitEstimate",

@@ -64,7 +64,8 @@ class TaskDirRecord:
     documents: int
     queries: int
     queries_left_out: int
-    # reason -> count: "unjudged" (no judgement in the qrels), "no_relevant" (every score <= 0)
+    # reason -> count: "unjudged" (no judgement in the qrels), "no_relevant" (every score <= 0), "sampled" (left
+    # out by longembed advise's budget sampling, which also samples the documents: ``documents`` counts the sample)
     left_out_by_reason: dict[str, int] = field(default_factory=dict)
     sha256: dict[str, str] = field(default_factory=dict)  # file (relative to path) -> sha256 of its bytes
 
@@ -80,7 +81,11 @@ class TaskDirRecord:
         return f"{name}: {self.documents} documents, {self.queries} queries{left_out}, from {self.path} ({self.qrels})"
 
 
-_REASONS = {"unjudged": "without judgements in the qrels", "no_relevant": "whose judgements are all <= 0"}
+_REASONS = {
+    "unjudged": "without judgements in the qrels",
+    "no_relevant": "whose judgements are all <= 0",
+    "sampled": "sampled out to fit longembed advise's --budget-seconds",
+}
 
 
 class TaskDirTask:

@@ -1,0 +1,205 @@
+"""What each strategy costs a user, measured on this machine (noisy: a few timed calls each).
+
+* **encode seconds per 1k tokens**: one uncached encode (the embedding cache would make it 0) of a
+  fixed, seeded sample of the evaluated documents with the strategy's settings (BM25: building its
+  index), divided by the sample's tokens (the documents' own tokens, counted with the model's tokenizer,
+  so a truncating strategy is cheap per token because it reads only the first Lo of them);
+* **vectors per document**: 1, or the mean number of chunks over every evaluated document (a passage
+  task's passages are its chunks: 1 each);
+* **index bytes**: the index of every evaluated document: float32 vectors (vectors x dimensions x 4);
+  BM25: bm25s' sparse score matrix; a hybrid: both;
+* **query latency**: the median over a few sampled queries of encoding the query (uncached) and scoring it
+  against that index (the best chunk per document for chunk strategies, the top 10 kept); a hybrid adds
+  BM25's scoring and the reciprocal rank fusion of the two rankings.
+
+Each encoder is warmed up once (its weights loaded, first-call costs paid) before anything is timed.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from longembed.advice.candidates import Candidate
+from longembed.evaluation.bm25 import BM25Model, index_bytes
+from longembed.evaluation.cached_encoder import CachedEncoder
+from longembed.evaluation.fusion import Fusion
+from longembed.evaluation.rank_fusion import fuse_scores
+from longembed.evaluation.scoring import Unit, max_over_rows
+from longembed.results.advice import StrategyCost
+
+TOP_K = 10
+FLOAT32_BYTES = 4
+
+
+@dataclass
+class CostSample:
+    """The texts costs are measured on: timed documents and queries (seeded samples), and every evaluated
+    document by unit (the index)."""
+
+    documents: list[str]
+    queries: list[str]
+    units: list[Unit]
+    seed: int
+
+    @property
+    def index_documents(self) -> int:
+        return sum(len(u.data.corpus) for u in self.units)
+
+    def all_documents(self) -> list[str]:
+        return [text for u in self.units for text in u.data.corpus.values()]
+
+
+def cost_sample(units: Sequence[Unit], n_documents: int, n_queries: int, seed: int) -> CostSample:
+    """``n_documents`` documents and ``n_queries`` queries drawn (seeded) from every unit's."""
+    rng = np.random.default_rng(seed)
+    documents = [t for u in units for t in u.data.corpus.values()]
+    queries = [t for u in units for t in u.data.queries.values()]
+    pick = rng.choice(len(documents), size=min(n_documents, len(documents)), replace=False)
+    ask = rng.choice(len(queries), size=min(n_queries, len(queries)), replace=False)
+    return CostSample([documents[i] for i in sorted(pick)], [queries[i] for i in sorted(ask)], list(units), seed)
+
+
+@dataclass
+class Measured:
+    """One strategy's raw measurements: seconds to encode the sample, each query's milliseconds, the index."""
+
+    encode_seconds: float
+    latencies_ms: list[float]
+    index_bytes: int
+    vectors: int | None = None
+    dimensions: int | None = None
+    index: str = "float32 vectors"
+
+
+@dataclass
+class CostMeter:
+    """Measures strategies' costs on one :class:`CostSample`, remembering what strategies share (an
+    encoder's warm-up, chunk counts, BM25's measurements)."""
+
+    sample: CostSample
+    batch_size: int
+    sample_tokens: int
+    _warm: set[int] = field(default_factory=set)
+    _chunks: dict[str, np.ndarray] = field(default_factory=dict)
+    _bm25: Measured | None = None
+
+    def dense(self, candidate: Candidate, cached: CachedEncoder, prompts: dict[str, str]) -> Measured:
+        """An embedding strategy: uncached encode of the sample, its index and query latency."""
+        encoder = cached.encoder
+        self._warm_up(encoder, prompts)
+        rows = self._rows(candidate, encoder)
+        began = time.perf_counter()
+        dimensions = _encode_sample(encoder, candidate, self.sample.documents, prompts["document"], self.batch_size)
+        seconds = time.perf_counter() - began
+        vectors = self.sample.index_documents if rows is None else int(rows.sum())
+        index = _unit_vectors(vectors, dimensions, self.sample.seed)
+        latencies = [_dense_query_ms(encoder, query, prompts["query"], index, rows) for query in self.sample.queries]
+        return Measured(seconds, latencies, vectors * dimensions * FLOAT32_BYTES, vectors, dimensions)
+
+    def bm25(self) -> Measured:
+        """BM25: indexing the sample, the index of every document, and query latency (measured once)."""
+        if self._bm25 is None:
+            model = BM25Model()
+            model.index(["warm up the tokenizer"])
+            began = time.perf_counter()
+            model.index(self.sample.documents)
+            seconds = time.perf_counter() - began
+            index = model.index(self.sample.all_documents())
+            latencies = [_timed_ms(lambda q=query: _top(model.query_scores(index, q))) for query in self.sample.queries]
+            self._bm25 = Measured(seconds, latencies, index_bytes(index), index="bm25s sparse matrix")
+        return self._bm25
+
+    def hybrid(self, dense: Measured) -> Measured:
+        """A dense strategy fused with BM25: both encodes, both indexes, both queries plus the fusion."""
+        lexical = self.bm25()
+        n = self.sample.index_documents
+        rng = np.random.default_rng(self.sample.seed)
+        first, second = rng.standard_normal((1, n)), rng.random((1, n))
+        fusion = [_timed_ms(lambda: _top(fuse_scores(Fusion(), first, second)[0])) for _ in self.sample.queries]
+        latencies = [a + b + c for a, b, c in zip(dense.latencies_ms, lexical.latencies_ms, fusion, strict=True)]
+        return Measured(dense.encode_seconds + lexical.encode_seconds, latencies, dense.index_bytes + lexical.index_bytes,
+                        dense.vectors, dense.dimensions, f"{dense.index} + {lexical.index}")
+
+    def cost(self, measured: Measured) -> StrategyCost:
+        """The measurements as a user's costs (per 1k tokens, per document, median latency)."""
+        per_document = None if measured.vectors is None else measured.vectors / self.sample.index_documents
+        return StrategyCost(
+            encode_seconds_per_1k_tokens=round(1000 * measured.encode_seconds / max(self.sample_tokens, 1), 6),
+            vectors_per_document=None if per_document is None else round(per_document, 3),
+            dimensions=measured.dimensions, index_bytes=measured.index_bytes,
+            query_latency_ms=round(statistics.median(measured.latencies_ms), 3), index=measured.index,
+        )
+
+    def _warm_up(self, encoder: Any, prompts: dict[str, str]) -> None:
+        """Load the weights and pay first-call costs, for documents and for one query, before timing."""
+        if id(encoder) not in self._warm:
+            encoder.encode(["warm up the encoder", "and its batching"], batch_size=2, prompt=prompts["document"])
+            encoder.encode(["warm up one query"], batch_size=1, prompt=prompts["query"])
+            self._warm.add(id(encoder))
+
+    def _rows(self, candidate: Candidate, encoder: Any) -> np.ndarray | None:
+        """Chunks per evaluated document (None: one vector each); counted once per chunking."""
+        if not candidate.chunked:
+            return None
+        if candidate.chunking not in self._chunks:
+            counts = [np.ones(len(u.data.corpus), dtype=np.int64) if u.data.passages is not None
+                      else np.asarray([len(s) for s in encoder.chunk_spans(list(u.data.corpus.values()),
+                                                                            candidate.chunking)], dtype=np.int64)
+                      for u in self.sample.units]
+            self._chunks[candidate.chunking] = np.concatenate(counts)
+        return self._chunks[candidate.chunking]
+
+
+def _encode_sample(encoder: Any, candidate: Candidate, texts: list[str], prompt: str, batch_size: int) -> int:
+    """Encode the sample as the strategy does (uncached); returns the vectors' dimensions."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # truncation warnings: truncating is the strategy
+        if candidate.chunked:
+            out = encoder.encode_chunks(texts, candidate.chunking, late=candidate.late, batch_size=batch_size,
+                                        prompt=prompt, normalize_embeddings=True)
+            return int(out[0][0].shape[1])
+        return int(encoder.encode(texts, batch_size=batch_size, prompt=prompt, normalize_embeddings=True).shape[1])
+
+
+def _unit_vectors(n: int, dimensions: int, seed: int) -> np.ndarray:
+    """An index of ``n`` random unit vectors: scoring costs the same whatever the vectors hold."""
+    vectors = np.random.default_rng(seed).standard_normal((n, dimensions)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def _dense_query_ms(encoder: Any, query: str, prompt: str, index: np.ndarray, rows: np.ndarray | None) -> float:
+    def search() -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            vector = encoder.encode([query], batch_size=1, prompt=prompt, normalize_embeddings=True)
+        _top(max_over_rows(vector @ index.T, rows)[0])
+
+    return _timed_ms(search)
+
+
+def _top(scores: np.ndarray) -> np.ndarray:
+    """The indices of the best ``TOP_K`` scores (what a search returns)."""
+    k = min(TOP_K, len(scores))
+    return np.argpartition(-scores, k - 1)[:k]
+
+
+def _timed_ms(call: Callable[[], Any]) -> float:
+    began = time.perf_counter()
+    call()
+    return 1000 * (time.perf_counter() - began)
+
+
+def machine() -> dict[str, Any]:
+    """Where the costs were measured: the platform, its CPUs and torch's threads."""
+    return {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+            "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads()}

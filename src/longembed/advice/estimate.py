@@ -1,0 +1,187 @@
+"""The estimate ``longembed advise`` prints before it encodes anything, and the budget it keeps to.
+
+Per strategy: the texts and tokens its run still has to encode (``evaluate_model(..., dry_run=True)``:
+cached texts excluded) and seconds from the cost model ``longembed eval`` fits on a timed warm-up of
+the strategy's encoder (:func:`~longembed.evaluation.estimate.measure_cost_model`, t(n) = c + a n +
+b n^2 per sequence of n tokens).  The seconds follow what the run will encode: one sequence per
+document (cut at Lt), chunks of the chunking's size (naive chunks), or windows of Lt (late chunks of
+longer documents).  BM25 and the hybrids encode nothing (a hybrid reuses its dense strategy's cached
+vectors), so they count 0; the uncached cost measurements are added.  Rough by design, as eval's.
+
+:func:`fit_budget` samples the data (:meth:`~longembed.advice.data.AdviceData.selection`) until the
+estimate fits ``--budget-seconds``, or the smallest sample allowed is reached, and says so.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from longembed.advice.candidates import Candidate
+from longembed.advice.data import AdviceData, Selection
+from longembed.chunking.spans import TokenChunking, parse_chunking
+from longembed.evaluation.cached_encoder import CachedEncoder
+from longembed.evaluation.estimate import CostModel, document_seconds, format_duration
+from longembed.results import Estimate
+from longembed.results.advice import BM25, AdviceEstimate, Sampling, StrategyEstimate
+
+#: Tokens a sentence is taken to have, for the estimate of sentence chunks.
+TOKENS_PER_SENTENCE = 32
+#: Rounds of sampling before giving up on the budget, and the margin each round aims under it.
+SAMPLING_ROUNDS = 4
+MARGIN = 0.9
+ESTIMATE_METHOD = (
+    "seconds from a cost model t(n) = c + a n + b n^2 per sequence, fitted on a timed warm-up of each encoder on "
+    "this machine (as longembed eval's); cached texts, BM25 and the hybrids count 0; rough"
+)
+
+
+@dataclass
+class DenseEstimate:
+    """What a dense strategy's dry run counted (``estimate``) and the cost model of its encoder."""
+
+    candidate: Candidate
+    encoder: CachedEncoder
+    estimate: Estimate
+
+
+def strategy_seconds(planned: DenseEstimate, model: CostModel) -> float:
+    """Estimated seconds of a dense strategy's run: every unit's documents and queries to encode."""
+    encoder, candidate = planned.encoder.encoder, planned.candidate
+    return sum(side_seconds(u.documents.to_encode, u.documents.tokens, candidate, encoder, model)
+               + query_seconds(u.queries.to_encode, u.queries.tokens, model) for u in planned.estimate.units)
+
+
+def side_seconds(count: int, tokens: int, candidate: Candidate, encoder: object, model: CostModel) -> float:
+    """Seconds to encode ``count`` documents of ``tokens`` tokens in all, as the strategy encodes them."""
+    if count == 0:
+        return 0.0
+    mean = tokens / count
+    if not candidate.chunked:
+        return count * document_seconds(round(mean), encoder, model)  # type: ignore[arg-type]
+    if not candidate.late:
+        rule = parse_chunking(candidate.chunking)
+        size = rule.size if isinstance(rule, TokenChunking) else rule.n * TOKENS_PER_SENTENCE
+        return math.ceil(tokens / size) * model.seconds(min(size + 2, encoder.original_length))  # type: ignore[attr-defined]
+    window = encoder.window_length  # type: ignore[attr-defined]
+    if mean <= window:
+        return count * model.seconds(mean)
+    windows = math.ceil(mean / (window - window // 8))  # neighbouring windows share an eighth
+    return count * windows * model.seconds(window)
+
+
+def query_seconds(count: int, tokens: int, model: CostModel) -> float:
+    return 0.0 if count == 0 else count * model.seconds(tokens / count)
+
+
+def advice_estimate(
+    candidates: list[Candidate], planned: dict[str, DenseEstimate], cost_model: Callable[[CachedEncoder], CostModel],
+    measurement_seconds: float, budget: float | None,
+) -> AdviceEstimate:
+    """The estimate of every strategy: ``planned`` holds the dry runs of the dense strategies (hybrids
+    reuse their dense strategy's, BM25 has none); ``cost_model`` gives an encoder's fitted cost model."""
+    rows = []
+    seconds: dict[str, float] = {}
+    documents = max((p.estimate.documents for p in planned.values()), default=0)
+    for candidate in candidates:
+        dense = planned.get(candidate.name)
+        if dense is not None:
+            seconds[candidate.name] = strategy_seconds(dense, cost_model(dense.encoder)) if dense.estimate.tokens_to_encode else 0.0
+            rows.append(strategy_row(dense, candidate, seconds[candidate.name], documents))
+            continue
+        source = planned.get(candidate.dense or "")
+        if source is not None and source.encoder.cache is None:  # no cache: the hybrid encodes everything again
+            rows.append(strategy_row(source, candidate, seconds[source.candidate.name], documents,
+                                     "no embedding cache: encodes again"))
+            continue
+        rows.append(strategy_row(None, candidate, 0.0, documents, free_note(candidate)))
+    total = sum(r.seconds for r in rows) + measurement_seconds
+    return AdviceEstimate(rows, round(measurement_seconds, 1), round(total, 1), budget, ESTIMATE_METHOD)
+
+
+def strategy_row(planned: DenseEstimate | None, candidate: Candidate, seconds: float, documents: int,
+                 note: str = "") -> StrategyEstimate:
+    """One line of the estimate (a strategy that encodes nothing: ``planned`` None)."""
+    if planned is None:
+        return StrategyEstimate(candidate.name, documents, 0, 0, 0, 0.0, note)
+    e = planned.estimate
+    return StrategyEstimate(candidate.name, e.documents, e.documents - e.documents_cached,
+                            e.queries - e.queries_cached, e.tokens_to_encode, round(seconds, 1), note)
+
+
+def free_note(candidate: Candidate) -> str:
+    """Why BM25 or a hybrid counts 0 seconds."""
+    if candidate.kind == BM25:
+        return "BM25: nothing to encode; indexing not timed"
+    return f"reuses {candidate.dense}'s cached vectors: BM25 scoring only"
+
+
+def format_advice_estimate(estimate: AdviceEstimate, sampled: bool = False) -> str:
+    """The estimate as printed: one line per strategy, the cost measurements, the total and the budget."""
+    title = "estimate of the sampled runs" if sampled else "estimate (before any encoding)"
+    lines = [f"{title}:", f"  {'strategy':<24}{'documents':>10}{'to encode':>11}{'tokens to encode':>18}{'est. s':>9}"]
+    for row in estimate.strategies:
+        note = f"  ({row.note})" if row.note else ""
+        lines.append(f"  {row.name:<24}{row.documents:>10}{row.documents_to_encode:>11}{row.tokens_to_encode:>18,}"
+                     f"{row.seconds:>9.0f}{note}")
+    lines.append(f"  {'cost measurements (uncached encodes of the timing samples)':<63}{estimate.measurement_seconds:>9.0f}")
+    budget = "" if estimate.budget_seconds is None else f" (budget {format_duration(estimate.budget_seconds)})"
+    lines.append(f"total: about {format_duration(estimate.seconds)}{budget}; {estimate.method}")
+    return "\n".join(lines)
+
+
+def fit_budget(
+    data: AdviceData, estimate: Callable[[Selection], AdviceEstimate], budget: float | None, seed: int,
+    say: Callable[[str], None],
+) -> tuple[Selection, AdviceEstimate, Sampling | None]:
+    """The full data and its estimate (printed), or, when that is over ``budget``, a sample whose
+    estimate fits it (both printed, with what was sampled); sampling stops at the smallest sample allowed
+    (which may not fit: then the advice says so)."""
+    selection = data.selection()
+    full = estimate(selection)
+    full.text = format_advice_estimate(full)
+    say(full.text)
+    if budget is None or full.seconds <= budget:
+        return selection, full, None
+    current, fraction = full, 1.0
+    for _ in range(SAMPLING_ROUNDS):
+        encoding = current.seconds - current.measurement_seconds
+        room = budget - current.measurement_seconds
+        fraction = 0.0 if room <= 0 or encoding <= 0 else fraction * min(1.0, MARGIN * room / encoding)
+        smaller = data.selection(fraction, seed)
+        if smaller.sampled == selection.sampled:
+            break  # the smallest sample allowed: nothing left to cut
+        selection, current = smaller, estimate(smaller)
+        if current.seconds <= budget:
+            break
+    sampling = Sampling(seed, round(fraction, 6), selection.sampled, full.seconds, current.seconds,
+                        current.seconds <= budget, sampling_method(seed))
+    printed = [describe_sampling(sampling, budget), format_advice_estimate(current, sampled=True)]
+    for text in printed:
+        say(text)
+    current.text = "\n".join([full.text, *printed])
+    return selection, current, sampling
+
+
+def sampling_method(seed: int) -> str:
+    return (f"seeded (seed {seed}): of a retrieval task, queries drawn at random, each with all its relevant "
+            "documents, and random distractors up to the same fraction of the documents; of passkey and needle, "
+            "the first queries of each length's nested set (2 documents each); at least 10 queries (per length)")
+
+
+def describe_sampling(sampling: Sampling, budget: float) -> str:
+    """What was sampled, in words (printed, and written in advice.md)."""
+    parts = []
+    for task in sampling.tasks:
+        if task.per_length:
+            parts.append(f"{task.task}: {task.queries} of {task.queries_of} queries per length")
+        else:
+            parts.append(f"{task.task}: {task.queries} of {task.queries_of} queries, {task.documents} of "
+                         f"{task.documents_of} documents")
+    fits = ("fits it" if sampling.within_budget
+            else "still does not fit it: this is the smallest sample allowed")
+    return (f"over budget: the full data was estimated at {format_duration(sampling.full_estimate_seconds)}, above "
+            f"--budget-seconds {format_duration(budget)}; sampled ({sampling.how}): {'; '.join(parts)}. The sample's "
+            f"estimate, {format_duration(sampling.estimate_seconds)}, {fits}.")
+

@@ -1,0 +1,259 @@
+"""``advise``: run every candidate strategy for one model on one's data and say which to use.
+
+    >>> from longembed.advice import advise
+    >>> advice = advise("path/to/all-MiniLM-L6-v2", max_length=4096, task_dirs=["my-contracts"],
+    ...                 output_dir="advice/contracts", budget_seconds=1800)
+    >>> advice.recommendation.choice, advice.recommendation.reason
+
+What one advice does, and where each step lives:
+
+1. **Plan**: the model's position scheme, pooling and window decide the strategies
+   (:mod:`.candidates`); the data is read once (:mod:`.data`).
+2. **Estimate** (:mod:`.estimate`): every strategy's run planned dry, seconds from a timed warm-up;
+   printed before anything is encoded; over ``budget_seconds`` the data is sampled, and that is said.
+3. **Run**: each strategy is an ordinary ``evaluate_model`` run into ``OUTPUT/runs/<strategy>/``,
+   through the embedding cache (a rerun resumes; a hybrid reuses its dense strategy's vectors).
+4. **Measure** (:mod:`.costs`): encode cost, vectors per document, index bytes, query latency.
+5. **Conclude** (:mod:`.recommend`): each strategy against the best (``longembed.results.compare``),
+   the cheapest one statistically tied with it; written as advice.md, advice.png, advice.json, and the
+   full comparison in ``OUTPUT/comparison/``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from longembed.advice.candidates import TRUNCATE, Candidate, ModelFacts, plan_candidates
+from longembed.advice.costs import CostMeter, Measured, cost_sample, machine
+from longembed.advice.data import AdviceData, Selection, load_data
+from longembed.advice.estimate import DenseEstimate, advice_estimate, fit_budget, query_seconds, side_seconds
+from longembed.advice.recommend import choose_best, compare_with_best, recommend
+from longembed.advice.spec import AdviseSpec
+from longembed.advice.write import write_advice
+from longembed.encoder import load_encoder
+from longembed.evaluation.bm25 import BM25Model
+from longembed.evaluation.cached_encoder import CachedEncoder
+from longembed.evaluation.encoders import EncoderFactory
+from longembed.evaluation.estimate import CostModel, measure_cost_model
+from longembed.evaluation.runner import evaluate_model, plan_run
+from longembed.evaluation.scoring import Unit
+from longembed.evaluation.spec import EvalSpec
+from longembed.report.comparison import write_comparison
+from longembed.results import RunResults
+from longembed.results.advice import (
+    BM25,
+    DENSE,
+    Advice,
+    AdviceEstimate,
+    Sampling,
+    StrategyCost,
+    StrategyResult,
+)
+
+RUNS, COMPARISON = "runs", "comparison"
+
+
+def advise(
+    model: str | Path,
+    spec: AdviseSpec | None = None,
+    *,
+    max_length: int | None = None,
+    encoder_options: Mapping[str, Any] | None = None,
+    device: str | None = None,
+    **options: Any,
+) -> Advice:
+    """Measure the candidate strategies for ``model`` on the spec's data and recommend one.
+
+    model, max_length, encoder_options, device: as for ``load_encoder`` (every strategy's encoder gets the
+                 options; ``max_length`` is N, the document length asked about: the extension strategies
+                 run at N, which must not be below the model's window Lo).
+    spec:        an :class:`~longembed.advice.spec.AdviseSpec`; its fields may also be given as keyword
+                 arguments (which replace the spec's): the data (``task_dirs``/``task_names``, ``haystack``,
+                 ``tasks`` with ``data_dir``, ``lengths``, ``queries_per_length``), ``output_dir``,
+                 ``methods`` (extension methods instead of the scheme's), ``chunking``, ``budget_seconds``,
+                 ``seed``, the cost samples' sizes, prompts, cache, ``batch_size``, ``show_progress``, ``log``.
+
+    Returns the :class:`~longembed.results.advice.Advice`, also written to ``output_dir`` (advice.json,
+    advice.md, advice.png; each strategy's run in ``runs/<strategy>/``, the comparison in ``comparison/``).
+    """
+    began = time.perf_counter()
+    spec = AdviseSpec(**options) if spec is None else dataclasses.replace(spec, **options)
+    plan = plan_advice(model, spec, max_length, dict(encoder_options or {}), device)
+    selection, estimate, sampling = fit_budget(plan.data, plan.estimate, spec.budget_seconds, spec.seed, plan.say)
+    runs = plan.run(selection)
+    costs, measurement = plan.measure(selection)
+    advice = plan.conclude(runs, costs, estimate, sampling, measurement)
+    advice.wall_time_s = round(time.perf_counter() - began, 3)
+    written = write_advice(advice, plan.out)
+    plan.say(f"\nuse {advice.recommendation.choice}: {advice.recommendation.reason}")
+    if advice.recommendation.caution:
+        plan.say(f"caution: {advice.recommendation.caution}")
+    plan.say("wrote " + ", ".join(str(p) for p in written.values()))
+    return advice
+
+
+def plan_advice(
+    model: str | Path, spec: AdviseSpec, max_length: int | None, options: dict[str, Any], device: str | None
+) -> AdvicePlan:
+    """The model read (configuration and tokenizer only), its strategies, their encoders, the data."""
+    if str(model) == "bm25":
+        raise ValueError("--model bm25: BM25 is always one of the strategies advise compares; give the embedding "
+                         "model to advise about (a folder, a hub id, or 'default')")
+    factory = EncoderFactory(model, TRUNCATE, None, device, options, load_encoder)
+    say = spec.log or (lambda _message: None)
+    encoders = {TRUNCATE: _cached(factory(lazy=True), spec)}
+    base = encoders[TRUNCATE]
+    facts = ModelFacts(base.position_scheme, base.pooling, base.original_length)
+    candidates, left_out = plan_candidates(facts, max_length, list(spec.methods) if spec.methods else None,
+                                           spec.chunking)
+    for candidate in candidates:
+        if candidate.encoder is not None and candidate.encoder not in encoders:
+            encoders[candidate.encoder] = _cached(factory(method=candidate.encoder, max_length=max_length, lazy=True), spec)
+    data = load_data(spec, max_length or facts.original_length, say)
+    return AdvicePlan(spec, str(model), facts, max_length, candidates, left_out, encoders, data, Path(spec.output_dir), say)  # type: ignore[arg-type]
+
+
+def _cached(encoder: Any, spec: AdviseSpec) -> CachedEncoder:
+    return CachedEncoder(encoder, spec.cache_dir, use_cache=spec.use_cache, batch_size=spec.batch_size,
+                         show_progress=spec.show_progress, log=spec.log)
+
+
+@dataclass
+class AdvicePlan:
+    """Everything an advice does, decided before the first vector: its strategies, their encoders
+    (behind the embedding cache, keyed "truncate" or by method) and the data."""
+
+    spec: AdviseSpec
+    model: str
+    facts: ModelFacts
+    max_length: int | None
+    candidates: list[Candidate]
+    left_out: dict[str, str]
+    encoders: dict[str, CachedEncoder]
+    data: AdviceData
+    out: Path
+    say: Callable[[str], None]
+    _cost_models: dict[str, CostModel] = field(default_factory=dict)
+
+    def eval_spec(self, selection: Selection, candidate: Candidate | None = None, **extra: Any) -> EvalSpec:
+        """The ``evaluate_model`` options of a strategy's run on ``selection``."""
+        s = self.spec
+        synthetic = {"queries_per_length": selection.queries_per_length, "haystack": s.haystack} if self.data.synthetic else {}
+        options = {
+            "tasks": selection.tasks, "data_dir": s.data_dir, "lengths": self.data.lengths, "query_prompt": s.query_prompt,
+            "document_prompt": s.document_prompt, "cache_dir": s.cache_dir, "use_cache": s.use_cache,
+            "batch_size": s.batch_size, "show_progress": s.show_progress, "log": s.log, "estimate": False, **synthetic,
+            **(candidate.eval_options() if candidate is not None else {}),
+        }
+        return EvalSpec(**{**options, **extra})
+
+    def prompts(self, encoder: CachedEncoder) -> dict[str, str]:
+        """The query and document prompts the runs give (the spec's, else the model's)."""
+        model = encoder.retrieval_prompts()
+        return {"query": model["query"] if self.spec.query_prompt is None else self.spec.query_prompt,
+                "document": model["document"] if self.spec.document_prompt is None else self.spec.document_prompt}
+
+    def cost_model(self, encoder: CachedEncoder) -> CostModel:
+        """The encoder's cost model, from a timed warm-up on this machine (measured once)."""
+        key = next(name for name, e in self.encoders.items() if e is encoder)
+        if key not in self._cost_models:
+            self._cost_models[key] = measure_cost_model(encoder.encoder, self.spec.batch_size)
+        return self._cost_models[key]
+
+    def units(self, selection: Selection) -> list[Unit]:
+        """The selection's retrieval problems, as every run loads them."""
+        return plan_run(BM25Model(), self.eval_spec(selection, log=None, dry_run=True)).units
+
+    def estimate(self, selection: Selection) -> AdviceEstimate:
+        """Every strategy's run planned dry on ``selection``: texts and tokens to encode, estimated seconds."""
+        planned = {}
+        for candidate in (c for c in self.candidates if c.kind == DENSE):
+            encoder = self.encoders[candidate.encoder]  # type: ignore[index]
+            dry = evaluate_model(encoder, self.eval_spec(selection, candidate, dry_run=True, log=None))
+            assert dry.estimate is not None
+            planned[candidate.name] = DenseEstimate(candidate, encoder, dry.estimate)
+        return advice_estimate(self.candidates, planned, self.cost_model, self.measurement_seconds(selection),
+                               self.spec.budget_seconds)
+
+    def measurement_seconds(self, selection: Selection) -> float:
+        """Estimated seconds of the cost measurements' uncached encodes (timing sample, latency queries)."""
+        sample = cost_sample(self.units(selection), self.spec.sample_documents, self.spec.latency_queries, self.spec.seed)
+        seconds = 0.0
+        for candidate in (c for c in self.candidates if c.kind == DENSE):
+            encoder = self.encoders[candidate.encoder]  # type: ignore[index]
+            prompts, model = self.prompts(encoder), self.cost_model(encoder)
+            tokens = encoder.count_tokens(sample.documents, prompts["document"])
+            queries = encoder.count_tokens(sample.queries, prompts["query"])
+            seconds += side_seconds(len(tokens), sum(tokens), candidate, encoder.encoder, model)
+            seconds += query_seconds(len(queries), sum(queries), model)
+        return seconds
+
+    def run(self, selection: Selection) -> dict[str, RunResults]:
+        """Each strategy's ``evaluate_model`` run into ``OUTPUT/runs/<strategy>/``."""
+        runs: dict[str, RunResults] = {}
+        for i, candidate in enumerate(self.candidates, 1):
+            self.say(f"\n[{i}/{len(self.candidates)}] {candidate.name}: {candidate.description}")
+            model = BM25Model() if candidate.kind == BM25 else self.encoders[candidate.encoder]  # type: ignore[index]
+            results = evaluate_model(model, self.eval_spec(selection, candidate, output_dir=self.out / RUNS / candidate.name))
+            if not results.tasks:
+                raise ValueError(f"strategy {candidate.name}: no task could run ({results.skipped})")
+            runs[candidate.name] = results
+        return runs
+
+    def measure(self, selection: Selection) -> tuple[dict[str, StrategyCost], dict[str, Any]]:
+        """Every strategy's costs on this machine, and how they were measured."""
+        s = self.spec
+        sample = cost_sample(self.units(selection), s.sample_documents, s.latency_queries, s.seed)
+        tokens = sum(self.encoders[TRUNCATE].count_tokens(sample.documents, ""))
+        meter = CostMeter(sample, s.batch_size, tokens)
+        self.say(f"\nmeasuring costs: {len(sample.documents)} documents ({tokens:,} tokens) encoded uncached and "
+                 f"{len(sample.queries)} queries timed per strategy (this machine; noisy)")
+        measured: dict[str, Measured] = {}
+        for candidate in self.candidates:
+            if candidate.kind == BM25:
+                measured[candidate.name] = meter.bm25()
+            elif candidate.kind == DENSE:
+                encoder = self.encoders[candidate.encoder]  # type: ignore[index]
+                measured[candidate.name] = meter.dense(candidate, encoder, self.prompts(encoder))
+            else:
+                measured[candidate.name] = meter.hybrid(measured[candidate.dense])  # type: ignore[index]
+        how = {"machine": {**machine(), "device": str(self.encoders[TRUNCATE].device)},
+               "sample_documents": len(sample.documents), "sample_tokens": tokens,
+               "latency_queries": len(sample.queries), "index_documents": sample.index_documents, "seed": s.seed}
+        return {name: meter.cost(m) for name, m in measured.items()}, how
+
+    def conclude(
+        self, runs: dict[str, RunResults], costs: dict[str, StrategyCost], estimate: AdviceEstimate,
+        sampling: Sampling | None, measurement: dict[str, Any],
+    ) -> Advice:
+        """Each strategy against the best, the recommendation, the full comparison written."""
+        scores = {name: run.average for name, run in runs.items() if run.average is not None}
+        best = choose_best(scores, costs)
+        versus, comparison = compare_with_best(runs, best, seed=self.spec.seed)
+        write_comparison(comparison, self.out / COMPARISON)
+        strategies = [self._result(c, runs[c.name], costs[c.name]) for c in self.candidates]
+        for strategy in strategies:
+            strategy.versus_best = versus.get(strategy.name)
+        return Advice(
+            model=self.model, position_scheme=self.facts.position_scheme, pooling=self.facts.pooling,
+            original_length=self.facts.original_length, max_length=self.max_length, tasks=self.data.names,
+            strategies=strategies, recommendation=recommend(strategies), estimate=estimate, wall_time_s=0.0,
+            left_out=self.left_out, sampling=sampling, measurement=measurement, comparison=COMPARISON,
+            created=_dt.datetime.now(tz=_dt.UTC).isoformat(timespec="seconds"),
+        )
+
+    def _result(self, candidate: Candidate, run: RunResults, cost: StrategyCost) -> StrategyResult:
+        encoder = None if candidate.encoder is None else self.encoders[candidate.encoder]
+        assert run.average is not None
+        return StrategyResult(
+            name=candidate.name, description=candidate.description, kind=candidate.kind,
+            run=f"{RUNS}/{candidate.name}", score=run.average, interval=run.average_interval, cost=cost,
+            method=None if encoder is None else encoder.method, max_length=None if encoder is None else encoder.max_length,
+            granularity=run.config.granularity or {}, fusion=run.config.fusion,
+        )

@@ -1,0 +1,205 @@
+"""Which retrieval strategy to use on one's documents, typed: what ``longembed advise`` writes to
+``advice.json``.
+
+    >>> from longembed.results.advice import Advice
+    >>> advice = Advice.load("advice/contracts")
+    >>> advice.recommendation.choice, [(s.name, s.score, s.cost.index_bytes) for s in advice.strategies]
+
+The file format (``longembed-advice/1``) is the JSON form of these classes, key for key.  Scores and
+differences are percentages (a run's average over its tasks); every difference is the strategy's score
+minus the best strategy's, on the same queries.  Costs are measured on the machine that wrote the file
+(``machine``) and are noisy: seconds and milliseconds from a few timed calls.
+:func:`longembed.advice.advise` computes one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from longembed.results.codec import Record, to_data
+from longembed.results.files import load_result_file, write_json
+from longembed.results.run import Interval
+
+ADVICE_FORMAT = "longembed-advice/1"
+ADVICE_FILE = "advice.json"
+#: The kinds of strategy: lexical only, one embedding model's vectors, or those fused with BM25's ranking.
+BM25, DENSE, HYBRID = "bm25", "dense", "hybrid"
+
+
+@dataclass
+class StrategyCost(Record):
+    """What a strategy costs a user, measured on this machine.
+
+    ``encode_seconds_per_1k_tokens``: an uncached encode (BM25: indexing) of ``sample_documents``
+    documents, per 1,000 of their tokens (the documents' own tokens, counted with the model's tokenizer:
+    a truncating strategy reads fewer of them, which is what it saves).  ``vectors_per_document``: 1, or
+    the mean number of chunks (None for BM25).  ``index_bytes``: the index of every evaluated document
+    (float32 vectors: vectors x dimensions x 4; BM25: bm25s' sparse score matrix; a hybrid: both).
+    ``query_latency_ms``: the median over ``latency_queries`` queries of encoding one query and scoring
+    it against that index (top 10 kept).
+    """
+
+    encode_seconds_per_1k_tokens: float
+    vectors_per_document: float | None
+    dimensions: int | None
+    index_bytes: int
+    query_latency_ms: float
+    index: str  # what the index holds: "float32 vectors", "bm25s sparse matrix", or both
+
+
+@dataclass
+class VersusBest(Record):
+    """A strategy against the best one on the same queries (:func:`longembed.results.compare`).
+
+    ``difference``: this strategy's score minus the best's, with its paired bootstrap interval;
+    ``level``: the comparison's test it is (the average over tasks, a task over its lengths, or one
+    unit); ``p_value``: the paired sign-flip test's; ``p_adjusted``: Holm's over all the comparisons
+    with the best (one per other strategy); ``significant``: ``p_adjusted`` below alpha.
+    """
+
+    difference: Interval
+    level: str
+    p_value: float
+    p_method: str
+    p_adjusted: float
+    significant: bool
+
+
+@dataclass
+class StrategyResult(Record):
+    """One candidate strategy: what it is, where its run is, its score and what it costs.
+
+    ``run``: its run folder relative to the advice folder (``runs/<name>``: ``longembed report`` and
+    ``compare`` read it).  ``score``: the run's average (percent) with its 95% interval.
+    ``versus_best``: None for the best strategy itself.
+    """
+
+    name: str
+    description: str
+    kind: str  # BM25, DENSE or HYBRID
+    run: str
+    score: float
+    interval: Interval | None
+    cost: StrategyCost
+    method: str | None = None  # the encoder's extension method (None: BM25)
+    max_length: int | None = None  # the encoder's Lt
+    granularity: dict[str, Any] = field(default_factory=dict)
+    fusion: dict[str, Any] | None = None
+    versus_best: VersusBest | None = None
+
+
+@dataclass
+class Recommendation(Record):
+    """The advice: the best strategy, the cheapest one statistically tied with it (``choice``; the best
+    itself when nothing cheaper is tied), the tied strategies, how "cheapest" is ordered, and why, in one
+    sentence.  ``caution``: said when the choice is tied only for want of queries (its difference from the
+    best has a 95% interval, unadjusted, entirely below 0); empty otherwise."""
+
+    best: str
+    choice: str
+    tied: list[str]
+    cost_order: str
+    reason: str
+    caution: str = ""
+
+
+@dataclass
+class StrategyEstimate(Record):
+    """One strategy's part of the estimate printed before the runs: texts and tokens it will encode
+    (cached ones excluded) and the estimated seconds (0 for BM25 and hybrids, which encode nothing)."""
+
+    name: str
+    documents: int
+    documents_to_encode: int
+    queries_to_encode: int
+    tokens_to_encode: int
+    seconds: float
+    note: str = ""
+
+
+@dataclass
+class AdviceEstimate(Record):
+    """The estimate printed before the runs (``text``, as printed), and the budget it was held to.
+
+    ``seconds``: the strategies' encoding plus ``measurement_seconds`` (the uncached cost
+    measurements); BM25 scoring and the statistics are not in it.
+    """
+
+    strategies: list[StrategyEstimate]
+    measurement_seconds: float
+    seconds: float
+    budget_seconds: float | None
+    method: str
+    text: str = ""
+
+
+@dataclass
+class SampledTask(Record):
+    """What budget sampling kept of one task: queries (per length, for passkey and needle) and
+    documents, each of how many."""
+
+    task: str
+    queries: int
+    queries_of: int
+    documents: int | None = None  # None: passkey and needle (2 documents per query, per length)
+    documents_of: int | None = None
+    per_length: bool = False
+
+
+@dataclass
+class Sampling(Record):
+    """How the data was cut to fit the budget: the fraction aimed at, the seed, each task's counts, and
+    whether the estimate of the sample fits the budget (it may not, at the smallest sample allowed)."""
+
+    seed: int
+    fraction: float
+    tasks: list[SampledTask]
+    full_estimate_seconds: float
+    estimate_seconds: float
+    within_budget: bool
+    how: str
+
+
+@dataclass
+class Advice(Record):
+    """Everything ``longembed advise`` measured and concluded (:func:`longembed.advice.advise`)."""
+
+    model: str
+    position_scheme: str
+    pooling: str
+    original_length: int
+    max_length: int | None
+    tasks: list[str]
+    strategies: list[StrategyResult]
+    recommendation: Recommendation
+    estimate: AdviceEstimate
+    wall_time_s: float
+    left_out: dict[str, str] = field(default_factory=dict)  # strategy -> why it is not a candidate
+    sampling: Sampling | None = None
+    measurement: dict[str, Any] = field(default_factory=dict)  # how costs were measured, and where
+    alpha: float = 0.05
+    comparison: str | None = None  # the full paired comparison's folder, relative to the advice folder
+    created: str = ""
+
+    file_name: ClassVar[str] = ADVICE_FILE
+
+    def strategy(self, name: str) -> StrategyResult:
+        """The strategy called ``name`` (KeyError naming the strategies otherwise)."""
+        for item in self.strategies:
+            if item.name == name:
+                return item
+        raise KeyError(f"no strategy {name!r}; the strategies are {[s.name for s in self.strategies]}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": ADVICE_FORMAT, **to_data(self)}
+
+    @classmethod
+    def load(cls, path: str | Path) -> Advice:
+        """Read advice: ``path`` is its folder or its advice.json."""
+        return load_result_file(path, ADVICE_FILE, "longembed advice file", ADVICE_FORMAT, cls.from_dict)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the advice as JSON to ``path`` (a file) atomically."""
+        return write_json(Path(path), self.to_dict())

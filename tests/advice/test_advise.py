@@ -1,0 +1,127 @@
+"""``advise`` end to end on a tiny model and a task folder: every strategy is an ordinary run in
+runs/<strategy>/, the costs are what an independent count gives, budget sampling is said and recorded in
+the runs, advice.json reads back as written, and a rerun encodes nothing."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from conftest import words
+from transformers import AutoTokenizer
+
+from longembed.advice import advise
+from longembed.advice.data import load_data
+from longembed.advice.spec import AdviseSpec
+from longembed.results import Advice, RunResults
+from longembed.results.advice import SampledTask
+from longembed.tasks import RetrievalData, write_task_dir
+
+CHUNKING = "tokens:8"
+
+
+def task_folder(root: Path, n_queries: int = 30, n_documents: int = 60) -> Path:
+    """Documents of 40-70 words of the tiny vocabulary; query i quotes ten words of document i."""
+    corpus = {f"d{j:02d}": words(40 + j % 31, seed=j) for j in range(n_documents)}
+    queries = {f"q{i:02d}": " ".join(corpus[f"d{i:02d}"].split()[3:13]) for i in range(n_queries)}
+    return write_task_dir(RetrievalData(corpus, queries, {f"q{i:02d}": {f"d{i:02d}": 1} for i in range(n_queries)}),
+                          root / "mine")
+
+
+@pytest.fixture(scope="module")
+def advised(tiny_models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict:
+    root = tmp_path_factory.mktemp("advise")
+    said: list[str] = []
+    options = dict(max_length=64, task_dirs=[task_folder(root)], output_dir=root / "out", chunking=CHUNKING,
+                   budget_seconds=0.001, cache_dir=root / "cache", sample_documents=4, latency_queries=3,
+                   show_progress=False, log=said.append)
+    advice = advise(tiny_models["bert"], **options)
+    return {"advice": advice, "said": said, "out": root / "out", "options": options, "model": tiny_models["bert"]}
+
+
+def test_every_strategy_is_a_run_of_the_same_sampled_data(advised: dict) -> None:
+    advice, out = advised["advice"], advised["out"]
+    names = [s.name for s in advice.strategies]
+    assert names == ["bm25", "truncate", "pi-64", "naive-chunks", "late-chunks", "truncate+bm25", "pi-64+bm25",
+                     "naive-chunks+bm25", "late-chunks+bm25"]
+    runs = {s.name: RunResults.load(out / s.run) for s in advice.strategies}
+    fingerprints = {run.tasks["mine"].data_sha256 for run in runs.values()}
+    assert len(fingerprints) == 1  # the same documents and queries for every strategy
+    for strategy in advice.strategies:
+        run = runs[strategy.name]
+        assert run.complete and run.average == strategy.score and run.average_interval == strategy.interval
+        assert run.tasks["mine"].counts.queries == 10 and run.tasks["mine"].counts.documents == 10
+        assert run.config.task_dirs["mine"]["left_out_by_reason"] == {"unjudged": 0, "no_relevant": 0, "sampled": 20}
+    assert runs["late-chunks+bm25"].config.fusion == {"source": "bm25", "method": "rrf", "k": 60}
+    assert runs["late-chunks"].config.granularity == {"level": "chunks", "chunking": CHUNKING, "late": True}
+    assert runs["pi-64+bm25"].tasks["mine"].cache.documents_encoded == 0  # the dense run's vectors
+    best = advice.strategy(advice.recommendation.best)
+    assert best.score == max(s.score for s in advice.strategies) and best.versus_best is None
+    assert all(s.versus_best is not None for s in advice.strategies if s is not best)
+    assert (out / "comparison" / "comparison.md").is_file()
+
+
+def test_budget_sampling_is_said_and_recorded(advised: dict) -> None:
+    advice, said = advised["advice"], advised["said"]
+    sampling = advice.sampling
+    assert sampling is not None and not sampling.within_budget  # 0.001 s: even the smallest sample is above it
+    assert sampling.tasks == [SampledTask("mine", 10, 30, 10, 60)]
+    message = next(line for line in said if line.startswith("over budget"))
+    assert "mine: 10 of 30 queries, 10 of 60 documents" in message and "smallest sample allowed" in message
+    assert message in advice.estimate.text and advice.estimate.budget_seconds == 0.001
+    printed = [i for i, line in enumerate(said) if line.startswith("estimate (before any encoding)")]
+    first_run = next(i for i, line in enumerate(said) if line.startswith("\n[1/9] bm25"))
+    assert printed and printed[0] < first_run  # the estimate comes before anything runs
+    markdown = (advised["out"] / "advice.md").read_text()
+    assert "**Measured on a sample**" in markdown and "mine 10 of 30 queries and 10 of 60 documents" in markdown
+
+
+def test_the_recorded_sample_reproduces_the_scored_data(advised: dict) -> None:
+    advice = advised["advice"]
+    data = load_data(AdviseSpec(task_dirs=advised["options"]["task_dirs"], output_dir=advised["out"]), 64, print)
+    sample = data.selection(advice.sampling.fraction, advice.sampling.seed).tasks[0].data
+    run = RunResults.load(advised["out"] / "runs" / "truncate")
+    assert sample.fingerprint() == run.tasks["mine"].data_sha256
+
+
+def test_costs_match_an_independent_count(advised: dict) -> None:
+    advice = advised["advice"]
+    data = load_data(AdviseSpec(task_dirs=advised["options"]["task_dirs"], output_dir=advised["out"]), 64, print)
+    corpus = data.selection(advice.sampling.fraction, advice.sampling.seed).tasks[0].data.corpus
+    tokenizer = AutoTokenizer.from_pretrained(advised["model"])
+    chunks = sum(math.ceil(len(tokenizer.tokenize(text)) / 8) for text in corpus.values())  # tokens:8, no overlap
+    naive, truncate, bm25 = (advice.strategy(n).cost for n in ("naive-chunks", "truncate", "bm25"))
+    assert advice.measurement["index_documents"] == len(corpus) == 10
+    assert naive.vectors_per_document == pytest.approx(round(chunks / 10, 3))
+    assert naive.index_bytes == chunks * 32 * 4 and truncate.index_bytes == 10 * 32 * 4  # float32, 32 dimensions
+    assert truncate.vectors_per_document == 1.0 and bm25.vectors_per_document is None and bm25.index_bytes > 0
+    hybrid = advice.strategy("naive-chunks+bm25").cost
+    assert hybrid.index_bytes == naive.index_bytes + bm25.index_bytes
+    assert hybrid.encode_seconds_per_1k_tokens >= naive.encode_seconds_per_1k_tokens
+    for strategy in advice.strategies:
+        assert strategy.cost.encode_seconds_per_1k_tokens > 0 and strategy.cost.query_latency_ms > 0
+    assert advice.measurement["sample_documents"] == 4 and advice.measurement["latency_queries"] == 3
+
+
+def test_advice_json_reads_back_as_written(advised: dict) -> None:
+    advice = advised["advice"]
+    again = Advice.load(advised["out"])
+    assert again == advice and again.to_dict() == advice.to_dict()
+    assert again.to_dict()["format"] == "longembed-advice/1"
+    assert (advised["out"] / "advice.png").stat().st_size > 0
+
+
+def test_a_rerun_encodes_nothing(advised: dict) -> None:
+    said: list[str] = []
+    again = advise(advised["model"], **{**advised["options"], "log": said.append})
+    assert all(row.tokens_to_encode == 0 and row.seconds == 0 for row in again.estimate.strategies)
+    assert [s.score for s in again.strategies] == [s.score for s in advised["advice"].strategies]
+
+
+def test_bad_requests_are_refused_before_anything_runs(tiny_models: dict[str, Path], tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="BM25 is always one of the strategies"):
+        advise("bm25", tasks=["passkey"], output_dir=tmp_path)
+    with pytest.raises(ValueError, match="below the model's window Lo = 32"):
+        advise(tiny_models["bert"], max_length=16, tasks=["passkey"], output_dir=tmp_path)
+    assert not any(tmp_path.iterdir())

@@ -1,0 +1,87 @@
+"""The estimate advise prints and the budget it keeps to: seconds per strategy as its run encodes
+(documents, chunks, windows), and sampling until the estimate fits, said in words."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pytest
+
+from longembed.advice.candidates import ModelFacts, plan_candidates
+from longembed.advice.data import AdviceData, PreparedTask, Selection
+from longembed.advice.estimate import fit_budget, query_seconds, side_seconds
+from longembed.evaluation.estimate import CostModel
+from longembed.results.advice import AdviceEstimate, StrategyEstimate
+from longembed.tasks import RetrievalData
+from longembed.tasks.base import TaskMetadata
+
+LINEAR = CostModel(a=0.001, b=0.0)  # a millisecond per token, whatever the sequence's length
+ENCODER = SimpleNamespace(method="pi", original_length=512, max_length=4096, window_length=4096)
+TRUNCATE = SimpleNamespace(method="truncate", original_length=512, max_length=512, window_length=512)
+
+
+def candidate(name: str):
+    candidates, _ = plan_candidates(ModelFacts("ape", "mean", 512), 4096)
+    return next(c for c in candidates if c.name == name)
+
+
+def test_seconds_follow_what_each_strategy_encodes() -> None:
+    # two documents of 10,000 tokens in all
+    assert side_seconds(2, 10_000, candidate("truncate"), TRUNCATE, LINEAR) == pytest.approx(2 * 0.512)  # cut at Lo
+    assert side_seconds(2, 10_000, candidate("pi-4096"), ENCODER, LINEAR) == pytest.approx(2 * 4.096)  # cut at Lt
+    chunks = math.ceil(10_000 / 256)
+    assert side_seconds(2, 10_000, candidate("naive-chunks"), TRUNCATE, LINEAR) == pytest.approx(chunks * 0.258)
+    windows = math.ceil(5_000 / (4096 - 512))  # 5,000 tokens each, windows of 4096 sharing an eighth
+    assert side_seconds(2, 10_000, candidate("late-chunks"), ENCODER, LINEAR) == pytest.approx(2 * windows * 4.096)
+    assert side_seconds(2, 2_000, candidate("late-chunks"), ENCODER, LINEAR) == pytest.approx(2.0)  # one pass each
+    assert query_seconds(10, 200, LINEAR) == pytest.approx(0.2) and query_seconds(0, 0, LINEAR) == 0.0
+
+
+def data(n_queries: int = 50, n_documents: int = 100) -> AdviceData:
+    """A task whose query i has document i relevant; the rest are distractors."""
+    meta = TaskMetadata(name="mine", description="", main_score="ndcg@10", lengths=None, source="")
+    retrieval = RetrievalData({f"d{j}": f"text {j}" for j in range(n_documents)},
+                              {f"q{i}": f"query {i}" for i in range(n_queries)},
+                              {f"q{i}": {f"d{i}": 1} for i in range(n_queries)})
+    return AdviceData([PreparedTask(meta, retrieval)], [], None, 50)
+
+
+def documents_estimate(selection: Selection) -> AdviceEstimate:
+    """A stand-in estimate: a second per document, and 2 s of cost measurements."""
+    documents = sum(len(t.data.corpus) for t in selection.tasks)  # type: ignore[union-attr]
+    row = StrategyEstimate("dense", documents, documents, 0, documents, float(documents))
+    return AdviceEstimate([row], 2.0, documents + 2.0, None, "one second per document")
+
+
+def test_within_the_budget_nothing_is_sampled() -> None:
+    said: list[str] = []
+    selection, estimate, sampling = fit_budget(data(), documents_estimate, 200.0, 0, said.append)
+    assert sampling is None and selection.sampled == [] and estimate.seconds == 102.0
+    assert len(said) == 1 and said[0] == estimate.text and "over budget" not in said[0]
+
+
+def test_over_the_budget_the_data_is_sampled_until_it_fits_and_that_is_said() -> None:
+    said: list[str] = []
+    selection, estimate, sampling = fit_budget(data(), documents_estimate, 30.0, 7, said.append)
+    assert sampling is not None and sampling.within_budget and sampling.seed == 7
+    assert estimate.seconds <= 30.0 and sampling.estimate_seconds == estimate.seconds
+    assert sampling.full_estimate_seconds == 102.0
+    (task,) = sampling.tasks
+    assert (task.task, task.queries_of, task.documents_of) == ("mine", 50, 100)
+    assert task.documents == len(selection.tasks[0].data.corpus) == estimate.seconds - 2  # type: ignore[union-attr]
+    assert task.queries == len(selection.tasks[0].data.queries)  # type: ignore[union-attr]
+    message = said[1]
+    assert message.startswith("over budget: the full data was estimated at 102 s, above --budget-seconds 30 s")
+    assert f"mine: {task.queries} of 50 queries, {task.documents} of 100 documents" in message
+    assert "seed 7" in message and "fits it" in message
+    assert estimate.text.startswith(said[0]) and said[2] in estimate.text  # both estimates, as printed
+
+
+def test_a_budget_below_the_smallest_sample_runs_that_sample_and_says_so() -> None:
+    said: list[str] = []
+    selection, estimate, sampling = fit_budget(data(), documents_estimate, 5.0, 0, said.append)
+    assert sampling is not None and not sampling.within_budget
+    assert (sampling.tasks[0].queries, sampling.tasks[0].documents) == (10, 10)  # 10 queries, their documents
+    assert estimate.seconds == 12.0 > 5.0
+    assert "still does not fit it: this is the smallest sample allowed" in said[1]
