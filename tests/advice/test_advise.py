@@ -34,7 +34,7 @@ def advised(tiny_models: dict[str, Path], tmp_path_factory: pytest.TempPathFacto
     root = tmp_path_factory.mktemp("advise")
     said: list[str] = []
     options = dict(max_length=64, task_dirs=[task_folder(root)], output_dir=root / "out", chunking=CHUNKING,
-                   budget_seconds=0.001, cache_dir=root / "cache", sample_documents=4, latency_queries=3,
+                   budget_seconds=1e-9, cache_dir=root / "cache", sample_documents=4, latency_queries=3,
                    show_progress=False, log=said.append)
     advice = advise(tiny_models["bert"], **options)
     return {"advice": advice, "said": said, "out": root / "out", "options": options, "model": tiny_models["bert"]}
@@ -65,11 +65,11 @@ def test_every_strategy_is_a_run_of_the_same_sampled_data(advised: dict) -> None
 def test_budget_sampling_is_said_and_recorded(advised: dict) -> None:
     advice, said = advised["advice"], advised["said"]
     sampling = advice.sampling
-    assert sampling is not None and not sampling.within_budget  # 0.001 s: even the smallest sample is above it
+    assert sampling is not None and not sampling.within_budget  # 1 ns: even the smallest sample is above it
     assert sampling.tasks == [SampledTask("mine", 10, 30, 10, 60)]
     message = next(line for line in said if line.startswith("over budget"))
     assert "mine: 10 of 30 queries, 10 of 60 documents" in message and "smallest sample allowed" in message
-    assert message in advice.estimate.text and advice.estimate.budget_seconds == 0.001
+    assert message in advice.estimate.text and advice.estimate.budget_seconds == 1e-9
     printed = [i for i, line in enumerate(said) if line.startswith("estimate (before any encoding)")]
     first_run = next(i for i, line in enumerate(said) if line.startswith("\n[1/9] bm25"))
     assert printed and printed[0] < first_run  # the estimate comes before anything runs

@@ -14,20 +14,16 @@ estimate fits ``--budget-seconds``, or the smallest sample allowed is reached, a
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from longembed.advice.candidates import Candidate
 from longembed.advice.data import AdviceData, Selection
-from longembed.chunking.spans import TokenChunking, parse_chunking
 from longembed.evaluation.cached_encoder import CachedEncoder
-from longembed.evaluation.estimate import CostModel, document_seconds, format_duration
+from longembed.evaluation.estimate import CostModel, format_duration, text_seconds
 from longembed.results import Estimate
 from longembed.results.advice import BM25, AdviceEstimate, Sampling, StrategyEstimate
 
-#: Tokens a sentence is taken to have, for the estimate of sentence chunks.
-TOKENS_PER_SENTENCE = 32
 #: Rounds of sampling before giving up on the budget, and the margin each round aims under it.
 SAMPLING_ROUNDS = 4
 MARGIN = 0.9
@@ -54,21 +50,15 @@ def strategy_seconds(planned: DenseEstimate, model: CostModel) -> float:
 
 
 def side_seconds(count: int, tokens: int, candidate: Candidate, encoder: object, model: CostModel) -> float:
-    """Seconds to encode ``count`` documents of ``tokens`` tokens in all, as the strategy encodes them."""
+    """Seconds to encode ``count`` documents of ``tokens`` tokens in all, as the strategy encodes them
+    (:func:`~longembed.evaluation.estimate.text_seconds` on the mean document; naive chunks: every
+    chunk of the side's tokens)."""
     if count == 0:
         return 0.0
-    mean = tokens / count
-    if not candidate.chunked:
-        return count * document_seconds(round(mean), encoder, model)  # type: ignore[arg-type]
-    if not candidate.late:
-        rule = parse_chunking(candidate.chunking)
-        size = rule.size if isinstance(rule, TokenChunking) else rule.n * TOKENS_PER_SENTENCE
-        return math.ceil(tokens / size) * model.seconds(min(size + 2, encoder.original_length))  # type: ignore[attr-defined]
-    window = encoder.window_length  # type: ignore[attr-defined]
-    if mean <= window:
-        return count * model.seconds(mean)
-    windows = math.ceil(mean / (window - window // 8))  # neighbouring windows share an eighth
-    return count * windows * model.seconds(window)
+    if candidate.chunked and not candidate.late:
+        return text_seconds(tokens, encoder, model, candidate.chunking)  # type: ignore[arg-type]
+    chunking = candidate.chunking if candidate.chunked else None
+    return count * text_seconds(tokens / count, encoder, model, chunking, candidate.chunked)  # type: ignore[arg-type]
 
 
 def query_seconds(count: int, tokens: int, model: CostModel) -> float:
@@ -97,7 +87,7 @@ def advice_estimate(
             continue
         rows.append(strategy_row(None, candidate, 0.0, documents, free_note(candidate)))
     total = sum(r.seconds for r in rows) + measurement_seconds
-    return AdviceEstimate(rows, round(measurement_seconds, 1), round(total, 1), budget, ESTIMATE_METHOD)
+    return AdviceEstimate(rows, round(measurement_seconds, 6), round(total, 6), budget, ESTIMATE_METHOD)  # unrounded enough to compare with any budget
 
 
 def strategy_row(planned: DenseEstimate | None, candidate: Candidate, seconds: float, documents: int,

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from longembed.chunking.spans import TokenChunking, parse_chunking
 from longembed.encoder_protocol import Encoder
 from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.results import Estimate, SideEstimate, UnitEstimate
@@ -94,10 +95,33 @@ def document_seconds(n_tokens: int, encoder: Encoder, model: CostModel) -> float
     return model.seconds(n)
 
 
+#: Tokens a sentence is taken to have, for the estimate of sentence chunks.
+TOKENS_PER_SENTENCE = 32
+
+
+def text_seconds(n_tokens: float, encoder: Encoder, model: CostModel, chunking: str | None = None,
+                 late: bool = False) -> float:
+    """Estimated seconds for a text of ``n_tokens`` as the run encodes it: one input
+    (:func:`document_seconds`); naive chunks (``chunking`` given, not ``late``): every chunk alone, at
+    most Lo; late chunks: one pass, as windows of the encoder's window when longer (neighbours share an
+    eighth, as :mod:`longembed.chunking.late` runs them)."""
+    if chunking is None and not late:
+        return document_seconds(round(n_tokens), encoder, model)
+    if not late:
+        rule = parse_chunking(chunking)
+        size = rule.size if isinstance(rule, TokenChunking) else rule.n * TOKENS_PER_SENTENCE
+        return math.ceil(n_tokens / size) * model.seconds(min(size + 2, encoder.original_length))
+    window = encoder.window_length  # type: ignore[attr-defined]
+    if n_tokens <= window:
+        return model.seconds(n_tokens)
+    return math.ceil(n_tokens / (window - window // 8)) * model.seconds(window)
+
+
 @dataclass
 class SideToEncode:
     """One side of one unit for the estimate: its texts, shard, prompt and tau (and, for chunk
-    vectors, the cache quantity and keys they are stored under)."""
+    vectors, the cache quantity and keys they are stored under, and how they are chunked: ``chunking``
+    for naive chunks, ``late`` for late chunks)."""
 
     texts: list[str]
     shard: str
@@ -105,6 +129,8 @@ class SideToEncode:
     temperature: float | None = None
     quantity: str = "embedding"
     keys: list[str] | None = None
+    chunking: str | None = None
+    late: bool = False
 
 
 def estimate_cost(
@@ -128,8 +154,9 @@ def estimate_cost(
     total = None
     if model is not None and encoder is not None:
         total = 0.0
-        for row, tokens in zip(rows, to_time, strict=True):
-            seconds = sum(document_seconds(n, encoder.encoder, model) for n in tokens)
+        for row, (sides, tokens) in zip(rows, to_time, strict=True):
+            seconds = sum(text_seconds(n, encoder.encoder, model, side.chunking, side.late)
+                          for side, side_tokens in zip(sides, tokens, strict=True) for n in side_tokens)
             row.seconds = round(seconds, 1)
             total += seconds
     estimate = _summary(rows, model, encoder is None, total)
@@ -139,13 +166,14 @@ def estimate_cost(
 
 def count_units(
     units: Sequence[tuple[str, SideToEncode, SideToEncode]], encoder: CachedEncoder | None
-) -> tuple[list[UnitEstimate], list[list[int]]]:
-    """Per unit: its counts and cache hits, and the token counts of the texts still to encode."""
+) -> tuple[list[UnitEstimate], list[tuple[tuple[SideToEncode, ...], list[list[int]]]]]:
+    """Per unit: its counts and cache hits, and (its sides, the token counts of each side's texts still
+    to encode)."""
     rows: list[UnitEstimate] = []
-    to_time: list[list[int]] = []
+    to_time: list[tuple[tuple[SideToEncode, ...], list[list[int]]]] = []
     for label, documents, queries in units:
         sides = []
-        unit_tokens: list[int] = []
+        unit_tokens: list[list[int]] = []
         for side in (documents, queries):
             if encoder is None:
                 tokens = [round(len(t.split()) / WORDS_PER_TOKEN) for t in side.texts]
@@ -156,10 +184,10 @@ def count_units(
                 )
                 tokens = encoder.count_tokens(missing, side.prompt) if missing else []
                 n_missing = len(missing)
-                unit_tokens += tokens
+                unit_tokens.append(tokens)
             sides.append(SideEstimate(len(side.texts), n_cached, n_missing, sum(tokens), max(tokens, default=0)))
         rows.append(UnitEstimate(label, sides[0], sides[1]))
-        to_time.append(unit_tokens)
+        to_time.append(((documents, queries), unit_tokens))
     return rows, to_time
 
 
@@ -168,7 +196,8 @@ def _summary(rows: list[UnitEstimate], model: CostModel | None, bm25: bool, seco
     return Estimate(
         method=(
             "seconds per sequence t(n) = c + a n + b n^2 fitted on a batched warm-up on this machine; inputs "
-            "truncated to max_length, pcw counted as windows of Lo; padding ignored (rough)"
+            "truncated to max_length, pcw counted as windows of Lo, naive chunks one sequence each, late chunks "
+            "windows of the encoder's window; padding ignored (rough)"
             if model is not None
             else ("BM25: no encoding" if bm25 else "not measured")
         ),

@@ -30,8 +30,11 @@ from longembed.loading import DEFAULT_MODEL, default_model_path
 #: (it only decides between truncating and raising) and ``preset`` (its effect is in the other fields).
 NON_VECTOR_CONFIG_FIELDS = ("model", "prompts", "temperature", "on_overflow", "preset")
 
-#: Parts of longembed that cannot change a vector; every other module is in the code fingerprint.
-NON_VECTOR_PARTS = ("cli", "evaluation", "report", "tasks", "collapse", "results", "noise", "lazy")
+#: Parts of longembed that cannot change a cached vector; every other module is in the code
+#: fingerprint.  The server, the adapters and ``advise`` call the encoder and never write the cache's
+#: vectors themselves.
+NON_VECTOR_PARTS = ("cli", "evaluation", "report", "tasks", "collapse", "results", "noise", "lazy", "advice",
+                    "serving", "integrations")
 
 _SMALL_FILE = 2 << 20  # model files up to 2 MiB are hashed whole; larger ones by size + head + tail
 _HEAD = 1 << 20

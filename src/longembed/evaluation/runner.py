@@ -358,11 +358,12 @@ def _sides_to_encode(
         to_encode = SideToEncode(list(texts.values()), unit.shard(name), prompt, tau)
         if name == "documents" and level.chunked and data.passages is None:
             to_encode.quantity = chunk_quantity(level.chunking, level.late)
+            to_encode.chunking, to_encode.late = level.chunking, level.late
         elif name == "documents" and level.chunked and level.late:
             context_texts, spans = context_spans(data)
             to_encode = SideToEncode(
                 context_texts, unit.shard("contexts"), prompt, tau, chunk_quantity(None, True),
-                chunk_keys(context_texts, spans),
+                chunk_keys(context_texts, spans), late=True,
             )
         out.append(to_encode)
     return out[0], out[1]
