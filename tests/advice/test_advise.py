@@ -11,7 +11,7 @@ import pytest
 from conftest import words
 from transformers import AutoTokenizer
 
-from longembed.advice import advise
+from longembed.advice import advise, estimate_advice
 from longembed.advice.data import load_data
 from longembed.advice.spec import AdviseSpec
 from longembed.results import Advice, RunResults
@@ -125,3 +125,24 @@ def test_bad_requests_are_refused_before_anything_runs(tiny_models: dict[str, Pa
     with pytest.raises(ValueError, match="below the model's window Lo = 32"):
         advise(tiny_models["bert"], max_length=16, tasks=["passkey"], output_dir=tmp_path)
     assert not any(tmp_path.iterdir())
+
+
+def test_a_dry_run_estimates_what_advise_runs_and_encodes_or_writes_nothing(advised: dict, tmp_path: Path) -> None:
+    said: list[str] = []
+    options = {**advised["options"], "output_dir": tmp_path / "out", "cache_dir": tmp_path / "cache", "log": said.append}
+    estimate, sampling = estimate_advice(advised["model"], **options)
+    first = advised["advice"]  # advise's own estimate, made on an empty cache like this one
+    assert sampling is not None and first.sampling is not None  # the same sample (its seconds are timings)
+    assert (sampling.seed, sampling.fraction, sampling.tasks) == (first.sampling.seed, first.sampling.fraction,
+                                                                  first.sampling.tasks)
+    counted = [(r.name, r.documents, r.documents_to_encode, r.queries_to_encode, r.tokens_to_encode)
+               for r in estimate.strategies]
+    assert counted == [(r.name, r.documents, r.documents_to_encode, r.queries_to_encode, r.tokens_to_encode)
+                       for r in first.estimate.strategies]
+    assert any(r.tokens_to_encode > 0 for r in estimate.strategies)
+    assert not (tmp_path / "out").exists()
+    cached = [p for p in (tmp_path / "cache").rglob("*") if p.is_file()] if (tmp_path / "cache").exists() else []
+    assert cached == []  # nothing encoded into the cache
+    assert said[-1].startswith("dry run:") and any(line.startswith("over budget") for line in said)
+    with pytest.raises(ValueError, match="call estimate_advice"):
+        advise(advised["model"], **{**options, "dry_run": True})

@@ -40,6 +40,19 @@ def test_advise_with_a_haystack_writes_the_advice(
     assert f"use {advice.recommendation.choice}:" in printed and "advice.json" in printed
 
 
+def test_advise_dry_run_prints_the_estimate_and_runs_nothing(
+    tiny_models: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["advise", "--model", str(tiny_models["bert"]), "--max-length", "64", "--tasks", "passkey", "--lengths",
+            "256", "--queries-per-length", "10", "--chunking", "tokens:8", "--output", str(tmp_path / "out"), "--cache-dir",
+            str(tmp_path / "cache"), "--dry-run"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "estimate (before any encoding)" in printed and "pi-64" in printed and "dry run:" in printed
+    assert "[1/" not in printed and "use " not in printed  # no strategy ran, nothing recommended
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["--model", "bm25", "--tasks", "passkey"], "BM25 is always one of the strategies"),
     (["--model", "default"], "advise needs your data"),

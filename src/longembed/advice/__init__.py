@@ -22,7 +22,7 @@ from longembed.lazy import lazy_exports
 if TYPE_CHECKING:
     from longembed.advice.candidates import Candidate, ModelFacts, plan_candidates
     from longembed.advice.recommend import compare_with_best, recommend
-    from longembed.advice.run import advise
+    from longembed.advice.run import advise, estimate_advice
     from longembed.advice.spec import AdviseSpec
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, __file__)

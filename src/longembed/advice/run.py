@@ -84,6 +84,9 @@ def advise(
     """
     began = time.perf_counter()
     spec = AdviseSpec(**options) if spec is None else dataclasses.replace(spec, **options)
+    if spec.dry_run:
+        raise ValueError("advise with dry_run runs nothing and returns no advice: call estimate_advice(...) for the "
+                         "estimate alone")
     plan = plan_advice(model, spec, max_length, dict(encoder_options or {}), device)
     selection, estimate, sampling = fit_budget(plan.data, plan.estimate, spec.budget_seconds, spec.seed, plan.say)
     runs = plan.run(selection)
@@ -96,6 +99,31 @@ def advise(
         plan.say(f"caution: {advice.recommendation.caution}")
     plan.say("wrote " + ", ".join(str(p) for p in written.values()))
     return advice
+
+
+def estimate_advice(
+    model: str | Path,
+    spec: AdviseSpec | None = None,
+    *,
+    max_length: int | None = None,
+    encoder_options: Mapping[str, Any] | None = None,
+    device: str | None = None,
+    **options: Any,
+) -> tuple[AdviceEstimate, Sampling | None]:
+    """What :func:`advise` would run and how long it would take (``longembed advise --dry-run``).
+
+    The same plan, estimate and budget sampling as ``advise`` (printed through the spec's ``log``), with
+    nothing encoded but each encoder's timed warm-up and nothing written: a user sees the strategies, the
+    seconds and what a budget would cut before committing to the run.  Arguments as for ``advise``.
+    Returns the estimate of what would run (the sample's, when the budget samples) and the sampling, if any.
+    """
+    spec = AdviseSpec(**options) if spec is None else dataclasses.replace(spec, **options)
+    plan = plan_advice(model, spec, max_length, dict(encoder_options or {}), device)
+    _, estimate, sampling = fit_budget(plan.data, plan.estimate, spec.budget_seconds, spec.seed, plan.say)
+    if plan.left_out:
+        plan.say("left out: " + "; ".join(f"{name} ({why})" for name, why in plan.left_out.items()))
+    plan.say("dry run: nothing encoded beyond the timed warm-ups, nothing written")
+    return estimate, sampling
 
 
 def plan_advice(

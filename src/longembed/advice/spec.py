@@ -77,6 +77,8 @@ class AdviseSpec:
                                    f"(default {SAMPLE_DOCUMENTS})", group=ADVICE, metavar="N")
     latency_queries: int = option(LATENCY_QUERIES, "queries timed for each strategy's query latency, the median "
                                   f"reported (default {LATENCY_QUERIES})", group=ADVICE, metavar="N")
+    dry_run: bool = option(False, "print the strategies, the estimate and any budget sampling, then stop (nothing "
+                           "encoded but each encoder's timed warm-up; nothing written)", group=ADVICE)
     query_prompt: str | None = _DATA["query_prompt"]
     document_prompt: str | None = _DATA["document_prompt"]
     cache_dir: str | Path | None = _DATA["cache_dir"]

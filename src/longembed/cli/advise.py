@@ -4,6 +4,7 @@
     longembed advise --model PATH --max-length 4096 --haystack my-documents/ --output advice/haystack \\
         --budget-seconds 1800
     longembed advise --model PATH --data-dir ../shared/data --tasks qmsum --output advice/qmsum
+    longembed advise ... --dry-run        # the strategies and the estimate only
 
 Every strategy is an ordinary benchmark run in OUTPUT/runs/<strategy>/ (``longembed report`` and
 ``longembed compare`` read them); embeddings are cached, so a rerun resumes where it stopped and a
@@ -17,7 +18,7 @@ import dataclasses
 import sys
 
 from longembed.advice.markdown import strategy_table
-from longembed.advice.run import advise
+from longembed.advice.run import advise, estimate_advice
 from longembed.advice.spec import AdviseSpec
 from longembed.cli.options import encoder_options, existing_folder, settings_from_args
 from longembed.evaluation.runner import default_data_dir
@@ -28,6 +29,10 @@ def run(args: argparse.Namespace) -> int:
     spec = settings_from_args(AdviseSpec, args)
     data_dir = existing_folder(spec.data_dir if spec.data_dir is not None else default_data_dir(), "--data-dir")
     spec = dataclasses.replace(spec, data_dir=data_dir)
+    if spec.dry_run:
+        estimate_advice(args.model, dataclasses.replace(spec, dry_run=False), max_length=args.max_length,
+                        encoder_options=encoder_options(args), device=args.device)
+        return 0
     try:
         advice = advise(args.model, spec, max_length=args.max_length, encoder_options=encoder_options(args),
                         device=args.device)
