@@ -32,15 +32,29 @@ def relevant(data: RetrievalData, qid: str) -> set[str]:
 def test_a_sample_keeps_each_sampled_querys_relevant_documents_and_draws_distractors() -> None:
     data = retrieval()
     sample = sample_data(data, n_queries=5, n_documents=14, seed=3)
-    assert len(sample.queries) == 5 and len(sample.corpus) == 14
+    assert len(sample.corpus) == 14
     for qid in sample.queries:
         assert relevant(data, qid) <= set(sample.corpus)  # every relevant document is kept
         assert sample.qrels[qid] == {d: s for d, s in data.qrels[qid].items() if d in sample.corpus}
+    answered = [q for q in data.queries if relevant(data, q) <= set(sample.corpus)]
+    assert list(sample.queries) == answered  # the 5 drawn, and every query the sample answers rides along
+    assert len(sample.queries) >= 5
     distractors = set(sample.corpus) - {d for q in sample.queries for d in relevant(data, q)}
-    assert len(distractors) == 4
+    assert len(distractors) == 14 - 2 * len(sample.queries)
     assert list(sample.corpus) == [d for d in data.corpus if d in sample.corpus]  # original order
     assert sample_data(data, 5, 14, seed=3) == sample  # seeded
     assert sample_data(data, 5, 14, seed=4).queries != sample.queries
+
+
+def test_queries_that_share_the_sampled_documents_ride_along() -> None:
+    """QMSum's shape: several queries per document; a sample of 3 documents keeps all their queries."""
+    corpus = {f"m{j}": f"meeting {j}" for j in range(10)}
+    queries = {f"q{j}-{k}": f"question {k} on meeting {j}" for j in range(10) for k in range(4)}
+    qrels = {q: {q.split("-")[0].replace("q", "m"): 1} for q in queries}
+    data = RetrievalData(corpus, queries, qrels).validate()
+    sample = sample_data(data, n_queries=3, n_documents=3, seed=0)
+    assert len(sample.corpus) == 3 and len(sample.queries) == 12
+    assert {q.split("-")[0].replace("q", "m") for q in sample.queries} == set(sample.corpus)
 
 
 def test_queries_whose_documents_do_not_fit_are_passed_over_after_the_minimum() -> None:
@@ -60,7 +74,7 @@ def test_a_passage_task_keeps_its_contexts_consistent() -> None:
         passages={p: Passage(*where) for p, where in spans.items()}, query_contexts={"q1": "m1", "q2": "m2"},
     ).validate()
     sample = sample_data(data, n_queries=1, n_documents=2, seed=0)
-    assert len(sample.queries) == 1 and set(sample.passages) == set(sample.corpus)
+    assert set(sample.queries) == {"q1", "q2"} and set(sample.passages) == set(sample.corpus)  # q2 rides along
     assert set(sample.query_contexts) == set(sample.queries)
 
 

@@ -156,7 +156,8 @@ def fit_budget(
 
 def sampling_method(seed: int) -> str:
     return (f"seeded (seed {seed}): of a retrieval task, queries drawn at random, each with all its relevant "
-            "documents, and random distractors up to the same fraction of the documents; of passkey and needle, "
+            "documents, and random distractors up to the same fraction of the documents, with every other query "
+            "whose relevant documents are all in the sample; of passkey and needle, "
             "the first queries of each length's nested set (2 documents each); at least 10 queries (per length)")
 
 
