@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from longembed.advice.recommend import fmt_bytes
 from longembed.evaluation.estimate import format_duration
+from longembed.report.comparison_tables import p_text
 from longembed.report.formatting import MISSING, fmt, fmt_interval, md_table
 from longembed.results.advice import Advice, StrategyResult
 
@@ -44,7 +45,7 @@ def strategy_row(s: StrategyResult) -> list[str]:
     else:
         d = versus.difference
         difference = f"{d.estimate:+.1f} [{d.low:+.1f}, {d.high:+.1f}]"
-        p = f"{versus.p_adjusted:.3f}" + (" *" if versus.significant else "")
+        p = p_text(versus.p_adjusted) + (" *" if versus.significant else "")
     return [s.name, fmt_interval(s.score, s.interval), difference, p, f"{cost.encode_seconds_per_1k_tokens:.3g}",
             fmt(cost.vectors_per_document, 2), fmt_bytes(cost.index_bytes), f"{cost.query_latency_ms:.1f}"]
 
