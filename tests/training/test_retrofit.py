@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import VOCAB, real_model_folder, words
+from safetensors.torch import load_file, save_file
 from transformers import BertConfig, BertModel, BertTokenizer, TrainerCallback
 
 from longembed import load_encoder
@@ -159,6 +160,22 @@ def test_the_weight_map_is_checked_complete_both_ways() -> None:
         student_state({**state, "pooler.dense.weight": torch.zeros(2, 2)}, names)
     with pytest.raises(ValueError, match="no teacher tensor.*intermediate"):
         student_state({k: v for k, v in state.items() if "layer.1.intermediate.dense.bias" not in k}, names)
+
+
+def test_the_teacher_loads_whole_without_its_cls_pooler(tmp_path: Path) -> None:
+    """BERT's CLS pooler is left out (mean pooling); any other weight that does not load is an error."""
+    torch.manual_seed(0)
+    with_pooler = BertModel(tiny_bert().config, add_pooling_layer=True)
+    with_pooler.load_state_dict(tiny_bert().state_dict(), strict=False)
+    folder = save_sentence_transformers_teacher(with_pooler, tmp_path / "pooler")
+    teacher = load_teacher(resolve_model(folder))
+    assert teacher.pooler is None
+    assert all(torch.equal(a, b) for a, b in zip(teacher.state_dict().values(), tiny_bert().state_dict().values(),
+                                                  strict=True))
+    weights = load_file(folder / "model.safetensors")
+    save_file({**weights, "encoder.layer.0.extra.weight": torch.zeros(2)}, folder / "model.safetensors")
+    with pytest.raises(ValueError, match="extra"):
+        load_teacher(resolve_model(folder))
 
 
 # ---------------------------------------------------------------- (b) construction: ALiBi attention

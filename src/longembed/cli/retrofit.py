@@ -40,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
         warmup_steps=args.warmup_steps,
         token_weight=args.token_weight,
         save_steps=args.save_steps,
+        logging_steps=args.logging_steps,
         seed=args.seed,
         device=args.device,
         precision=args.precision,

@@ -50,6 +50,8 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     train.add_argument("--token-weight", type=float, default=DEFAULTS.token_weight,
                        help="weight of the token states' MSE beside the pooled vectors' cosine (0: pooled only)")
     train.add_argument("--save-steps", type=int, default=DEFAULTS.save_steps, help="checkpoint every N steps")
+    train.add_argument("--logging-steps", type=int, default=DEFAULTS.logging_steps,
+                       help="record the loss every N steps (and after the first)")
     train.add_argument("--seed", type=int, default=DEFAULTS.seed)
     train.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     train.add_argument("--precision", choices=PRECISIONS, default=DEFAULTS.precision,

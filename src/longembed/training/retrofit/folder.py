@@ -14,7 +14,7 @@ from pathlib import Path
 
 from transformers import PreTrainedTokenizerBase
 
-from longembed.loading import ModelSource
+from longembed.loading import ModelSource, quiet_transformers
 from longembed.models.jina_bert import JinaBertModel
 from longembed.training.jina.folders import write_sentence_transformers_files
 
@@ -32,7 +32,8 @@ def write_student_folder(
     reads such a folder.
     """
     readable = int(student.config.max_position_embeddings)
-    student.save_pretrained(output)
+    with quiet_transformers():
+        student.save_pretrained(output)
     tokenizer.model_max_length = readable
     tokenizer.save_pretrained(output)
     teacher_folder = Path(source.folder or source.transformer_path)

@@ -252,6 +252,7 @@ def _train(
         use_cpu=resolve_device(config.device).type != "cuda",
         remove_unused_columns=False,  # the collator reads each row's batch and row
         train_sampling_strategy="sequential",  # the plan's order: each step is one planned batch
+        logging_first_step=True,  # the loss at the start: the gap the position table leaves
     )
     trainer = DistillationTrainer(
         model=student,

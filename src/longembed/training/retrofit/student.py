@@ -9,6 +9,7 @@ map is the identity on every other name (:func:`student_state` checks that it is
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -55,12 +56,34 @@ def teacher_window(config: BertConfig) -> int:
 
 
 def load_teacher(source: ModelSource) -> BertModel:
-    """The teacher's encoder in float32, eval mode, without BERT's CLS pooler (mean pooling needs none)."""
+    """The teacher's encoder in float32, eval mode, without BERT's CLS pooler (mean pooling needs none).
+
+    Every weight must load: a missing one, or an unexpected one other than the pooler's, is a
+    ValueError (transformers' own load report, which lists the pooler, is not printed).
+    """
     path = Path(source.transformer_path)
     check_weight_files(path)
-    with quiet_transformers():
-        model = BertModel.from_pretrained(path, add_pooling_layer=False, dtype=torch.float32)
+    modeling_logger = logging.getLogger("transformers.modeling_utils")
+    modeling_logger.addFilter(_without_load_report)
+    try:
+        with quiet_transformers():
+            model, info = BertModel.from_pretrained(
+                path, add_pooling_layer=False, dtype=torch.float32, output_loading_info=True
+            )
+    finally:
+        modeling_logger.removeFilter(_without_load_report)
+    unexpected = [k for k in info["unexpected_keys"] if not k.startswith(("pooler.", "bert.pooler."))]
+    if info["missing_keys"] or unexpected or info["mismatched_keys"]:
+        raise ValueError(
+            f"{path}: the teacher's weights do not load as a BertModel (missing {sorted(info['missing_keys'])}, "
+            f"unexpected {sorted(unexpected)}, mismatched {info['mismatched_keys']})"
+        )
     return model.eval()
+
+
+def _without_load_report(record: logging.LogRecord) -> bool:
+    """False for transformers' load report (checked by :func:`load_teacher` itself instead)."""
+    return "LOAD REPORT" not in record.getMessage()
 
 
 def student_config(teacher: BertConfig, training_length: int) -> JinaBertConfig:
