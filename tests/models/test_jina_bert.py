@@ -99,6 +99,10 @@ def naive_jina_forward(state: dict, config: JinaBertConfig, input_ids, attention
             .reshape(batch, n, hidden)
         )
         x = layer_norm(linear(a, p + "attention.output.dense") + x, p + "attention.output.LayerNorm")
+        if config.feed_forward_type == "original":  # BERT's: dense -> GELU (erf) -> dense, post-LN
+            h = torch.nn.functional.gelu(linear(x, p + "intermediate.dense"))
+            x = layer_norm(linear(h, p + "output.dense") + x, p + "output.LayerNorm")
+            continue
         h = linear(x, p + "mlp.gated_layers", bias=False)
         gate, up = h[..., : config.intermediate_size], h[..., config.intermediate_size :]
         h = torch.nn.functional.gelu(gate) * up  # GEGLU: the first half is activated
@@ -206,6 +210,14 @@ def jina_state_dict(config: JinaBertConfig, seed: int = 3) -> dict[str, torch.Te
         sd[p + "attention.output.dense.bias"] = r(h)
         sd[p + "attention.output.LayerNorm.weight"] = 1 + r(h)
         sd[p + "attention.output.LayerNorm.bias"] = r(h)
+        if config.feed_forward_type == "original":  # BERT's names, as Jina's remote code keeps them
+            sd[p + "intermediate.dense.weight"] = r(inter, h)
+            sd[p + "intermediate.dense.bias"] = r(inter)
+            sd[p + "output.dense.weight"] = r(h, inter)
+            sd[p + "output.dense.bias"] = r(h)
+            sd[p + "output.LayerNorm.weight"] = 1 + r(h)
+            sd[p + "output.LayerNorm.bias"] = r(h)
+            continue
         sd[p + "mlp.gated_layers.weight"] = r(2 * inter, h)
         sd[p + "mlp.wo.weight"] = r(h, inter)
         sd[p + "mlp.wo.bias"] = r(h)
@@ -294,10 +306,12 @@ def test_self_attention_matches_naive_reference(attn, heads):
     torch.testing.assert_close(out.double(), expected, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("feed_forward", ["geglu", "original"])
 @pytest.mark.parametrize("attn", ["eager", "sdpa"])
-def test_model_matches_naive_forward_from_jina_weights(attn):
-    """The whole model (embeddings, ALiBi attention, GEGLU, post-LN) against a naive forward."""
-    config = tiny_config(6, attn_implementation=attn)
+def test_model_matches_naive_forward_from_jina_weights(attn, feed_forward):
+    """The whole model (embeddings, ALiBi attention, GEGLU or BERT's feed-forward, post-LN) against a
+    naive forward, with the weights under the checkpoints' names (strict load)."""
+    config = tiny_config(6, attn_implementation=attn, feed_forward_type=feed_forward)
     state = jina_state_dict(config)
     model = JinaBertModel(config).eval()
     model.load_state_dict(state)  # strict: exactly Jina's parameter names
@@ -416,7 +430,11 @@ def test_config_validation():
         JinaBertModel(tiny_config(feed_forward_type="reglu")).encoder.layer[0].mlp.act, torch.nn.ReLU
     )
     with pytest.raises(ValueError):
-        tiny_config(feed_forward_type="original")
+        tiny_config(feed_forward_type="swiglu")
+    original = JinaBertModel(tiny_config(feed_forward_type="original")).encoder.layer[0]
+    assert not hasattr(original, "mlp") and original.intermediate.dense.out_features == 40
+    with pytest.raises(ValueError, match="hidden_act"):
+        JinaBertModel(tiny_config(feed_forward_type="original", hidden_act="no-such-activation"))
     with pytest.raises(ValueError):
         JinaBertConfig(hidden_size=30, num_attention_heads=4)
 

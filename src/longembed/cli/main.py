@@ -1,5 +1,5 @@
 """The ``longembed`` command: one subcommand per job (embed, eval, report, compare, sweep, collapse, tune, export,
-train, serve, advise).
+train, retrofit, serve, advise).
 
 Each subcommand has two modules: its flags in ``longembed.cli.parsers.<name>`` (light imports only)
 and the command in ``longembed.cli.<name>``, imported only when it runs (``CommandHandler``).  So
@@ -28,6 +28,7 @@ SUBCOMMANDS = {
     "tune": "tune",
     "export": "export",
     "train": "train",
+    "retrofit": "retrofit",
     "serve": "serve",
     "advise": "advise",
 }

@@ -14,17 +14,23 @@ from transformers import AutoConfig, PreTrainedConfig
 
 #: Feed-forward variants (paper 4.1): GEGLU (small and base models) or ReGLU (large).
 GLU_ACTIVATION_NAMES = ("geglu", "reglu")
+#: BERT's own feed-forward (dense -> ``hidden_act`` -> dense), Jina's remote code's third variant: the
+#: layout of a BERT retrofitted with ALiBi (``longembed retrofit``), whose feed-forward is the teacher's.
+ORIGINAL_FEED_FORWARD = "original"
+FEED_FORWARD_TYPES = (*GLU_ACTIVATION_NAMES, ORIGINAL_FEED_FORWARD)
 
 
 class JinaBertConfig(PreTrainedConfig):
     """Configuration of a JinaBERT encoder (defaults: jina-embeddings-v2-base-en).
 
-    ``feed_forward_type`` is "geglu" or "reglu".  ``max_position_embeddings`` is kept only
+    ``feed_forward_type`` is "geglu" or "reglu" (Jina's models), or "original": BERT's feed-forward, as
+    Jina's remote code also offers it (a BERT retrofitted with ALiBi).  ``max_position_embeddings`` is kept only
     because Jina's config records the supported length (8192) there; the model has no position
     table, so it limits nothing.  ``training_length`` is the sequence length the model was
     pre-trained at (512 for Jina's models; longembed's Lo for ``method="truncate"``).
-    ``hidden_act`` is the activation of the MLM head's transform (Jina's config: "gelu"), checked when
-    the head is built (transformers' activation table is slow to import, and only the head needs it).
+    ``hidden_act`` is the activation of the MLM head's transform (Jina's config: "gelu") and of the
+    "original" feed-forward, checked when those are built (transformers' activation table is slow to
+    import, and reading a config must stay light).
     """
 
     model_type = "jina_bert"
@@ -47,9 +53,9 @@ class JinaBertConfig(PreTrainedConfig):
     tie_word_embeddings: bool = True  # the MLM decoder is the word-embedding matrix
 
     def __post_init__(self, **kwargs: Any) -> None:
-        if self.feed_forward_type not in GLU_ACTIVATION_NAMES:
+        if self.feed_forward_type not in FEED_FORWARD_TYPES:
             raise ValueError(
-                f"feed_forward_type must be one of {sorted(GLU_ACTIVATION_NAMES)}, got {self.feed_forward_type!r}"
+                f"feed_forward_type must be one of {sorted(FEED_FORWARD_TYPES)}, got {self.feed_forward_type!r}"
             )
         if not isinstance(self.training_length, int) or self.training_length < 1:
             raise ValueError(f"training_length must be a positive integer, got {self.training_length!r}")

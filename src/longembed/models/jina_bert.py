@@ -7,6 +7,8 @@ A BERT with three changes, each named as in the paper:
   tokens, used at 8192: nothing in the model depends on a maximum length.
 - **GEGLU** feed-forward (GLU with GELU; ReGLU for the large model): one bias-free projection
   hidden -> 2 * intermediate, GELU on the first half times the second half, then back.
+  Jina's remote code also keeps BERT's own feed-forward, ``feed_forward_type="original"``
+  (dense -> ``hidden_act`` -> dense), which a BERT retrofitted with ALiBi uses (``longembed retrofit``).
 - **Post-LN**: LayerNorm(x + sublayer(x)) after attention and after the feed-forward, as in BERT.
 
 Embeddings are mean-pooled outside the model (paper section 5); ``JinaBertModel`` returns the
@@ -19,7 +21,8 @@ are read by TEI's ``backends/candle/src/models/jina.rs`` and candle's ``models/j
     embeddings.{word_embeddings, token_type_embeddings, LayerNorm}
     encoder.layer.N.attention.self.{query, key, value}
     encoder.layer.N.attention.output.{dense, LayerNorm}
-    encoder.layer.N.mlp.{gated_layers (no bias), wo, layernorm}
+    encoder.layer.N.mlp.{gated_layers (no bias), wo, layernorm}      geglu / reglu
+    encoder.layer.N.intermediate.dense, encoder.layer.N.output.{dense, LayerNorm}      original (BERT's)
 
 A released folder (config.json with ``"model_type": "bert"``, ``"position_embedding_type":
 "alibi"``) loads with ``JinaBertModel.from_pretrained(folder)``, no remote code needed.
@@ -59,7 +62,11 @@ from transformers.modeling_outputs import BaseModelOutput, MaskedLMOutput
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from longembed.extension.alibi import alibi_bias, alibi_slopes
-from longembed.models.configuration_jina_bert import GLU_ACTIVATION_NAMES, JinaBertConfig
+from longembed.models.configuration_jina_bert import (
+    GLU_ACTIVATION_NAMES,
+    ORIGINAL_FEED_FORWARD,
+    JinaBertConfig,
+)
 
 # Feed-forward variants (paper 4.1): the activation applied to the gate half of the GLU.
 GLU_ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {
@@ -276,19 +283,66 @@ class JinaBertGLUMLP(nn.Module):
         return self.layernorm(self.wo(hidden_states) + residual)
 
 
+def _activation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
+    """transformers' activation ``name`` (``config.hidden_act``), or a ValueError naming it."""
+    if name not in ACT2FN:
+        raise ValueError(f"hidden_act {name!r} is not a transformers activation")
+    return ACT2FN[name]
+
+
+class JinaBertIntermediate(nn.Module):
+    """BERT's feed-forward, first half: dense hidden -> intermediate, then ``config.hidden_act``."""
+
+    def __init__(self, config: JinaBertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.intermediate_act_fn = _activation(config.hidden_act)
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        return self.intermediate_act_fn(self.dense(hidden_states))
+
+
+class JinaBertOutput(nn.Module):
+    """BERT's feed-forward, second half, with post-LN: LayerNorm(x + dropout(dense(h)))."""
+
+    def __init__(self, config: JinaBertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, hidden_states: torch.Tensor, input_tensor: torch.Tensor) -> torch.Tensor:
+        return self.LayerNorm(self.dropout(self.dense(hidden_states)) + input_tensor)
+
+
 class JinaBertLayer(nn.Module):
-    """One post-LN block: attention sub-layer, then GEGLU sub-layer."""
+    """One post-LN block: attention sub-layer, then the feed-forward sub-layer.
+
+    GEGLU/ReGLU under ``mlp``; the "original" (BERT) feed-forward under ``intermediate`` and
+    ``output``, as in Jina's remote code and BERT, so a BERT's layer weights load under their own names.
+    """
 
     def __init__(self, config: JinaBertConfig):
         super().__init__()
         self.attention = JinaBertAttention(config)
-        self.mlp = JinaBertGLUMLP(config)
+        self.glu = config.feed_forward_type != ORIGINAL_FEED_FORWARD
+        if self.glu:
+            self.mlp = JinaBertGLUMLP(config)
+        else:
+            self.intermediate = JinaBertIntermediate(config)
+            self.output = JinaBertOutput(config)
+
+    def feed_forward(self, attention_output: torch.Tensor) -> torch.Tensor:
+        """The feed-forward sub-layer, with its residual and post-LN."""
+        if self.glu:
+            return self.mlp(attention_output)
+        return self.output(self.intermediate(attention_output), attention_output)
 
     def forward(
         self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None, **kwargs: Any
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         attention_output, attn_weights = self.attention(hidden_states, attention_mask, **kwargs)
-        return self.mlp(attention_output), attn_weights
+        return self.feed_forward(attention_output), attn_weights
 
 
 class JinaBertEncoder(nn.Module):
@@ -415,9 +469,7 @@ class JinaBertPredictionHeadTransform(nn.Module):
     def __init__(self, config: JinaBertConfig):
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.hidden_size)
-        if config.hidden_act not in ACT2FN:
-            raise ValueError(f"hidden_act {config.hidden_act!r} is not a transformers activation")
-        self.transform_act_fn = ACT2FN[config.hidden_act]
+        self.transform_act_fn = _activation(config.hidden_act)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:

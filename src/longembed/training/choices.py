@@ -12,3 +12,5 @@ TUNABLE_METHODS = ("pi", "rp")
 STAGES = ("mlm", "pairs", "negatives")
 #: Benchmark-safe sources of training pairs (``training.data``).
 SOURCES = ("squad", "hotpotqa")
+#: What ``longembed retrofit`` can put in place of a BERT's position table (bidirectional ALiBi, Jina's slopes).
+RETROFIT_POSITIONS = ("alibi",)

@@ -1,0 +1,80 @@
+"""The settings of a retrofit (``longembed retrofit``): plain data that round-trips through JSON.
+
+No torch or transformers import, so that ``longembed retrofit --help`` shows these defaults without
+loading the training stack.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from longembed.training.choices import PRECISIONS
+from longembed.training.config import require_positive_integers
+
+#: The shortest training text: [CLS], at least one token, [SEP].
+MIN_TEXT_TOKENS = 3
+
+
+@dataclass
+class RetrofitConfig:
+    """Hyperparameters of a retrofit by distillation; ``to_dict``/``from_dict`` round-trip them.
+
+    - ``max_steps`` optimizer steps of ``batch_size`` texts; every text of a batch has the same
+      length, drawn uniformly from [``min_seq_length``, ``max_seq_length``] tokens (special tokens
+      included), so no batch holds padding.  ``max_seq_length`` is Lo, at most the teacher's window
+      (None: the whole window, 512 for BERT); the student's ``training_length`` is recorded as Lo.
+    - Loss: 1 - cos(student's pooled vector, teacher's) + ``token_weight`` x MSE of the last-layer
+      token states (``token_weight=0``: the pooled term alone, and no token states are cached).
+    - AdamW with ``learning_rate``, linear warm-up over ``warmup_steps`` then linear decay to 0, and
+      ``weight_decay``; checkpoints every ``save_steps``, the loss logged every ``logging_steps``.
+    - ``precision`` "bf16" runs the student in bfloat16 autocast (CPU or GPU), "fp16" needs CUDA; the
+      teacher's targets are float32 in every case.
+    """
+
+    max_steps: int = 2000
+    batch_size: int = 16
+    max_seq_length: int | None = None
+    min_seq_length: int = 64
+    learning_rate: float = 1e-4
+    warmup_steps: int = 100
+    weight_decay: float = 0.01
+    token_weight: float = 1.0
+    save_steps: int = 100
+    logging_steps: int = 10
+    seed: int = 0
+    precision: str = "fp32"
+    device: str | None = None
+
+    def __post_init__(self) -> None:
+        require_positive_integers(self, ("max_steps", "batch_size", "min_seq_length", "save_steps", "logging_steps"))
+        if self.max_seq_length is not None:
+            require_positive_integers(self, ("max_seq_length",))
+        if self.min_seq_length < MIN_TEXT_TOKENS:
+            raise ValueError(f"min_seq_length must be at least {MIN_TEXT_TOKENS} tokens, got {self.min_seq_length}")
+        if self.max_seq_length is not None and self.max_seq_length < self.min_seq_length:
+            raise ValueError(
+                f"max_seq_length {self.max_seq_length} is shorter than min_seq_length {self.min_seq_length}"
+            )
+        if not self.learning_rate > 0 or self.warmup_steps < 0 or self.weight_decay < 0:
+            raise ValueError("learning_rate must be positive, warmup_steps and weight_decay >= 0")
+        if not self.token_weight >= 0:
+            raise ValueError(f"token_weight must be >= 0, got {self.token_weight}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> RetrofitConfig:
+        return cls().with_overrides(**values)
+
+    def with_overrides(self, **options: Any) -> RetrofitConfig:
+        """A copy with ``options`` (field names) changed; an unknown name is a ValueError, not ignored."""
+        known = {f.name for f in dataclasses.fields(self)}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise ValueError(f"unknown retrofit option(s) {unknown}; known: {sorted(known)}")
+        return dataclasses.replace(self, **options)
