@@ -83,7 +83,7 @@ def advise(
     advice.md, advice.png; each strategy's run in ``runs/<strategy>/``, the comparison in ``comparison/``).
     """
     began = time.perf_counter()
-    spec = AdviseSpec(**options) if spec is None else dataclasses.replace(spec, **options)
+    spec = _with_options(spec, options)
     if spec.dry_run:
         raise ValueError("advise with dry_run runs nothing and returns no advice: call estimate_advice(...) for the "
                          "estimate alone")
@@ -117,13 +117,18 @@ def estimate_advice(
     seconds and what a budget would cut before committing to the run.  Arguments as for ``advise``.
     Returns the estimate of what would run (the sample's, when the budget samples) and the sampling, if any.
     """
-    spec = AdviseSpec(**options) if spec is None else dataclasses.replace(spec, **options)
+    spec = _with_options(spec, options)
     plan = plan_advice(model, spec, max_length, dict(encoder_options or {}), device)
     _, estimate, sampling = fit_budget(plan.data, plan.estimate, spec.budget_seconds, spec.seed, plan.say)
     if plan.left_out:
         plan.say("left out: " + "; ".join(f"{name} ({why})" for name, why in plan.left_out.items()))
     plan.say("dry run: nothing encoded beyond the timed warm-ups, nothing written")
     return estimate, sampling
+
+
+def _with_options(spec: AdviseSpec | None, options: dict[str, Any]) -> AdviseSpec:
+    """The spec with ``options`` (field names) replacing its fields, or a spec of ``options`` alone."""
+    return AdviseSpec(**options) if spec is None else dataclasses.replace(spec, **options)
 
 
 def plan_advice(

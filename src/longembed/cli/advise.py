@@ -30,8 +30,8 @@ def run(args: argparse.Namespace) -> int:
     data_dir = existing_folder(spec.data_dir if spec.data_dir is not None else default_data_dir(), "--data-dir")
     spec = dataclasses.replace(spec, data_dir=data_dir)
     if spec.dry_run:
-        estimate_advice(args.model, dataclasses.replace(spec, dry_run=False), max_length=args.max_length,
-                        encoder_options=encoder_options(args), device=args.device)
+        estimate_advice(args.model, spec, max_length=args.max_length, encoder_options=encoder_options(args),
+                        device=args.device)
         return 0
     try:
         advice = advise(args.model, spec, max_length=args.max_length, encoder_options=encoder_options(args),
