@@ -26,6 +26,7 @@ from longembed.export import export_model
 from longembed.loading import resolve_model
 from longembed.models.jina_bert import JinaBertModel
 from longembed.training.contrastive import SentenceTransformer
+from longembed.training.data import TrainingPair
 from longembed.training.retrofit import (
     POSITION_TABLE,
     RECORD_FILE,
@@ -36,6 +37,7 @@ from longembed.training.retrofit import (
     student_state,
 )
 from longembed.training.retrofit.data import plan_batches, read_text_file, tokenized_plan
+from longembed.training.retrofit.pairs import batch_texts, contrastive_loss, plan_pair_batches
 from longembed.training.retrofit.student import load_teacher
 
 LO = 32  # the tiny teacher's window
@@ -368,6 +370,127 @@ def test_a_few_steps_lower_the_distillation_loss(tmp_path: Path, teacher_folder:
     assert record["config"]["max_steps"] == 8 and record["training_length"] == LO
     assert record["data"]["text_file"] == 48 and record["targets"]["token_states"] is True
     assert not (result.folder / "checkpoints").exists()  # checkpoints and default targets removed
+
+
+# ---------------------------------------------------------------- (d') the optional contrastive term
+
+
+def test_pairs_loss_is_infonce_over_in_batch_positives_and_every_rows_negatives() -> None:
+    """The module docstring's formula written as a loop: -ln(e^{s(q_i,p_i)/tau} / sum_j [e^{s(q_i,p_j)/tau}
+    + sum_l e^{s(q_i,n_jl)/tau}]), with the documents laid out positives first, then each negative column."""
+    torch.manual_seed(0)
+    k, m, dim, tau = 3, 2, 5, 0.05
+    queries, positives, negatives = torch.randn(k, dim), torch.randn(k, dim), torch.randn(k, m, dim)
+    documents = torch.cat([positives, *(negatives[:, col] for col in range(m))])
+
+    def s(a: torch.Tensor, b: torch.Tensor) -> float:
+        return float(a @ b / (a.norm() * b.norm())) / tau
+
+    total = 0.0
+    for i in range(k):
+        denominator = sum(
+            math.exp(s(queries[i], positives[j])) + sum(math.exp(s(queries[i], negatives[j, col])) for col in range(m))
+            for j in range(k)
+        )
+        total += -math.log(math.exp(s(queries[i], positives[i])) / denominator)
+    assert float(contrastive_loss(queries, documents, tau)) == pytest.approx(total / k, rel=1e-4)
+    rows = [("q0", "p0", "n0a", "n0b"), ("q1", "p1", "n1a", "n1b")]
+    assert batch_texts(rows, {"query": "query: ", "document": "passage: "}) == (
+        ["query: q0", "query: q1"],
+        ["passage: p0", "passage: p1", "passage: n0a", "passage: n1a", "passage: n0b", "passage: n1b"],
+    )
+
+
+def test_pair_batches_share_no_text_and_cycle_through_every_pair() -> None:
+    """Two questions on one paragraph, or one question twice, never meet in a batch (each would make the
+    other's positive a negative); the deferred row leads the next batch; every pair comes round."""
+    pairs = [TrainingPair(f"q{i}", f"p{i // 2}", (f"n{i}",), group=f"g{i}") for i in range(10)]  # p shared in twos
+    pairs.append(TrainingPair("q0", "p9", ("n10",), group="g10"))  # q0 asked again
+    batches = plan_pair_batches(pairs, batch_size=3, count=12, hard_negatives=1, seed=0)
+    assert len(batches) == 12 and all(len(b) == 3 for b in batches)
+    for batch in batches:
+        texts = [t for row in batch for t in row]
+        assert len(texts) == len(set(texts)), batch
+    seen = {row for batch in batches for row in batch}
+    assert seen == {(p.query, p.positive, p.negatives[0]) for p in pairs}
+    assert plan_pair_batches(pairs, 3, 12, 1, seed=0) == batches != plan_pair_batches(pairs, 3, 12, 1, seed=1)
+    distinct = [TrainingPair(f"q{i}", f"x{i}", (f"m{i}",), group=f"h{i}") for i in range(10)]
+    filled = plan_pair_batches(distinct, batch_size=2, count=1, hard_negatives=3, seed=0)[0]
+    for row in filled:  # too few negatives: other pairs' positives fill them, never the row's own
+        assert len(row) == 5 and set(row[3:]) <= {p.positive for p in distinct} - {row[1]}
+    shared = [TrainingPair("q0", "p", (), "a"), TrainingPair("q1", "p", (), "b"), TrainingPair("q2", "r", (), "c")]
+    rows = plan_pair_batches(shared, batch_size=1, count=3, hard_negatives=1, seed=0)
+    assert {row[0]: row[2] for (row,) in rows} == {"q0": "r", "q1": "r", "q2": "p"}  # never the own positive
+    same_paragraph = [TrainingPair(f"q{i}", "p", (), group=f"g{i}") for i in range(4)]
+    with pytest.raises(ValueError, match="share no text"):
+        plan_pair_batches(same_paragraph, batch_size=2, count=1, hard_negatives=0, seed=0)
+
+
+@pytest.fixture(scope="module")
+def pairs_file(tmp_path_factory) -> Path:
+    """Twenty query -> passage pairs of the tiny vocabulary, one hard negative each."""
+    path = tmp_path_factory.mktemp("pairs") / "pairs.jsonl"
+    rows = [{"query": words(5, 300 + i), "positive": words(20, 400 + i), "negatives": [words(20, 500 + i)]}
+            for i in range(20)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def independent_pairs_loss(student: JinaBertModel, tokenizer: BertTokenizer, rows: list[tuple[str, ...]]) -> float:
+    """InfoNCE (tau 0.05) of one pair batch through the student, each text alone: no padding, a plain mean."""
+
+    def vector(text: str) -> torch.Tensor:
+        ids = torch.tensor([tokenizer(text, truncation=True, max_length=LO)["input_ids"]])
+        with torch.no_grad():
+            return student(ids).last_hidden_state[0].double().mean(0)
+
+    queries = torch.stack([vector(row[0]) for row in rows])
+    documents = torch.stack([vector(row[c]) for c in range(1, len(rows[0])) for row in rows])
+    scores = torch.nn.functional.normalize(queries, dim=-1) @ torch.nn.functional.normalize(documents, dim=-1).T
+    return float(torch.nn.functional.cross_entropy(scores / 0.05, torch.arange(len(rows))))
+
+
+def test_pairs_mix_a_contrastive_term_that_training_lowers(
+    tmp_path: Path, teacher_folder: Path, text_file: Path, pairs_file: Path
+) -> None:
+    options = {**SHORT, "pairs_weight": 1.0, "pairs_batch_size": 4, "hard_negatives": 1}
+    result = retrofit_alibi(teacher_folder, tmp_path / "out", text_file=text_file, pairs_file=pairs_file, **options)
+    summary = result.summary
+    assert len(summary.pairs_losses) == len(summary.pooled_losses) == 8
+    for (_, loss), (_, pooled), (_, token), (_, pair) in zip(
+        summary.losses, summary.pooled_losses, summary.token_losses, summary.pairs_losses, strict=True
+    ):
+        assert loss == pytest.approx(pooled + token + pair, rel=1e-3)
+    assert result.record["data"]["pairs"] == {"pairs.jsonl": 20}
+    assert result.record["config"]["pairs_weight"] == 1.0
+
+    tokenizer = BertTokenizer.from_pretrained(teacher_folder)
+    pairs = [TrainingPair(r["query"], r["positive"], tuple(r["negatives"]), str(i))
+             for i, r in enumerate(map(json.loads, pairs_file.read_text().splitlines()))]
+    batches = plan_pair_batches(pairs, 4, 8, 1, seed=0)
+    start = build_student(load_teacher(resolve_model(teacher_folder)), LO).eval()
+    trained = JinaBertModel.from_pretrained(result.folder).eval()
+    before = np.mean([independent_pairs_loss(start, tokenizer, b) for b in batches])
+    after = np.mean([independent_pairs_loss(trained, tokenizer, b) for b in batches])
+    assert after < before, (before, after)
+    first = summary.pairs_losses[0][1]  # the logged first step is the start student's loss on batch 0
+    assert first == pytest.approx(independent_pairs_loss(start, tokenizer, batches[0]), rel=1e-3)
+
+    plain = retrofit_alibi(teacher_folder, tmp_path / "plain", text_file=text_file, **SHORT)
+    assert plain.summary.pairs_losses == [] and "pairs" not in plain.record["data"]
+
+
+def test_the_command_line_mixes_pairs(tmp_path: Path, teacher_folder: Path, text_file: Path, pairs_file: Path,
+                                      capsys) -> None:
+    output = tmp_path / "cli"
+    code = main(["retrofit", "--model", str(teacher_folder), "--output", str(output), "--text-file", str(text_file),
+                 "--pairs-file", str(pairs_file), "--pairs-weight", "0.5", "--pairs-batch-size", "4",
+                 "--max-steps", "2", "--batch-size", "4", "--min-seq-length", "8", "--device", "cpu",
+                 "--logging-steps", "1"])
+    assert code == 0, capsys.readouterr().err
+    record = json.loads((output / RECORD_FILE).read_text())
+    assert record["config"]["pairs_weight"] == 0.5 and record["config"]["pairs_batch_size"] == 4
+    assert len(record["summary"]["pairs_losses"]) == 2
 
 
 # ---------------------------------------------------------------- (e) resume

@@ -2,7 +2,7 @@
 
     longembed retrofit --model PATH/all-MiniLM-L6-v2 --positions alibi --output minilm-alibi \\
         --data-dir ../shared/data [--max-steps N --batch-size B --max-seq-length L --learning-rate LR \\
-        --token-weight W --device D --precision bf16] [--resume]
+        --token-weight W --device D --precision bf16] [--pairs [--pairs-file F --pairs-weight W]] [--resume]
 
 Writes a JinaBERT folder (``load_encoder(DIR, method="native")``, ``SentenceTransformer(DIR)``).  A killed
 run continues with the same command and ``--resume``.
@@ -20,14 +20,16 @@ from longembed.training.retrofit import RECORD_FILE, retrofit_alibi
 
 def run(args: argparse.Namespace) -> int:
     """Run the retrofit and print what it did."""
+    use_pairs = args.pairs or args.pairs_file is not None
     data_dir = None
-    if args.text_file is None:
+    if args.text_file is None or (use_pairs and args.pairs_file is None):
         data_dir = existing_folder(args.data_dir if args.data_dir is not None else default_data_dir(), "--data-dir")
     result = retrofit_alibi(
         args.model,
         args.output,
         data_dir=data_dir,
         text_file=args.text_file,
+        pairs_file=args.pairs_file,
         positions=args.positions,
         cache_dir=args.cache_dir,
         resume=args.resume,
@@ -39,6 +41,10 @@ def run(args: argparse.Namespace) -> int:
         learning_rate=args.learning_rate,
         warmup_steps=args.warmup_steps,
         token_weight=args.token_weight,
+        pairs_weight=args.pairs_weight if use_pairs else 0.0,
+        pairs_batch_size=args.pairs_batch_size,
+        pairs_temperature=args.pairs_temperature,
+        hard_negatives=args.hard_negatives,
         save_steps=args.save_steps,
         logging_steps=args.logging_steps,
         seed=args.seed,

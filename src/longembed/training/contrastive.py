@@ -78,7 +78,8 @@ def pairs_dataset(pairs: Sequence[TrainingPair], hard_negatives: int, seed: int 
     """Columns query, positive, negative_1..negative_m (m = ``hard_negatives``).
 
     A pair with fewer than m hard negatives is filled with random positives of other groups (random
-    negatives, as LongEmbed's Appendix A does for NLI, which has one hard negative per example).
+    negatives, as LongEmbed's Appendix A does for NLI, which has one hard negative per example), never
+    with its own positive (two groups may share a paragraph).
     """
     require_training_extra()
     if not pairs:
@@ -93,7 +94,7 @@ def pairs_dataset(pairs: Sequence[TrainingPair], hard_negatives: int, seed: int 
         negatives = list(pair.negatives[:hard_negatives])
         while len(negatives) < hard_negatives:
             other = pairs[rng.randrange(len(pairs))]
-            if other.group != pair.group and other.positive not in negatives:
+            if other.group != pair.group and other.positive != pair.positive and other.positive not in negatives:
                 negatives.append(other.positive)
         for j, text in enumerate(negatives):
             columns[f"negative_{j + 1}"].append(text)

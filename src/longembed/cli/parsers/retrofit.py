@@ -39,6 +39,16 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     )
     data.add_argument("--text-file", type=Path, default=None,
                       help="your texts instead: jsonl with a 'text' field, or one text per line")
+    pairs = parser.add_argument_group("contrastive pairs, mixed into the distillation (optional)")
+    pairs.add_argument("--pairs", action="store_true",
+                       help="add --pairs-weight x InfoNCE on training pairs: SQuAD and the unused HotpotQA under "
+                       "--data-dir, or --pairs-file")
+    pairs.add_argument("--pairs-file", type=Path, default=None,
+                       help="your pairs instead: jsonl of {query, positive, negatives?} (implies --pairs)")
+    pairs.add_argument("--pairs-weight", type=float, default=1.0, help="weight of the contrastive term (with --pairs)")
+    pairs.add_argument("--pairs-batch-size", type=int, default=DEFAULTS.pairs_batch_size, help="pairs per step")
+    pairs.add_argument("--pairs-temperature", type=float, default=DEFAULTS.pairs_temperature, help="InfoNCE tau")
+    pairs.add_argument("--hard-negatives", type=int, default=DEFAULTS.hard_negatives, help="hard negatives per pair")
     train = parser.add_argument_group("training")
     train.add_argument("--max-steps", type=int, default=DEFAULTS.max_steps, help="optimizer steps")
     train.add_argument("--batch-size", type=int, default=DEFAULTS.batch_size, help="texts per step")

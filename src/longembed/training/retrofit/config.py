@@ -26,7 +26,9 @@ class RetrofitConfig:
       included), so no batch holds padding.  ``max_seq_length`` is Lo, at most the teacher's window
       (None: the whole window, 512 for BERT); the student's ``training_length`` is recorded as Lo.
     - Loss: 1 - cos(student's pooled vector, teacher's) + ``token_weight`` x MSE of the last-layer
-      token states (``token_weight=0``: the pooled term alone, and no token states are cached).
+      token states (``token_weight=0``: the pooled term alone, and no token states are cached);
+      with ``pairs_weight > 0``, plus ``pairs_weight`` x InfoNCE (tau ``pairs_temperature``) over
+      ``pairs_batch_size`` training pairs with ``hard_negatives`` negatives each (``retrofit.pairs``).
     - AdamW with ``learning_rate``, linear warm-up over ``warmup_steps`` then linear decay to 0, and
       ``weight_decay``; checkpoints every ``save_steps``, the loss logged every ``logging_steps``.
     - ``precision`` "bf16" runs the student in bfloat16 autocast (CPU or GPU), "fp16" needs CUDA; the
@@ -41,6 +43,10 @@ class RetrofitConfig:
     warmup_steps: int = 100
     weight_decay: float = 0.01
     token_weight: float = 1.0
+    pairs_weight: float = 0.0
+    pairs_batch_size: int = 16
+    pairs_temperature: float = 0.05
+    hard_negatives: int = 1
     save_steps: int = 100
     logging_steps: int = 10
     seed: int = 0
@@ -48,7 +54,9 @@ class RetrofitConfig:
     device: str | None = None
 
     def __post_init__(self) -> None:
-        require_positive_integers(self, ("max_steps", "batch_size", "min_seq_length", "save_steps", "logging_steps"))
+        require_positive_integers(
+            self, ("max_steps", "batch_size", "min_seq_length", "save_steps", "logging_steps", "pairs_batch_size")
+        )
         if self.max_seq_length is not None:
             require_positive_integers(self, ("max_seq_length",))
         if self.min_seq_length < MIN_TEXT_TOKENS:
@@ -61,6 +69,12 @@ class RetrofitConfig:
             raise ValueError("learning_rate must be positive, warmup_steps and weight_decay >= 0")
         if not self.token_weight >= 0:
             raise ValueError(f"token_weight must be >= 0, got {self.token_weight}")
+        if not self.pairs_weight >= 0:
+            raise ValueError(f"pairs_weight must be >= 0, got {self.pairs_weight}")
+        if not 0 < self.pairs_temperature <= 1:
+            raise ValueError(f"pairs_temperature (the InfoNCE tau) must be in (0, 1], got {self.pairs_temperature}")
+        if not isinstance(self.hard_negatives, int) or isinstance(self.hard_negatives, bool) or self.hard_negatives < 0:
+            raise ValueError(f"hard_negatives must be an integer >= 0, got {self.hard_negatives!r}")
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
 

@@ -14,14 +14,17 @@ from transformers import AutoTokenizer, BertConfig, TrainerCallback, TrainingArg
 from transformers.trainer_callback import ProgressCallback
 from transformers.trainer_utils import get_last_checkpoint
 
+from longembed.encoder_protocol import retrieval_prompts
 from longembed.loading import ModelSource, resolve_device, resolve_model
 from longembed.models.jina_bert import JinaBertModel
 from longembed.results.files import write_json
 from longembed.training.choices import RETROFIT_POSITIONS
 from longembed.training.contrastive import require_training_extra
+from longembed.training.data import SOURCES, pairs_digest, training_pairs
 from longembed.training.retrofit.config import RetrofitConfig
 from longembed.training.retrofit.data import BatchPlan, retrofit_texts, tokenized_plan
 from longembed.training.retrofit.folder import write_student_folder
+from longembed.training.retrofit.pairs import PairInputs, PairRow, plan_pair_batches
 from longembed.training.retrofit.student import build_student, load_teacher, teacher_config, teacher_window
 from longembed.training.retrofit.targets import (
     TeacherTargets,
@@ -60,10 +63,12 @@ FORMAT_VERSION = 1
 @dataclass
 class RetrofitSummary(TrainingSummary):
     """A finished retrofit's training: the shared summary (``losses`` is the loss curve, every
-    ``logging_steps``), the loss's two parts at the same steps, tokens trained on, and the teacher's time."""
+    ``logging_steps``), the loss's parts at the same steps (``pairs_losses`` with pairs), tokens trained
+    on, and the teacher's time."""
 
     pooled_losses: list[tuple[int, float]] = field(default_factory=list)
     token_losses: list[tuple[int, float]] = field(default_factory=list)
+    pairs_losses: list[tuple[int, float]] = field(default_factory=list)
     tokens: int = 0
     tokens_per_second: float = 0.0
     teacher_seconds: float = 0.0
@@ -88,6 +93,7 @@ class _Plan:
     tokenizer: Any
     batches: BatchPlan
     used: list[np.ndarray]
+    pair_batches: list[list[PairRow]] | None
     data: dict[str, Any]
     identity: dict[str, Any]
 
@@ -98,6 +104,7 @@ def retrofit_alibi(
     *,
     data_dir: str | Path | None = None,
     text_file: str | Path | None = None,
+    pairs_file: str | Path | None = None,
     positions: str = "alibi",
     config: RetrofitConfig | None = None,
     cache_dir: str | Path | None = None,
@@ -117,7 +124,9 @@ def retrofit_alibi(
     ``min_seq_length``, ``learning_rate``, ``warmup_steps``, ``weight_decay``, ``token_weight``, ``save_steps``,
     ``logging_steps``, ``seed``, ``precision``, ``device``), over ``config`` (default: ``RetrofitConfig()``).
     Text: ``text_file`` (jsonl with ``text``, or one text per line), else the benchmark-safe text under
-    ``data_dir``.  The teacher's targets are cached under ``cache_dir`` (kept, shared by runs) or, by
+    ``data_dir``.  With ``pairs_weight > 0`` a contrastive term on training pairs is mixed in
+    (``retrofit.pairs``): ``pairs_file`` (jsonl: query, positive, negatives), else SQuAD and the unused
+    HotpotQA under ``data_dir``.  The teacher's targets are cached under ``cache_dir`` (kept, shared by runs) or, by
     default, beside the checkpoints (removed with them when the run finishes).
 
     Checkpoints go to ``OUTPUT/checkpoints`` every ``save_steps``; after a kill, ``resume=True`` continues
@@ -140,7 +149,7 @@ def retrofit_alibi(
     teacher_folders = [p for p in (source.folder, source.transformer_path) if p is not None]
     prepare_output(output, overwrite, teacher_folders, RECORD_FILE, "a finished retrofit")
     _check_unfinished_run(checkpoint_dir, resume, overwrite)
-    plan = _plan(source, bert_config, config, data_dir, text_file, positions)
+    plan = _plan(source, bert_config, config, data_dir, text_file, pairs_file, positions)
     resume_from = resume_point(checkpoint_dir, plan.identity) if resume else None
 
     teacher = load_teacher(source)
@@ -196,9 +205,11 @@ def _plan(
     config: RetrofitConfig,
     data_dir: str | Path | None,
     text_file: str | Path | None,
+    pairs_file: str | Path | None,
     positions: str,
 ) -> _Plan:
-    """Lo, the tokenized text cut into the planned batches, the ones this run uses, and the run's identity."""
+    """Lo, the tokenized text cut into the planned batches, the ones this run uses (and their pair
+    batches), and the run's identity."""
     window = teacher_window(bert_config)
     lo = config.max_seq_length or window
     if lo > window:
@@ -223,7 +234,22 @@ def _plan(
         "teacher": teacher_identity(Path(source.transformer_path)),
         "plan_sha256": batches.digest(),
     }
-    return _Plan(source, bert_config, lo, tokenizer, batches, used, data, identity)
+    pair_batches = None
+    if config.pairs_weight > 0:
+        pair_batches, data["pairs"], identity["pairs_sha256"] = _pair_plan(config, len(used), data_dir, pairs_file)
+    return _Plan(source, bert_config, lo, tokenizer, batches, used, pair_batches, data, identity)
+
+
+def _pair_plan(
+    config: RetrofitConfig, count: int, data_dir: str | Path | None, pairs_file: str | Path | None
+) -> tuple[list[list[PairRow]], dict[str, int], str]:
+    """(one pair batch per planned batch, pair counts by source, the pairs' digest)."""
+    if pairs_file is None and data_dir is None:
+        raise ValueError("pairs_weight > 0 needs training pairs: give data_dir (SQuAD, HotpotQA) or pairs_file")
+    sources = training_pairs(data_dir, SOURCES, pairs_file, config.seed)
+    pairs = [pair for source in sources for pair in source.pairs]
+    batches = plan_pair_batches(pairs, config.pairs_batch_size, count, config.hard_negatives, config.seed)
+    return batches, {source.name: len(source.pairs) for source in sources}, pairs_digest(pairs)
 
 
 def _train(
@@ -258,9 +284,11 @@ def _train(
         model=student,
         args=args,
         train_dataset=dataset,
-        data_collator=DistillationCollator(targets, plan.tokenizer.pad_token_id or 0),
+        data_collator=DistillationCollator(targets, plan.tokenizer.pad_token_id or 0, _pair_inputs(plan)),
         callbacks=list(callbacks),
         token_weight=config.token_weight,
+        pairs_weight=config.pairs_weight,
+        pairs_temperature=config.pairs_temperature,
     )
     if show_progress:
         trainer.remove_callback(ProgressCallback)
@@ -269,11 +297,19 @@ def _train(
     first = checkpoint_step(resume_from) if resume_from else 0
     tokens = sum(int(plan.used[step % len(plan.used)].size) for step in range(first, run.summary.steps))
     logged = [e for e in trainer.state.log_history if "loss" in e]
-    pooled, token = ([(int(e["step"]), float(e[name])) for e in logged if name in e] for name in LOSS_PARTS)
+    pooled, token, pairs = ([(int(e["step"]), float(e[name])) for e in logged if name in e] for name in LOSS_PARTS)
     return RetrofitSummary(
         **vars(run.summary),
         pooled_losses=pooled,
         token_losses=token,
+        pairs_losses=pairs,
         tokens=tokens,
         tokens_per_second=round(tokens / run.seconds, 1) if run.seconds > 0 else 0.0,
     )
+
+
+def _pair_inputs(plan: _Plan) -> PairInputs | None:
+    """The pair batches as the student's inputs, with the teacher's prompts, cut at Lo; None without pairs."""
+    if plan.pair_batches is None:
+        return None
+    return PairInputs(plan.pair_batches, plan.tokenizer, retrieval_prompts(plan.source.prompts), plan.training_length)

@@ -17,10 +17,11 @@ import torch
 from transformers import Trainer
 from transformers.trainer_callback import ProgressCallback
 
+from longembed.training.retrofit.pairs import PairInputs, contrastive_loss
 from longembed.training.retrofit.targets import TeacherTargets
 
-#: The two terms of the loss, logged beside it.
-LOSS_PARTS = ("pooled_loss", "token_loss")
+#: The terms of the loss, logged beside it (``pairs_loss`` only with pairs).
+LOSS_PARTS = ("pooled_loss", "token_loss", "pairs_loss")
 
 
 def mean_pool(states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -59,10 +60,12 @@ def distillation_loss(
 class DistillationCollator:
     """Rows of the planned batches (``input_ids``, ``batch``, ``row``) -> the model's inputs and the teacher's
     targets, read from the cache: ``input_ids``, ``attention_mask``, ``teacher_pooled`` and, when the
-    loss uses them, ``teacher_states``.  Rows of unequal length (never in a plan) are right-padded."""
+    loss uses them, ``teacher_states``; with ``pairs``, the planned batch's pair batch too (``pair_*``).
+    Rows of unequal length (never in a plan) are right-padded."""
 
     targets: TeacherTargets
     pad_token_id: int
+    pairs: PairInputs | None = None
 
     def __call__(self, features: Sequence[dict[str, Any]]) -> dict[str, torch.Tensor]:
         loaded: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}
@@ -87,15 +90,25 @@ class DistillationCollator:
         inputs = {"input_ids": ids, "attention_mask": mask, "teacher_pooled": torch.stack(pooled)}
         if states is not None:
             inputs["teacher_states"] = states
+        if self.pairs is not None:
+            (batch,) = {f["batch"] for f in features}  # a step is one planned batch
+            inputs.update(self.pairs(batch))
         return inputs
 
 
 class DistillationTrainer(Trainer):
-    """transformers' Trainer whose loss is :func:`distillation_loss`; its two parts are logged beside it."""
+    """transformers' Trainer whose loss is :func:`distillation_loss`, plus ``pairs_weight`` x
+    :func:`~longembed.training.retrofit.pairs.contrastive_loss` when the batch carries pairs; the parts
+    are logged beside the loss."""
 
-    def __init__(self, *args: Any, token_weight: float, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, token_weight: float, pairs_weight: float = 0.0, pairs_temperature: float = 0.05,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.token_weight = token_weight
+        self.pairs_weight = pairs_weight
+        self.pairs_temperature = pairs_temperature
         self._part_sums: dict[str, float] = {}
         self._part_count = 0
 
@@ -114,6 +127,10 @@ class DistillationTrainer(Trainer):
             inputs.get("teacher_states"),
             self.token_weight,
         )
+        if self.pairs_weight > 0 and "pair_query_input_ids" in inputs:
+            queries, documents = (_pair_vectors(model, inputs, role) for role in ("query", "document"))
+            parts["pairs_loss"] = contrastive_loss(queries, documents, self.pairs_temperature)
+            loss = loss + self.pairs_weight * parts["pairs_loss"]
         if model.training:
             for name, value in parts.items():
                 self._part_sums[name] = self._part_sums.get(name, 0.0) + float(value.detach())
@@ -126,6 +143,13 @@ class DistillationTrainer(Trainer):
             logs.update({name: total / self._part_count for name, total in self._part_sums.items()})
             self._part_sums, self._part_count = {}, 0
         super().log(logs, start_time)
+
+
+def _pair_vectors(model: torch.nn.Module, inputs: dict[str, Any], role: str) -> torch.Tensor:
+    """The student's mean-pooled vectors of the pair batch's queries or documents (``role``)."""
+    mask = inputs[f"pair_{role}_attention_mask"]
+    states = model(input_ids=inputs[f"pair_{role}_input_ids"], attention_mask=mask).last_hidden_state
+    return mean_pool(states.float(), mask)
 
 
 class LossProgressBar(ProgressCallback):
