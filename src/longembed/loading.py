@@ -141,11 +141,17 @@ def read_extended_table(path: Path) -> ExtendedTable | None:
 
 def default_method(model: str | Path | None) -> str:
     """The method a model opens with when none is given: the one its extended position table was
-    built with (a ``longembed tune`` or ``export`` folder), else "truncate"."""
+    built with (a ``longembed tune`` or ``export`` folder); "native" for an ALiBi model (JinaBERT, a
+    ``longembed retrofit`` folder), whose positions extrapolate; else "truncate"."""
     if model is None or str(model) == DEFAULT_MODEL:
         return "truncate"
-    table = resolve_model(model).extended_table
-    return table.method if table is not None else "truncate"
+    source = resolve_model(model)
+    if source.extended_table is not None:
+        return source.extended_table.method
+    config_file = Path(source.transformer_path) / "config.json"
+    if config_file.is_file() and _is_jina_bert(json.loads(config_file.read_text())):
+        return "native"
+    return "truncate"
 
 
 def _read_st_pooling(config_file: Path) -> str:

@@ -23,7 +23,7 @@ from transformers import BertConfig, BertModel, BertTokenizer, TrainerCallback
 from longembed import load_encoder
 from longembed.cli.main import main
 from longembed.export import export_model
-from longembed.loading import resolve_model
+from longembed.loading import default_method, resolve_model
 from longembed.models.jina_bert import JinaBertModel
 from longembed.training.contrastive import SentenceTransformer
 from longembed.training.data import TrainingPair
@@ -585,6 +585,8 @@ def test_the_folder_opens_in_load_encoder_sentence_transformers_and_export(
     assert encoder.max_length >= ids.shape[1]
     got = encoder.encode([long_text])[0]
     np.testing.assert_allclose(got, direct, rtol=1e-4, atol=1e-5)
+    assert default_method(result.folder) == "native"  # an ALiBi folder opens natively, not cut at Lo
+    np.testing.assert_allclose(load_encoder(result.folder).encode([long_text])[0], direct, rtol=1e-4, atol=1e-5)
     st = SentenceTransformer(str(result.folder), device="cpu")
     assert st.max_seq_length >= ids.shape[1]
     np.testing.assert_allclose(st.encode([long_text])[0], direct, rtol=1e-4, atol=1e-5)
