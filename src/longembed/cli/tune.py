@@ -45,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
         config=config,
         max_pairs=args.max_pairs,
         overwrite=args.overwrite,
+        objective=args.objective,
+        distill_weight=args.distill_weight,
     )
     s = result.summary
     print(json.dumps({"output": str(result.folder), "steps": s.steps, "seconds": s.seconds,

@@ -8,6 +8,8 @@ importing torch, transformers or sentence-transformers.
 PRECISIONS = ("fp32", "bf16", "fp16")
 #: Extension methods whose new position rows ``longembed tune`` trains (LongEmbed Fig. 6a: PI > RP).
 TUNABLE_METHODS = ("pi", "rp")
+#: What ``longembed tune`` trains the new rows for (``training.tune_objectives``).
+TUNE_OBJECTIVES = ("contrastive", "distill", "both")
 #: The Jina v2 recipe's stages: MLM pre-training, pairs, hard negatives.
 STAGES = ("mlm", "pairs", "negatives")
 #: Benchmark-safe sources of training pairs (``training.data``).

@@ -103,6 +103,8 @@ def pairs_dataset(pairs: Sequence[TrainingPair], hard_negatives: int, seed: int 
 
 #: (model, column prompts) -> a sentence-transformers data collator
 CollatorFactory = Callable[[Any, dict[str, str]], Any]
+#: model -> the loss module to train it with
+LossFactory = Callable[[Any], torch.nn.Module]
 
 
 def train_contrastive(
@@ -113,6 +115,7 @@ def train_contrastive(
     prompts: dict[str, str] | None = None,
     collator: CollatorFactory | None = None,
     run_identity: dict[str, Any] | None = None,
+    loss: LossFactory | None = None,
 ) -> TrainingSummary:
     """Train ``model`` in place on ``pairs``; checkpoints in ``output_dir/checkpoints``, resumed after a kill.
 
@@ -120,6 +123,7 @@ def train_contrastive(
     ``collator`` builds the data collator from (model, prompts), e.g. PoSE's position ids.
     ``run_identity`` (method, model, data, ...) is stored with the checkpoints: a resumed run must
     be the same run, else a ValueError says so instead of silently mixing two trainings.
+    ``loss`` builds another loss from the model (default: :func:`info_nce_loss` of the config).
     """
     require_training_extra()
     output_dir = Path(output_dir)
@@ -143,7 +147,7 @@ def train_contrastive(
         model=model,
         args=args,
         train_dataset=dataset,
-        loss=info_nce_loss(model, config.temperature, config.symmetric),
+        loss=loss(model) if loss is not None else info_nce_loss(model, config.temperature, config.symmetric),
         data_collator=collator(model, column_prompts) if collator is not None else None,
     )
     return run_trainer(trainer, checkpoint_dir, identity, resume, config.batch_size).summary

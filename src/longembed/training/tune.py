@@ -12,6 +12,8 @@ Recipe (LongEmbed section 4.3, Figure 4 right, Appendix B):
    (``positions.freeze_all_but_new_rows``).
 3. Train contrastively (``contrastive.train_contrastive``: InfoNCE, in-batch + hard negatives) with
    PoSE position ids: each training text of n <= Lo tokens is placed at u..u+n-1, u ~ U{0..Lt-Lo}.
+   ``objective="distill"`` trains the same texts to embed at their PoSE rows as the original model
+   embeds them, ``"both"`` adds that to InfoNCE (``training.tune_objectives``).
 4. Save a sentence-transformers folder with the tuned table and its ``longembed_positions.json``
    record, so ``load_encoder(folder)`` gives inputs of at most Lo tokens the original rows (ids
    0, s, 2s, ... for PI) and longer inputs the tuned ones.
@@ -44,6 +46,7 @@ from longembed.training.contrastive import SentenceTransformer, require_training
 from longembed.training.data import SOURCES, TrainingPair, pairs_digest, training_pairs
 from longembed.training.positions import PoseDataCollator, freeze_all_but_new_rows
 from longembed.training.runs import CHECKPOINTS, TrainingSummary, prepare_output
+from longembed.training.tune_objectives import check_objective, tuning_loss
 
 TUNING_FILE = "longembed_tuning.json"
 
@@ -69,16 +72,21 @@ def tune_positions(
     config: ContrastiveConfig | None = None,
     max_pairs: int | None = None,
     overwrite: bool = False,
+    objective: str = "contrastive",
+    distill_weight: float = 1.0,
 ) -> TuningResult:
     """Tune the added position rows of ``model`` extended by ``method`` (pi, rp) to ``max_length`` tokens.
 
     Training pairs come from ``train_file`` (jsonl: query, positive, negatives) or from the allowed
     sources under ``data_dir`` (``training.data``); ``max_pairs`` keeps a seeded random subset.
+    ``objective``: "contrastive" (the paper's InfoNCE), "distill" (each text at its PoSE rows embedded
+    as the original model embeds it) or "both" (InfoNCE + ``distill_weight`` x distill).
     A killed run resumes from its last checkpoint when called again with the same arguments.
     """
     require_training_extra()
     config = config or default_tuning_config()
     _check_tuning_options(method, config)
+    check_objective(objective, distill_weight)
     source = resolve_model(model)
     offset, lo = _original_table(source)
     table = ExtendedTable(method, lo, max_length, tuned=True)
@@ -108,21 +116,41 @@ def tune_positions(
         "max_length": max_length,
         "pairs": counts,
         "pairs_sha256": pairs_digest(pairs),
+        **_objective_identity(objective, distill_weight),
     }
+    original_rows = kept.nonzero().flatten()
+
+    def loss(st: SentenceTransformer) -> torch.nn.Module:
+        return tuning_loss(st, objective, config.temperature, original_rows, offset, distill_weight)
+
     summary = train_contrastive(
-        st_model, pairs, output, config, prompts=retrieval_prompts(source.prompts), collator=collator, run_identity=identity
+        st_model, pairs, output, config, prompts=retrieval_prompts(source.prompts), collator=collator,
+        run_identity=identity, loss=loss,
     )
     _check_frozen(transformer, frozen_before, kept, offset)
     st_model.max_seq_length = max_length
     st_model.save(str(output))
     record = {
         "base_model": source.name,
-        "training": {"data": counts, "config": config.to_dict(), "summary": summary.to_dict()},
+        "training": {
+            "data": counts,
+            "config": config.to_dict(),
+            **_objective_identity(objective, distill_weight),
+            "summary": summary.to_dict(),
+        },
     }
     write_table_record(output, table, {"tuning": TUNING_FILE})
     (output / TUNING_FILE).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
     shutil.rmtree(work, ignore_errors=True)
     return TuningResult(output, summary, record)
+
+
+def _objective_identity(objective: str, distill_weight: float) -> dict[str, Any]:
+    """The objective in a run's identity and record; the paper's contrastive runs keep their old identity
+    (no key), so a run checkpointed before objectives existed still resumes."""
+    if objective == "contrastive":
+        return {}
+    return {"objective": objective, "distill_weight": distill_weight}
 
 
 def _check_tuning_options(method: str, config: ContrastiveConfig) -> None:

@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 
 from longembed.cli.options import CommandHandler, add_data_dir_argument, parse_length
-from longembed.training.choices import PRECISIONS, SOURCES, TUNABLE_METHODS
+from longembed.training.choices import PRECISIONS, SOURCES, TUNABLE_METHODS, TUNE_OBJECTIVES
 from longembed.training.config import default_tuning_config
 
 #: The paper's hyperparameters, shown as the flags' defaults.
@@ -37,6 +37,10 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     data.add_argument("--sources", nargs="+", choices=SOURCES, default=list(SOURCES), help="built-in pair sources")
     data.add_argument("--max-pairs", type=int, default=None, help="train on a seeded random subset of the pairs")
     train = parser.add_argument_group("training (defaults: the paper's)")
+    train.add_argument("--objective", choices=TUNE_OBJECTIVES, default="contrastive",
+                       help="contrastive: the paper's InfoNCE; distill: each text at its PoSE rows embedded as the "
+                       "original model embeds it; both: InfoNCE + --distill-weight x distill")
+    train.add_argument("--distill-weight", type=float, default=1.0, help="weight of the distillation term (both)")
     train.add_argument("--max-steps", type=int, default=None, help="stop after N optimizer steps (default: epochs)")
     train.add_argument("--epochs", type=float, default=PAPER.epochs)
     train.add_argument("--batch-size", type=int, default=PAPER.batch_size)
