@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import VOCAB, real_model_folder, words
+from conftest import DATA_DIR, VOCAB, real_model_folder, require_data, words
 from safetensors.torch import load_file, save_file
 from transformers import BertConfig, BertModel, BertTokenizer, TrainerCallback
 
@@ -36,7 +36,8 @@ from longembed.training.retrofit import (
     retrofit_alibi,
     student_state,
 )
-from longembed.training.retrofit.data import plan_batches, read_text_file, tokenized_plan
+from longembed.training.retrofit.data import plan_batches, read_text_file, retrofit_texts, tokenized_plan
+from longembed.training.retrofit.fidelity import short_text_fidelity
 from longembed.training.retrofit.pairs import batch_texts, contrastive_loss, plan_pair_batches
 from longembed.training.retrofit.student import load_teacher
 
@@ -461,7 +462,7 @@ def test_pairs_mix_a_contrastive_term_that_training_lowers(
         summary.losses, summary.pooled_losses, summary.token_losses, summary.pairs_losses, strict=True
     ):
         assert loss == pytest.approx(pooled + token + pair, rel=1e-3)
-    assert result.record["data"]["pairs"] == {"pairs.jsonl": 20}
+    assert result.record["data"]["pairs"] == {"pairs.jsonl": 20, "held_out": 0}
     assert result.record["config"]["pairs_weight"] == 1.0
 
     tokenizer = BertTokenizer.from_pretrained(teacher_folder)
@@ -609,6 +610,79 @@ def test_the_command_line_runs_a_retrofit(tmp_path: Path, teacher_folder: Path, 
         main(["retrofit", "--model", str(teacher_folder), "--positions", "rope", "--output", str(tmp_path / "x")])
     code = main(["retrofit", "--model", str(output), "--output", str(tmp_path / "y"), "--text-file", str(text_file)])
     assert code == 2 and "learned absolute position table" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- (f') short-text fidelity on held-out articles
+
+
+def tiny_squad(folder: Path) -> Path:
+    """A SQuAD-format file of the tiny vocabulary: 3 articles of 4 paragraphs, 2 questions each (one unanswerable
+    question per article, which fidelity skips as SQuAD training does)."""
+    articles = []
+    for a in range(3):
+        paragraphs = []
+        for p in range(4):
+            seed = 10 * a + p
+            qas = [{"id": f"{seed}-{q}", "question": words(5, 700 + 2 * seed + q), "is_impossible": False,
+                    "answers": []} for q in range(2)]
+            if p == 0:
+                qas.append({"id": f"{seed}-x", "question": words(5, 999 - seed), "is_impossible": True, "answers": []})
+            paragraphs.append({"context": words(25, 600 + seed), "qas": qas})
+        articles.append({"title": f"article {a}", "paragraphs": paragraphs})
+    (folder / "squad").mkdir(parents=True, exist_ok=True)
+    (folder / "squad" / "dev-v2.0.json").write_text(json.dumps({"version": "v2.0", "data": articles}))
+    return folder
+
+
+def test_fidelity_scores_the_held_out_articles_against_a_plain_computation(
+    tmp_path: Path, teacher_folder: Path, text_file: Path
+) -> None:
+    data = tiny_squad(tmp_path / "data")
+    student = retrofit_alibi(teacher_folder, tmp_path / "s", text_file=text_file, **{**SHORT, "max_steps": 2}).folder
+    got = short_text_fidelity(student, teacher_folder, data, ["article 0", "article 2"], device="cpu")
+    assert got["articles"] == ["article 0", "article 2"] and got["longer_than_lo"] == 0
+    assert got["texts"] == 8 + 16 and got["teacher"]["queries"] == 16 and got["teacher"]["documents"] == 8
+
+    squad = json.loads((data / "squad" / "dev-v2.0.json").read_text())["data"]
+    texts = [p["context"] for a in (squad[0], squad[2]) for p in a["paragraphs"]]
+    texts += [q["question"] for a in (squad[0], squad[2]) for p in a["paragraphs"] for q in p["qas"]
+              if not q["is_impossible"]]
+    tokenizer = BertTokenizer.from_pretrained(teacher_folder)
+    teacher = load_teacher(resolve_model(teacher_folder))
+    trained = JinaBertModel.from_pretrained(student).eval()
+    cosines = []
+    for text in texts:
+        ids = torch.tensor([tokenizer(text)["input_ids"]])
+        with torch.no_grad():
+            t, s = teacher(ids).last_hidden_state[0].mean(0), trained(ids).last_hidden_state[0].mean(0)
+        cosines.append(float(t @ s / (t.norm() * s.norm())))
+    assert got["cosine_mean"] == pytest.approx(np.mean(cosines), abs=1e-4)
+    assert got["cosine_min"] == pytest.approx(min(cosines), abs=1e-4)
+    assert got["ndcg@10_difference"] == pytest.approx(got["student"]["ndcg@10"] - got["teacher"]["ndcg@10"], abs=0.01)
+    with pytest.raises(ValueError, match="no answerable"):
+        short_text_fidelity(student, teacher_folder, data, ["no such article"], device="cpu")
+
+
+@pytest.mark.slow
+def test_held_out_articles_are_never_trained_on_and_scored_at_the_end(tmp_path: Path, teacher_folder: Path) -> None:
+    """On the shared data: the held-out articles' paragraphs are not in the texts and their questions not in the
+    pairs; the record holds their fidelity."""
+    require_data("squad/dev-v2.0.json")
+    texts, counts, titles = retrofit_texts(DATA_DIR, None, held_out_articles=2, seed=0)
+    squad = json.loads((DATA_DIR / "squad" / "dev-v2.0.json").read_text())["data"]
+    held = [a for a in squad if a["title"] in titles]
+    assert len(held) == 2 and counts["held_out_articles"] == 2
+    assert not {p["context"].strip() for a in held for p in a["paragraphs"]} & set(texts)
+    kept = [a for a in squad if a["title"] not in titles]
+    assert kept[0]["paragraphs"][0]["context"].strip() in set(texts)
+
+    result = retrofit_alibi(teacher_folder, tmp_path / "out", data_dir=DATA_DIR,
+                            **{**SHORT, "max_steps": 1, "held_out_articles": 2, "pairs_weight": 1.0})
+    record = result.record
+    assert record["data"]["held_out_titles"] == titles
+    questions = sum(1 for a in held for p in a["paragraphs"] for q in p["qas"] if not q["is_impossible"])
+    assert record["data"]["pairs"]["held_out"] == questions
+    assert record["fidelity"]["teacher"]["queries"] <= questions and record["fidelity"]["articles"] == titles
 
 
 # ---------------------------------------------------------------- (g) benchmark data is never read

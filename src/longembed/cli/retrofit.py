@@ -45,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
         pairs_batch_size=args.pairs_batch_size,
         pairs_temperature=args.pairs_temperature,
         hard_negatives=args.hard_negatives,
+        held_out_articles=args.held_out_articles,
+        evaluate=not args.no_evaluate,
         save_steps=args.save_steps,
         logging_steps=args.logging_steps,
         seed=args.seed,
@@ -55,5 +57,7 @@ def run(args: argparse.Namespace) -> int:
     print(json.dumps({"output": str(result.folder), "steps": s.steps, "seconds": s.seconds,
                       "teacher_seconds": s.teacher_seconds, "texts_per_second": s.examples_per_second,
                       "tokens_per_second": s.tokens_per_second, "final_loss": s.final_loss}, indent=2))
+    if "fidelity" in result.record:
+        print(json.dumps({"fidelity": result.record["fidelity"]}, indent=2))
     print(f"wrote {result.folder} ({RECORD_FILE}); open it with load_encoder({str(result.folder)!r}, method='native')")
     return 0

@@ -213,6 +213,18 @@ def mlm_documents(data_dir: Path | str) -> list[str]:
     return list(dict.fromkeys(texts))
 
 
+def held_out_squad_articles(data_dir: Path | str, count: int, seed: int = 0) -> list[dict]:
+    """``count`` SQuAD dev articles (``{"title", "paragraphs"}``), chosen with ``seed``, for a run to keep
+    out of its training text and score on afterwards (the Jina recipe's long texts, the retrofit's
+    short-text fidelity)."""
+    if count < 0:
+        raise ValueError(f"held-out article count must be >= 0, got {count}")
+    squad = read_json_file(_data_file(data_dir, SQUAD_FILE))
+    articles = sorted(squad["data"], key=lambda a: a["title"])
+    random.Random(f"longembed-jina-mlm:{seed}").shuffle(articles)  # the seed string of the first user, kept
+    return articles[:count]
+
+
 def pairs_digest(pairs: Sequence[TrainingPair]) -> str:
     """A SHA-256 of the pairs' texts in order: a run's identity, so a resumed run trains on the same pairs."""
     digest = hashlib.sha256()

@@ -66,6 +66,10 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     train.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     train.add_argument("--precision", choices=PRECISIONS, default=DEFAULTS.precision,
                        help="the student's precision (bf16 on a CPU with bfloat16; fp16 on CUDA)")
+    data.add_argument("--held-out-articles", type=int, default=DEFAULTS.held_out_articles,
+                      help="SQuAD articles kept out of training (from --data-dir); the short-text fidelity is "
+                      "scored on them at the end")
+    parser.add_argument("--no-evaluate", action="store_true", help="skip the short-text fidelity at the end")
     train.add_argument("--cache-dir", type=Path, default=None,
                        help="keep the teacher's targets here, for later runs (default: with the checkpoints, "
                        "removed at the end)")

@@ -7,8 +7,14 @@ import random
 from collections.abc import Sequence
 from pathlib import Path
 
-from longembed.tasks.base import iter_jsonl, read_json_file
-from longembed.training.data import SQUAD_FILE, TrainingPair, mlm_documents, split_held_out, training_pairs
+from longembed.tasks.base import iter_jsonl
+from longembed.training.data import (
+    TrainingPair,
+    held_out_squad_articles,
+    mlm_documents,
+    split_held_out,
+    training_pairs,
+)
 from longembed.training.jina.config import RecipeData
 
 
@@ -36,10 +42,7 @@ def mlm_corpus(data_dir: Path | str, held_out_articles: int, seed: int = 0) -> t
     documents (``training.data.mlm_documents``: SQuAD dev and unused HotpotQA paragraphs).
     """
     documents = mlm_documents(data_dir)
-    squad = read_json_file(Path(data_dir) / SQUAD_FILE)
-    articles = sorted(squad["data"], key=lambda a: a["title"])
-    random.Random(f"longembed-jina-mlm:{seed}").shuffle(articles)
-    held = articles[:held_out_articles]
+    held = held_out_squad_articles(data_dir, held_out_articles, seed)
     held_paragraphs = {p["context"].strip() for a in held for p in a["paragraphs"]}
     held_texts = ["\n\n".join(p["context"].strip() for p in a["paragraphs"]) for a in held]
     return [d for d in documents if d not in held_paragraphs], held_texts

@@ -29,6 +29,8 @@ class RetrofitConfig:
       token states (``token_weight=0``: the pooled term alone, and no token states are cached);
       with ``pairs_weight > 0``, plus ``pairs_weight`` x InfoNCE (tau ``pairs_temperature``) over
       ``pairs_batch_size`` training pairs with ``hard_negatives`` negatives each (``retrofit.pairs``).
+    - ``held_out_articles`` SQuAD articles (chosen with ``seed``) are kept out of the texts and pairs
+      read from a data folder; the short-text fidelity is scored on them (``retrofit.fidelity``).
     - AdamW with ``learning_rate``, linear warm-up over ``warmup_steps`` then linear decay to 0, and
       ``weight_decay``; checkpoints every ``save_steps``, the loss logged every ``logging_steps``.
     - ``precision`` "bf16" runs the student in bfloat16 autocast (CPU or GPU), "fp16" needs CUDA; the
@@ -47,6 +49,7 @@ class RetrofitConfig:
     pairs_batch_size: int = 16
     pairs_temperature: float = 0.05
     hard_negatives: int = 1
+    held_out_articles: int = 5
     save_steps: int = 100
     logging_steps: int = 10
     seed: int = 0
@@ -73,6 +76,8 @@ class RetrofitConfig:
             raise ValueError(f"pairs_weight must be >= 0, got {self.pairs_weight}")
         if not 0 < self.pairs_temperature <= 1:
             raise ValueError(f"pairs_temperature (the InfoNCE tau) must be in (0, 1], got {self.pairs_temperature}")
+        if not isinstance(self.held_out_articles, int) or self.held_out_articles < 0:
+            raise ValueError(f"held_out_articles must be an integer >= 0, got {self.held_out_articles!r}")
         if not isinstance(self.hard_negatives, int) or isinstance(self.hard_negatives, bool) or self.hard_negatives < 0:
             raise ValueError(f"hard_negatives must be an integer >= 0, got {self.hard_negatives!r}")
         if self.precision not in PRECISIONS:

@@ -23,7 +23,7 @@ import numpy as np
 from transformers import PreTrainedTokenizerBase
 
 from longembed.textfiles import utf8_lines
-from longembed.training.data import mlm_documents
+from longembed.training.data import held_out_squad_articles, mlm_documents
 from longembed.training.jina.data import read_texts_jsonl
 
 #: Special tokens around every training text: [CLS] ... [SEP].
@@ -45,17 +45,23 @@ def read_text_file(path: Path | str) -> list[str]:
     return texts
 
 
-def retrofit_texts(data_dir: Path | str | None, text_file: Path | str | None) -> tuple[list[str], dict[str, int]]:
-    """(texts, counts): a user's ``text_file`` if given, else the benchmark-safe text under ``data_dir``."""
+def retrofit_texts(
+    data_dir: Path | str | None, text_file: Path | str | None, held_out_articles: int = 0, seed: int = 0
+) -> tuple[list[str], dict[str, int], list[str]]:
+    """(texts, counts, held-out titles): a user's ``text_file`` if given (nothing held out), else the
+    benchmark-safe text under ``data_dir`` without the paragraphs of ``held_out_articles`` SQuAD articles
+    (chosen with ``seed``), which the short-text fidelity is scored on (``retrofit.fidelity``)."""
     if text_file is not None:
         texts = read_text_file(text_file)
-        return texts, {"text_file": len(texts)}
+        return texts, {"text_file": len(texts)}, []
     if data_dir is None:
         raise ValueError("retrofit needs text: give data_dir (../shared/data: SQuAD, HotpotQA) or text_file")
     if not Path(data_dir).is_dir():
         raise FileNotFoundError(f"data_dir {data_dir} is not a folder")
-    texts = mlm_documents(data_dir)
-    return texts, {"documents": len(texts)}
+    held = held_out_squad_articles(data_dir, held_out_articles, seed)
+    held_paragraphs = {p["context"].strip() for article in held for p in article["paragraphs"]}
+    texts = [text for text in mlm_documents(data_dir) if text not in held_paragraphs]
+    return texts, {"documents": len(texts), "held_out_articles": len(held)}, [a["title"] for a in held]
 
 
 @dataclass(frozen=True)

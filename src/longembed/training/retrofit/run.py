@@ -23,6 +23,7 @@ from longembed.training.contrastive import require_training_extra
 from longembed.training.data import SOURCES, pairs_digest, training_pairs
 from longembed.training.retrofit.config import RetrofitConfig
 from longembed.training.retrofit.data import BatchPlan, retrofit_texts, tokenized_plan
+from longembed.training.retrofit.fidelity import short_text_fidelity
 from longembed.training.retrofit.folder import write_student_folder
 from longembed.training.retrofit.pairs import PairInputs, PairRow, plan_pair_batches
 from longembed.training.retrofit.student import build_student, load_teacher, teacher_config, teacher_window
@@ -112,6 +113,7 @@ def retrofit_alibi(
     overwrite: bool = False,
     show_progress: bool = True,
     callbacks: Sequence[TrainerCallback] = (),
+    evaluate: bool = True,
     **options: Any,
 ) -> RetrofitResult:
     """Retrofit bidirectional ALiBi onto the BERT ``model`` by distillation; write the student to ``output_dir``.
@@ -133,7 +135,8 @@ def retrofit_alibi(
     the same run (same model, text and options, else a ValueError) and ends with the weights of an
     uninterrupted run.  Without it, an unfinished run's checkpoints are an error (``overwrite=True``
     starts again); a finished folder is never replaced unless ``overwrite=True``.  ``callbacks`` are extra
-    transformers ``TrainerCallback``s.
+    transformers ``TrainerCallback``s.  With ``evaluate`` and text from ``data_dir``, the short-text fidelity
+    on the held-out SQuAD articles is scored at the end and recorded (``record["fidelity"]``).
     """
     require_training_extra()
     if positions not in RETROFIT_POSITIONS:
@@ -182,6 +185,8 @@ def retrofit_alibi(
         },
         "summary": summary.to_dict(),
     }
+    if evaluate and plan.data["held_out_titles"]:
+        record["fidelity"] = short_text_fidelity(output, model, data_dir, plan.data["held_out_titles"], str(device))
     write_json(output / RECORD_FILE, record)
     shutil.rmtree(checkpoint_dir, ignore_errors=True)
     return RetrofitResult(output, summary, record)
@@ -217,7 +222,7 @@ def _plan(
     if config.min_seq_length > lo:
         raise ValueError(f"min_seq_length {config.min_seq_length} is longer than max_seq_length {lo}")
     tokenizer = AutoTokenizer.from_pretrained(str(source.transformer_path))
-    texts, counts = retrofit_texts(data_dir, text_file)
+    texts, counts, held_out_titles = retrofit_texts(data_dir, text_file, config.held_out_articles, config.seed)
     batches = tokenized_plan(texts, tokenizer, config.batch_size, config.min_seq_length, lo, config.seed)
     used = batches.batches[: config.max_steps]
     data = {
@@ -227,6 +232,7 @@ def _plan(
         "used_batches": len(used),
         "used_texts": sum(len(b) for b in used),
         "epochs": round(config.max_steps / len(used), 3),
+        "held_out_titles": held_out_titles,
     }
     identity = {
         "config": config.to_dict(),
@@ -236,20 +242,30 @@ def _plan(
     }
     pair_batches = None
     if config.pairs_weight > 0:
-        pair_batches, data["pairs"], identity["pairs_sha256"] = _pair_plan(config, len(used), data_dir, pairs_file)
+        pair_batches, data["pairs"], identity["pairs_sha256"] = _pair_plan(
+            config, len(used), data_dir, pairs_file, held_out_titles
+        )
     return _Plan(source, bert_config, lo, tokenizer, batches, used, pair_batches, data, identity)
 
 
 def _pair_plan(
-    config: RetrofitConfig, count: int, data_dir: str | Path | None, pairs_file: str | Path | None
+    config: RetrofitConfig,
+    count: int,
+    data_dir: str | Path | None,
+    pairs_file: str | Path | None,
+    held_out_titles: list[str],
 ) -> tuple[list[list[PairRow]], dict[str, int], str]:
-    """(one pair batch per planned batch, pair counts by source, the pairs' digest)."""
+    """(one pair batch per planned batch, pair counts by source, the pairs' digest); no pair of a held-out
+    SQuAD article is trained on."""
     if pairs_file is None and data_dir is None:
         raise ValueError("pairs_weight > 0 needs training pairs: give data_dir (SQuAD, HotpotQA) or pairs_file")
     sources = training_pairs(data_dir, SOURCES, pairs_file, config.seed)
-    pairs = [pair for source in sources for pair in source.pairs]
+    held_groups = {f"squad:{title}" for title in held_out_titles}
+    pairs = [pair for source in sources for pair in source.pairs if pair.group not in held_groups]
     batches = plan_pair_batches(pairs, config.pairs_batch_size, count, config.hard_negatives, config.seed)
-    return batches, {source.name: len(source.pairs) for source in sources}, pairs_digest(pairs)
+    counts = {source.name: len(source.pairs) for source in sources}
+    counts["held_out"] = sum(len(source.pairs) for source in sources) - len(pairs)
+    return batches, counts, pairs_digest(pairs)
 
 
 def _train(

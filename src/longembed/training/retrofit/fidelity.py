@@ -1,0 +1,67 @@
+"""Short-text fidelity of a retrofit: does the student still embed short texts as the teacher does?
+
+Scored on SQuAD articles the retrofit never trained on (``RetrofitConfig.held_out_articles``, kept out of
+its texts and pairs): every paragraph and answerable question of those articles is embedded by the
+teacher (as the benchmark opens it: its own window) and by the student (``method="native"``).
+
+- **cosine**: cos(student's vector, teacher's) per text, over the texts of at most Lo tokens (longer
+  paragraphs are counted, not scored: the teacher cuts them, the student does not); mean, min and
+  5th percentile.  1 means the student is the teacher on short text.
+- **retrieval**: question -> its paragraph among all the held-out paragraphs, nDCG@10 (and MRR@10,
+  recall@10, accuracy@1) for teacher and student (``training.jina.held_out.held_out_retrieval``), and
+  the student's minus the teacher's.  The issue's target: within 2 nDCG@10 points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from longembed.encoder import load_encoder
+from longembed.training.data import squad_pairs
+from longembed.training.jina.held_out import held_out_retrieval
+
+
+def held_out_squad_pairs(data_dir: Path | str, titles: Sequence[str]):
+    """The answerable SQuAD questions and paragraphs of the articles named ``titles``."""
+    groups = {f"squad:{title}" for title in titles}
+    return [pair for pair in squad_pairs(data_dir).pairs if pair.group in groups]
+
+
+def short_text_fidelity(
+    student: Path | str,
+    teacher: Path | str,
+    data_dir: Path | str,
+    titles: Sequence[str],
+    device: str | None = None,
+    batch_size: int = 32,
+) -> dict[str, Any]:
+    """The cosine and retrieval fidelity of ``student`` to ``teacher`` on the SQuAD articles ``titles``
+    (module docstring); a ValueError when the titles hold no answerable question."""
+    pairs = held_out_squad_pairs(data_dir, titles)
+    if not pairs:
+        raise ValueError(f"no answerable SQuAD questions in the held-out articles {list(titles)}")
+    teacher_encoder = load_encoder(teacher, method="truncate", device=device)
+    student_encoder = load_encoder(student, method="native", device=device)
+    texts = list(dict.fromkeys([p.positive for p in pairs] + [p.query for p in pairs]))
+    lengths = [len(ids) for ids in teacher_encoder.tokenizer(texts)["input_ids"]]
+    short = [text for text, n in zip(texts, lengths, strict=True) if n <= teacher_encoder.max_length]
+    t = np.asarray(teacher_encoder.encode(short, batch_size=batch_size, normalize_embeddings=True))
+    s = np.asarray(student_encoder.encode(short, batch_size=batch_size, normalize_embeddings=True))
+    cosines = (t * s).sum(axis=1)
+    teacher_scores = held_out_retrieval(teacher, pairs, batch_size=batch_size, device=device)
+    student_scores = held_out_retrieval(student, pairs, batch_size=batch_size, device=device)
+    return {
+        "articles": list(titles),
+        "texts": len(short),
+        "longer_than_lo": len(texts) - len(short),
+        "cosine_mean": round(float(cosines.mean()), 4),
+        "cosine_min": round(float(cosines.min()), 4),
+        "cosine_p05": round(float(np.percentile(cosines, 5)), 4),
+        "teacher": teacher_scores,
+        "student": student_scores,
+        "ndcg@10_difference": round(student_scores["ndcg@10"] - teacher_scores["ndcg@10"], 2),
+    }
