@@ -371,6 +371,7 @@ def test_a_few_steps_lower_the_distillation_loss(tmp_path: Path, teacher_folder:
     assert record["config"]["max_steps"] == 8 and record["training_length"] == LO
     assert record["data"]["text_file"] == 48 and record["targets"]["token_states"] is True
     assert not (result.folder / "checkpoints").exists()  # checkpoints and default targets removed
+    assert (result.folder / "loss_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 # ---------------------------------------------------------------- (d') the optional contrastive term

@@ -26,6 +26,7 @@ from longembed.training.retrofit.data import BatchPlan, retrofit_texts, tokenize
 from longembed.training.retrofit.fidelity import short_text_fidelity
 from longembed.training.retrofit.folder import write_student_folder
 from longembed.training.retrofit.pairs import PairInputs, PairRow, plan_pair_batches
+from longembed.training.retrofit.plot import CURVE_FILE, plot_loss_curve
 from longembed.training.retrofit.student import build_student, load_teacher, teacher_config, teacher_window
 from longembed.training.retrofit.targets import (
     TeacherTargets,
@@ -188,6 +189,8 @@ def retrofit_alibi(
     if evaluate and plan.data["held_out_titles"]:
         record["fidelity"] = short_text_fidelity(output, model, data_dir, plan.data["held_out_titles"], str(device))
     write_json(output / RECORD_FILE, record)
+    curves = {name: getattr(summary, name) for name in ("losses", "pooled_losses", "token_losses", "pairs_losses")}
+    plot_loss_curve(curves, output / CURVE_FILE, f"retrofit of {source.name}: {summary.steps} steps")
     shutil.rmtree(checkpoint_dir, ignore_errors=True)
     return RetrofitResult(output, summary, record)
 

@@ -1,0 +1,47 @@
+"""``loss_curve.png``: a retrofit's loss against the optimizer step, with each of its terms.
+
+The total and its parts as ``RetrofitSummary`` records them (every ``logging_steps``, and the first
+step): 1 - cos of the pooled vectors, the token states' MSE (unweighted: the total adds it times
+``token_weight``), and the pairs' InfoNCE when ``--pairs`` mixed it in.  Log scale: the first steps,
+where the student has just lost its position table, sit orders of magnitude above the end.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+
+CURVE_FILE = "loss_curve.png"
+#: The curves' labels, by the ``RetrofitSummary`` field that holds them.
+LABELS = {
+    "losses": "loss (total)",
+    "pooled_losses": "1 - cos, pooled vectors",
+    "token_losses": "token states MSE",
+    "pairs_losses": "pairs InfoNCE",
+}
+
+
+def plot_loss_curve(curves: dict[str, list[tuple[int, float]]], path: str | Path, title: str = "") -> Path:
+    """Draw ``curves`` (a ``RetrofitSummary``'s ``losses``, ``pooled_losses``, ... as (step, value) lists; an
+    empty one is left out) into ``path`` (PNG) and return the path."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, points in curves.items():
+        label = LABELS.get(name, name)
+        if points:
+            steps, values = zip(*points, strict=True)
+            ax.plot(steps, values, marker="." if len(points) < 40 else None, label=label)
+    ax.set_yscale("log")
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("loss (log scale)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(title or "retrofit: loss by step", fontsize=10)
+    path = Path(path)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return path
