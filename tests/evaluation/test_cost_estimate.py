@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from test_runner import TinyTask
 
-from longembed.evaluation.estimate import CostModel, text_seconds
+from longembed.evaluation.estimate import CostModel, longest_sequence, measure_cost_model, text_seconds
 from longembed.evaluation.runner import _sides_to_encode
 from longembed.evaluation.scoring import Granularity, Side, Unit
 
@@ -49,3 +49,50 @@ def test_eval_tells_the_estimate_how_documents_are_chunked() -> None:
     assert documents.late
     documents, _ = _sides_to_encode(unit, sides, Granularity())
     assert (documents.chunking, documents.late) == (None, False)
+
+
+# ----------------------------------------------------------------------------- the warm-up
+
+
+def test_the_longest_sequence_is_what_the_encoder_will_run() -> None:
+    assert longest_sequence([300, 9_000], ENCODER) == 4096  # a whole document, cut at Lt
+    assert longest_sequence([300, 9_000], ENCODER, "tokens:256") == 258  # a naive chunk, specials added
+    assert longest_sequence([300, 9_000], ENCODER, "sentences:64") == 512  # chunks never pass Lo
+    assert longest_sequence([300, 9_000], ENCODER, "tokens:256", late=True) == 4096  # a late-chunking window
+    assert longest_sequence([300, 1_000], ENCODER) == 1_000 and longest_sequence([], ENCODER) == 0
+
+
+class ClockedEncoder:
+    """An encoder on a fake clock: a sequence of n tokens costs 1e-6 n^2 + 1e-4 n seconds, and every first call
+    at a length is slowed by half (as another process on the cores would), so only the fastest repeat is exact."""
+
+    def __init__(self, clock: list[float], method: str = "pi", max_length: int = 4096) -> None:
+        self.clock, self.method, self.max_length, self.original_length = clock, method, max_length, 512
+        self.calls: list[tuple[int, int]] = []
+
+    @staticmethod
+    def cost(n: int) -> float:
+        return 1e-6 * n * n + 1e-4 * n
+
+    def encode(self, texts, batch_size, normalize_embeddings, show_progress_bar):
+        n = len(texts[0].split()) + 2
+        slow = 1.5 if (n, len(texts)) not in self.calls else 1.0
+        self.calls.append((n, len(texts)))
+        self.clock[0] += slow * len(texts) * self.cost(n)
+
+
+def test_the_warm_up_times_the_longest_length_and_keeps_the_fastest_repeat(monkeypatch) -> None:
+    clock = [0.0]
+    monkeypatch.setattr("longembed.evaluation.estimate.time.perf_counter", lambda: clock[0])
+    encoder = ClockedEncoder(clock)
+    model = measure_cost_model(encoder, batch_size=32, longest=4096)
+    assert [(s["tokens"], s["batch"]) for s in model.samples] == [(512, 8), (4096, 1)]
+    assert [s["seconds_per_sequence"] for s in model.samples] == pytest.approx([encoder.cost(512), encoder.cost(4096)])
+    assert model.seconds(4096) == pytest.approx(encoder.cost(4096))  # measured there, not extrapolated
+    assert model.seconds(2048) == pytest.approx(encoder.cost(2048))  # the same quadratic through both points
+    assert encoder.calls.count((4096, 1)) == 2 and encoder.calls.count((512, 8)) == 2
+    pcw = measure_cost_model(ClockedEncoder([0.0], method="pcw"), batch_size=32, longest=4096)
+    assert [s["tokens"] for s in pcw.samples] == [512]  # pcw runs windows of Lo: nothing longer to time
+    default = ClockedEncoder([0.0])
+    measure_cost_model(default, batch_size=32)
+    assert (2048, 2) in default.calls  # without a longest length: 2 inputs of 2048, as before

@@ -29,7 +29,7 @@ SAMPLING_ROUNDS = 4
 MARGIN = 0.9
 ESTIMATE_METHOD = (
     "seconds from a cost model t(n) = c + a n + b n^2 per sequence, fitted on a timed warm-up of each encoder on "
-    "this machine (as longembed eval's); cached texts, BM25 and the hybrids count 0; rough"
+    "this machine at 512 tokens and at its Lt (as longembed eval's); cached texts, BM25 and the hybrids count 0; rough"
 )
 
 

@@ -193,10 +193,13 @@ class AdvicePlan:
                 "document": model["document"] if self.spec.document_prompt is None else self.spec.document_prompt}
 
     def cost_model(self, encoder: CachedEncoder) -> CostModel:
-        """The encoder's cost model, from a timed warm-up on this machine (measured once)."""
+        """The encoder's cost model, from a timed warm-up on this machine up to its Lt, the longest input any
+        strategy gives it (measured once)."""
         key = next(name for name, e in self.encoders.items() if e is encoder)
         if key not in self._cost_models:
-            self._cost_models[key] = measure_cost_model(encoder.encoder, self.spec.batch_size)
+            self._cost_models[key] = measure_cost_model(
+                encoder.encoder, self.spec.batch_size, encoder.encoder.max_length
+            )
         return self._cost_models[key]
 
     def units(self, selection: Selection) -> list[Unit]:

@@ -171,7 +171,7 @@ class _Measurer:
         if not to_embed and not to_sigma:
             estimate["seconds"] = 0.0
             return estimate
-        embed_model = measure_cost_model(encoder, batch_size)
+        embed_model = measure_cost_model(encoder, batch_size, max(to_embed + to_sigma))
         seconds = sum(embed_model.seconds(n) for n in to_embed)
         if to_sigma:
             # time sigma_a on two texts at the shortest and at the longest length; they go through the
