@@ -16,7 +16,7 @@ from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.evaluation.cached_encoding import encode_cached
 from longembed.evaluation.runner import evaluate_model
 from longembed.evaluation.scoring import Granularity, max_over_rows, within_context
-from longembed.report.tables import run_label
+from longembed.report.labels import run_label
 from longembed.results import RunResults
 from longembed.tasks import Passage, RetrievalData, TaskMetadata, get_task
 from longembed.tasks.qmsum_passages import (

@@ -16,7 +16,7 @@ from longembed.evaluation.fusion import Fusion
 from longembed.evaluation.metrics import per_query_scores
 from longembed.evaluation.rank_fusion import competition_ranks, fuse_scores, min_max
 from longembed.evaluation.spec import EvalSpec
-from longembed.report.tables import run_label
+from longembed.report.labels import run_label
 from longembed.results import RunResults
 from longembed.tasks import get_task
 

@@ -11,7 +11,8 @@ import pytest
 
 from longembed.evaluation.bm25 import BM25Model
 from longembed.evaluation.runner import evaluate_model
-from longembed.report.tables import markdown_report, results_summary, run_label
+from longembed.report.labels import run_label
+from longembed.report.tables import markdown_report, results_summary
 from longembed.report.write import collect_runs, write_report
 from longembed.results import RunResults, TaskResult
 
@@ -142,7 +143,7 @@ def test_collect_runs_from_a_parent_folder_and_unique_labels(
 
 
 def test_notes_for_incomplete_and_skipped(bm25_results: RunResults) -> None:
-    from longembed.report.tables import Run
+    from longembed.report.labels import Run
 
     results = copy.deepcopy(bm25_results)
     results.complete = False

@@ -25,7 +25,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from longembed.report.formatting import fmt_bounds, length_title  # noqa: E402
-from longembed.report.tables import Run, length_columns, length_interval, task_columns, task_title  # noqa: E402
+from longembed.report.labels import Run  # noqa: E402
+from longembed.report.tables import length_columns, length_interval, task_columns, task_title  # noqa: E402
 from longembed.results import Interval  # noqa: E402
 
 

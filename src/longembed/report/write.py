@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from longembed.report.labels import Run, unique_labels
 from longembed.report.plots import plot_length_heatmap, plot_length_lines, plot_task_bars
 from longembed.report.sweep import write_sweep_report
-from longembed.report.tables import Run, by_length_tasks, markdown_report, task_columns, unique_labels
+from longembed.report.tables import by_length_tasks, markdown_report, task_columns
 from longembed.results import RESULTS_FILE, SWEEP_FILE, RunResults
 
 
