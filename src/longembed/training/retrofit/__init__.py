@@ -35,8 +35,15 @@ beyond Lo with nothing else added.  The design, and why:
   teacher's tokenizer and sentence-transformers modules (pooling, normalization, prompts), and
   ``longembed_retrofit.json`` (teacher, options, data, targets, summary).
 
-Modules: ``config`` (RetrofitConfig, plain data), ``student``, ``data``, ``targets``, ``trainer``,
-``folder``, ``run`` (:func:`retrofit_alibi`: plan -> targets -> train -> write).  Names are
+- **Pairs** (``pairs``, optional): ``pairs_weight`` x InfoNCE on benchmark-safe training pairs, a batch
+  beside every step (distillation says nothing about texts longer than Lo; the pairs add a retrieval
+  signal of their own).
+- **Fidelity** (``fidelity``): ``held_out_articles`` SQuAD articles are kept out of the texts and pairs;
+  at the end the student's vectors of their paragraphs and questions are compared with the teacher's
+  (cosine) and both are scored on question -> paragraph retrieval (nDCG@10).  ``plot`` draws the loss curve.
+
+Modules: ``config`` (RetrofitConfig, plain data), ``student``, ``data``, ``targets``, ``pairs``, ``trainer``,
+``folder``, ``fidelity``, ``plot``, ``run`` (:func:`retrofit_alibi`: plan -> targets -> train -> write).  Names are
 imported on first use, so the command line's ``--help`` reads ``config`` without torch.
 """
 
