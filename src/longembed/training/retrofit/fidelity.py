@@ -21,11 +21,11 @@ from typing import Any
 import numpy as np
 
 from longembed.encoder import load_encoder
-from longembed.training.data import squad_pairs
+from longembed.training.data import TrainingPair, squad_pairs
 from longembed.training.jina.held_out import held_out_retrieval
 
 
-def held_out_squad_pairs(data_dir: Path | str, titles: Sequence[str]):
+def held_out_squad_pairs(data_dir: Path | str, titles: Sequence[str]) -> list[TrainingPair]:
     """The answerable SQuAD questions and paragraphs of the articles named ``titles``."""
     groups = {f"squad:{title}" for title in titles}
     return [pair for pair in squad_pairs(data_dir).pairs if pair.group in groups]
