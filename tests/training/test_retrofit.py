@@ -37,7 +37,8 @@ from longembed.training.retrofit import (
     student_state,
 )
 from longembed.training.retrofit.data import plan_batches, read_text_file, retrofit_texts, tokenized_plan
-from longembed.training.retrofit.fidelity import short_text_fidelity
+from longembed.training.jina.held_out import held_out_retrieval
+from longembed.training.retrofit.fidelity import held_out_squad_pairs, short_text_fidelity
 from longembed.training.retrofit.pairs import batch_texts, contrastive_loss, plan_pair_batches
 from longembed.training.retrofit.student import load_teacher
 
@@ -660,6 +661,10 @@ def test_fidelity_scores_the_held_out_articles_against_a_plain_computation(
     assert got["cosine_mean"] == pytest.approx(np.mean(cosines), abs=1e-4)
     assert got["cosine_min"] == pytest.approx(min(cosines), abs=1e-4)
     assert got["ndcg@10_difference"] == pytest.approx(got["student"]["ndcg@10"] - got["teacher"]["ndcg@10"], abs=0.01)
+    pairs = held_out_squad_pairs(data, ["article 0", "article 2"])  # the one-pass scores = each model scored alone
+    for name, folder in (("teacher", teacher_folder), ("student", student)):
+        alone = held_out_retrieval(folder, pairs, device="cpu")
+        assert got[name] == pytest.approx(alone, abs=0.01)
     with pytest.raises(ValueError, match="no answerable"):
         short_text_fidelity(student, teacher_folder, data, ["no such article"], device="cpu")
 
