@@ -27,6 +27,7 @@ from longembed.loading import default_method, resolve_model
 from longembed.models.jina_bert import JinaBertModel
 from longembed.training.contrastive import SentenceTransformer
 from longembed.training.data import TrainingPair
+from longembed.training.jina.held_out import held_out_retrieval
 from longembed.training.retrofit import (
     POSITION_TABLE,
     RECORD_FILE,
@@ -37,7 +38,6 @@ from longembed.training.retrofit import (
     student_state,
 )
 from longembed.training.retrofit.data import plan_batches, read_text_file, retrofit_texts, tokenized_plan
-from longembed.training.jina.held_out import held_out_retrieval
 from longembed.training.retrofit.fidelity import held_out_squad_pairs, short_text_fidelity
 from longembed.training.retrofit.pairs import batch_texts, contrastive_loss, plan_pair_batches
 from longembed.training.retrofit.student import load_teacher
