@@ -33,8 +33,12 @@ NON_VECTOR_CONFIG_FIELDS = ("model", "prompts", "temperature", "on_overflow", "p
 #: Parts of longembed that cannot change a cached vector; every other module is in the code
 #: fingerprint.  The server, the adapters and ``advise`` call the encoder and never write the cache's
 #: vectors themselves.
+# Parts of the package that never compute an encoder's vectors.  ``training`` is one: it writes model
+# folders, and the core layers that load and run a folder never import it (the layer rule), so editing a
+# trainer keeps the embedding cache warm.  tests/evaluation/test_provenance.py checks that loading and
+# running an encoder imports none of these parts.
 NON_VECTOR_PARTS = ("cli", "evaluation", "report", "tasks", "collapse", "results", "noise", "lazy", "advice",
-                    "serving", "integrations")
+                    "serving", "integrations", "training")
 
 _SMALL_FILE = 2 << 20  # model files up to 2 MiB are hashed whole; larger ones by size + head + tail
 _HEAD = 1 << 20
@@ -94,10 +98,11 @@ def model_identity(encoder: Encoder) -> dict[str, Any] | None:
     return {"name": str(folder) if source is None else source.name, "path": str(folder), "files": files}
 
 
-def code_fingerprint() -> str:
+def code_fingerprint(root: Path | None = None) -> str:
     """sha256 of the longembed modules that compute vectors (all but :data:`NON_VECTOR_PARTS`): part of
-    the cache key, so that a change to the encoder's code never serves stale vectors."""
-    root = Path(longembed.__file__).resolve().parent
+    the cache key, so that a change to the encoder's code never serves stale vectors.  ``root``: the
+    package folder (default: the installed one)."""
+    root = Path(longembed.__file__).resolve().parent if root is None else Path(root)
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root)
