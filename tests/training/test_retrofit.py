@@ -24,7 +24,7 @@ from longembed import load_encoder
 from longembed.cli.main import main
 from longembed.export import export_model
 from longembed.loading import default_method, resolve_model
-from longembed.models.jina_bert import JinaBertModel
+from longembed.models.jina_bert import JinaBertConfig, JinaBertModel
 from longembed.training.contrastive import SentenceTransformer
 from longembed.training.data import TrainingPair
 from longembed.training.jina.held_out import held_out_retrieval
@@ -185,12 +185,12 @@ def test_the_teacher_loads_whole_without_its_cls_pooler(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- (b) construction: ALiBi attention
 
 
-@pytest.mark.parametrize("heads", [4, 6])
-def test_student_attention_equals_a_plain_alibi_reference(heads: int) -> None:
-    """softmax(Q K^T / sqrt(d) - m_h |i - j| + padding) V, per head in float64, with Jina's slopes, from
-    the teacher's q/k/v weights read by their names; padded keys are never attended to."""
+@pytest.mark.parametrize(("heads", "slope_scale"), [(4, 1.0), (6, 1.0), (4, 0.25)])
+def test_student_attention_equals_a_plain_alibi_reference(heads: int, slope_scale: float) -> None:
+    """softmax(Q K^T / sqrt(d) - m_h |i - j| + padding) V, per head in float64, with Jina's slopes (times
+    ``slope_scale``), from the teacher's q/k/v weights read by their names; padded keys are never attended to."""
     teacher = tiny_bert(heads, hidden=8 * heads)
-    student = build_student(teacher, LO).eval()
+    student = build_student(teacher, LO, slope_scale).eval()
     ids, mask = padded_ids()
     x = student.embeddings(ids)
     layer = student.encoder.layer[0].attention.self
@@ -204,7 +204,7 @@ def test_student_attention_equals_a_plain_alibi_reference(heads: int) -> None:
         return (xd @ w[p + ".weight"].T + w[p + ".bias"]).view(batch, n, heads, d)
 
     q, k, v = project("query"), project("key"), project("value")
-    slopes = jina_slopes(heads)
+    slopes = [slope_scale * m for m in jina_slopes(heads)]
     expected = torch.zeros(batch, n, heads, d, dtype=torch.float64)
     for b in range(batch):
         for h in range(heads):
@@ -319,7 +319,7 @@ def test_text_files_jsonl_or_one_text_per_line(tmp_path: Path) -> None:
 
 
 def test_config_round_trips_and_refuses_unknown_names() -> None:
-    config = RetrofitConfig(max_steps=5, token_weight=0.0, precision="bf16")
+    config = RetrofitConfig(max_steps=5, token_weight=0.0, slope_scale=0.25, precision="bf16")
     assert RetrofitConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
     with pytest.raises(ValueError, match="unknown retrofit option"):
         RetrofitConfig().with_overrides(max_step=3)
@@ -327,6 +327,10 @@ def test_config_round_trips_and_refuses_unknown_names() -> None:
         RetrofitConfig(min_seq_length=64, max_seq_length=32)
     with pytest.raises(ValueError, match="token_weight"):
         RetrofitConfig(token_weight=-1.0)
+    with pytest.raises(ValueError, match="slope_scale"):
+        RetrofitConfig(slope_scale=0.0)
+    with pytest.raises(ValueError, match="alibi_slope_scale"):
+        JinaBertConfig(alibi_slope_scale=-1.0)
 
 
 # ---------------------------------------------------------------- (d) training lowers the loss
@@ -574,9 +578,13 @@ def test_teacher_targets_are_cached_and_reused(tmp_path: Path, teacher_folder: P
 def test_the_folder_opens_in_load_encoder_sentence_transformers_and_export(
     tmp_path: Path, teacher_folder: Path, text_file: Path
 ) -> None:
-    result = retrofit_alibi(teacher_folder, tmp_path / "out", text_file=text_file, **{**SHORT, "max_steps": 2})
+    result = retrofit_alibi(teacher_folder, tmp_path / "out", text_file=text_file,
+                            **{**SHORT, "max_steps": 2, "slope_scale": 0.5})
     long_text = words(150, 11)  # 150 tokens + 2: about five times the teacher's window
     student = JinaBertModel.from_pretrained(result.folder).eval()
+    heads = student.config.num_attention_heads  # the folder keeps the slopes it was trained with
+    for layer in student.encoder.layer:
+        torch.testing.assert_close(layer.attention.self.alibi_slopes, 0.5 * torch.tensor(jina_slopes(heads)))
     tokenizer = BertTokenizer.from_pretrained(result.folder)
     ids = torch.tensor([tokenizer(long_text)["input_ids"]])
     assert ids.shape[1] > 4 * LO
@@ -603,10 +611,12 @@ def test_the_command_line_runs_a_retrofit(tmp_path: Path, teacher_folder: Path, 
     output = tmp_path / "cli"
     code = main(["retrofit", "--model", str(teacher_folder), "--positions", "alibi", "--output", str(output),
                  "--text-file", str(text_file), "--max-steps", "2", "--batch-size", "4", "--min-seq-length", "8",
-                 "--token-weight", "0.5", "--device", "cpu", "--save-steps", "1"])
+                 "--token-weight", "0.5", "--slope-scale", "0.25", "--device", "cpu", "--save-steps", "1"])
     assert code == 0, capsys.readouterr().err
     record = json.loads((output / RECORD_FILE).read_text())
     assert record["config"]["token_weight"] == 0.5 and record["summary"]["steps"] == 2
+    assert record["config"]["slope_scale"] == 0.25
+    assert json.loads((output / "config.json").read_text())["alibi_slope_scale"] == 0.25
     assert "load_encoder" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["retrofit", "--model", str(teacher_folder), "--positions", "rope", "--output", str(tmp_path / "x")])

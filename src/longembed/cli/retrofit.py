@@ -41,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
         learning_rate=args.learning_rate,
         warmup_steps=args.warmup_steps,
         token_weight=args.token_weight,
+        slope_scale=args.slope_scale,
         pairs_weight=args.pairs_weight if use_pairs else 0.0,
         pairs_batch_size=args.pairs_batch_size,
         pairs_temperature=args.pairs_temperature,

@@ -30,7 +30,8 @@ class JinaBertConfig(PreTrainedConfig):
     pre-trained at (512 for Jina's models; longembed's Lo for ``method="truncate"``).
     ``hidden_act`` is the activation of the MLM head's transform (Jina's config: "gelu") and of the
     "original" feed-forward, checked when those are built (transformers' activation table is slow to
-    import, and reading a config must stay light).
+    import, and reading a config must stay light).  ``alibi_slope_scale`` multiplies every head's ALiBi
+    slope (1: Jina's slopes, as all of Jina's models; a retrofit may start gentler, ``--slope-scale``).
     """
 
     model_type = "jina_bert"
@@ -49,6 +50,7 @@ class JinaBertConfig(PreTrainedConfig):
     layer_norm_eps: float = 1e-12
     pad_token_id: int | None = 0
     training_length: int = 512
+    alibi_slope_scale: float = 1.0
     hidden_act: str = "gelu"
     tie_word_embeddings: bool = True  # the MLM decoder is the word-embedding matrix
 
@@ -59,6 +61,8 @@ class JinaBertConfig(PreTrainedConfig):
             )
         if not isinstance(self.training_length, int) or self.training_length < 1:
             raise ValueError(f"training_length must be a positive integer, got {self.training_length!r}")
+        if not (isinstance(self.alibi_slope_scale, int | float) and self.alibi_slope_scale > 0):
+            raise ValueError(f"alibi_slope_scale must be a positive number, got {self.alibi_slope_scale!r}")
         if self.hidden_size % self.num_attention_heads != 0:
             raise ValueError(
                 f"hidden_size {self.hidden_size} is not a multiple of num_attention_heads "

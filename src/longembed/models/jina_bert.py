@@ -180,6 +180,11 @@ def sdpa_attention_forward(
     return output.transpose(1, 2).contiguous(), None
 
 
+def model_slopes(config: JinaBertConfig) -> torch.Tensor:
+    """The model's ALiBi slope per head: Jina's rule for its head count, times ``config.alibi_slope_scale``."""
+    return alibi_slopes(config.num_attention_heads) * config.alibi_slope_scale
+
+
 class JinaBertSelfAttention(nn.Module):
     """Multi-head self-attention with symmetric ALiBi; the bias itself lives in the interface."""
 
@@ -193,8 +198,9 @@ class JinaBertSelfAttention(nn.Module):
         self.key = nn.Linear(config.hidden_size, config.hidden_size)
         self.value = nn.Linear(config.hidden_size, config.hidden_size)
         self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
-        # m_h, one per head (paper eq. (1)); derived from H, so not saved in checkpoints.
-        self.register_buffer("alibi_slopes", alibi_slopes(config.num_attention_heads), persistent=False)
+        # m_h, one per head (paper eq. (1)) times the config's scale; derived from the config, so not saved in
+        # checkpoints.
+        self.register_buffer("alibi_slopes", model_slopes(config), persistent=False)
 
     def forward(
         self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None, **kwargs: Any
@@ -369,7 +375,7 @@ class JinaBertPreTrainedModel(PreTrainedModel):
         if isinstance(module, JinaBertSelfAttention):
             # Non-persistent buffer: from_pretrained builds the model on the meta device and
             # never loads it, so it must be recomputed here.
-            init.copy_(module.alibi_slopes, alibi_slopes(module.num_attention_heads))
+            init.copy_(module.alibi_slopes, model_slopes(module.config))
         elif isinstance(module, JinaBertLMPredictionHead):
             init.zeros_(module.bias)  # a bare Parameter: the generic rules above do not reach it
 

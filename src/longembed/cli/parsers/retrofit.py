@@ -59,6 +59,8 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     train.add_argument("--warmup-steps", type=int, default=DEFAULTS.warmup_steps)
     train.add_argument("--token-weight", type=float, default=DEFAULTS.token_weight,
                        help="weight of the token states' MSE beside the pooled vectors' cosine (0: pooled only)")
+    train.add_argument("--slope-scale", type=float, default=DEFAULTS.slope_scale,
+                       help="multiply Jina's ALiBi slopes by this (default 1: Jina's; < 1 starts closer to the teacher)")
     train.add_argument("--save-steps", type=int, default=DEFAULTS.save_steps, help="checkpoint every N steps")
     train.add_argument("--logging-steps", type=int, default=DEFAULTS.logging_steps,
                        help="record the loss every N steps (and after the first)")

@@ -124,7 +124,7 @@ def retrofit_alibi(
         >>> load_encoder("minilm-alibi", method="native").encode([a_long_text])
 
     ``options`` are :class:`RetrofitConfig` fields (``max_steps``, ``batch_size``, ``max_seq_length``,
-    ``min_seq_length``, ``learning_rate``, ``warmup_steps``, ``weight_decay``, ``token_weight``, ``save_steps``,
+    ``min_seq_length``, ``learning_rate``, ``warmup_steps``, ``weight_decay``, ``token_weight``, ``slope_scale``, ``save_steps``,
     ``logging_steps``, ``seed``, ``precision``, ``device``), over ``config`` (default: ``RetrofitConfig()``).
     Text: ``text_file`` (jsonl with ``text``, or one text per line), else the benchmark-safe text under
     ``data_dir``.  With ``pairs_weight > 0`` a contrastive term on training pairs is mixed in
@@ -165,7 +165,7 @@ def retrofit_alibi(
         teacher, plan.used, folder, config.token_weight > 0, device, manifest, show_progress
     )
     teacher_seconds = time.perf_counter() - start
-    student = build_student(teacher, plan.training_length)
+    student = build_student(teacher, plan.training_length, config.slope_scale)
     del teacher
 
     summary = _train(student, plan, targets, checkpoint_dir, config, resume_from, show_progress, callbacks)

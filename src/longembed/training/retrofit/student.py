@@ -2,7 +2,7 @@
 
 The student is the teacher's architecture with one change: the absolute position table
 ``embeddings.position_embeddings`` is gone, and every attention layer adds bidirectional ALiBi,
--m_h |i - j| with Jina's slopes (``longembed.extension.alibi``).  JinaBERT with
+-m_h |i - j| with Jina's slopes (``longembed.extension.alibi``; optionally scaled, ``slope_scale``).  JinaBERT with
 ``feed_forward_type="original"`` keeps BERT's parameter names for everything else, so the weight
 map is the identity on every other name (:func:`student_state` checks that it is complete).
 """
@@ -86,13 +86,14 @@ def _without_load_report(record: logging.LogRecord) -> bool:
     return "LOAD REPORT" not in record.getMessage()
 
 
-def student_config(teacher: BertConfig, training_length: int) -> JinaBertConfig:
+def student_config(teacher: BertConfig, training_length: int, slope_scale: float = 1.0) -> JinaBertConfig:
     """The teacher's sizes, activation and LayerNorm epsilon, as a JinaBERT with BERT's feed-forward.
 
     ``training_length`` is Lo, the longest text the student was trained at; the student declares
     JinaBERT's 8192 as what it reads (``max_position_embeddings``: ALiBi has no table to run out of).
     Dropout is 0: distillation reproduces the teacher's outputs, on at most a few epochs of text,
-    where dropout would only add noise to the match.
+    where dropout would only add noise to the match.  ``slope_scale`` multiplies Jina's ALiBi slopes
+    (recorded as ``alibi_slope_scale``, so the saved folder reads with the slopes it was trained with).
     """
     return JinaBertConfig(
         vocab_size=teacher.vocab_size,
@@ -109,6 +110,7 @@ def student_config(teacher: BertConfig, training_length: int) -> JinaBertConfig:
         hidden_dropout_prob=0.0,
         attention_probs_dropout_prob=0.0,
         training_length=training_length,
+        alibi_slope_scale=slope_scale,
         tie_word_embeddings=False,  # the encoder alone: no MLM decoder to tie
     )
 
@@ -143,9 +145,9 @@ def student_state(
     return state
 
 
-def build_student(teacher: BertModel, training_length: int) -> JinaBertModel:
+def build_student(teacher: BertModel, training_length: int, slope_scale: float = 1.0) -> JinaBertModel:
     """The student at step 0: a JinaBERT holding every teacher weight but the position table."""
-    student = JinaBertModel(student_config(teacher.config, training_length))
+    student = JinaBertModel(student_config(teacher.config, training_length, slope_scale))
     expected = student.state_dict()
     state = student_state(teacher.state_dict(), expected)
     wrong_shape = [name for name, tensor in state.items() if tensor.shape != expected[name].shape]
