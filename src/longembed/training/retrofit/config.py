@@ -30,9 +30,10 @@ class RetrofitConfig:
       with ``pairs_weight > 0``, plus ``pairs_weight`` x InfoNCE (tau ``pairs_temperature``) over
       ``pairs_batch_size`` training pairs with ``hard_negatives`` negatives each (``retrofit.pairs``).
     - The student's ALiBi slopes are Jina's times ``slope_scale`` (1: Jina's).  Jina's steepest head
-      (m = 1/2 for 12 heads) hardly sees past a few tokens, where the teacher's heads read the whole text:
-      a smaller scale starts the student closer to the teacher (all-MiniLM-L6-v2, 256-token SQuAD
-      paragraphs: pooled cosine 0.33 at 1, 0.60 at 0.25), at the price of a weaker decay with distance.
+      (m = 2^-0.5 for 12 heads) hardly sees past 14 tokens, where the teacher's heads read the whole text:
+      a smaller scale starts the student closer to the teacher (all-MiniLM-L6-v2 at step 0, 256-token
+      held-out SQuAD windows: pooled cosine 0.18 at 1, 0.52 at 0.25; ``benchmarks/retrofit_start.py``), at
+      the price of a weaker decay with distance.
     - ``held_out_articles`` SQuAD articles (chosen with ``seed``) are kept out of the texts and pairs
       read from a data folder; the short-text fidelity is scored on them (``retrofit.fidelity``).
     - AdamW with ``learning_rate``, linear warm-up over ``warmup_steps`` then linear decay to 0, and
