@@ -40,7 +40,9 @@ from longembed.training.data import (
     split_held_out,
     squad_pairs,
 )
+from longembed.training.mlm.config import MLMConfig
 from longembed.training.positions import pose_position_ids
+from longembed.training.retrofit.config import RetrofitConfig
 from longembed.training.tune import default_tuning_config, tune_positions
 
 LT = 4 * LO  # tiny models: Lo = 32, tuned to 128
@@ -136,6 +138,25 @@ def test_contrastive_config_round_trips_and_checks() -> None:
         ContrastiveConfig.from_dict({"batchsize": 3})
     with pytest.raises(ValueError, match="tau"):
         ContrastiveConfig(temperature=0)
+
+
+@pytest.mark.parametrize(
+    ("config", "kind"),
+    [(ContrastiveConfig(batch_size=4, temperature=0.05), "contrastive training"),
+     (MLMConfig(batch_size=8, whole_word_mask=False), "MLM"),
+     (RetrofitConfig(max_steps=5, slope_scale=0.5), "retrofit")],
+)
+def test_every_flat_training_config_round_trips_overrides_and_names_unknown_options(config, kind: str) -> None:
+    """The three flat configs share FlatConfig: JSON round trip, named overrides that keep the checks, and an
+    unknown name refused with the config's kind and its known fields."""
+    assert type(config).from_dict(json.loads(json.dumps(config.to_dict()))) == config
+    changed = config.with_overrides(seed=7)
+    assert changed.seed == 7 and changed.to_dict() == {**config.to_dict(), "seed": 7} and config.seed == 0
+    for bad in (lambda: type(config).from_dict({"sead": 1}), lambda: config.with_overrides(sead=1)):
+        with pytest.raises(ValueError, match=f"unknown {kind} option.*'sead'.*known: .*'seed'"):
+            bad()
+    with pytest.raises(ValueError, match="batch_size"):
+        config.with_overrides(batch_size=0)  # __post_init__ runs on the copy
 
 
 # ----------------------------------------------------------------------------- tuning end to end

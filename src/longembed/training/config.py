@@ -9,9 +9,37 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Self
 
 from longembed.training.choices import PRECISIONS
+
+
+class FlatConfig:
+    """What every flat training config (a dataclass of plain values) shares: ``to_dict``/``from_dict``
+    round-trip it through JSON, and ``with_overrides`` changes named fields; an unknown name is a
+    ValueError naming the config (``config_kind``) and its known fields, never silently ignored."""
+
+    config_kind: ClassVar[str] = "training"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)  # type: ignore[call-overload]
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> Self:
+        cls._check_names(values)
+        return cls(**values)
+
+    def with_overrides(self, **options: Any) -> Self:
+        """A copy with ``options`` (field names) changed."""
+        self._check_names(options)
+        return dataclasses.replace(self, **options)  # type: ignore[type-var]
+
+    @classmethod
+    def _check_names(cls, values: dict[str, Any]) -> None:
+        known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown {cls.config_kind} option(s) {unknown}; known: {sorted(known)}")
 
 
 def require_positive_integers(config: Any, names: Sequence[str]) -> None:
@@ -24,12 +52,14 @@ def require_positive_integers(config: Any, names: Sequence[str]) -> None:
 
 
 @dataclass
-class ContrastiveConfig:
+class ContrastiveConfig(FlatConfig):
     """Hyperparameters of a contrastive run, named as in the papers; round-trips through JSON.
 
     Defaults are LongEmbed's further tuning (Appendix B and Table 4: lr 5e-4, 100 warm-up steps,
     3 epochs, batch 512, tau 0.01, weight decay 0.01, 7 hard negatives).
     """
+
+    config_kind: ClassVar[str] = "contrastive training"
 
     batch_size: int = 512
     learning_rate: float = 5e-4
@@ -60,16 +90,6 @@ class ContrastiveConfig:
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> ContrastiveConfig:
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown contrastive training option(s) {unknown}; known: {sorted(known)}")
-        return cls(**values)
 
 
 def default_tuning_config(**overrides: Any) -> ContrastiveConfig:

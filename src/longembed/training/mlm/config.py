@@ -6,12 +6,11 @@ them without loading the training stack.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar
 
 from longembed.training.choices import PRECISIONS
-from longembed.training.config import require_positive_integers
+from longembed.training.config import FlatConfig, require_positive_integers
 
 POSITIONS = ("alibi", "absolute")
 
@@ -52,13 +51,15 @@ class MLMModelConfig:
 
 
 @dataclass
-class MLMConfig:
+class MLMConfig(FlatConfig):
     """Stage I hyperparameters, named as in the paper (section 4.3); round-trips through JSON.
 
     Paper values: sequences of 512 tokens, global batch 4096, eta 1e-3 / 6e-4 / 4e-4 (small / base /
     large), 10,000 warm-up steps of 100,000, AdamW (0.9, 0.98, 1e-6), weight decay 0.01, 30% whole-word
     masking with 80/10/10, FP16.  The defaults here are the small reproduction's (benchmarks/jina_recipe.py).
     """
+
+    config_kind: ClassVar[str] = "MLM"
 
     training_length: int = 128
     batch_size: int = 32
@@ -109,6 +110,3 @@ class MLMConfig:
             raise ValueError("mask_replace_prob and random_replace_prob must be >= 0 and sum to at most 1")
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)

@@ -6,19 +6,18 @@ loading the training stack.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar
 
 from longembed.training.choices import PRECISIONS
-from longembed.training.config import require_positive_integers
+from longembed.training.config import FlatConfig, require_positive_integers
 
 #: The shortest training text: [CLS], at least one token, [SEP].
 MIN_TEXT_TOKENS = 3
 
 
 @dataclass
-class RetrofitConfig:
+class RetrofitConfig(FlatConfig):
     """Hyperparameters of a retrofit by distillation; ``to_dict``/``from_dict`` round-trip them.
 
     - ``max_steps`` optimizer steps of ``batch_size`` texts; every text of a batch has the same
@@ -41,6 +40,8 @@ class RetrofitConfig:
     - ``precision`` "bf16" runs the student in bfloat16 autocast (CPU or GPU), "fp16" needs CUDA; the
       teacher's targets are float32 in every case.
     """
+
+    config_kind: ClassVar[str] = "retrofit"
 
     max_steps: int = 2000
     batch_size: int = 16
@@ -90,18 +91,3 @@ class RetrofitConfig:
             raise ValueError(f"hard_negatives must be an integer >= 0, got {self.hard_negatives!r}")
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> RetrofitConfig:
-        return cls().with_overrides(**values)
-
-    def with_overrides(self, **options: Any) -> RetrofitConfig:
-        """A copy with ``options`` (field names) changed; an unknown name is a ValueError, not ignored."""
-        known = {f.name for f in dataclasses.fields(self)}
-        unknown = sorted(set(options) - known)
-        if unknown:
-            raise ValueError(f"unknown retrofit option(s) {unknown}; known: {sorted(known)}")
-        return dataclasses.replace(self, **options)
