@@ -1,0 +1,100 @@
+"""Does a model win needle by reading the needle, or because every candidate shares its haystack?
+
+LongEmbed's needle documents of one length are one haystack prefix with a needle inserted: the
+needle is the only difference between candidates (``longembed.tasks.needle``, as the paper's data).
+A model whose token states are local (ALiBi with steep slopes) then embeds every document as the
+same shared part plus a needle-local part, and the ranking is decided by the needle alone; a model
+that mixes the whole text does not get that for free.  Real retrieval has no shared haystack.
+
+This script scores the same queries and needles twice per model: the benchmark's documents
+(``shared``), and documents whose haystacks all differ (``distinct``: document i is a window of the
+essays starting i x stride words in, the needle at the same sentence-boundary draw as the benchmark
+uses).  accuracy@1 with a bootstrap interval over the queries, and the paired difference.
+
+    python benchmarks/needle_distinct_haystack.py --data-dir ../shared/data --lengths 1024 2048 \\
+        --model runs/retrofit/minilm-alibi --model /work/models/all-MiniLM-L6-v2:pi:4096
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+
+from longembed import load_encoder
+from longembed.results.intervals import bootstrap_interval
+from longembed.results.paired import difference_interval, mean_terms, sign_flip_test
+from longembed.tasks.base import word_budget
+from longembed.tasks.haystack import insert_needle, prefix_words, sentence_boundaries
+from longembed.tasks.needle import ESSAY_SUBDIR, NeedleTask, build_haystack
+
+
+def distinct_documents(length: int, haystack: str, facts: list[str], seed: int = 0) -> list[str]:
+    """One document per fact, each from its own window of the haystack (windows spread evenly over
+    it, overlapping only when the text is too short), the fact at a random sentence boundary."""
+    words = haystack.split()
+    budget = word_budget(length) - max(len(f.split()) for f in facts)
+    stride = max(1, (len(words) - budget) // max(1, len(facts) - 1))
+    rng = random.Random(f"distinct-haystack:{seed}:{length}")
+    documents = []
+    for i, fact in enumerate(facts):
+        window = prefix_words(" ".join(words[i * stride:]), budget)
+        documents.append(insert_needle(window, rng.choice(sentence_boundaries(window)), fact))
+    return documents
+
+
+def accuracy_at_1(encoder, documents: list[str], queries: list[str], relevant: list[int]) -> np.ndarray:
+    """Per query 100 if its relevant document has the highest cosine, else 0 (the benchmark's metric)."""
+    prompts = encoder.retrieval_prompts()  # the model's query/document prompts, as eval uses them
+    d = encoder.encode(documents, batch_size=4, normalize_embeddings=True, show_progress_bar=True, prompt=prompts["document"])
+    q = encoder.encode(queries, batch_size=32, normalize_embeddings=True, prompt=prompts["query"])
+    return (np.argmax(q @ d.T, axis=1) == np.asarray(relevant)).astype(float) * 100
+
+
+def open_model(spec: str):
+    """``PATH`` (its own method) or ``PATH:METHOD:MAX_LENGTH``."""
+    path, *rest = spec.split(":")
+    if rest:
+        return load_encoder(path, method=rest[0], max_length=int(rest[1]))
+    return load_encoder(path)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--model", action="append", required=True, help="PATH or PATH:METHOD:MAX_LENGTH (repeatable)")
+    parser.add_argument("--lengths", nargs="+", type=int, default=[1024, 2048])
+    parser.add_argument("--out", type=Path, default=None, help="write the scores as JSON here")
+    args = parser.parse_args(argv)
+    haystack = build_haystack(args.data_dir / ESSAY_SUBDIR)
+    task = NeedleTask()
+    out = []
+    for spec in args.model:
+        encoder = open_model(spec)
+        for length in args.lengths:
+            data = task.load(args.data_dir, length)
+            doc_ids = list(data.corpus)
+            facts = [n.fact for n in task.needles[: len(doc_ids)]]
+            assert all(f in data.corpus[i] for f, i in zip(facts, doc_ids, strict=True)), "document i holds needle i"
+            queries = list(data.queries)
+            relevant = [doc_ids.index(next(iter(data.qrels[q]))) for q in queries]
+            texts = [data.queries[q] for q in queries]
+            shared = accuracy_at_1(encoder, [data.corpus[i] for i in doc_ids], texts, relevant)
+            distinct = accuracy_at_1(encoder, distinct_documents(length, haystack, facts), texts, relevant)
+            diff = difference_interval({"q": list(distinct - shared)})
+            p = sign_flip_test(mean_terms({"q": list(distinct - shared)})).p_value
+            row = {"model": spec, "length": length, "queries": len(queries),
+                   "shared": str(bootstrap_interval(list(shared))), "distinct": str(bootstrap_interval(list(distinct))),
+                   "distinct - shared": f"{diff.estimate:+.1f} [{diff.low:+.1f}, {diff.high:+.1f}], p = {p:.2g}"}
+            print(json.dumps(row))
+            out.append(row)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(out, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
