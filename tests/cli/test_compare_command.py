@@ -52,6 +52,24 @@ def test_compare_prints_the_table_and_writes_three_files(runs: dict[str, Path], 
     assert "| Passkey | 256 | 50 | 100.00 | 50.00 | -50.00 |" in (tmp_path / "out" / "comparison.md").read_text()
 
 
+def test_the_files_are_written_even_when_stdout_is_a_closed_pipe(
+    runs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`longembed compare A B --output DIR | head -3`: head closes the pipe before the table ends."""
+    class ClosedPipe:
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self) -> None:
+            pass
+
+    monkeypatch.setattr("sys.stdout", ClosedPipe())
+    code = main(["compare", str(runs["good"]), str(runs["worst"]), "--output", str(tmp_path / "out")])
+    assert code == 2  # the closed pipe is reported as any OSError is: one line on stderr
+    assert Comparison.load(tmp_path / "out").pairs[0].differences[0].difference.estimate == -50.0
+    assert {p.name for p in (tmp_path / "out").iterdir()} == {"comparison.md", "comparison.json", "comparison.png"}
+
+
 def test_three_runs_against_a_baseline_are_holm_adjusted(runs: dict[str, Path], capsys) -> None:
     code = main(["compare", str(runs["worse"]), str(runs["worst"]), "--baseline", str(runs["good"]),
                  "--resamples", "2000"])

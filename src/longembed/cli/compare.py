@@ -11,10 +11,13 @@ from longembed.results import compare
 
 
 def run(args: argparse.Namespace) -> int:
-    """Compare the runs, print the tables and, with --output, write the three files."""
+    """Compare the runs, write the three files (with --output) and print the tables.
+
+    The files are written before anything is printed, so output piped into ``head`` (a closed pipe)
+    never loses them."""
     comparison = compare(args.runs, baseline=args.baseline, n_resamples=args.resamples, seed=args.seed)
+    written = [] if args.output is None else list(write_comparison(comparison, args.output).values())
     print(comparison_text(comparison))
-    if args.output is not None:
-        for path in write_comparison(comparison, args.output).values():
-            print(f"wrote {path}")
+    for path in written:
+        print(f"wrote {path}")
     return 0
