@@ -25,9 +25,10 @@ from pathlib import Path
 import numpy as np
 
 from longembed import load_encoder
+from longembed.evaluation.metrics import per_query_scores
 from longembed.results.intervals import bootstrap_interval
 from longembed.results.paired import difference_interval, mean_terms, sign_flip_test
-from longembed.tasks.base import word_budget
+from longembed.tasks.base import RetrievalData, word_budget
 from longembed.tasks.haystack import insert_needle, prefix_words, sentence_boundaries
 from longembed.tasks.needle import ESSAY_SUBDIR, NeedleTask, build_haystack
 
@@ -46,12 +47,15 @@ def distinct_documents(length: int, haystack: str, facts: list[str], seed: int =
     return documents
 
 
-def accuracy_at_1(encoder, documents: list[str], queries: list[str], relevant: list[int]) -> np.ndarray:
-    """Per query 100 if its relevant document has the highest cosine, else 0 (the benchmark's metric)."""
+def accuracy_at_1(encoder, documents: dict[str, str], data: RetrievalData) -> np.ndarray:
+    """Per query (in ``data.queries`` order) 100 if its relevant document ranks first, else 0: the
+    benchmark's own ranking and metric (``evaluation.metrics``; ties broken by document id)."""
     prompts = encoder.retrieval_prompts()  # the model's query/document prompts, as eval uses them
-    d = encoder.encode(documents, batch_size=4, normalize_embeddings=True, show_progress_bar=True, prompt=prompts["document"])
-    q = encoder.encode(queries, batch_size=32, normalize_embeddings=True, prompt=prompts["query"])
-    return (np.argmax(q @ d.T, axis=1) == np.asarray(relevant)).astype(float) * 100
+    d = encoder.encode(list(documents.values()), batch_size=4, normalize_embeddings=True, show_progress_bar=True,
+                       prompt=prompts["document"])
+    q = encoder.encode(list(data.queries.values()), batch_size=32, normalize_embeddings=True, prompt=prompts["query"])
+    scores = per_query_scores(q @ d.T, list(data.queries), list(documents), data.qrels)["accuracy@1"]
+    return np.asarray([scores[query] for query in data.queries]) * 100
 
 
 def open_model(spec: str):
@@ -79,14 +83,11 @@ def main(argv: list[str] | None = None) -> None:
             doc_ids = list(data.corpus)
             facts = [n.fact for n in task.needles[: len(doc_ids)]]
             assert all(f in data.corpus[i] for f, i in zip(facts, doc_ids, strict=True)), "document i holds needle i"
-            queries = list(data.queries)
-            relevant = [doc_ids.index(next(iter(data.qrels[q]))) for q in queries]
-            texts = [data.queries[q] for q in queries]
-            shared = accuracy_at_1(encoder, [data.corpus[i] for i in doc_ids], texts, relevant)
-            distinct = accuracy_at_1(encoder, distinct_documents(length, haystack, facts), texts, relevant)
+            shared = accuracy_at_1(encoder, data.corpus, data)
+            distinct = accuracy_at_1(encoder, dict(zip(doc_ids, distinct_documents(length, haystack, facts), strict=True)), data)
             diff = difference_interval({"q": list(distinct - shared)})
             p = sign_flip_test(mean_terms({"q": list(distinct - shared)})).p_value
-            row = {"model": spec, "length": length, "queries": len(queries),
+            row = {"model": spec, "length": length, "queries": len(data.queries),
                    "shared": str(bootstrap_interval(list(shared))), "distinct": str(bootstrap_interval(list(distinct))),
                    "distinct - shared": f"{diff.estimate:+.1f} [{diff.low:+.1f}, {diff.high:+.1f}], p = {p:.2g}"}
             print(json.dumps(row))
