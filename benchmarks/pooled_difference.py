@@ -5,7 +5,7 @@ queries per length in one run, 8k at 50 in another, or PI to 4096 up to 4k and P
 pools each side's units (task, length) into one run and hands the two to
 :func:`longembed.results.compare`: the same data checks, per-unit and per-task rows, and an average
 weighted as a run's average is (each length 1 / (tasks x the task's lengths)).  On two single runs it
-prints exactly ``compare``'s table (checked in RESULTS.md).
+prints exactly ``compare``'s table (RESULTS.md, the retrofit section).
 
     python benchmarks/pooled_difference.py --a runs/pi-4k-200 runs/pi-8k-50 --b runs/alibi-200 runs/alibi-8k-50 \\
         --lengths 1024 2048 4096 8192
