@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from longembed.cli.main import main
+from longembed.cli.main import BROKEN_PIPE_STATUS, main
 from longembed.evaluation.bm25 import BM25Model
 from longembed.evaluation.runner import evaluate_model
 from longembed.results import Comparison, RunResults
@@ -53,7 +56,7 @@ def test_compare_prints_the_table_and_writes_three_files(runs: dict[str, Path], 
 
 
 def test_the_files_are_written_even_when_stdout_is_a_closed_pipe(
-    runs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    runs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys,
 ) -> None:
     """`longembed compare A B --output DIR | head -3`: head closes the pipe before the table ends."""
     class ClosedPipe:
@@ -65,9 +68,23 @@ def test_the_files_are_written_even_when_stdout_is_a_closed_pipe(
 
     monkeypatch.setattr("sys.stdout", ClosedPipe())
     code = main(["compare", str(runs["good"]), str(runs["worst"]), "--output", str(tmp_path / "out")])
-    assert code == 2  # the closed pipe is reported as any OSError is: one line on stderr
+    assert code == BROKEN_PIPE_STATUS  # quiet, as a tool the signal ended
+    assert capsys.readouterr().err == ""
     assert Comparison.load(tmp_path / "out").pairs[0].differences[0].difference.estimate == -50.0
     assert {p.name for p in (tmp_path / "out").iterdir()} == {"comparison.md", "comparison.json", "comparison.png"}
+
+
+def test_a_reader_that_closed_the_pipe_ends_the_command_quietly(runs: dict[str, Path]) -> None:
+    """A real process whose stdout is a pipe nobody reads: no traceback, no "Exception ignored" at exit,
+    no error line; the shell's status for a tool that SIGPIPE ended."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([sys.executable, "-m", "longembed.cli.main", "compare", str(runs["good"]),
+                               str(runs["worst"])], stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=300)
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (BROKEN_PIPE_STATUS, "")
 
 
 def test_three_runs_against_a_baseline_are_holm_adjusted(runs: dict[str, Path], capsys) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 
 from longembed import __version__
@@ -55,15 +56,38 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+#: Exit status of a command whose reader closed its output (``longembed compare A B | head``): 128 + SIGPIPE,
+#: what the shell reports for a tool the signal ended.
+BROKEN_PIPE_STATUS = 128 + 13
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run a subcommand; a user error prints one line ``longembed CMD: error: ...`` and exits 2."""
+    """Run a subcommand; a user error prints one line ``longembed CMD: error: ...`` and exits 2; a reader
+    that closed stdout early (``| head``) ends the command quietly with :data:`BROKEN_PIPE_STATUS`."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     args = build_parser(argv).parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe surfaces here, not in the interpreter's exit
+        return status
+    except BrokenPipeError:
+        silence_stdout()
+        return BROKEN_PIPE_STATUS
     except (ValueError, TypeError, FileNotFoundError, OSError, ImportError) as exc:
         print(f"longembed {args.command}: error: {exc}", file=sys.stderr)
         return 2
+
+
+def silence_stdout() -> None:
+    """Point stdout's file descriptor at /dev/null, so the interpreter's final flush of what is still
+    buffered does not fail again on the closed pipe (the recipe of Python's ``signal`` documentation)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # not a real file (a test's stand-in): nothing is flushed at exit
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 if __name__ == "__main__":
