@@ -8,8 +8,10 @@ that mixes the whole text does not get that for free.  Real retrieval has no sha
 
 This script scores the same queries and needles twice per model: the benchmark's documents
 (``shared``), and documents whose haystacks all differ (``distinct``: document i is a window of the
-essays starting i x stride words in, the needle at the same sentence-boundary draw as the benchmark
-uses).  accuracy@1 with a bootstrap interval over the queries, and the paired difference.
+essays starting i x stride words in, the needle at a random sentence boundary of its window;
+``longembed.tasks.needle.distinct_documents``, which ``longembed eval --needle-haystacks distinct``
+runs through the benchmark itself, with its cache, intervals and ``compare``).  accuracy@1 with a
+bootstrap interval over the queries, and the paired difference.
 
     python benchmarks/needle_distinct_haystack.py --data-dir ../shared/data --lengths 1024 2048 \\
         --model runs/retrofit/minilm-alibi --model /work/models/all-MiniLM-L6-v2:pi:4096
@@ -28,23 +30,16 @@ from longembed import load_encoder
 from longembed.evaluation.metrics import per_query_scores
 from longembed.results.intervals import bootstrap_interval
 from longembed.results.paired import difference_interval, mean_terms, sign_flip_test
-from longembed.tasks.base import RetrievalData, word_budget
-from longembed.tasks.haystack import insert_needle, prefix_words, sentence_boundaries
-from longembed.tasks.needle import ESSAY_SUBDIR, NeedleTask, build_haystack
+from longembed.tasks.base import RetrievalData
+from longembed.tasks.needle import ESSAY_SUBDIR, NeedleTask, build_haystack, distinct_documents
 
 
-def distinct_documents(length: int, haystack: str, facts: list[str], seed: int = 0) -> list[str]:
-    """One document per fact, each from its own window of the haystack (windows spread evenly over
-    it, overlapping only when the text is too short), the fact at a random sentence boundary."""
-    words = haystack.split()
-    budget = word_budget(length) - max(len(f.split()) for f in facts)
-    stride = max(1, (len(words) - budget) // max(1, len(facts) - 1))
-    rng = random.Random(f"distinct-haystack:{seed}:{length}")
-    documents = []
-    for i, fact in enumerate(facts):
-        window = prefix_words(" ".join(words[i * stride:]), budget)
-        documents.append(insert_needle(window, rng.choice(sentence_boundaries(window)), fact))
-    return documents
+def benchmark_documents(length: int, haystack: str, facts: list[str], seed: int = 0) -> list[str]:
+    """The distinct-haystack documents of this benchmark: ``longembed.tasks.needle.distinct_documents``
+    (what ``longembed eval --needle-haystacks distinct`` builds) with the benchmark's own random stream,
+    ``random.Random(f"distinct-haystack:{seed}:{length}")``, from which the published numbers (seed 0)
+    came; the eval task draws from ``longembed-needle-distinct:{task seed}:{length}`` instead."""
+    return distinct_documents(length, haystack, facts, random.Random(f"distinct-haystack:{seed}:{length}"))
 
 
 def accuracy_at_1(encoder, documents: dict[str, str], data: RetrievalData) -> np.ndarray:
@@ -84,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
             facts = [n.fact for n in task.needles[: len(doc_ids)]]
             assert all(f in data.corpus[i] for f, i in zip(facts, doc_ids, strict=True)), "document i holds needle i"
             shared = accuracy_at_1(encoder, data.corpus, data)
-            distinct = accuracy_at_1(encoder, dict(zip(doc_ids, distinct_documents(length, haystack, facts), strict=True)), data)
+            distinct = accuracy_at_1(encoder, dict(zip(doc_ids, benchmark_documents(length, haystack, facts), strict=True)), data)
             diff = difference_interval({"q": list(distinct - shared)})
             p = sign_flip_test(mean_terms({"q": list(distinct - shared)})).p_value
             row = {"model": spec, "length": length, "queries": len(data.queries),

@@ -108,3 +108,18 @@ def test_an_old_results_file_is_a_one_line_error(runs: dict[str, Path], capsys) 
     assert err.startswith("longembed compare: error: run bm25 (") and "rerun it" in err
     assert len(err.strip().splitlines()) == 1
     assert RunResults.load(runs["good"]).has_per_query  # the new run itself is fine
+
+
+def test_a_shared_and_a_distinct_needle_run_are_a_one_line_error(tmp_path: Path, capsys) -> None:
+    lease = tmp_path / "lease"
+    lease.mkdir()
+    (lease / "lease.txt").write_text(" ".join(f"Clause {i} says the lessee keeps the garden tidy." for i in range(300)),
+                                     encoding="utf-8")
+    base = ["eval", "--model", "bm25", "--tasks", "needle", "--lengths", "256", "--haystack", str(lease)]
+    assert main([*base, "--output", str(tmp_path / "shared")]) == 0
+    assert main([*base, "--needle-haystacks", "distinct", "--output", str(tmp_path / "distinct")]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "shared"), str(tmp_path / "distinct")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("longembed compare: error: runs shared (") and len(err.strip().splitlines()) == 1
+    assert "scored different data for needle at length 256" in err and "generated with other settings" in err

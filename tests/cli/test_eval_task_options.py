@@ -1,4 +1,5 @@
-"""``longembed eval --queries-per-length N`` and ``--haystack DIR`` (passkey and needle)."""
+"""``longembed eval --queries-per-length N`` and ``--haystack DIR`` (passkey and needle), and
+``--needle-haystacks shared|distinct`` (needle)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 from longembed.cli.main import main
 from longembed.results import RunResults
+from longembed.tasks import get_task
 
 
 def lease_folder(root: Path) -> Path:
@@ -31,6 +33,9 @@ def test_eval_help_lists_the_flags(capsys: pytest.CaptureFixture[str]) -> None:
     printed = " ".join(capsys.readouterr().out.split())
     assert "--queries-per-length N passkey/needle: queries per length" in printed
     assert "--haystack DIR passkey/needle: build them from this folder's .txt/.jsonl documents" in printed
+    assert ("--needle-haystacks {shared,distinct} needle: shared: every document of a length is one haystack "
+            "prefix with its own needle inserted") in printed
+    assert "distinct: every document is cut from its own window of the haystack" in printed
 
 
 def test_eval_queries_per_length_and_haystack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -74,3 +79,34 @@ def test_eval_needles_file_with_more_queries(tmp_path: Path, capsys: pytest.Capt
     assert f"needle: 130 needles from {many} (120 documents, 60 queries per length)" in capsys.readouterr().out
     counts = RunResults.load(tmp_path / "b").tasks["needle"].counts
     assert (counts.documents, counts.queries) == (120, 60)
+
+
+def test_eval_needle_haystacks_reaches_the_task(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lease = lease_folder(tmp_path / "lease")
+    base = ["eval", "--model", "bm25", "--tasks", "needle", "--lengths", "256", "--haystack", str(lease)]
+    assert main([*base, "--needle-haystacks", "distinct", "--output", str(tmp_path / "distinct")]) == 0
+    assert "needle: distinct haystacks: every document is cut from its own window" in capsys.readouterr().out
+    assert main([*base, "--output", str(tmp_path / "shared")]) == 0
+    distinct, shared = RunResults.load(tmp_path / "distinct"), RunResults.load(tmp_path / "shared")
+    assert distinct.config.task_options["needle_haystacks"] == "distinct"
+    assert "needle_haystacks" not in shared.config.task_options
+    expected = get_task("needle", haystack=lease, haystacks="distinct").load(None, 256).fingerprint()
+    assert distinct.tasks["needle"].lengths[256].data_sha256 == expected
+    assert shared.tasks["needle"].lengths[256].data_sha256 != expected
+    # with --needles the CLI builds the needle task itself: it gets the option too
+    many = needles_file(tmp_path / "many.jsonl", 100)
+    argv = [*base, "--needles", str(many), "--needle-haystacks", "distinct", "--output", str(tmp_path / "own")]
+    assert main(argv) == 0
+    own = get_task("needle", needles_path=many, haystack=lease, haystacks="distinct").load(None, 256)
+    assert RunResults.load(tmp_path / "own").tasks["needle"].lengths[256].data_sha256 == own.fingerprint()
+
+
+def test_eval_needle_haystacks_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["eval", "--model", "bm25", "--lengths", "256", "--output", str(tmp_path / "r")]
+    with pytest.raises(SystemExit):
+        main([*base, "--tasks", "needle", "--needle-haystacks", "mixed"])
+    assert "argument --needle-haystacks: invalid choice: 'mixed'" in capsys.readouterr().err
+    assert main([*base, "--tasks", "passkey", "--needle-haystacks", "distinct"]) == 2
+    assert "--needle-haystacks: only needle takes it, and it is not among the tasks (passkey)" in (
+        capsys.readouterr().err
+    )

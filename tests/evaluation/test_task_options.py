@@ -112,3 +112,49 @@ def test_a_task_object_must_agree_with_the_run(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="built with another haystack than the run's"):
         run(BM25Model(), tmp_path, tasks=[built], lengths=[256], queries_per_length=7,
             haystack=haystack_folder(tmp_path / "h"))
+
+
+def test_distinct_needle_haystacks_run_are_recorded_and_logged(tmp_path: Path) -> None:
+    folder = haystack_folder(tmp_path / "lease")
+    lines: list[str] = []
+    results = evaluate_model(BM25Model(), ["passkey", "needle"], lengths=[256], haystack=folder,
+                             needle_haystacks="distinct", output_dir=tmp_path / "run", show_progress=False,
+                             estimate=False, log=lines.append)
+    expected = {"haystack": load_haystack(folder).describe(), "needle_haystacks": "distinct"}
+    assert results.config.task_options == expected
+    assert RunResults.load(tmp_path / "run").config.task_options == expected
+    assert json.loads((tmp_path / "run" / "results.json").read_text())["config"]["task_options"] == expected
+    assert any(line.startswith("needle: distinct haystacks: every document is cut from its own window") for line in lines)
+    # the needle scored the distinct documents; passkey (by name too) is as without the option
+    distinct = get_task("needle", haystack=folder, haystacks="distinct").load(None, 256)
+    shared = get_task("needle", haystack=folder).load(None, 256)
+    assert results.tasks["needle"].lengths[256].data_sha256 == distinct.fingerprint() != shared.fingerprint()
+    passkey = get_task("passkey", haystack=folder).load(None, 256)
+    assert results.tasks["passkey"].lengths[256].data_sha256 == passkey.fingerprint()
+
+
+def test_shared_needle_haystacks_are_the_default_and_record_nothing(tmp_path: Path) -> None:
+    folder = haystack_folder(tmp_path / "lease")
+    results = run(BM25Model(), tmp_path, tasks=["needle"], lengths=[256], haystack=folder, needle_haystacks="shared")
+    assert results.config.task_options == {"haystack": load_haystack(folder).describe()}
+    assert EvalSpec().needle_haystacks == "shared"
+    with pytest.raises(ValueError, match="needle haystacks must be one of shared, distinct, got 'mixed'"):
+        EvalSpec(needle_haystacks="mixed")
+
+
+def test_needle_haystacks_without_needle_are_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"--needle-haystacks: only needle takes it, and it is not among the tasks "
+                                         r"\(passkey\)"):
+        run(BM25Model(), tmp_path, tasks=["passkey"], lengths=[256], needle_haystacks="distinct")
+
+
+def test_a_needle_task_object_must_agree_on_its_haystacks(tmp_path: Path) -> None:
+    folder = haystack_folder(tmp_path / "lease")
+    shared, distinct = get_task("needle", haystack=folder), get_task("needle", haystack=folder, haystacks="distinct")
+    with pytest.raises(ValueError, match="the needle task given builds its documents with shared haystacks but the "
+                                         "run asks for distinct"):
+        run(BM25Model(), tmp_path, tasks=[shared], lengths=[256], haystack=folder, needle_haystacks="distinct")
+    with pytest.raises(ValueError, match="with distinct haystacks but the run asks for shared"):
+        run(BM25Model(), tmp_path, tasks=[distinct], lengths=[256], haystack=folder)
+    results = run(BM25Model(), tmp_path, tasks=[distinct], lengths=[256], haystack=folder, needle_haystacks="distinct")
+    assert results.config.task_options["needle_haystacks"] == "distinct"

@@ -280,6 +280,28 @@ def test_different_task_data_is_refused_naming_runs_task_and_length() -> None:
         compare([a, renamed], labels=["A", "B"])
 
 
+def test_a_shared_needle_run_and_a_distinct_needle_run_are_refused(tmp_path: Path) -> None:
+    """--needle-haystacks shared and distinct ask the same queries of other documents: no pairing."""
+    folder = tmp_path / "lease"
+    folder.mkdir()
+    (folder / "lease.txt").write_text(" ".join(f"Clause {i} says the lessee keeps the garden tidy." for i in range(300)),
+                                      encoding="utf-8")
+
+    def needle_run(name: str, **options: object) -> Path:
+        evaluate_model(BM25Model(), ["needle"], lengths=[256], haystack=folder, output_dir=tmp_path / name,
+                       queries_per_length=10, show_progress=False, log=None, estimate=False, **options)
+        return tmp_path / name
+
+    shared, distinct = needle_run("shared"), needle_run("distinct", needle_haystacks="distinct")
+    again = needle_run("again", needle_haystacks="distinct")
+    assert compare([distinct, again]).pairs[0].differences[0].difference.estimate == 0.0  # same data: paired
+    for pair in ([shared, distinct], [distinct, shared]):
+        with pytest.raises(ValueError, match=r"runs (shared|distinct) \(.*\) and (distinct|shared) \(.*\) scored "
+                                             r"different data for needle at length 256 \(data_sha256 \w+ vs \w+\): "
+                                             r"generated with other settings"):
+            compare(pair)
+
+
 def test_runs_that_share_nothing_are_refused() -> None:
     a = make_run({("passkey", 256): scores([100, 0])})
     b = make_run({("passkey", 512): scores([100, 0]), ("qmsum", None): scores([30, 40])})

@@ -58,7 +58,7 @@ from longembed.evaluation.scoring import (
     task_summary,
 )
 from longembed.evaluation.spec import EvalSpec
-from longembed.evaluation.task_options import SYNTHETIC_TASKS, SyntheticOptions
+from longembed.evaluation.task_options import SyntheticOptions
 from longembed.results import RunConfig, RunFolder, RunResults
 from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS, Task, get_task
 from longembed.tasks.task_dir import TaskDirRecord, task_dir_tasks
@@ -73,11 +73,12 @@ def default_data_dir() -> Path | None:
 
 
 def resolve_tasks(
-    tasks: Sequence[str | Task] | str | None, synthetic_options: dict[str, Any] | None = None
+    tasks: Sequence[str | Task] | str | None, synthetic_options: SyntheticOptions | None = None
 ) -> list[Task]:
     """Task objects from names (or Task objects, kept as they are); None -> ``DEFAULT_TASKS``.
-    Passkey and needle, given by name, are built with ``synthetic_options`` (``queries_per_length``,
-    ``haystack``: :class:`~longembed.evaluation.task_options.SyntheticOptions`)."""
+    Passkey and needle, given by name, are built with the ``synthetic_options`` they take
+    (``queries_per_length``, ``haystack``, needle's ``needle_haystacks``:
+    :class:`~longembed.evaluation.task_options.SyntheticOptions`)."""
     if tasks is None:
         tasks = list(DEFAULT_TASKS)
     if isinstance(tasks, str):
@@ -87,7 +88,7 @@ def resolve_tasks(
     for task in tasks:
         if isinstance(task, str):
             name = task.strip()
-            task = get_task(name, **((synthetic_options or {}) if name in SYNTHETIC_TASKS else {}))
+            task = get_task(name, **(synthetic_options.task_kwargs(name) if synthetic_options else {}))
         name = task.metadata.name
         if name in seen:
             raise ValueError(f"task {name!r} is listed twice")
@@ -98,7 +99,7 @@ def resolve_tasks(
     return out
 
 
-def spec_tasks(spec: EvalSpec, synthetic_options: dict[str, Any] | None = None) -> list[Task]:
+def spec_tasks(spec: EvalSpec, synthetic_options: SyntheticOptions | None = None) -> list[Task]:
     """The run's tasks: ``spec.tasks`` (default the six; passkey and needle built with
     ``synthetic_options``) and one per ``spec.task_dirs`` folder; task folders without ``spec.tasks``
     run alone."""
@@ -237,7 +238,7 @@ def plan_run(model: Encoder | CachedEncoder | BM25Model, spec: EvalSpec) -> RunP
     say = spec.log or (lambda _message: None)
     level, fusion = Granularity(spec.granularity, spec.chunking, spec.late), spec.fusion()
     synthetic = SyntheticOptions.from_spec(spec)
-    task_objects, length_list = spec_tasks(spec, synthetic.task_kwargs()), resolve_lengths(spec.lengths)
+    task_objects, length_list = spec_tasks(spec, synthetic), resolve_lengths(spec.lengths)
     synthetic.check(task_objects)
     for note in synthetic.notes():
         say(note)

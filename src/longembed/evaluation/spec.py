@@ -19,6 +19,7 @@ from typing import Any
 from longembed.evaluation.choices import FUSE_METHODS, FUSE_SOURCES, GRANULARITIES
 from longembed.evaluation.fusion import Fusion
 from longembed.tasks import DEFAULT_TASKS, Task
+from longembed.tasks.needle import HAYSTACK_MODES, SHARED_HAYSTACKS, check_haystacks
 from longembed.tasks.query_sets import check_queries_per_length
 
 BENCHMARK = "benchmark"
@@ -85,6 +86,12 @@ class EvalSpec:
         None, "passkey/needle: build them from this folder's .txt/.jsonl documents instead of the filler "
         "sentences and the essays", type=Path, metavar="DIR",
     )
+    needle_haystacks: str = option(
+        SHARED_HAYSTACKS, "needle: shared: every document of a length is one haystack prefix with its own needle "
+        "inserted, so the needle is the only difference between candidates (LongEmbed's; default); distinct: "
+        "every document is cut from its own window of the haystack, so candidates differ in all their text",
+        choices=HAYSTACK_MODES,
+    )
     query_temperature: float | None = option(None, "TempScale tau for queries (default: --temperature)")
     document_temperature: float | None = option(None, "TempScale tau for documents (default: --temperature)")
     cache_includes_code: bool = option(
@@ -130,6 +137,7 @@ class EvalSpec:
         if self.batch_size < 1 or self.chunk_size < 1:
             raise ValueError("batch_size and chunk_size must be positive")
         check_queries_per_length(self.queries_per_length)
+        check_haystacks(self.needle_haystacks)
         self.fusion()  # bad fusion options fail here, before any model is loaded
 
     def fusion(self) -> Fusion | None:

@@ -21,7 +21,23 @@ Documents, per evaluation length L (word budget B = 0.75 L):
 * the needle goes, on its own line (newline before and after, as in Figure 7 and in Kamradt's
   original needle), at a uniformly random sentence boundary of the prefix;
 * 50 queries per length: the questions of a random subset of 50 of the 100 needles (with fewer than
-  50 needles, one question per needle).
+  50 needles, one question per needle);
+* ``haystacks="distinct"`` (:func:`distinct_documents`; ``longembed eval --needle-haystacks distinct``)
+  keeps the needles, queries, qrels and ids and replaces the shared prefix: document i of the n
+  documents (100, or 2N for N > 50 below) is the window of ``B - M`` words that starts at word
+  ``i * stride`` of the haystack (its words re-joined by single spaces), with
+  ``stride = (W - (B - M)) // (n - 1)`` for a haystack of W words, so that the windows are spread
+  evenly from its start to its end; its needle goes, on its own line, at a uniformly random sentence
+  boundary of its window, drawn from ``random.Random(f"longembed-needle-distinct:{seed}:{L}")`` in
+  document order.  Windows overlap when the haystack has fewer than about n (B - M) words (the
+  essays' 113,604 words give 100 disjoint windows up to L = 1024): every window starts at another
+  word, so no two documents have the same haystack, but neighbours share part of it.  The haystack must
+  hold n windows that start at distinct words, ``W >= (B - M) + n - 1``, else a ValueError; it is
+  never repeated to fill a window.  For N > 50 the queries stay nested but the documents do not: the
+  stride spreads the windows over all 2N documents, so every window moves.  LongEmbed's candidates
+  differ only by the needle; these differ in all their text, as real candidates do
+  (``benchmarks/needle_distinct_haystack.py``: models that find the needle among shared haystacks fall
+  to near chance).
 
 Queries per length (``queries_per_length=N``, :mod:`longembed.tasks.query_sets`): the sets above are
 the paper's, N = 50.  N > 50 needs 2N needles: needles 100 .. 2N-1 become the new documents, in pairs,
@@ -34,7 +50,9 @@ Haystack (``haystack=``, :mod:`longembed.tasks.haystack`): a user's documents re
 
 The needles are not LongEmbed's (those are not public): ``tasks/data/needles.jsonl`` holds 400 new
 fact/question pairs; a user file with the fields ``fact`` and ``question`` may replace them.
-Determinism: each length draws from ``random.Random(f"longembed-needle:{seed}:{L}")``.
+Determinism: each length draws from ``random.Random(f"longembed-needle:{seed}:{L}")`` (with distinct
+haystacks too: the queries are drawn as for the shared set, the windows' needle places from their own
+stream).
 """
 
 from __future__ import annotations
@@ -42,6 +60,7 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,6 +113,10 @@ PAPER_DOCUMENTS = DOCUMENTS_PER_QUERY * NUM_QUERIES
 MIN_NEEDLES = 2
 #: The first essays of LongEmbed's haystack; the other essays follow in alphabetical order.
 ESSAY_ORDER_HEAD: tuple[str, ...] = ("rss.txt", "goodtaste.txt")
+#: How the documents of a length get their haystack: one shared prefix (LongEmbed's), or a window each.
+SHARED_HAYSTACKS = "shared"
+DISTINCT_HAYSTACKS = "distinct"
+HAYSTACK_MODES: tuple[str, ...] = (SHARED_HAYSTACKS, DISTINCT_HAYSTACKS)
 
 
 @dataclass(frozen=True)
@@ -181,35 +204,95 @@ def set_size(n_needles: int, queries_per_length: int = NUM_QUERIES) -> tuple[int
     return min(documents, DOCUMENTS_PER_QUERY * n), n
 
 
+def check_haystacks(haystacks: str) -> str:
+    """``haystacks`` if it is one of :data:`HAYSTACK_MODES`, else a ValueError naming them."""
+    if haystacks not in HAYSTACK_MODES:
+        raise ValueError(f"needle haystacks must be one of {', '.join(HAYSTACK_MODES)}, got {haystacks!r}")
+    return haystacks
+
+
 def generate(
     length: int,
     haystack: str | Haystack,
     needles: tuple[Needle, ...],
     seed: int = DEFAULT_SEED,
     queries_per_length: int = NUM_QUERIES,
+    haystacks: str = SHARED_HAYSTACKS,
 ) -> RetrievalData:
     """Build the needle data of one length from a haystack (the essays' text, or a user's
-    :class:`~longembed.tasks.haystack.Haystack`) and needles (recipe in the module doc)."""
+    :class:`~longembed.tasks.haystack.Haystack`) and needles (recipe in the module doc); ``haystacks``
+    "shared" (LongEmbed's: one prefix for every document) or "distinct" (a window each)."""
     check_length(METADATA, length)
     set_size(len(needles), queries_per_length)
+    check_haystacks(haystacks)
     n = queries_per_length
     text = haystack.covering(length) if isinstance(haystack, Haystack) else haystack
     used = needles[: max(PAPER_DOCUMENTS, DOCUMENTS_PER_QUERY * n)]
-    rng = random.Random(f"longembed-needle:{seed}:{length}")
-    longest = max(len(needle.fact.split()) for needle in used)
-    prefix = prefix_words(text, word_budget(length) - longest)
-    boundaries = sentence_boundaries(prefix)
-
-    paper = used[:PAPER_DOCUMENTS]
-    documents = [insert_needle(prefix, rng.choice(boundaries), needle.fact) for needle in paper]
-    asked = rng.sample(range(len(paper)), min(NUM_QUERIES, len(paper)))
-    if n > NUM_QUERIES:
-        more = random.Random(f"longembed-needle:{seed}:{length}:more")
-        for pair in range(len(paper), len(used), DOCUMENTS_PER_QUERY):
-            for needle in used[pair : pair + DOCUMENTS_PER_QUERY]:
-                documents.append(insert_needle(prefix, more.choice(boundaries), needle.fact))
-            asked.append(pair + more.randrange(DOCUMENTS_PER_QUERY))
+    facts = [needle.fact for needle in used]
+    prefix = prefix_words(text, word_budget(length) - _longest(facts))
+    places, asked = _shared_draws(length, seed, n, sentence_boundaries(prefix), len(used))
+    if haystacks == DISTINCT_HAYSTACKS:
+        windows_rng = random.Random(f"longembed-needle-distinct:{seed}:{length}")
+        documents = distinct_documents(length, text, facts, windows_rng)
+    else:
+        documents = [insert_needle(prefix, place, fact) for place, fact in zip(places, facts, strict=True)]
     return first_queries(_retrieval_data(length, used, documents, asked), n)
+
+
+def _longest(facts: Sequence[str]) -> int:
+    """The word count of the longest fact: what a document's haystack leaves room for."""
+    return max(len(fact.split()) for fact in facts)
+
+
+def _shared_draws(
+    length: int, seed: int, queries_per_length: int, boundaries: list[int], n_used: int
+) -> tuple[list[int], list[int]]:
+    """(the needle's place in the shared prefix, per document; the asked needles, per query), drawn in the
+    order the shared set always drew them, so that its documents and queries never change and distinct
+    haystacks ask the same queries."""
+    rng = random.Random(f"longembed-needle:{seed}:{length}")
+    n_paper = min(n_used, PAPER_DOCUMENTS)
+    places = [rng.choice(boundaries) for _ in range(n_paper)]
+    asked = rng.sample(range(n_paper), min(NUM_QUERIES, n_paper))
+    if queries_per_length > NUM_QUERIES:
+        more = random.Random(f"longembed-needle:{seed}:{length}:more")
+        for pair in range(n_paper, n_used, DOCUMENTS_PER_QUERY):
+            places += [more.choice(boundaries) for _ in range(pair, min(pair + DOCUMENTS_PER_QUERY, n_used))]
+            asked.append(pair + more.randrange(DOCUMENTS_PER_QUERY))
+    return places, asked
+
+
+def distinct_documents(length: int, haystack: str, facts: Sequence[str], rng: random.Random) -> list[str]:
+    """One document per fact, each cut from its own window of ``haystack`` (recipe in the module doc):
+    document i is the ``word_budget(length) - M`` words (M: the longest fact's) from word ``i * stride``
+    on, re-joined by single spaces, the windows spread evenly over the text, and fact i on its own line
+    at a sentence boundary of its window drawn from ``rng`` (one draw per document, in order).
+
+    ``rng`` is the caller's: the task passes one seeded from its own seed,
+    ``benchmarks/needle_distinct_haystack.py`` the one its published numbers came from.  Raises
+    ValueError if the haystack cannot hold ``len(facts)`` windows starting at distinct words.
+    """
+    words = haystack.split()
+    budget = max(0, word_budget(length) - _longest(facts))
+    stride = _window_stride(len(words), budget, len(facts), length)
+    documents = []
+    for i, fact in enumerate(facts):
+        window = " ".join(words[i * stride : i * stride + budget])
+        documents.append(insert_needle(window, rng.choice(sentence_boundaries(window)), fact))
+    return documents
+
+
+def _window_stride(n_words: int, budget: int, n_windows: int, length: int) -> int:
+    """Words between the starts of consecutive windows of ``budget`` words spread over ``n_words``: the
+    first starts at the text's start, the last ends at most at its end.  A ValueError if the text is
+    too short for ``n_windows`` windows that start at distinct words (at length ``length``)."""
+    if n_words < budget + n_windows - 1:
+        raise ValueError(
+            f"needle with distinct haystacks at length {length}: the haystack has {n_words} words, but "
+            f"{n_windows} documents need a window of {budget} words each, starting at distinct words: at "
+            f"least {budget + n_windows - 1} words (the haystack is not repeated to fill them)"
+        )
+    return max(1, (n_words - budget) // max(1, n_windows - 1))
 
 
 def _retrieval_data(
@@ -229,9 +312,10 @@ def _retrieval_data(
 
 class NeedleTask:
     """The needle task: ``needles_path`` replaces the packaged needles, ``seed`` fixes the placement,
-    ``queries_per_length`` the set's size (2 documents per query; 50 is the paper's set) and
+    ``queries_per_length`` the set's size (2 documents per query; 50 is the paper's set),
     ``haystack`` (a :class:`~longembed.tasks.haystack.Haystack` or a folder of documents) replaces the
-    essays."""
+    essays, and ``haystacks`` is "shared" (LongEmbed's: every document of a length is one prefix with its
+    needle inserted) or "distinct" (every document is cut from its own window of the haystack)."""
 
     metadata = METADATA
 
@@ -241,11 +325,13 @@ class NeedleTask:
         seed: int = DEFAULT_SEED,
         queries_per_length: int = NUM_QUERIES,
         haystack: Haystack | Path | str | None = None,
+        haystacks: str = SHARED_HAYSTACKS,
     ) -> None:
         self.needles_path = needles_path
         self.seed = seed
         self.queries_per_length = check_queries_per_length(queries_per_length)
         self.haystack = as_haystack(haystack)
+        self.haystacks = check_haystacks(haystacks)
         self._needles: tuple[Needle, ...] | None = None
 
     @property
@@ -263,7 +349,8 @@ class NeedleTask:
             haystack: str | Haystack = self.haystack
         else:
             haystack = build_haystack(require_dir(data_dir, ESSAY_SUBDIR, METADATA))
-        return generate(length, haystack, self.needles, seed=self.seed, queries_per_length=self.queries_per_length)
+        return generate(length, haystack, self.needles, seed=self.seed,
+                        queries_per_length=self.queries_per_length, haystacks=self.haystacks)
 
 
 register_task(METADATA, NeedleTask)

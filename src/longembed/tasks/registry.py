@@ -79,8 +79,9 @@ def get_task(name: str, **options: Any) -> Task:
     ``source="hub"`` reads a LongEmbed task from the hub layout instead of building it from the
     original data (with ``download=True`` to fetch it from the hub when there is no local copy). Other
     options go to the task: ``seed`` (passkey, needle, hotpotqa), ``queries_per_length`` and
-    ``haystack`` (passkey, needle), ``needles_path`` (needle), ``max_summaries_per_story`` (squality),
-    ``num_queries``/``doc_words`` (hotpotqa), ``download`` (narrativeqa, summscreenfd, 2wikimqa). Raises ValueError for an unknown name or option.
+    ``haystack`` (passkey, needle), ``needles_path`` and ``haystacks`` (needle),
+    ``max_summaries_per_story`` (squality), ``num_queries``/``doc_words`` (hotpotqa), ``download``
+    (narrativeqa, summscreenfd, 2wikimqa). Raises ValueError for an unknown name or option.
     """
     registered = _REGISTERED.get(name)
     if registered is None:
