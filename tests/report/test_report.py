@@ -195,3 +195,5 @@ def test_run_label_names_changed_passkey_needle_options(bm25_results: RunResults
     assert run_label(changed) == "BM25 200 q/length haystack=contracts"
     changed.config.encoder = {"model": "/m/all-MiniLM-L6-v2", "method": "pi", "max_length": 4096}
     assert run_label(changed).endswith("pi 4096 200 q/length haystack=contracts")
+    changed.config.task_options["needle_haystacks"] = "distinct"
+    assert run_label(changed).endswith("pi 4096 200 q/length haystack=contracts needle haystacks=distinct")

@@ -88,7 +88,8 @@ def fusion_label(fusion: dict[str, Any]) -> str:
 
 
 def task_option_parts(options: dict[str, Any]) -> list[str]:
-    """The passkey/needle options a run changed, as label words ("200 q/length", "haystack=contracts"):
+    """The passkey/needle options a run changed, as label words ("200 q/length", "haystack=contracts",
+    "needle haystacks=distinct"):
     runs of different query counts or haystacks score different data and must not look alike."""
     parts = []
     if "queries_per_length" in options:
@@ -97,6 +98,8 @@ def task_option_parts(options: dict[str, Any]) -> list[str]:
     if haystack:
         path = haystack.get("path", "") if isinstance(haystack, dict) else str(haystack)
         parts.append(f"haystack={Path(str(path).rstrip('/')).name}")
+    if options.get("needle_haystacks"):
+        parts.append(f"needle haystacks={options['needle_haystacks']}")
     return parts
 
 
