@@ -22,22 +22,16 @@ from pathlib import Path
 
 from longembed.results import RunResults
 from longembed.results.intervals import bootstrap_interval
-from longembed.tasks.passkey import PasskeyTask
+from longembed.tasks.passkey import PasskeyTask, key_sentence_offset
 
 #: Word offsets of the key sentence that the scores are grouped by: [0, 100), [100, 200), ...
 OFFSET_EDGES = (0, 100, 200, 400, 800, 1600, 3200, 7000)
-#: The text every key sentence contains right after the person's name (``tasks/passkey.py``).
-KEY_MARKER = "'s pass key is"
 
 
 def key_offsets(task: PasskeyTask, data_dir: Path, length: int) -> dict[str, int]:
     """Query id -> the word offset of its key sentence in its relevant document, at ``length``."""
     data = task.load(data_dir, length)
-    offsets = {}
-    for query, relevant in data.qrels.items():
-        text = data.corpus[next(iter(relevant))]
-        offsets[query] = len(text[: text.index(KEY_MARKER)].split())
-    return offsets
+    return {query: key_sentence_offset(data.corpus[next(iter(relevant))]) for query, relevant in data.qrels.items()}
 
 
 def scores_by_offset(run: RunResults, data_dir: Path, lengths: list[int]) -> list[dict[str, object]]:

@@ -22,10 +22,7 @@ import numpy as np
 
 from longembed import load_encoder
 from longembed.evaluation.cached_encoder import CachedEncoder
-from longembed.tasks.passkey import PasskeyTask
-
-#: The text every key sentence contains right after the person's name (``tasks/passkey.py``).
-KEY_MARKER = "'s pass key is"
+from longembed.tasks.passkey import PasskeyTask, key_sentence_offset
 
 
 def top_documents(encoder: CachedEncoder, task: PasskeyTask, data_dir: Path, length: int) -> dict[str, object]:
@@ -38,7 +35,7 @@ def top_documents(encoder: CachedEncoder, task: PasskeyTask, data_dir: Path, len
     queries = encoder.encode([data.queries[i] for i in query_ids], shard=f"passkey/{length}/queries",
                              prompt=prompts["query"]).vectors
     top = (queries @ docs.T).argmax(axis=1)
-    offsets = np.array([len(data.corpus[i][: data.corpus[i].index(KEY_MARKER)].split()) for i in doc_ids])
+    offsets = np.array([key_sentence_offset(data.corpus[i]) for i in doc_ids])
     counts = collections.Counter(top.tolist())
     return {
         "length": length, "queries": len(query_ids), "documents": len(doc_ids),

@@ -104,6 +104,16 @@ def key_sentence(name: str, passkey: int) -> str:
     return f"{name}'s pass key is {passkey}. Remember it. {passkey} is the pass key for {name}."
 
 
+def key_sentence_offset(document: str) -> int:
+    """The number of words before a passkey document's key sentence (which starts, with the person's
+    name, on its own line): where in the document the key is hidden, for analyses of a run's scores."""
+    marker = "'s pass key is "
+    position = document.find(marker)
+    if position < 0:
+        raise ValueError(f"not a passkey document: no {marker!r} in it")
+    return len(document[: document.rfind("\n", 0, position) + 1].split())
+
+
 def query_text(name: str) -> str:
     """The query asking for ``name``'s pass key."""
     return f"What is the pass key for {name}?"
