@@ -25,6 +25,7 @@ from longembed.results.files import (
     read_json,
     write_json,
 )
+from longembed.results.pooling import pool_runs
 from longembed.results.run import (
     RESULTS_FILE,
     RESULTS_FORMAT,
@@ -70,6 +71,7 @@ __all__ = [
     "atomic_write_text",
     "compare",
     "json_safe",
+    "pool_runs",
     "read_json",
     "write_json",
 ]

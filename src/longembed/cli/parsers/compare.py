@@ -25,11 +25,13 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
             "comparison.md, comparison.json and comparison.png (a forest plot)."
         ),
     )
-    parser.add_argument("runs", nargs="+", type=Path, metavar="RUN",
-                        help="run folders (or their results.json files) written by longembed eval")
+    parser.add_argument("runs", nargs="+", metavar="RUN",
+                        help="run folders (or their results.json files) written by longembed eval; "
+                        "DIR1:DIR2 pools runs that scored different lengths into one side "
+                        "(e.g. 1k..4k in one folder, 8k in another)")
     parser.add_argument("--output", type=Path, default=None,
                         help="folder for comparison.md, comparison.json and comparison.png (default: print only)")
-    parser.add_argument("--baseline", type=Path, default=None, metavar="RUN",
+    parser.add_argument("--baseline", default=None, metavar="RUN",
                         help="compare each run against this one only (one of RUN, or another run)")
     parser.add_argument("--resamples", type=int, default=10_000,
                         help="bootstrap resamples and random sign flips per test (default: 10000)")
