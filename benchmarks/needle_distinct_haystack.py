@@ -28,6 +28,7 @@ import numpy as np
 
 from longembed import load_encoder
 from longembed.evaluation.metrics import per_query_scores
+from longembed.results import write_json
 from longembed.results.intervals import bootstrap_interval
 from longembed.results.paired import difference_interval, mean_terms, sign_flip_test
 from longembed.tasks.base import RetrievalData
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
             out.append(row)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(out, indent=1) + "\n")
+        write_json(args.out, out)
 
 
 if __name__ == "__main__":

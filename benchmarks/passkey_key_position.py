@@ -20,7 +20,7 @@ import argparse
 import json
 from pathlib import Path
 
-from longembed.results import RunResults
+from longembed.results import RunResults, write_json
 from longembed.results.intervals import bootstrap_interval
 from longembed.tasks.passkey import PasskeyTask, key_sentence_offset
 
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> None:
             out.append(row)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(out, indent=1) + "\n")
+        write_json(args.out, out)
 
 
 if __name__ == "__main__":

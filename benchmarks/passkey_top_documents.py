@@ -22,6 +22,7 @@ import numpy as np
 
 from longembed import load_encoder
 from longembed.evaluation.cached_encoder import CachedEncoder
+from longembed.results import write_json
 from longembed.tasks.passkey import PasskeyTask, key_sentence_offset
 
 
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None) -> None:
         rows.append(row)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(rows, indent=1) + "\n")
+        write_json(args.out, rows)
 
 
 if __name__ == "__main__":
