@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import os
 import string
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import torch
@@ -228,6 +231,26 @@ def words(n: int, seed: int = 0) -> str:
     g = torch.Generator().manual_seed(seed)
     idx = torch.randint(len(WORDS), (n,), generator=g).tolist()
     return " ".join(WORDS[i] for i in idx)
+
+
+# ----------------------------------------------------------------------------- benchmark scripts
+BENCHMARKS_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def load_benchmark_script(name: str) -> ModuleType:
+    """``benchmarks/<name>.py`` imported as the module ``name`` (registered in ``sys.modules``, where
+    its dataclasses look their module up). Tests name the fixture that holds it after the script, never
+    ``benchmark``: pytest-benchmark, when installed, owns that fixture name."""
+    path = BENCHMARKS_DIR / f"{name}.py"
+    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(path):
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise FileNotFoundError(f"no benchmark script {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 # ----------------------------------------------------------------------------- real model folders

@@ -6,11 +6,10 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import DATA_DIR, real_model_folder, require_data, require_package
+from conftest import DATA_DIR, load_benchmark_script, real_model_folder, require_data, require_package
 from encoder_fakes import FakeEncoderMembers
 
 from longembed import load_encoder
@@ -27,7 +26,6 @@ from longembed.integrations.mteb import LongEmbedMTEBModel, model_meta, retrieva
 
 pytestmark = pytest.mark.slow
 
-AGREEMENT_SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "mteb_agreement.py"
 PROMPTS = {"query": "q: ", "document": "d: "}
 QUERIES = ["Who founded the company?", "What is the capital of France?"]
 # Documents beyond MiniLM's 512 tokens, so the pi extension acts on them.
@@ -122,10 +120,7 @@ def test_mteb_and_longembed_agree_on_needle(prompted, tmp_path, monkeypatch):
     require_data("paul_graham_essays")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    spec = importlib.util.spec_from_file_location("mteb_agreement", AGREEMENT_SCRIPT)
-    agreement_script = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "mteb_agreement", agreement_script)  # dataclasses look their module up
-    spec.loader.exec_module(agreement_script)
+    agreement_script = load_benchmark_script("mteb_agreement")
 
     # the first 40 of the 100 documents (and the queries they answer) keep the test quick
     agreement = agreement_script.compare(prompted, "needle", 256, DATA_DIR, tmp_path, max_documents=40)

@@ -6,22 +6,18 @@ construction ``benchmarks/needle_distinct_haystack.py`` published its numbers wi
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import random
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-from conftest import DATA_DIR, require_data
+from conftest import DATA_DIR, load_benchmark_script, require_data
 
 from longembed.tasks import RetrievalData, get_task
 from longembed.tasks import needle as needle_mod
 from longembed.tasks.base import word_budget
 from longembed.tasks.haystack import load_haystack
-
-BENCHMARK_SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "needle_distinct_haystack.py"
 
 #: ordered_sha256 of the shared sets on the stand-in essays (essay_folder), (length, queries per
 #: length) -> digest, recorded from the generator as it was before ``haystacks`` existed (commit 2a107e0).
@@ -116,13 +112,9 @@ def toy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 
 @pytest.fixture(scope="module")
-def benchmark() -> ModuleType:
+def needle_script() -> ModuleType:
     """benchmarks/needle_distinct_haystack.py, imported as a module."""
-    spec = importlib.util.spec_from_file_location("needle_distinct_haystack", BENCHMARK_SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark_script("needle_distinct_haystack")
 
 
 # ---------------------------------------------------------------- shared: unchanged
@@ -239,17 +231,17 @@ def test_haystacks_must_be_shared_or_distinct() -> None:
 
 
 @pytest.mark.parametrize("length", [1024, 2048])
-def test_the_benchmark_reproduces_its_documents(toy: tuple[Path, str], benchmark: ModuleType, length: int) -> None:
+def test_the_benchmark_reproduces_its_documents(toy: tuple[Path, str], needle_script: ModuleType, length: int) -> None:
     _, text = toy
     facts = [n.fact for n in needle_mod.load_needles()[:100]]
     documents = needle_mod.distinct_documents(length, text, facts, random.Random(f"distinct-haystack:0:{length}"))
     assert documents_sha256(documents) == BENCHMARK_SHA256[("toy", length)]
-    assert benchmark.benchmark_documents(length, text, facts) == documents
-    assert benchmark.distinct_documents is needle_mod.distinct_documents  # no copy of its own
+    assert needle_script.benchmark_documents(length, text, facts) == documents
+    assert needle_script.distinct_documents is needle_mod.distinct_documents  # no copy of its own
 
 
 @pytest.mark.parametrize("length", [1024, 2048])
-def test_the_benchmark_reproduces_its_published_documents_on_the_essays(benchmark: ModuleType, length: int) -> None:
+def test_the_benchmark_reproduces_its_published_documents_on_the_essays(needle_script: ModuleType, length: int) -> None:
     text = needle_mod.build_haystack(require_data(needle_mod.ESSAY_SUBDIR))
     facts = [n.fact for n in needle_mod.load_needles()[:100]]
-    assert documents_sha256(benchmark.benchmark_documents(length, text, facts)) == BENCHMARK_SHA256[("essays", length)]
+    assert documents_sha256(needle_script.benchmark_documents(length, text, facts)) == BENCHMARK_SHA256[("essays", length)]

@@ -3,28 +3,22 @@ are where the asked person's key sentence is, and every scored query lands in ex
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from conftest import load_benchmark_script
 
 from longembed.evaluation.bm25 import BM25Model
 from longembed.evaluation.runner import evaluate_model
 from longembed.tasks.passkey import PasskeyTask, key_sentence_offset
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "passkey_key_position.py"
-
 
 @pytest.fixture(scope="module")
 def script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("passkey_key_position", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    """benchmarks/passkey_key_position.py, imported as a module."""
+    return load_benchmark_script("passkey_key_position")
 
 
 @pytest.mark.parametrize("length", [256, 1024])
