@@ -138,7 +138,8 @@ class Interrupting:
 def run(model: Any, tmp_path: Path, name: str = "run", **kwargs: Any) -> RunResults:
     kwargs.setdefault("cache_dir", tmp_path / "cache")
     kwargs.setdefault("estimate", False)
-    return evaluate_model(model, output_dir=tmp_path / name, show_progress=False, log=None, **kwargs)
+    kwargs.setdefault("log", None)
+    return evaluate_model(model, output_dir=tmp_path / name, show_progress=False, **kwargs)
 
 
 def scores_of(results: RunResults) -> dict[str, Any]:

@@ -52,6 +52,7 @@ from longembed.evaluation.scoring import (
     average,
     average_interval,
     context_spans,
+    hub_warnings,
     load_units,
     score_unit,
     task_result,
@@ -329,6 +330,8 @@ def run_plan(plan: RunPlan, started: float) -> RunResults:
         ]
         results.tasks[name] = task_result(task, scored)
         plan.say(task_summary(name, results.tasks[name]))
+        for warning in hub_warnings(name, results.tasks[name]):
+            plan.say(warning)
         _record(results, folder, plan.lengths, started)
     results.complete = True
     _record(results, folder, plan.lengths, started)

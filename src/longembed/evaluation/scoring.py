@@ -23,9 +23,9 @@ from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.evaluation.cached_encoding import CachedEncoding
 from longembed.evaluation.choices import GRANULARITIES
 from longembed.evaluation.fusion import Fusion
-from longembed.evaluation.metrics import mean_metrics, per_query_scores
+from longembed.evaluation.metrics import DEFAULT_K_VALUES, mean_metrics, per_query_metrics, rank
 from longembed.evaluation.rank_fusion import fuse_scores
-from longembed.results import CacheUse, Counts, Interval, TaskResult, UnitResult
+from longembed.results import CacheUse, Counts, Interval, TaskResult, UnitResult, first_ranked_summary
 from longembed.results.intervals import bootstrap_interval, stratified_bootstrap_interval
 from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS, RetrievalData, Task, TaskDataMissing
 from longembed.tasks.base import WORDS_PER_TOKEN
@@ -162,8 +162,10 @@ def score_unit(
         scores = within_context(scores, data, query_ids, doc_ids)
     if fusion is not None:
         scores = fused(scores, fusion, data, query_texts, doc_texts)
-    per_query = per_query_scores(scores, query_ids, doc_ids, data.qrels)
+    ranking = rank(scores, query_ids, doc_ids, top_k=max(DEFAULT_K_VALUES))
+    per_query = per_query_metrics(data.qrels, ranking)
     metrics = _percent(mean_metrics(per_query))
+    first = {qid: ranking[qid][0] for qid in data.qrels if ranking.get(qid)}
     counts = Counts(
         documents=len(doc_ids),
         queries=len(query_ids),
@@ -182,6 +184,8 @@ def score_unit(
         interval=_rounded(bootstrap_interval([100.0 * v for v in per_query[main_score].values()])),
         data_sha256=data.fingerprint(),
         per_query={qid: round(100.0 * v, 4) for qid, v in per_query[main_score].items()},
+        first_ranked=first,
+        first_ranked_stats=first_ranked_summary(first, data.qrels),
     )
 
 
@@ -271,7 +275,8 @@ def task_result(task: Task, unit_results: list[tuple[Unit, UnitResult]]) -> Task
             main_score=meta.main_score, score=result.score, metrics=result.metrics, counts=result.counts,
             cache=result.cache, encode_time_s=result.encode_time_s, wall_time_s=result.wall_time_s,
             stand_in_for=meta.stand_in_for, interval=result.interval, data_sha256=result.data_sha256,
-            per_query=result.per_query,
+            per_query=result.per_query, first_ranked=result.first_ranked,
+            first_ranked_stats=result.first_ranked_stats,
         )
     results = [r for _, r in unit_results]
     names = list(results[0].metrics)
@@ -337,4 +342,15 @@ def average(tasks: dict[str, TaskResult], lengths: Sequence[int]) -> tuple[float
 def task_summary(name: str, task: TaskResult) -> str:
     """One progress line: "passkey: accuracy@1 = 53.20 (12.3 s)"."""
     return f"{name}: {task.main_score} = {task.score:.2f} ({task.wall_time_s:.1f} s)"
+
+
+def hub_warnings(name: str, task: TaskResult) -> list[str]:
+    """A line for each of the task's units whose most often first-ranked document is a hub
+    (:data:`~longembed.results.hubs.HUB_RULE`): "hub at passkey/2048: passkey-2048-doc017 is ranked
+    first for 96 of 200 queries (relevant to 1); ...".  Empty when none is."""
+    return [
+        f"hub at {name if length is None else f'{name}/{length}'}: {unit.first_ranked_stats.describe()}"
+        for length, unit in task.units().items()
+        if unit.first_ranked_stats is not None and unit.first_ranked_stats.is_hub
+    ]
 

@@ -21,6 +21,7 @@ from longembed.report.formatting import (
     length_title,
     md_table,
 )
+from longembed.report.hubs import first_ranked_section
 from longembed.report.labels import Run, model_name, run_label, run_settings
 from longembed.report.means import length_parts, partial_mean, task_parts
 from longembed.results import Interval, RunResults, TaskResult
@@ -219,6 +220,7 @@ def markdown_report(runs: Sequence[Run], plots: Sequence[tuple[str, str]] = ()) 
         table = by_length_table(runs, task)
         if table is not None:
             lines += [f"## {task_title(task)}: accuracy@1 (%) by length (tokens)", "", table, ""]
+    lines += first_ranked_section(runs)
     notes = run_notes(runs)
     if notes:
         lines += ["## Notes", "", *notes, ""]
@@ -275,6 +277,8 @@ def results_summary(results: RunResults) -> str:
     elif example is not None:
         lines.append(f"[low, high]: {interval_method(example)}; a task over several lengths, and the average, "
                      "resampled within each task and length")
+    for (name, length), stats in results.hubs().items():
+        lines.append(f"hub at {name if length is None else f'{name}/{length}'}: {stats.describe()}")
     for name, message in results.skipped.items():
         lines.append(f"skipped {name}: {message}")
     return "\n".join(lines)

@@ -25,6 +25,7 @@ from longembed.results.files import (
     read_json,
     write_json,
 )
+from longembed.results.hubs import HUB_RULE, FirstRanked, first_ranked_summary
 from longembed.results.pooling import pool_runs
 from longembed.results.run import (
     RESULTS_FILE,
@@ -46,6 +47,7 @@ __all__ = [
     "ADVICE_FILE",
     "COLLAPSE_FILE",
     "COMPARISON_FILE",
+    "HUB_RULE",
     "RESULTS_FILE",
     "RESULTS_FORMAT",
     "SWEEP_FILE",
@@ -56,6 +58,7 @@ __all__ = [
     "Comparison",
     "Counts",
     "Estimate",
+    "FirstRanked",
     "Interval",
     "RunConfig",
     "RunFolder",
@@ -70,6 +73,7 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "compare",
+    "first_ranked_summary",
     "json_safe",
     "pool_runs",
     "read_json",

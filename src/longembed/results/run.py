@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 from longembed.results.codec import Record, to_data
 from longembed.results.files import load_result_file, write_json
+from longembed.results.hubs import FirstRanked
 
 RESULTS_FORMAT = "longembed-results/1"
 RESULTS_FILE = "results.json"
@@ -112,7 +113,10 @@ class UnitResult(Record):
     ``per_query``: each query's main score (percent), query id -> score: what an interval or a paired
     comparison resamples (None in files written before longembed kept them).  ``interval``: the main
     score's 95% interval.  ``data_sha256``: a fingerprint of the unit's corpus, queries and qrels, so
-    two runs can be checked to have scored the same data.
+    two runs can be checked to have scored the same data.  ``first_ranked``: each query's first-ranked
+    document id, and ``first_ranked_stats`` their summary, which tells a hub (one document ranked first
+    for many queries that do not ask for it; :mod:`longembed.results.hubs`) from merely poor vectors
+    (both None in files written before longembed kept them).
     """
 
     score: float
@@ -124,6 +128,8 @@ class UnitResult(Record):
     interval: Interval | None = field(default=None, metadata=OPTIONAL)
     data_sha256: str | None = field(default=None, metadata=OPTIONAL)
     per_query: dict[str, float] | None = field(default=None, metadata=OPTIONAL)
+    first_ranked: dict[str, str] | None = field(default=None, metadata=OPTIONAL)
+    first_ranked_stats: FirstRanked | None = field(default=None, metadata=OPTIONAL)
 
 @dataclass
 class TaskResult(Record):
@@ -146,6 +152,9 @@ class TaskResult(Record):
     # a real task's data fingerprint and per-query main scores (synthetic tasks keep them per length)
     data_sha256: str | None = field(default=None, metadata=OPTIONAL)
     per_query: dict[str, float] | None = field(default=None, metadata=OPTIONAL)
+    # a real task's first-ranked document per query and their summary (synthetic tasks: per length)
+    first_ranked: dict[str, str] | None = field(default=None, metadata=OPTIONAL)
+    first_ranked_stats: FirstRanked | None = field(default=None, metadata=OPTIONAL)
 
     def units(self) -> dict[int | None, UnitResult | TaskResult]:
         """The task's retrieval problems: length -> its result (synthetic), or {None: self} (real)."""
@@ -255,6 +264,16 @@ class RunResults(Record):
             for name, task in self.tasks.items()
             for length, unit in task.units().items()
             if unit.per_query is not None
+        }
+
+    def hubs(self) -> dict[tuple[str, int | None], FirstRanked]:
+        """(task, length or None) -> the first-ranked summary of every unit whose top document is a hub
+        (:data:`longembed.results.hubs.HUB_RULE`); empty when none is, or the file kept no summaries."""
+        return {
+            (name, length): unit.first_ranked_stats
+            for name, task in self.tasks.items()
+            for length, unit in task.units().items()
+            if unit.first_ranked_stats is not None and unit.first_ranked_stats.is_hub
         }
 
     def to_dict(self) -> dict[str, Any]:

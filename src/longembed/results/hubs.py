@@ -1,0 +1,93 @@
+"""Which documents a unit's queries ranked first, and whether one of them is a *hub*.
+
+A hub is a document that comes first for many queries that do not ask for it: the retrieval side of
+the length collapse of the third paper (long texts' vectors crowd together, so one of them sits nearest
+to most queries).  It is how the retrofitted MiniLM fails passkey at 2k: one document, whose key
+sentence is 19 words in, is ranked first for 96 of 200 queries (RESULTS.md, issue 27).  A score alone
+does not tell a hub from vectors that are merely poor; this record does, for every unit of a run.
+
+:func:`first_ranked_summary` computes the record from each query's first-ranked document and the
+relevance judgements; :attr:`FirstRanked.is_hub` applies the rule documented on :data:`HUB_RULE`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from longembed.results.codec import Record
+
+#: A document is a hub when it is ranked first for at least HUB_MIN_QUERIES queries, at least
+#: HUB_MIN_SHARE of the unit's queries, and at least HUB_FACTOR times as many queries as judge it
+#: relevant (so a document that many queries rightly ask for, as a QMSum meeting is, is no hub).
+HUB_MIN_QUERIES = 5
+HUB_MIN_SHARE = 0.10
+HUB_FACTOR = 3
+HUB_RULE = (
+    f"a hub is a document ranked first for at least {HUB_MIN_QUERIES} queries and {HUB_MIN_SHARE:.0%} of "
+    f"them, and for at least {HUB_FACTOR}x the queries that judge it relevant"
+)
+
+
+@dataclass
+class FirstRanked(Record):
+    """The documents one unit's queries ranked first, summarised.
+
+    ``distinct``: how many different documents came first; ``distinct_relevant``: how many different
+    documents the queries ask for (what perfect retrieval puts first).  ``top_document`` came first
+    most often, for ``top_count`` queries, and ``top_relevant_for`` queries judge it relevant (ties:
+    the smallest document id).
+    """
+
+    queries: int
+    distinct: int
+    distinct_relevant: int
+    top_document: str
+    top_count: int
+    top_relevant_for: int
+
+    @property
+    def top_share(self) -> float:
+        """The share of queries whose first document is ``top_document`` (0..1)."""
+        return self.top_count / self.queries if self.queries else 0.0
+
+    @property
+    def is_hub(self) -> bool:
+        """Whether ``top_document`` is a hub (:data:`HUB_RULE`)."""
+        return (
+            self.top_count >= HUB_MIN_QUERIES
+            and self.top_share >= HUB_MIN_SHARE
+            and self.top_count >= HUB_FACTOR * max(1, self.top_relevant_for)
+        )
+
+    def describe(self) -> str:
+        """One line: "passkey-2048-doc017 is ranked first for 96 of 200 queries (relevant to 1); 23
+        distinct documents ranked first, 200 asked for"."""
+        return (
+            f"{self.top_document} is ranked first for {self.top_count} of {self.queries} queries (relevant "
+            f"to {self.top_relevant_for}); {self.distinct} distinct documents ranked first, "
+            f"{self.distinct_relevant} asked for"
+        )
+
+
+def first_ranked_summary(
+    first: Mapping[str, str], qrels: Mapping[str, Mapping[str, int]]
+) -> FirstRanked | None:
+    """The :class:`FirstRanked` of the queries in ``first`` (query id -> its first-ranked document)
+    judged in ``qrels`` (query id -> document id -> relevance; relevant = relevance > 0).  None when
+    no judged query was ranked."""
+    judged = {q: d for q, d in first.items() if q in qrels}
+    if not judged:
+        return None
+    counts = Counter(judged.values())
+    top_document = min(counts, key=lambda d: (-counts[d], d))
+    relevant = [{d for d, rel in qrels[q].items() if rel > 0} for q in judged]
+    return FirstRanked(
+        queries=len(judged),
+        distinct=len(counts),
+        distinct_relevant=len(set().union(*relevant)),
+        top_document=top_document,
+        top_count=counts[top_document],
+        top_relevant_for=sum(top_document in docs for docs in relevant),
+    )
