@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import DATA_DIR, load_benchmark_script, require_data
 from test_per_query_scores import FIXTURE
 from test_runner import HashEncoder, TinyTask, run
 
@@ -121,3 +122,31 @@ def test_files_written_before_have_none_and_no_report_section(tmp_path: Path) ->
     assert "first_ranked" not in json.dumps(old.to_dict())
     report = write_report([next(FIXTURE.glob("*/results.json")).parent], tmp_path / "r")["report"].read_text()
     assert "First-ranked" not in report
+
+
+def test_the_report_orders_units_as_longembed_does(tmp_path: Path) -> None:
+    """LongEmbed's task order (passkey before needle, a user's task last), not the alphabet's."""
+    require_data("paul_graham_essays")
+    run(BM25Model(), tmp_path, tasks=[TinyTask(), "needle", "passkey"], lengths=[256, 512], data_dir=DATA_DIR)
+    report = write_report([tmp_path / "run"], tmp_path / "report")["report"].read_text()
+    section = report.split("## First-ranked documents", 1)[1]
+    header = next(line for line in section.splitlines() if line.startswith("| run"))
+    assert header == "| run | passkey 256 | passkey 512 | needle 256 | needle 512 | tiny |"
+
+
+def test_the_length_script_counts_first_ranked_and_asked_documents_by_quintile(tmp_path: Path) -> None:
+    """benchmarks/first_ranked_lengths.py against a count made here on a BM25 run of a real-style task."""
+    script = load_benchmark_script("first_ranked_lengths")
+    results = run(BM25Model(), tmp_path, tasks=[TinyTask()])
+    data = TinyTask().load(None)
+    words = {doc: len(text.split()) for doc, text in data.corpus.items()}
+    quintile = script.length_quintiles(words)
+    ordered = sorted(words, key=lambda d: (words[d], d))
+    assert [quintile[d] for d in ordered] == sorted(quintile.values())  # shorter never in a later quintile
+    assert sorted(set(quintile.values())) == [0, 1, 2, 3, 4] and quintile[ordered[0]] == 0
+    row = script.first_ranked_by_quintile(results, "tiny", words, data.qrels)
+    first = results.tasks["tiny"].first_ranked
+    assert row["first_ranked_by_quintile"] == [sum(quintile[d] == k for d in first.values()) for k in range(5)]
+    asked = [next(d for d, rel in data.qrels[q].items() if rel > 0) for q in first]
+    assert row["asked_by_quintile"] == [sum(quintile[d] == k for d in asked) for k in range(5)]
+    assert sum(row["asked_by_quintile"]) == row["queries"] == len(data.qrels)

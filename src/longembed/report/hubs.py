@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from longembed.report.formatting import MISSING, length_title, md_table
 from longembed.report.labels import Run
 from longembed.results import HUB_RULE, FirstRanked, RunResults
+from longembed.tasks import DEFAULT_TASKS
 
 Unit = tuple[str, int | None]
 
@@ -35,11 +36,18 @@ def _stats(results: RunResults) -> dict[Unit, FirstRanked]:
     }
 
 
+def _unit_order(unit: Unit) -> tuple[int, str, int]:
+    """LongEmbed's task order (the default tasks first, then by name), each task's lengths ascending."""
+    task, length = unit
+    position = DEFAULT_TASKS.index(task) if task in DEFAULT_TASKS else len(DEFAULT_TASKS)
+    return position, task, length or 0
+
+
 def first_ranked_section(runs: Sequence[Run]) -> list[str]:
     """Markdown lines: a runs x units table of :func:`first_ranked_cell`, then each hub named; empty
     when no run kept first-ranked summaries (files written before longembed kept them)."""
     stats = {run.label: _stats(run.results) for run in runs}
-    units = sorted({u for found in stats.values() for u in found}, key=lambda u: (u[0], u[1] or 0))
+    units = sorted({u for found in stats.values() for u in found}, key=_unit_order)
     if not units:
         return []
     rows = [[run.label, *(first_ranked_cell(stats[run.label].get(u)) for u in units)] for run in runs]
