@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import zlib
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,11 +16,13 @@ from conftest import DATA_DIR, load_benchmark_script, require_data
 from test_per_query_scores import FIXTURE
 from test_runner import HashEncoder, TinyTask, run
 
+from longembed import load_encoder
 from longembed.evaluation.bm25 import BM25Model
+from longembed.evaluation.metrics import twins
 from longembed.report.tables import results_summary
 from longembed.report.write import write_report
 from longembed.results import RunResults
-from longembed.tasks import get_task
+from longembed.tasks import RetrievalData, TaskMetadata, get_task
 
 
 class CollapsedEncoder(HashEncoder):
@@ -150,3 +153,104 @@ def test_the_length_script_counts_first_ranked_and_asked_documents_by_quintile(t
     asked = [next(d for d, rel in data.qrels[q].items() if rel > 0) for q in first]
     assert row["asked_by_quintile"] == [sum(quintile[d] == k for d in asked) for k in range(5)]
     assert sum(row["asked_by_quintile"]) == row["queries"] == len(data.qrels)
+
+
+# ---------------------------------------------------------------- twins: identical vectors
+
+
+def naive_twins(scores: np.ndarray, column: int, tolerance: float = 1e-4) -> set[int]:
+    """The columns equal to ``column`` for every row, by plain loops."""
+    found = set()
+    for j in range(scores.shape[1]):
+        if all((a == b) if np.isinf(a) or np.isinf(b) else abs(a - b) <= tolerance
+               for a, b in zip(scores[:, j], scores[:, column], strict=True)):
+            found.add(j)
+    return found
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_twins_equal_a_naive_loop(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    scores = rng.random((40, 12))  # more queries than the 32 the candidates are found on
+    group = rng.choice(12, size=rng.integers(2, 6), replace=False)
+    scores[:, group] = scores[:, [group[0]]] + rng.normal(scale=1e-6, size=(40, len(group)))  # one vector
+    scores[3, group] = -np.inf  # a query outside these documents' context
+    outsider = next(j for j in range(12) if j not in group)
+    scores[:, outsider] = scores[:, group[0]]
+    scores[36, outsider] += 2e-4  # the same on the first 32 queries, not on query 36
+    ids = [f"d{j:02d}" for j in range(12)]
+    found = twins(scores, ids, ids)
+    for j, doc in enumerate(ids):
+        assert found[doc] == {ids[k] for k in naive_twins(scores, j)}
+    assert found[ids[group[0]]] == {ids[k] for k in group}
+
+
+def test_truncation_makes_twins_and_eval_says_so(tiny_models: dict[str, Path], tmp_path: Path) -> None:
+    """Needle documents share their haystack prefix: cut to the tiny model's 32 tokens, most read the
+    same and have one vector: twins are exactly the documents that read the same, and the summary
+    counts the first-ranked documents with their twins."""
+    require_data("paul_graham_essays")
+    encoder = load_encoder(tiny_models["bert"], method="truncate")
+    results = run(encoder, tmp_path, tasks=["needle"], lengths=[256], data_dir=DATA_DIR)
+    unit = results.tasks["needle"].lengths[256]
+    stats = unit.first_ranked_stats
+    data = get_task("needle").load(DATA_DIR, 256)
+    head = {doc: tuple(encoder.tokenizer(text, truncation=True, max_length=32)["input_ids"])
+            for doc, text in data.corpus.items()}
+    shared = Counter(head.values()).most_common(1)[0][0]
+    assert sum(h == shared for h in head.values()) > 50  # most documents read the same
+    ids = list(data.corpus)
+    scores = encoder.encode(list(data.queries.values())) @ encoder.encode(list(data.corpus.values())).T
+    found = twins(scores, ids, ids)
+    for doc in ids:  # twins: exactly the documents that read the same
+        assert found[doc] == {d for d in head if head[d] == head[doc]}
+    same_head = {doc for doc in head if head[doc] == head[stats.top_document]}
+    assert stats.top_twins == len(same_head) - 1 and stats.top_document == min(same_head)
+    assert stats.top_count == sum(doc in same_head for doc in unit.first_ranked.values())
+
+
+class TwinTask:
+    """Eight documents that read the same in their first five words (as truncated documents that
+    share a prefix do) and four others; every query shares three words with the eight and asks for
+    one of the four."""
+
+    metadata = TaskMetadata(name="twins", description="twins", main_score="ndcg@10", lengths=None, source="tests")
+
+    def load(self, data_dir: Path | None, length: int | None = None) -> RetrievalData:
+        corpus = {f"f{i}": f"weather report rain wind cloud, then part {i}" for i in range(8)}
+        corpus |= {f"u{i}": f"note on {topic}" for i, topic in enumerate(("violin", "penguin", "glacier", "chess"))}
+        words = ("apple", "brick", "candle", "dragon", "ember", "falcon", "garnet", "harbor", "igloo", "jasper",
+                 "kettle", "lantern")
+        queries = {f"q{j}": f"weather report rain {words[j]} {words[(5 * j + 3) % 12]}" for j in range(12)}
+        return RetrievalData(corpus, queries, {f"q{j}": {f"u{j % 4}": 1} for j in range(12)}).validate()
+
+
+class BatchNoiseEncoder(HashEncoder):
+    """The hashing model reading a text's first five words (a truncation), plus float noise of 1e-7
+    per vector, as batches of different make-up give a real model: texts that read the same once cut
+    have vectors equal but for the noise, so which of them comes first is noise."""
+
+    def encode(self, texts: Sequence[str], **options) -> np.ndarray:
+        vectors = super().encode([" ".join(t.replace(",", " ").split()[:5]) for t in texts], **options)
+        self.noise = getattr(self, "noise", np.random.default_rng(0))
+        return vectors + self.noise.normal(scale=1e-7, size=vectors.shape).astype(np.float32)
+
+
+def test_twins_spread_by_float_noise_count_as_one_document(tmp_path: Path) -> None:
+    said: list[str] = []
+    results = run(BatchNoiseEncoder(tmp_path / "m"), tmp_path, tasks=[TwinTask()], log=said.append)
+    unit = results.tasks["twins"]
+    counted_apart = Counter(unit.first_ranked.values())
+    assert set(counted_apart) <= {f"f{i}" for i in range(8)} and len(counted_apart) > 1  # spread by the noise
+    stats = unit.first_ranked_stats
+    assert (stats.top_document, stats.top_twins, stats.top_count, stats.distinct) == ("f0", 7, 12, 1)
+    assert max(counted_apart.values()) < stats.top_count  # counted apart, the twins hide part of their hub
+    assert stats.is_hub
+    assert any(line.startswith("hub at twins: f0 or one of its 7 twins") for line in said)
+
+
+def test_a_collapsed_hub_has_no_twins(collapsed_run) -> None:
+    results, _, _ = collapsed_run
+    for unit in results.tasks["passkey"].lengths.values():
+        assert unit.first_ranked_stats.top_twins == 0
+        assert "twins" not in unit.first_ranked_stats.describe()

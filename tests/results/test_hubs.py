@@ -11,32 +11,66 @@ from longembed.results import HUB_RULE, FirstRanked, first_ranked_summary
 from longembed.results.hubs import HUB_FACTOR, HUB_MIN_QUERIES, HUB_MIN_SHARE
 
 
-def naive_summary(first: dict[str, str], qrels: dict[str, dict[str, int]]) -> tuple:
-    """The same numbers by plain loops over the judged queries."""
+def naive_summary(first: dict[str, str], qrels: dict[str, dict[str, int]],
+                  twins: dict[str, set[str]] | None = None) -> tuple:
+    """The same numbers by plain loops over the judged queries, twins named by their smallest id."""
     judged = [q for q in first if q in qrels]
+    name = {d: min(twins[d]) if twins else d for d in first.values()}
     tally: dict[str, int] = {}
     for q in judged:
-        tally[first[q]] = tally.get(first[q], 0) + 1
+        tally[name[first[q]]] = tally.get(name[first[q]], 0) + 1
     best = sorted(tally.items(), key=lambda item: (-item[1], item[0]))[0]
+    members = next(twins[d] for d in first.values() if name[d] == best[0]) if twins else {best[0]}
     asked = set()
     for q in judged:
         asked |= {d for d, rel in qrels[q].items() if rel > 0}
-    relevant_for = sum(1 for q in judged if qrels[q].get(best[0], 0) > 0)
-    return len(judged), len(tally), len(asked), best[0], best[1], relevant_for
+    relevant_for = sum(1 for q in judged if any(qrels[q].get(m, 0) > 0 for m in members))
+    return len(judged), len(tally), len(asked), best[0], best[1], relevant_for, len(members) - 1 if twins else None
+
+
+def summary_tuple(stats: FirstRanked) -> tuple:
+    return (stats.queries, stats.distinct, stats.distinct_relevant, stats.top_document, stats.top_count,
+            stats.top_relevant_for, stats.top_twins)
+
+
+def random_case(seed: int) -> tuple[dict[str, str], dict[str, dict[str, int]], list[str]]:
+    rng = random.Random(seed)
+    docs = [f"d{i:02d}" for i in range(rng.randint(3, 30))]
+    qrels = {f"q{j}": {d: rng.choice([0, 1, 2]) for d in rng.sample(docs, rng.randint(1, 3))} for j in range(40)}
+    first = {q: rng.choice(docs[:8]) for q in qrels if rng.random() < 0.9}  # some queries ranked nothing
+    first["not-judged"] = docs[0]  # a ranked query without judgements does not count
+    return first, qrels, docs
 
 
 @pytest.mark.parametrize("seed", range(5))
 def test_the_summary_equals_a_naive_count(seed: int) -> None:
-    rng = random.Random(seed)
-    docs = [f"d{i:02d}" for i in range(rng.randint(3, 30))]
-    qrels = {f"q{j}": {d: rng.choice([0, 1, 2]) for d in rng.sample(docs, rng.randint(1, 3))} for j in range(40)}
-    first = {q: rng.choice(docs[:5]) for q in qrels if rng.random() < 0.9}  # some queries ranked nothing
-    first["not-judged"] = "d00"  # a ranked query without judgements does not count
+    first, qrels, _ = random_case(seed)
     stats = first_ranked_summary(first, qrels)
-    got = (stats.queries, stats.distinct, stats.distinct_relevant, stats.top_document, stats.top_count,
-           stats.top_relevant_for)
-    assert got == naive_summary(first, qrels)
+    assert summary_tuple(stats) == naive_summary(first, qrels)
     assert stats.top_share == pytest.approx(stats.top_count / stats.queries)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_twins_count_as_one_document(seed: int) -> None:
+    first, qrels, docs = random_case(seed)
+    rng = random.Random(100 + seed)
+    blocks = [set(docs[i:i + 3]) for i in range(0, len(docs), 3)]  # consecutive ids share a vector
+    twins = {d: next(b for b in blocks if d in b) for d in docs}
+    rng.shuffle(docs)
+    stats = first_ranked_summary(first, qrels, twins)
+    assert summary_tuple(stats) == naive_summary(first, qrels, twins)
+    alone = first_ranked_summary(first, qrels, {d: {d} for d in docs})
+    assert summary_tuple(alone)[:6] == summary_tuple(first_ranked_summary(first, qrels))[:6] and alone.top_twins == 0
+
+
+def test_a_hub_spread_over_twins_is_found() -> None:
+    """Ten identical documents each ranked first a few times: no one of them is a hub, their vector is."""
+    first = {f"q{i}": f"d{i % 10}" for i in range(40)}
+    qrels = {f"q{i}": {f"x{i}": 1} for i in range(40)}
+    assert not first_ranked_summary(first, qrels).is_hub  # 4 queries each
+    stats = first_ranked_summary(first, qrels, {f"d{i}": {f"d{j}" for j in range(10)} for i in range(10)})
+    assert (stats.top_document, stats.top_count, stats.top_twins, stats.distinct) == ("d0", 40, 9, 1)
+    assert stats.is_hub and "or one of its 9 twins" in stats.describe()
 
 
 def test_ties_go_to_the_smallest_document_id() -> None:

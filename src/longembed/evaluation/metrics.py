@@ -59,6 +59,34 @@ def rank(
     return {qid: [sorted_ids[j] for j in row] for qid, row in zip(query_ids, order.tolist(), strict=True)}
 
 
+#: Two documents whose scores differ by at most this for every query have the same vector, for
+#: ranking's purposes: float32 vectors of one text encoded in different batches differ by ~1e-6.
+TWIN_TOLERANCE = 1e-4
+
+
+def twins(
+    scores: np.ndarray, doc_ids: Sequence[str], documents: Iterable[str], tolerance: float = TWIN_TOLERANCE
+) -> dict[str, frozenset[str]]:
+    """Each of ``documents`` -> the documents (itself included) whose column of the (queries x
+    documents) score matrix equals its own for every query within ``tolerance``: the same vector.
+    Equal infinities count as equal, NaN never does.  Candidates are found on the first 32 queries,
+    then checked on all, so a large corpus costs little more than one pass over its columns."""
+    scores = np.asarray(scores, dtype=np.float64)
+    index = {doc: j for j, doc in enumerate(doc_ids)}
+    probe = scores[:32]
+    found = {}
+    for doc in documents:
+        column = index[doc]
+        candidates = np.flatnonzero(_same(probe, probe[:, [column]], tolerance))
+        same = candidates[_same(scores[:, candidates], scores[:, [column]], tolerance)]
+        found[doc] = frozenset(doc_ids[j] for j in same)
+    return found
+
+
+def _same(columns: np.ndarray, column: np.ndarray, tolerance: float) -> np.ndarray:
+    return np.isclose(columns, column, rtol=0.0, atol=tolerance).all(axis=0)
+
+
 def _dcg(gains: Sequence[float]) -> float:
     return sum(g / math.log2(i + 2) for i, g in enumerate(gains))
 

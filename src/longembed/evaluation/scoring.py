@@ -23,9 +23,17 @@ from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.evaluation.cached_encoding import CachedEncoding
 from longembed.evaluation.choices import GRANULARITIES
 from longembed.evaluation.fusion import Fusion
-from longembed.evaluation.metrics import DEFAULT_K_VALUES, mean_metrics, per_query_metrics, rank
+from longembed.evaluation.metrics import DEFAULT_K_VALUES, mean_metrics, per_query_metrics, rank, twins
 from longembed.evaluation.rank_fusion import fuse_scores
-from longembed.results import CacheUse, Counts, Interval, TaskResult, UnitResult, first_ranked_summary
+from longembed.results import (
+    CacheUse,
+    Counts,
+    FirstRanked,
+    Interval,
+    TaskResult,
+    UnitResult,
+    first_ranked_summary,
+)
 from longembed.results.intervals import bootstrap_interval, stratified_bootstrap_interval
 from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS, RetrievalData, Task, TaskDataMissing
 from longembed.tasks.base import WORDS_PER_TOKEN
@@ -185,8 +193,15 @@ def score_unit(
         data_sha256=data.fingerprint(),
         per_query={qid: round(100.0 * v, 4) for qid, v in per_query[main_score].items()},
         first_ranked=first,
-        first_ranked_stats=first_ranked_summary(first, data.qrels),
+        first_ranked_stats=first_ranked_stats(first, data.qrels, scores, doc_ids),
     )
+
+
+def first_ranked_stats(first: dict[str, str], qrels: dict[str, dict[str, int]], scores: np.ndarray,
+                       doc_ids: list[str]) -> FirstRanked | None:
+    """The summary of the queries' first-ranked documents (:mod:`longembed.results.hubs`), documents
+    with the same vector counted as one (found on the final score matrix)."""
+    return first_ranked_summary(first, qrels, twins(scores, doc_ids, set(first.values())))
 
 
 def fused(dense: np.ndarray, fusion: Fusion, data: RetrievalData, query_texts: list[str],

@@ -24,7 +24,9 @@ def first_ranked_cell(stats: FirstRanked | None) -> str:
     if stats is None:
         return MISSING
     cell = f"{stats.top_share:.0%} · {stats.distinct}/{stats.distinct_relevant}"
-    return f"{cell} **hub**" if stats.is_hub else cell
+    if not stats.is_hub:
+        return cell
+    return f"{cell} **hub**, {stats.top_twins} twins" if stats.top_twins else f"{cell} **hub**"
 
 
 def _stats(results: RunResults) -> dict[Unit, FirstRanked]:
@@ -58,7 +60,9 @@ def first_ranked_section(runs: Sequence[Run]) -> list[str]:
         "then how many distinct documents were ranked first / how many the queries ask for (perfect "
         f"retrieval: the two are equal). **hub**: {HUB_RULE}. A hub suggests the document vectors crowd "
         "together (length collapse, which `longembed collapse` measures directly); a low score alone "
-        "does not tell that from vectors that are merely poor.",
+        "does not tell that from vectors that are merely poor. *twins*: other documents that score the "
+        "same as the hub for every query, i.e. have its vector (documents that read the same after "
+        "truncation): such a hub is an artefact of identical inputs, not of collapse.",
         "",
         md_table(["run", *(unit_title(*u) for u in units)], rows, numeric_from=1),
         "",

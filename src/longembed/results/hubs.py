@@ -13,8 +13,8 @@ relevance judgements; :attr:`FirstRanked.is_hub` applies the rule documented on 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 
 from longembed.results.codec import Record
 
@@ -34,10 +34,15 @@ HUB_RULE = (
 class FirstRanked(Record):
     """The documents one unit's queries ranked first, summarised.
 
-    ``distinct``: how many different documents came first; ``distinct_relevant``: how many different
-    documents the queries ask for (what perfect retrieval puts first).  ``top_document`` came first
-    most often, for ``top_count`` queries, and ``top_relevant_for`` queries judge it relevant (ties:
-    the smallest document id).
+    Documents with the same vector (*twins*: they score the same for every query, as documents that
+    read the same after truncation do) count as one, named by their smallest id: which of them comes
+    first is decided by float noise, so counted apart they would hide a hub among them.
+
+    ``distinct``: how many different documents (twins as one) came first; ``distinct_relevant``: how
+    many different documents the queries ask for (what perfect retrieval puts first).  ``top_document``
+    (with its ``top_twins`` twins) came first most often, for ``top_count`` queries, and
+    ``top_relevant_for`` queries judge it (or a twin) relevant; ties: the smallest document id.  A hub
+    with twins is an artefact of identical inputs, not of collapse (``top_twins`` None: not counted).
     """
 
     queries: int
@@ -46,10 +51,11 @@ class FirstRanked(Record):
     top_document: str
     top_count: int
     top_relevant_for: int
+    top_twins: int | None = field(default=None, metadata={"omit_none": True})
 
     @property
     def top_share(self) -> float:
-        """The share of queries whose first document is ``top_document`` (0..1)."""
+        """The share of queries whose first document is ``top_document`` or a twin (0..1)."""
         return self.top_count / self.queries if self.queries else 0.0
 
     @property
@@ -63,25 +69,36 @@ class FirstRanked(Record):
 
     def describe(self) -> str:
         """One line: "passkey-2048-doc017 is ranked first for 96 of 200 queries (relevant to 1); 23
-        distinct documents ranked first, 200 asked for"."""
+        distinct documents ranked first, 200 asked for", and its twins when it has any."""
+        name = self.top_document
+        if self.top_twins:
+            name += (f" or one of its {self.top_twins} twins (documents with its vector: identical text after "
+                     "truncation?)")
         return (
-            f"{self.top_document} is ranked first for {self.top_count} of {self.queries} queries (relevant "
-            f"to {self.top_relevant_for}); {self.distinct} distinct documents ranked first, "
+            f"{name} is ranked first for {self.top_count} of {self.queries} queries (relevant to "
+            f"{self.top_relevant_for}); {self.distinct} distinct documents ranked first, "
             f"{self.distinct_relevant} asked for"
         )
 
 
 def first_ranked_summary(
-    first: Mapping[str, str], qrels: Mapping[str, Mapping[str, int]]
+    first: Mapping[str, str],
+    qrels: Mapping[str, Mapping[str, int]],
+    twins: Mapping[str, Collection[str]] | None = None,
 ) -> FirstRanked | None:
     """The :class:`FirstRanked` of the queries in ``first`` (query id -> its first-ranked document)
-    judged in ``qrels`` (query id -> document id -> relevance; relevant = relevance > 0).  None when
-    no judged query was ranked."""
+    judged in ``qrels`` (query id -> document id -> relevance; relevant = relevance > 0).
+
+    ``twins`` maps each first-ranked document to the documents with its vector, itself included (None:
+    not known, every document counts alone and ``top_twins`` is None).  None when no judged query was
+    ranked."""
     judged = {q: d for q, d in first.items() if q in qrels}
     if not judged:
         return None
-    counts = Counter(judged.values())
+    group = {d: frozenset(twins[d]) if twins is not None else frozenset((d,)) for d in set(judged.values())}
+    counts = Counter(min(group[d]) for d in judged.values())
     top_document = min(counts, key=lambda d: (-counts[d], d))
+    top_group = next(g for g in group.values() if min(g) == top_document)
     relevant = [{d for d, rel in qrels[q].items() if rel > 0} for q in judged]
     return FirstRanked(
         queries=len(judged),
@@ -89,5 +106,6 @@ def first_ranked_summary(
         distinct_relevant=len(set().union(*relevant)),
         top_document=top_document,
         top_count=counts[top_document],
-        top_relevant_for=sum(top_document in docs for docs in relevant),
+        top_relevant_for=sum(bool(top_group & docs) for docs in relevant),
+        top_twins=None if twins is None else len(top_group) - 1,
     )
