@@ -18,7 +18,7 @@ from test_runner import HashEncoder, TinyTask, run
 
 from longembed import load_encoder
 from longembed.evaluation.bm25 import BM25Model
-from longembed.evaluation.metrics import twins
+from longembed.evaluation.metrics import same_vector_groups
 from longembed.report.tables import results_summary
 from longembed.report.write import write_report
 from longembed.results import RunResults
@@ -169,20 +169,34 @@ def naive_twins(scores: np.ndarray, column: int, tolerance: float = 1e-4) -> set
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_twins_equal_a_naive_loop(seed: int) -> None:
+def test_same_vector_groups_equal_a_naive_loop(seed: int) -> None:
     rng = np.random.default_rng(seed)
-    scores = rng.random((40, 12))  # more queries than the 32 the candidates are found on
-    group = rng.choice(12, size=rng.integers(2, 6), replace=False)
-    scores[:, group] = scores[:, [group[0]]] + rng.normal(scale=1e-6, size=(40, len(group)))  # one vector
-    scores[3, group] = -np.inf  # a query outside these documents' context
-    outsider = next(j for j in range(12) if j not in group)
-    scores[:, outsider] = scores[:, group[0]]
-    scores[36, outsider] += 2e-4  # the same on the first 32 queries, not on query 36
-    ids = [f"d{j:02d}" for j in range(12)]
-    found = twins(scores, ids, ids)
+    scores = rng.random((40, 30))
+    blocks = [rng.choice(30, size=rng.integers(2, 6), replace=False) for _ in range(3)]
+    for block in blocks:
+        scores[:, block] = scores[:, [block[0]]] + rng.normal(scale=1e-6, size=(40, len(block)))  # one vector
+        scores[rng.integers(40), block] = -np.inf  # a query outside these documents' context
+    near = next(j for j in range(30) if not any(j in b for b in blocks))
+    scores[:, near] = scores[:, blocks[0][0]] + np.where(np.arange(40) == 36, 3e-4, 0.0)  # off on one query
+    nan_column = next(j for j in range(30) if j != near and not any(j in b for b in blocks))
+    scores[5, nan_column] = np.nan
+    ids = [f"d{j:02d}" for j in range(30)]
+    found = same_vector_groups(scores, ids)
     for j, doc in enumerate(ids):
-        assert found[doc] == {ids[k] for k in naive_twins(scores, j)}
-    assert found[ids[group[0]]] == {ids[k] for k in group}
+        assert found[doc] == {ids[k] for k in naive_twins(scores, j)} | {doc}  # a NaN column: alone
+    assert found[ids[nan_column]] == {ids[nan_column]} and found[ids[near]] == {ids[near]}
+
+
+def test_same_vector_groups_survive_close_sums() -> None:
+    """Columns whose sums fall between a group's members' sums, different vectors all, do not split
+    the group nor join it."""
+    rng = np.random.default_rng(7)
+    base = rng.random(50)
+    shuffled = np.stack([base, base + 1e-6, rng.permutation(base), rng.permutation(base), base - 1e-6], axis=1)
+    ids = ["a", "b", "x", "y", "c"]
+    found = same_vector_groups(shuffled, ids)
+    assert found["a"] == found["b"] == found["c"] == {"a", "b", "c"}
+    assert found["x"] == {"x"} and found["y"] == {"y"}
 
 
 def test_truncation_makes_twins_and_eval_says_so(tiny_models: dict[str, Path], tmp_path: Path) -> None:
@@ -201,9 +215,11 @@ def test_truncation_makes_twins_and_eval_says_so(tiny_models: dict[str, Path], t
     assert sum(h == shared for h in head.values()) > 50  # most documents read the same
     ids = list(data.corpus)
     scores = encoder.encode(list(data.queries.values())) @ encoder.encode(list(data.corpus.values())).T
-    found = twins(scores, ids, ids)
+    found = same_vector_groups(scores, ids)
     for doc in ids:  # twins: exactly the documents that read the same
         assert found[doc] == {d for d in head if head[d] == head[doc]}
+    assert (stats.documents, stats.distinct_vectors) == (len(head), len(set(head.values())))
+    assert stats.shared_vectors and f"only {stats.distinct_vectors} distinct vectors" in stats.describe()
     same_head = {doc for doc in head if head[doc] == head[stats.top_document]}
     assert stats.top_twins == len(same_head) - 1 and stats.top_document == min(same_head)
     assert stats.top_count == sum(doc in same_head for doc in unit.first_ranked.values())
@@ -211,17 +227,18 @@ def test_truncation_makes_twins_and_eval_says_so(tiny_models: dict[str, Path], t
 
 class TwinTask:
     """Eight documents that read the same in their first five words (as truncated documents that
-    share a prefix do) and four others; every query shares three words with the eight and asks for
-    one of the four."""
+    share a prefix do) and four others; every query shares three words with the eight and two with
+    the one of the four it asks for."""
 
     metadata = TaskMetadata(name="twins", description="twins", main_score="ndcg@10", lengths=None, source="tests")
 
     def load(self, data_dir: Path | None, length: int | None = None) -> RetrievalData:
         corpus = {f"f{i}": f"weather report rain wind cloud, then part {i}" for i in range(8)}
-        corpus |= {f"u{i}": f"note on {topic}" for i, topic in enumerate(("violin", "penguin", "glacier", "chess"))}
+        topics = ("violin", "penguin", "glacier", "chess")
+        corpus |= {f"u{i}": f"weather note on {topic}" for i, topic in enumerate(topics)}
         words = ("apple", "brick", "candle", "dragon", "ember", "falcon", "garnet", "harbor", "igloo", "jasper",
                  "kettle", "lantern")
-        queries = {f"q{j}": f"weather report rain {words[j]} {words[(5 * j + 3) % 12]}" for j in range(12)}
+        queries = {f"q{j}": f"weather report rain {topics[j % 4]} {words[j]}" for j in range(12)}
         return RetrievalData(corpus, queries, {f"q{j}": {f"u{j % 4}": 1} for j in range(12)}).validate()
 
 
@@ -244,6 +261,7 @@ def test_twins_spread_by_float_noise_count_as_one_document(tmp_path: Path) -> No
     assert set(counted_apart) <= {f"f{i}" for i in range(8)} and len(counted_apart) > 1  # spread by the noise
     stats = unit.first_ranked_stats
     assert (stats.top_document, stats.top_twins, stats.top_count, stats.distinct) == ("f0", 7, 12, 1)
+    assert (stats.documents, stats.distinct_vectors) == (12, 5)  # eight read the same, four differ
     assert max(counted_apart.values()) < stats.top_count  # counted apart, the twins hide part of their hub
     assert stats.is_hub
     assert any(line.startswith("hub at twins: f0 or one of its 7 twins") for line in said)
@@ -253,4 +271,5 @@ def test_a_collapsed_hub_has_no_twins(collapsed_run) -> None:
     results, _, _ = collapsed_run
     for unit in results.tasks["passkey"].lengths.values():
         assert unit.first_ranked_stats.top_twins == 0
-        assert "twins" not in unit.first_ranked_stats.describe()
+        assert unit.first_ranked_stats.distinct_vectors == unit.first_ranked_stats.documents == 100
+        assert "twins" not in unit.first_ranked_stats.describe() and "vectors" not in unit.first_ranked_stats.describe()

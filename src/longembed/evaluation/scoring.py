@@ -23,12 +23,17 @@ from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.evaluation.cached_encoding import CachedEncoding
 from longembed.evaluation.choices import GRANULARITIES
 from longembed.evaluation.fusion import Fusion
-from longembed.evaluation.metrics import DEFAULT_K_VALUES, mean_metrics, per_query_metrics, rank, twins
+from longembed.evaluation.metrics import (
+    DEFAULT_K_VALUES,
+    mean_metrics,
+    per_query_metrics,
+    rank,
+    same_vector_groups,
+)
 from longembed.evaluation.rank_fusion import fuse_scores
 from longembed.results import (
     CacheUse,
     Counts,
-    FirstRanked,
     Interval,
     TaskResult,
     UnitResult,
@@ -168,6 +173,8 @@ def score_unit(
             truncated = 0 if granularity.chunked else int(np.sum(doc_tokens > max_length))
     if data.query_contexts is not None:
         scores = within_context(scores, data, query_ids, doc_ids)
+    # documents with the same vector (BM25 has none; fused ranks would hide them)
+    same_vector = None if isinstance(model, BM25Model) else same_vector_groups(scores, doc_ids)
     if fusion is not None:
         scores = fused(scores, fusion, data, query_texts, doc_texts)
     ranking = rank(scores, query_ids, doc_ids, top_k=max(DEFAULT_K_VALUES))
@@ -193,15 +200,8 @@ def score_unit(
         data_sha256=data.fingerprint(),
         per_query={qid: round(100.0 * v, 4) for qid, v in per_query[main_score].items()},
         first_ranked=first,
-        first_ranked_stats=first_ranked_stats(first, data.qrels, scores, doc_ids),
+        first_ranked_stats=first_ranked_summary(first, data.qrels, same_vector),
     )
-
-
-def first_ranked_stats(first: dict[str, str], qrels: dict[str, dict[str, int]], scores: np.ndarray,
-                       doc_ids: list[str]) -> FirstRanked | None:
-    """The summary of the queries' first-ranked documents (:mod:`longembed.results.hubs`), documents
-    with the same vector counted as one (found on the final score matrix)."""
-    return first_ranked_summary(first, qrels, twins(scores, doc_ids, set(first.values())))
 
 
 def fused(dense: np.ndarray, fusion: Fusion, data: RetrievalData, query_texts: list[str],

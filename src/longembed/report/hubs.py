@@ -20,13 +20,16 @@ def unit_title(task: str, length: int | None) -> str:
 
 def first_ranked_cell(stats: FirstRanked | None) -> str:
     """"48% · 23/200 **hub**": the share of queries whose first document is the most frequent one,
-    then distinct documents ranked first / distinct documents asked for; "–" without a summary."""
+    then distinct documents ranked first / distinct documents asked for, the hub's twins if any, and
+    "57 of 400 vectors" when documents share vectors; "–" without a summary."""
     if stats is None:
         return MISSING
     cell = f"{stats.top_share:.0%} · {stats.distinct}/{stats.distinct_relevant}"
-    if not stats.is_hub:
-        return cell
-    return f"{cell} **hub**, {stats.top_twins} twins" if stats.top_twins else f"{cell} **hub**"
+    if stats.is_hub:
+        cell += f" **hub**, {stats.top_twins} twins" if stats.top_twins else " **hub**"
+    if stats.shared_vectors:
+        cell += f" · {stats.distinct_vectors} of {stats.documents} vectors"
+    return cell
 
 
 def _stats(results: RunResults) -> dict[Unit, FirstRanked]:
@@ -62,7 +65,9 @@ def first_ranked_section(runs: Sequence[Run]) -> list[str]:
         "together (length collapse, which `longembed collapse` measures directly); a low score alone "
         "does not tell that from vectors that are merely poor. *twins*: other documents that score the "
         "same as the hub for every query, i.e. have its vector (documents that read the same after "
-        "truncation): such a hub is an artefact of identical inputs, not of collapse.",
+        "truncation): such a hub is an artefact of identical inputs, not of collapse. *N of M vectors*: "
+        "the unit's M documents have only N different vectors; the few that differ (a needle within "
+        "the first 512 tokens, say) then draw the queries.",
         "",
         md_table(["run", *(unit_title(*u) for u in units)], rows, numeric_from=1),
         "",

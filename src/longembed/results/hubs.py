@@ -42,7 +42,10 @@ class FirstRanked(Record):
     many different documents the queries ask for (what perfect retrieval puts first).  ``top_document``
     (with its ``top_twins`` twins) came first most often, for ``top_count`` queries, and
     ``top_relevant_for`` queries judge it (or a twin) relevant; ties: the smallest document id.  A hub
-    with twins is an artefact of identical inputs, not of collapse (``top_twins`` None: not counted).
+    with twins is an artefact of identical inputs, not of collapse.  ``documents`` and
+    ``distinct_vectors``: the unit's documents and how many different vectors they have (fewer when
+    many read the same, as shared-prefix documents truncated do: then a few that differ draw the
+    queries).  The last three are None when twins were not looked for.
     """
 
     queries: int
@@ -52,6 +55,8 @@ class FirstRanked(Record):
     top_count: int
     top_relevant_for: int
     top_twins: int | None = field(default=None, metadata={"omit_none": True})
+    documents: int | None = field(default=None, metadata={"omit_none": True})
+    distinct_vectors: int | None = field(default=None, metadata={"omit_none": True})
 
     @property
     def top_share(self) -> float:
@@ -74,11 +79,20 @@ class FirstRanked(Record):
         if self.top_twins:
             name += (f" or one of its {self.top_twins} twins (documents with its vector: identical text after "
                      "truncation?)")
-        return (
+        line = (
             f"{name} is ranked first for {self.top_count} of {self.queries} queries (relevant to "
             f"{self.top_relevant_for}); {self.distinct} distinct documents ranked first, "
             f"{self.distinct_relevant} asked for"
         )
+        if self.shared_vectors:
+            line += f"; the {self.documents} documents have only {self.distinct_vectors} distinct vectors"
+        return line
+
+    @property
+    def shared_vectors(self) -> bool:
+        """Whether some of the unit's documents have the same vector (known only when counted)."""
+        return self.documents is not None and self.distinct_vectors is not None and \
+            self.distinct_vectors < self.documents
 
 
 def first_ranked_summary(
@@ -89,9 +103,9 @@ def first_ranked_summary(
     """The :class:`FirstRanked` of the queries in ``first`` (query id -> its first-ranked document)
     judged in ``qrels`` (query id -> document id -> relevance; relevant = relevance > 0).
 
-    ``twins`` maps each first-ranked document to the documents with its vector, itself included (None:
-    not known, every document counts alone and ``top_twins`` is None).  None when no judged query was
-    ranked."""
+    ``twins`` maps every document of the unit to the documents with its vector, itself included
+    (None: not known; every document counts alone, and the counts of twins and vectors are None).
+    None when no judged query was ranked."""
     judged = {q: d for q, d in first.items() if q in qrels}
     if not judged:
         return None
@@ -108,4 +122,6 @@ def first_ranked_summary(
         top_count=counts[top_document],
         top_relevant_for=sum(bool(top_group & docs) for docs in relevant),
         top_twins=None if twins is None else len(top_group) - 1,
+        documents=None if twins is None else len(twins),
+        distinct_vectors=None if twins is None else len({frozenset(g) for g in twins.values()}),
     )
