@@ -4,6 +4,7 @@ the runs, advice.json reads back as written, and a rerun encodes nothing."""
 
 from __future__ import annotations
 
+import copy
 import math
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from transformers import AutoTokenizer
 
 from longembed.advice import advise, estimate_advice
 from longembed.advice.data import load_data
+from longembed.advice.markdown import advice_markdown
 from longembed.advice.spec import AdviseSpec
 from longembed.results import Advice, RunResults
 from longembed.results.advice import SampledTask
@@ -146,3 +148,20 @@ def test_a_dry_run_estimates_what_advise_runs_and_encodes_or_writes_nothing(advi
     assert said[-1].startswith("dry run:") and any(line.startswith("over budget") for line in said)
     with pytest.raises(ValueError, match="call estimate_advice"):
         advise(advised["model"], **{**options, "dry_run": True})
+
+
+def test_each_strategys_hubs_are_its_runs_and_advice_md_names_them(advised: dict) -> None:
+    advice, out = copy.deepcopy(advised["advice"]), advised["out"]
+    for strategy in advice.strategies:
+        run = RunResults.load(out / strategy.run)
+        assert strategy.hubs == {task if n is None else f"{task}/{n}": s.describe() for (task, n), s in run.hubs().items()}
+    # advice.md lists a strategy's hubs on its line (set here, so the check does not rest on the tiny model)
+    for strategy in advice.strategies:
+        strategy.hubs = {}
+    hubbed = advice.strategies[1]
+    hubbed.hubs = {"mine": "d07 is ranked first for 9 of 10 queries (relevant to 1)"}
+    lines = {s.name: next(x for x in advice_markdown(advice).splitlines() if x.startswith(f"- **{s.name}**:"))
+             for s in advice.strategies}
+    assert lines[hubbed.name].endswith(
+        f"(run: `{hubbed.run}`); **hub** on mine: d07 is ranked first for 9 of 10 queries (relevant to 1)")
+    assert all("**hub**" not in line for name, line in lines.items() if name != hubbed.name)

@@ -51,9 +51,15 @@ def strategy_row(s: StrategyResult) -> list[str]:
 
 
 def strategy_lines(advice: Advice) -> list[str]:
-    lines = [f"- **{s.name}**: {s.description} (run: `{s.run}`)" for s in advice.strategies]
+    lines = [f"- **{s.name}**: {s.description} (run: `{s.run}`)" + hub_text(s) for s in advice.strategies]
     lines += [f"- left out, **{name}**: {why}" for name, why in advice.left_out.items()]
     return lines
+
+
+def hub_text(s: StrategyResult) -> str:
+    """"; **hub** on mine: d07 is ranked first for ...": the strategy's hubs, a sign that its vectors
+    crowd together on these documents (README, "Hubs"); empty when it has none."""
+    return "".join(f"; **hub** on {unit}: {line}" for unit, line in s.hubs.items())
 
 
 def sampled_text(advice: Advice) -> str:

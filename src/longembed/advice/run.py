@@ -292,4 +292,6 @@ class AdvicePlan:
             run=f"{RUNS}/{candidate.name}", score=run.average, interval=run.average_interval, cost=cost,
             method=None if encoder is None else encoder.method, max_length=None if encoder is None else encoder.max_length,
             granularity=run.config.granularity or {}, fusion=run.config.fusion,
+            hubs={task if length is None else f"{task}/{length}": stats.describe()
+                  for (task, length), stats in run.hubs().items()},
         )

@@ -73,7 +73,9 @@ class StrategyResult(Record):
 
     ``run``: its run folder relative to the advice folder (``runs/<name>``: ``longembed report`` and
     ``compare`` read it).  ``score``: the run's average (percent) with its 95% interval.
-    ``versus_best``: None for the best strategy itself.
+    ``versus_best``: None for the best strategy itself.  ``hubs``: the run's hubs, task (and length) ->
+    the hub described (:mod:`longembed.results.hubs`): a strategy whose vectors crowd together on your
+    documents.
     """
 
     name: str
@@ -88,6 +90,7 @@ class StrategyResult(Record):
     granularity: dict[str, Any] = field(default_factory=dict)
     fusion: dict[str, Any] | None = None
     versus_best: VersusBest | None = None
+    hubs: dict[str, str] = field(default_factory=dict, metadata={"omit_empty": True})
 
 
 @dataclass
