@@ -18,6 +18,7 @@ from test_runner import HashEncoder, TinyTask, run
 
 from longembed import load_encoder
 from longembed.evaluation.bm25 import BM25Model
+from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.evaluation.metrics import same_vector_groups
 from longembed.report.tables import results_summary
 from longembed.report.write import write_report
@@ -273,3 +274,30 @@ def test_a_collapsed_hub_has_no_twins(collapsed_run) -> None:
         assert unit.first_ranked_stats.top_twins == 0
         assert unit.first_ranked_stats.distinct_vectors == unit.first_ranked_stats.documents == 100
         assert "twins" not in unit.first_ranked_stats.describe() and "vectors" not in unit.first_ranked_stats.describe()
+
+
+def counting(encode, calls: list):
+    """``encode`` that keeps each result (to count what was encoded rather than read from the cache)."""
+    def wrapped(*args, **kwargs):
+        calls.append(result := encode(*args, **kwargs))
+        return result
+    return wrapped
+
+
+def test_the_top_documents_script_reads_a_runs_first_ranked_as_the_model_ranks(
+        tiny_models: dict[str, Path], tmp_path: Path) -> None:
+    """benchmarks/passkey_top_documents.py: --run (results.json) and --model (ranking through the cache)
+    find the same first documents, and its statistics count them."""
+    script = load_benchmark_script("passkey_top_documents")
+    encoder = load_encoder(tiny_models["bert"], method="pi", max_length=256)
+    results = run(encoder, tmp_path, tasks=["passkey"], lengths=[256])
+    data = get_task("passkey").load(None, 256)
+    first = script.first_ranked_by_run(results, 256)
+    cached = CachedEncoder(encoder, tmp_path / "cache", log=None)
+    cached.encode = counting(cached.encode, calls := [])
+    assert first == script.first_ranked_by_model(cached, data, 256)
+    assert sum(r.n_encoded for r in calls) == 0  # the run's vectors, read from its cache
+    row = script.top_documents(first, data, 256)
+    assert row["accuracy@1"] == pytest.approx(results.tasks["passkey"].lengths[256].score, abs=0.01)
+    assert row["distinct top-1 documents"] == len(set(first.values()))
+    assert row["most frequent top-1 (queries won, key offset in words)"][0][0] == max(Counter(first.values()).values())
