@@ -3,8 +3,11 @@
 A hub is a document that comes first for many queries that do not ask for it: the retrieval side of
 the length collapse of the third paper (long texts' vectors crowd together, so one of them sits nearest
 to most queries).  It is how the retrofitted MiniLM fails passkey at 2k: one document, whose key
-sentence is 19 words in, is ranked first for 96 of 200 queries (RESULTS.md, issue 27).  A score alone
-does not tell a hub from vectors that are merely poor; this record does, for every unit of a run.
+sentence is 19 words in, is ranked first for 96 of 200 queries; and how MiniLM + PI at 4k reads QMSum:
+its shortest meeting comes first for 706 of 1,527 queries (RESULTS.md).  A score alone does not tell
+a hub from vectors that are merely poor; this record does, for every unit of a run.  Documents that
+share a vector (truncated to the same text) are counted as one, so identical inputs are not mistaken
+for collapse.
 
 :func:`first_ranked_summary` computes the record from each query's first-ranked document and the
 relevance judgements; :attr:`FirstRanked.is_hub` applies the rule documented on :data:`HUB_RULE`.
