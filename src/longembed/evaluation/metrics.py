@@ -84,8 +84,7 @@ def same_vector_groups(
     for j in np.argsort(key, kind="stable").tolist():
         while window and key[window[0][0]] < key[j] - gap:
             window.popleft()
-        match = None if np.isnan(key[j]) else next(
-            (g for g in window if _same(scores[:, [j]], scores[:, [g[0]]], tolerance)[0]), None)
+        match = None if np.isnan(key[j]) or not window else _matching_group(scores, j, window, tolerance)
         if match is not None:
             match.append(j)
             continue
@@ -99,8 +98,20 @@ def same_vector_groups(
     return found
 
 
+def _matching_group(scores: np.ndarray, j: int, window: deque[list[int]], tolerance: float) -> list[int] | None:
+    """The first group of ``window`` whose first member's column equals column ``j``: the first 32
+    queries pick the candidates, all queries decide."""
+    firsts = np.array([group[0] for group in window])
+    candidates = np.flatnonzero(_same(scores[:32, firsts], scores[:32, [j]], tolerance))
+    return next((window[c] for c in candidates.tolist()
+                 if _same(scores[:, [firsts[c]]], scores[:, [j]], tolerance)[0]), None)
+
+
 def _same(columns: np.ndarray, column: np.ndarray, tolerance: float) -> np.ndarray:
-    return np.isclose(columns, column, rtol=0.0, atol=tolerance).all(axis=0)
+    """Which of ``columns`` equal ``column`` in every row within ``tolerance`` (equal infinities do;
+    NaN never does)."""
+    with np.errstate(invalid="ignore"):  # inf - inf is NaN: those are decided by ==
+        return ((columns == column) | (np.abs(columns - column) <= tolerance)).all(axis=0)
 
 
 def _dcg(gains: Sequence[float]) -> float:
