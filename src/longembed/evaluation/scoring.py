@@ -38,6 +38,7 @@ from longembed.results import (
     TaskResult,
     UnitResult,
     first_ranked_summary,
+    hub_line,
 )
 from longembed.results.intervals import bootstrap_interval, stratified_bootstrap_interval
 from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS, RetrievalData, Task, TaskDataMissing
@@ -364,8 +365,7 @@ def hub_warnings(name: str, task: TaskResult) -> list[str]:
     (:data:`~longembed.results.hubs.HUB_RULE`): "hub at passkey/2048: passkey-2048-doc017 is ranked
     first for 96 of 200 queries (relevant to 1); ...".  Empty when none is."""
     return [
-        f"hub at {name if length is None else f'{name}/{length}'}: {unit.first_ranked_stats.describe()}"
+        hub_line(name, length, unit.first_ranked_stats)
         for length, unit in task.units().items()
         if unit.first_ranked_stats is not None and unit.first_ranked_stats.is_hub
     ]
-

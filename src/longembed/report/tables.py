@@ -24,7 +24,7 @@ from longembed.report.formatting import (
 from longembed.report.hubs import first_ranked_section
 from longembed.report.labels import Run, model_name, run_label, run_settings
 from longembed.report.means import length_parts, partial_mean, task_parts
-from longembed.results import Interval, RunResults, TaskResult
+from longembed.results import Interval, RunResults, TaskResult, hub_line
 from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS, task_metadata
 
 #: The scores table's column of the average over the tasks and lengths every run evaluated.
@@ -278,7 +278,7 @@ def results_summary(results: RunResults) -> str:
         lines.append(f"[low, high]: {interval_method(example)}; a task over several lengths, and the average, "
                      "resampled within each task and length")
     for (name, length), stats in results.hubs().items():
-        lines.append(f"hub at {name if length is None else f'{name}/{length}'}: {stats.describe()}")
+        lines.append(hub_line(name, length, stats))
     for name, message in results.skipped.items():
         lines.append(f"skipped {name}: {message}")
     return "\n".join(lines)

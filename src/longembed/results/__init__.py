@@ -25,7 +25,7 @@ from longembed.results.files import (
     read_json,
     write_json,
 )
-from longembed.results.hubs import HUB_RULE, FirstRanked, first_ranked_summary
+from longembed.results.hubs import HUB_RULE, FirstRanked, first_ranked_summary, hub_line
 from longembed.results.pooling import pool_runs
 from longembed.results.run import (
     RESULTS_FILE,
@@ -74,6 +74,7 @@ __all__ = [
     "atomic_write_text",
     "compare",
     "first_ranked_summary",
+    "hub_line",
     "json_safe",
     "pool_runs",
     "read_json",

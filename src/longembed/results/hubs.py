@@ -128,3 +128,8 @@ def first_ranked_summary(
         documents=None if twins is None else len(twins),
         distinct_vectors=None if twins is None else len({frozenset(g) for g in twins.values()}),
     )
+
+
+def hub_line(task: str, length: int | None, stats: FirstRanked) -> str:
+    """What ``eval`` prints for a hub: "hub at passkey/2048: passkey-2048-doc383 is ranked first ..."."""
+    return f"hub at {task if length is None else f'{task}/{length}'}: {stats.describe()}"
