@@ -364,8 +364,4 @@ def hub_warnings(name: str, task: TaskResult) -> list[str]:
     """A line for each of the task's units whose most often first-ranked document is a hub
     (:data:`~longembed.results.hubs.HUB_RULE`): "hub at passkey/2048: passkey-2048-doc017 is ranked
     first for 96 of 200 queries (relevant to 1); ...".  Empty when none is."""
-    return [
-        hub_line(name, length, unit.first_ranked_stats)
-        for length, unit in task.units().items()
-        if unit.first_ranked_stats is not None and unit.first_ranked_stats.is_hub
-    ]
+    return [hub_line(name, length, stats) for length, stats in task.hubs().items()]

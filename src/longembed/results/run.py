@@ -160,6 +160,15 @@ class TaskResult(Record):
         """The task's retrieval problems: length -> its result (synthetic), or {None: self} (real)."""
         return dict(self.lengths) if self.lengths is not None else {None: self}
 
+    def hubs(self) -> dict[int | None, FirstRanked]:
+        """Length (None for a real task) -> the first-ranked summary of each unit whose top document
+        is a hub (:data:`longembed.results.hubs.HUB_RULE`); empty when none is, or none was kept."""
+        return {
+            length: unit.first_ranked_stats
+            for length, unit in self.units().items()
+            if unit.first_ranked_stats is not None and unit.first_ranked_stats.is_hub
+        }
+
 @dataclass
 class SideEstimate(Record):
     """What one side (documents or queries) of a unit costs: texts, cache hits, tokens to encode."""
@@ -269,12 +278,7 @@ class RunResults(Record):
     def hubs(self) -> dict[tuple[str, int | None], FirstRanked]:
         """(task, length or None) -> the first-ranked summary of every unit whose top document is a hub
         (:data:`longembed.results.hubs.HUB_RULE`); empty when none is, or the file kept no summaries."""
-        return {
-            (name, length): unit.first_ranked_stats
-            for name, task in self.tasks.items()
-            for length, unit in task.units().items()
-            if unit.first_ranked_stats is not None and unit.first_ranked_stats.is_hub
-        }
+        return {(name, length): stats for name, task in self.tasks.items() for length, stats in task.hubs().items()}
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": RESULTS_FORMAT, **to_data(self)}
