@@ -27,7 +27,7 @@ import numpy as np
 from longembed.advice.spec import MIN_SAMPLED_QUERIES, AdviseSpec
 from longembed.evaluation.task_options import SYNTHETIC_TASKS
 from longembed.results.advice import SampledTask
-from longembed.tasks import SYNTHETIC_LENGTHS, RetrievalData, Task, TaskDataMissing, get_task
+from longembed.tasks import SYNTHETIC_LENGTHS, Blocks, RetrievalData, Task, TaskDataMissing, get_task
 from longembed.tasks.base import TaskMetadata, check_length
 from longembed.tasks.haystack import load_haystack
 from longembed.tasks.query_sets import PAPER_QUERIES
@@ -136,11 +136,14 @@ def sample_data(
     passages = None if data.passages is None else {d: p for d, p in data.passages.items() if d in kept}
     query_contexts = (None if data.query_contexts is None
                       else {q: c for q, c in data.query_contexts.items() if q in keep_queries})
+    blocks = (None if data.blocks is None
+              else Blocks({q: b for q, b in data.blocks.queries.items() if q in keep_queries},
+                          {d: b for d, b in data.blocks.documents.items() if d in kept}))
     return RetrievalData(
         corpus={d: t for d, t in data.corpus.items() if d in kept},
         queries={q: t for q, t in data.queries.items() if q in keep_queries},
         qrels={q: {d: s for d, s in data.qrels[q].items() if d in kept} for q in data.queries if q in keep_queries},
-        contexts=data.contexts, passages=passages, query_contexts=query_contexts,
+        contexts=data.contexts, passages=passages, query_contexts=query_contexts, blocks=blocks,
     ).validate()
 
 

@@ -48,7 +48,7 @@ def resolve_task_list(
     default: Sequence[str] = DEFAULT_TASKS,
 ) -> list[Any] | None:
     """Task names, with the needle task built from ``needles`` (and the spec's ``queries_per_length``,
-    ``haystack`` and ``needle_haystacks``) when a file is given; the file is read and checked now, before
+    ``haystack``, ``needle_haystacks`` and ``candidates``) when a file is given; the file is read and checked now, before
     any model loads (``default``: the tasks that run without --tasks; none beside --task-dir folders)."""
     if needles is None:
         return names
@@ -59,7 +59,7 @@ def resolve_task_list(
         raise ValueError("--needles applies to the needle task, which is not among --tasks")
     spec = spec or EvalSpec()
     task = get_task("needle", needles_path=needles, queries_per_length=spec.queries_per_length,
-                    haystack=spec.haystack, haystacks=spec.needle_haystacks)
+                    haystack=spec.haystack, haystacks=spec.needle_haystacks, candidates=spec.candidates)
     count = len(task.needles)
     documents, queries = needle_set_size(count, spec.queries_per_length)
     print(f"needle: {count} needles from {needles} ({documents} documents, {queries} queries per length)")

@@ -154,7 +154,7 @@ def score_unit(
     cache: CacheUse | None = None
     truncated: int | None = None
     if isinstance(model, BM25Model):
-        scores = model.score(query_texts, doc_texts)
+        scores = lexical_scores(model, data, query_texts, doc_texts)
         doc_tokens = np.asarray([round(len(t.split()) / WORDS_PER_TOKEN) for t in doc_texts])
         encode_seconds = 0.0
     else:
@@ -172,8 +172,7 @@ def score_unit(
         if max_length is not None:
             # chunks are never cut: late chunking runs long texts as overlapping windows
             truncated = 0 if granularity.chunked else int(np.sum(doc_tokens > max_length))
-    if data.query_contexts is not None:
-        scores = within_context(scores, data, query_ids, doc_ids)
+    scores = within_candidates(scores, data, query_ids, doc_ids)
     # documents with the same vector (BM25 has none; fused ranks would hide them)
     same_vector = None if isinstance(model, BM25Model) else same_vector_groups(scores, doc_ids)
     if fusion is not None:
@@ -208,11 +207,26 @@ def score_unit(
 def fused(dense: np.ndarray, fusion: Fusion, data: RetrievalData, query_texts: list[str],
           doc_texts: list[str]) -> np.ndarray:
     """The dense scores fused with BM25's on the same queries and documents (each query's candidates
-    limited to its context on a passage task, for both systems, before ranks are taken)."""
-    lexical = BM25Model().score(query_texts, doc_texts)
-    if data.query_contexts is not None:
-        lexical = within_context(lexical, data, list(data.queries), list(data.corpus))
-    return fuse_scores(fusion, dense, lexical)
+    limited to its context on a passage task, or to its block, for both systems, before ranks are taken)."""
+    return fuse_scores(fusion, dense, lexical_scores(BM25Model(), data, query_texts, doc_texts))
+
+
+def lexical_scores(model: BM25Model, data: RetrievalData, query_texts: list[str], doc_texts: list[str]) -> np.ndarray:
+    """BM25's (queries x documents) scores, limited as :func:`within_candidates` limits the dense ones.
+
+    On a set cut into blocks every block is indexed alone (its own document frequencies), so a block
+    scores exactly as the paper's 100-document set would on its own, for BM25 as for a dense model.
+    """
+    query_ids, doc_ids = list(data.queries), list(data.corpus)
+    if data.blocks is None:
+        return within_candidates(model.score(query_texts, doc_texts), data, query_ids, doc_ids)
+    query_block = np.asarray([data.blocks.queries[q] for q in query_ids])
+    doc_block = np.asarray([data.blocks.documents[d] for d in doc_ids])
+    scores = np.full((len(query_ids), len(doc_ids)), -np.inf)
+    for block in np.unique(query_block):
+        rows, columns = np.flatnonzero(query_block == block), np.flatnonzero(doc_block == block)
+        scores[np.ix_(rows, columns)] = model.score([query_texts[i] for i in rows], [doc_texts[j] for j in columns])
+    return scores
 
 
 def encode_documents(unit: Unit, model: CachedEncoder, side: Side, granularity: Granularity) -> CachedEncoding:
@@ -272,6 +286,24 @@ def max_over_rows(scores: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
         raise ValueError("every document needs at least one chunk vector")
     starts = np.concatenate([[0], np.cumsum(rows)[:-1]])
     return np.maximum.reduceat(scores, starts, axis=1)
+
+
+def within_candidates(scores: np.ndarray, data: RetrievalData, query_ids: list[str], doc_ids: list[str]) -> np.ndarray:
+    """Scores with every document a query does not rank set to -inf: outside its context on a passage
+    task, outside its block on a set cut into blocks; ``scores`` itself when every query ranks all."""
+    if data.query_contexts is not None:
+        return within_context(scores, data, query_ids, doc_ids)
+    if data.blocks is not None:
+        return within_blocks(scores, data, query_ids, doc_ids)
+    return scores
+
+
+def within_blocks(scores: np.ndarray, data: RetrievalData, query_ids: list[str], doc_ids: list[str]) -> np.ndarray:
+    """Scores with every document outside a query's block set to -inf (it ranks its block only)."""
+    assert data.blocks is not None
+    doc_block = np.asarray([data.blocks.documents[d] for d in doc_ids])
+    query_block = np.asarray([data.blocks.queries[q] for q in query_ids])
+    return np.where(query_block[:, None] == doc_block[None, :], scores, -np.inf)
 
 
 def within_context(scores: np.ndarray, data: RetrievalData, query_ids: list[str], doc_ids: list[str]) -> np.ndarray:

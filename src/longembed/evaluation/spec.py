@@ -20,7 +20,12 @@ from longembed.evaluation.choices import FUSE_METHODS, FUSE_SOURCES, GRANULARITI
 from longembed.evaluation.fusion import Fusion
 from longembed.tasks import DEFAULT_TASKS, Task
 from longembed.tasks.needle import HAYSTACK_MODES, SHARED_HAYSTACKS, check_haystacks
-from longembed.tasks.query_sets import check_queries_per_length
+from longembed.tasks.query_sets import (
+    ALL_CANDIDATES,
+    CANDIDATE_MODES,
+    check_candidates,
+    check_queries_per_length,
+)
 
 BENCHMARK = "benchmark"
 CHUNKS = "chunks (retrieve passages, not only documents)"
@@ -82,6 +87,12 @@ class EvalSpec:
         "set adds to it, a smaller one takes its first queries; more documents are more distractors, so scores "
         "fall as N grows: compare runs of the same N)", metavar="N",
     )
+    candidates: str = option(
+        ALL_CANDIDATES, "passkey/needle: which documents a query ranks. all: every document of its length's set "
+        "(2N; default); blocks: the set cut into blocks of the paper's size, each 50 queries ranking only their "
+        "own 100 documents, so N queries (a multiple of 50) give the paper's difficulty with N queries' precision",
+        choices=CANDIDATE_MODES,
+    )
     haystack: str | Path | None = option(
         None, "passkey/needle: build them from this folder's .txt/.jsonl documents instead of the filler "
         "sentences and the essays", type=Path, metavar="DIR",
@@ -137,6 +148,7 @@ class EvalSpec:
         if self.batch_size < 1 or self.chunk_size < 1:
             raise ValueError("batch_size and chunk_size must be positive")
         check_queries_per_length(self.queries_per_length)
+        check_candidates(self.candidates, self.queries_per_length)
         check_haystacks(self.needle_haystacks)
         self.fusion()  # bad fusion options fail here, before any model is loaded
 

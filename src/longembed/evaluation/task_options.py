@@ -1,5 +1,6 @@
 """The options a run gives the generated tasks, passkey and needle: how many queries per length
-(``--queries-per-length``), whose documents make the haystack (``--haystack``) and whether the needle
+(``--queries-per-length``), which documents a query ranks (``--candidates``: all of the set's, or its
+50-query block's), whose documents make the haystack (``--haystack``) and whether the needle
 documents of a length share one haystack or each get their own (``--needle-haystacks``).
 
 They apply to the tasks that take them only (passkey and needle; needle alone for the needle
@@ -20,13 +21,19 @@ from longembed.evaluation.spec import EvalSpec
 from longembed.tasks import Task
 from longembed.tasks.haystack import Haystack, load_haystack
 from longembed.tasks.needle import SHARED_HAYSTACKS, check_haystacks
-from longembed.tasks.query_sets import PAPER_QUERIES, check_queries_per_length
+from longembed.tasks.query_sets import (
+    ALL_CANDIDATES,
+    PAPER_QUERIES,
+    check_candidates,
+    check_queries_per_length,
+)
 
 #: The tasks that take these options.
 SYNTHETIC_TASKS = ("passkey", "needle")
 #: Each option (its EvalSpec field) -> the tasks that take it.
 OPTION_TASKS: dict[str, tuple[str, ...]] = {
     "queries_per_length": SYNTHETIC_TASKS,
+    "candidates": SYNTHETIC_TASKS,
     "haystack": SYNTHETIC_TASKS,
     "needle_haystacks": ("needle",),
 }
@@ -37,17 +44,20 @@ TASK_KEYWORDS: dict[str, str] = {"needle_haystacks": "haystacks"}
 @dataclass(frozen=True)
 class SyntheticOptions:
     """``queries_per_length``, the user's :class:`~longembed.tasks.haystack.Haystack` (None: the
-    filler sentences and the essays) and ``needle_haystacks`` ("shared" or "distinct") of one run."""
+    filler sentences and the essays), ``needle_haystacks`` ("shared" or "distinct") and ``candidates``
+    ("all" or "blocks") of one run."""
 
     queries_per_length: int = PAPER_QUERIES
     haystack: Haystack | None = None
     needle_haystacks: str = SHARED_HAYSTACKS
+    candidates: str = ALL_CANDIDATES
 
     @classmethod
     def from_spec(cls, spec: EvalSpec) -> SyntheticOptions:
         """The spec's options, its haystack folder read (and checked) now, before any model loads."""
         haystack = None if spec.haystack is None else load_haystack(spec.haystack)
-        return cls(check_queries_per_length(spec.queries_per_length), haystack, check_haystacks(spec.needle_haystacks))
+        queries = check_queries_per_length(spec.queries_per_length)
+        return cls(queries, haystack, check_haystacks(spec.needle_haystacks), check_candidates(spec.candidates, queries))
 
     def changed(self) -> dict[str, Any]:
         """The options that differ from the defaults, by their EvalSpec field."""
@@ -58,6 +68,8 @@ class SyntheticOptions:
             out["haystack"] = self.haystack
         if self.needle_haystacks != SHARED_HAYSTACKS:
             out["needle_haystacks"] = self.needle_haystacks
+        if self.candidates != ALL_CANDIDATES:
+            out["candidates"] = self.candidates
         return out
 
     def task_kwargs(self, name: str) -> dict[str, Any]:
@@ -106,6 +118,12 @@ class SyntheticOptions:
                 f"the {name} task given was built with another haystack than the run's "
                 f"({haystack.path if haystack else 'none'} vs {self.haystack.path if self.haystack else 'none'})"
             )
+        candidates = getattr(task, "candidates", ALL_CANDIDATES)
+        if candidates != self.candidates:
+            raise ValueError(
+                f"the {name} task given ranks {candidates!r} candidates but the run asks for "
+                f"{self.candidates!r}: give the task by name, or build it with the run's options"
+            )
         modes = getattr(task, "haystacks", SHARED_HAYSTACKS)
         if name == "needle" and modes != self.needle_haystacks:
             raise ValueError(
@@ -117,6 +135,10 @@ class SyntheticOptions:
         """Lines for the run's log: the haystack read, files of its folder that were not, and distinct
         needle haystacks."""
         lines = []
+        if self.candidates != ALL_CANDIDATES:
+            lines.append(f"candidates: blocks: each {PAPER_QUERIES} queries rank only their own {2 * PAPER_QUERIES} "
+                         "documents, as in the paper's set; scores compare with 50-query runs, not with "
+                         "'all' runs of the same size")
         if self.needle_haystacks != SHARED_HAYSTACKS:
             lines.append(f"needle: {self.needle_haystacks} haystacks: every document is cut from its own window "
                          "of the haystack (LongEmbed's share one prefix); scores are not comparable to shared runs")

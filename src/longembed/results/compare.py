@@ -200,8 +200,8 @@ def _paired_unit(a: _Run, b: _Run, task: str, length: int | None, unit_a: Scored
     if sha_a != sha_b:
         raise ValueError(
             f"runs {_named(a)} and {_named(b)} scored different data for {where} (data_sha256 {sha_a[:12]} vs "
-            f"{sha_b[:12]}): generated with other settings (queries per length, haystack, needle haystacks, "
-            "needles) or read from another data folder; compare runs of the same task data"
+            f"{sha_b[:12]}): generated with other settings (queries per length, candidates, haystack, needle "
+            "haystacks, needles) or read from another data folder; compare runs of the same task data"
         )
     only_a, only_b = sorted(set(scores_a) - set(scores_b)), sorted(set(scores_b) - set(scores_a))
     if only_a or only_b:

@@ -34,6 +34,7 @@ import pkgutil
 
 from longembed.tasks.base import (
     SYNTHETIC_LENGTHS,
+    Blocks,
     Passage,
     RetrievalData,
     Task,
@@ -64,6 +65,7 @@ __all__ = [
     "HUB_CONFIGS",
     "SYNTHETIC_LENGTHS",
     "TASKS",
+    "Blocks",
     "HubTask",
     "Passage",
     "RetrievalData",

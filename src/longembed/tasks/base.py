@@ -69,6 +69,21 @@ class Passage:
     end: int
 
 
+@dataclass(frozen=True)
+class Blocks:
+    """Candidate blocks: a query ranks only the documents of its own block (query and document id ->
+    block number).  A generated set of N queries is N / 50 blocks of the paper's size (50 queries over
+    100 documents each), so it is as hard as the paper's set with N queries' precision
+    (:func:`longembed.tasks.query_sets.paper_blocks`)."""
+
+    queries: dict[str, int]
+    documents: dict[str, int]
+
+    def count(self) -> int:
+        """How many blocks there are."""
+        return len(set(self.queries.values()) | set(self.documents.values()))
+
+
 @dataclass
 class RetrievalData:
     """A retrieval problem: every query is scored against every document of the corpus.
@@ -76,7 +91,9 @@ class RetrievalData:
     Passage tasks also say where each document comes from: ``contexts`` are the long texts (e.g.
     meetings) the corpus's passages are cut from, ``passages`` the place of each corpus document in
     its context (so late chunking can embed a passage with its whole context around it), and
-    ``query_contexts`` the context each query searches (its passages only).
+    ``query_contexts`` the context each query searches (its passages only).  Generated sets larger
+    than the paper's may instead be cut into ``blocks`` of the paper's size: a query ranks its own
+    block's documents only.
     """
 
     corpus: dict[str, str]
@@ -85,6 +102,7 @@ class RetrievalData:
     contexts: dict[str, str] | None = None
     passages: dict[str, Passage] | None = None
     query_contexts: dict[str, str] | None = None
+    blocks: Blocks | None = None
 
     def validate(self) -> RetrievalData:
         """Check internal consistency; return ``self`` so loaders can ``return data.validate()``.
@@ -108,6 +126,7 @@ class RetrievalData:
         if unjudged:
             raise ValueError(f"{len(unjudged)} queries have no qrels, e.g. {unjudged[:3]}")
         self._validate_passages()
+        self._validate_blocks()
         return self
 
     def _validate_passages(self) -> None:
@@ -133,10 +152,31 @@ class RetrievalData:
             if outside:
                 raise ValueError(f"query {qid!r} searches {context!r} but its relevant passages {outside[:3]} are elsewhere")
 
+    def _validate_blocks(self) -> None:
+        """Every query and document is in a block, and a query's relevant documents are in its own."""
+        if self.blocks is None:
+            return
+        if self.query_contexts is not None:
+            raise ValueError("blocks and query_contexts both limit a query's candidates: give one of them")
+        for side, ids, where in (("query", self.queries, self.blocks.queries),
+                                 ("document", self.corpus, self.blocks.documents)):
+            if set(where) != set(ids):
+                strays = sorted(set(ids) ^ set(where))
+                raise ValueError(f"blocks: every {side} needs exactly one block; {strays[:3]} do not match")
+        for qid, rels in self.qrels.items():
+            block = self.blocks.queries[qid]
+            outside = [d for d, r in rels.items() if r > 0 and self.blocks.documents[d] != block]
+            if outside:
+                raise ValueError(f"query {qid!r} ranks block {block} but its relevant documents {outside[:3]} "
+                                 "are in another")
+
     def fingerprint(self) -> str:
-        """sha256 of the data (corpus, queries, qrels and any passage layout) as canonical JSON: two
-        runs with the same fingerprint scored the same retrieval problem."""
+        """sha256 of the data (corpus, queries, qrels, any passage layout and blocks) as canonical JSON:
+        two runs with the same fingerprint scored the same retrieval problem.  Data without blocks hash
+        as they did before blocks existed."""
         content = dataclasses.asdict(self)
+        if self.blocks is None:
+            del content["blocks"]
         canonical = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 

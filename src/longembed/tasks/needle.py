@@ -83,10 +83,13 @@ from longembed.tasks.haystack import (
     sentence_boundaries,
 )
 from longembed.tasks.query_sets import (
+    ALL_CANDIDATES,
     DOCUMENTS_PER_QUERY,
     PAPER_QUERIES,
+    check_candidates,
     check_queries_per_length,
     first_queries,
+    with_candidates,
 )
 from longembed.tasks.registry import register_task
 
@@ -218,13 +221,16 @@ def generate(
     seed: int = DEFAULT_SEED,
     queries_per_length: int = NUM_QUERIES,
     haystacks: str = SHARED_HAYSTACKS,
+    candidates: str = ALL_CANDIDATES,
 ) -> RetrievalData:
     """Build the needle data of one length from a haystack (the essays' text, or a user's
     :class:`~longembed.tasks.haystack.Haystack`) and needles (recipe in the module doc); ``haystacks``
-    "shared" (LongEmbed's: one prefix for every document) or "distinct" (a window each)."""
+    "shared" (LongEmbed's: one prefix for every document) or "distinct" (a window each); ``candidates``
+    "blocks" cuts the set into the paper's blocks (:func:`~longembed.tasks.query_sets.paper_blocks`)."""
     check_length(METADATA, length)
     set_size(len(needles), queries_per_length)
     check_haystacks(haystacks)
+    check_candidates(candidates, queries_per_length)
     n = queries_per_length
     text = haystack.covering(length) if isinstance(haystack, Haystack) else haystack
     used = needles[: max(PAPER_DOCUMENTS, DOCUMENTS_PER_QUERY * n)]
@@ -236,7 +242,7 @@ def generate(
         documents = distinct_documents(length, text, facts, windows_rng)
     else:
         documents = [insert_needle(prefix, place, fact) for place, fact in zip(places, facts, strict=True)]
-    return first_queries(_retrieval_data(length, used, documents, asked), n)
+    return with_candidates(first_queries(_retrieval_data(length, used, documents, asked), n), candidates)
 
 
 def _longest(facts: Sequence[str]) -> int:
@@ -315,7 +321,8 @@ class NeedleTask:
     ``queries_per_length`` the set's size (2 documents per query; 50 is the paper's set),
     ``haystack`` (a :class:`~longembed.tasks.haystack.Haystack` or a folder of documents) replaces the
     essays, and ``haystacks`` is "shared" (LongEmbed's: every document of a length is one prefix with its
-    needle inserted) or "distinct" (every document is cut from its own window of the haystack)."""
+    needle inserted) or "distinct" (every document is cut from its own window of the haystack), and
+    ``candidates`` "blocks" ranks each 50 queries among their own 100 documents ("all": all 2N)."""
 
     metadata = METADATA
 
@@ -326,12 +333,14 @@ class NeedleTask:
         queries_per_length: int = NUM_QUERIES,
         haystack: Haystack | Path | str | None = None,
         haystacks: str = SHARED_HAYSTACKS,
+        candidates: str = ALL_CANDIDATES,
     ) -> None:
         self.needles_path = needles_path
         self.seed = seed
         self.queries_per_length = check_queries_per_length(queries_per_length)
         self.haystack = as_haystack(haystack)
         self.haystacks = check_haystacks(haystacks)
+        self.candidates = check_candidates(candidates, self.queries_per_length)
         self._needles: tuple[Needle, ...] | None = None
 
     @property
@@ -350,7 +359,8 @@ class NeedleTask:
         else:
             haystack = build_haystack(require_dir(data_dir, ESSAY_SUBDIR, METADATA))
         return generate(length, haystack, self.needles, seed=self.seed,
-                        queries_per_length=self.queries_per_length, haystacks=self.haystacks)
+                        queries_per_length=self.queries_per_length, haystacks=self.haystacks,
+                        candidates=self.candidates)
 
 
 register_task(METADATA, NeedleTask)

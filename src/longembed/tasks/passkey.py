@@ -45,10 +45,13 @@ from longembed.tasks.base import (
 )
 from longembed.tasks.haystack import Haystack, as_haystack, insert_needle, prefix_words, sentence_boundaries
 from longembed.tasks.query_sets import (
+    ALL_CANDIDATES,
     DOCUMENTS_PER_QUERY,
     PAPER_QUERIES,
+    check_candidates,
     check_queries_per_length,
     first_queries,
+    with_candidates,
 )
 from longembed.tasks.registry import register_task
 
@@ -177,11 +180,14 @@ def filler_hider(length: int, haystack: Haystack | None = None) -> Hider:
 
 
 def generate(
-    length: int, seed: int = DEFAULT_SEED, queries_per_length: int = NUM_QUERIES, haystack: Haystack | None = None
+    length: int, seed: int = DEFAULT_SEED, queries_per_length: int = NUM_QUERIES, haystack: Haystack | None = None,
+    candidates: str = ALL_CANDIDATES,
 ) -> RetrievalData:
-    """Generate the passkey data of one length (see the module docstring for the recipe)."""
+    """Generate the passkey data of one length (see the module docstring for the recipe); ``candidates``
+    "blocks" cuts it into the paper's blocks (:func:`~longembed.tasks.query_sets.paper_blocks`)."""
     check_length(METADATA, length)
     n = check_queries(queries_per_length)
+    check_candidates(candidates, n)
     hide = filler_hider(length, haystack)
     rng = random.Random(f"longembed-passkey:{seed}:{length}")
     people = rng.sample(range(NAME_POOL), NUM_DOCS)
@@ -192,7 +198,7 @@ def generate(
         more = random.Random(f"longembed-passkey:{seed}:{length}:more")
         new_people, new_documents, new_asked = more_people(more, n - NUM_QUERIES, hide, people, passkeys)
         people, documents, asked = people + new_people, documents + new_documents, asked + new_asked
-    return first_queries(_retrieval_data(length, people, documents, asked), n)
+    return with_candidates(first_queries(_retrieval_data(length, people, documents, asked), n), candidates)
 
 
 def more_people(
@@ -236,7 +242,8 @@ def _retrieval_data(length: int, people: list[int], documents: list[str], asked:
 class PasskeyTask:
     """The passkey task: ``seed`` fixes the generated data (the same seed always gives the same data),
     ``queries_per_length`` the set's size (2 documents per query; 50 is the paper's set), ``haystack``
-    (a :class:`~longembed.tasks.haystack.Haystack` or a folder of documents) replaces the filler sentences."""
+    (a :class:`~longembed.tasks.haystack.Haystack` or a folder of documents) replaces the filler sentences,
+    ``candidates`` "blocks" ranks each 50 queries among their own 100 documents ("all": all 2N)."""
 
     metadata = METADATA
 
@@ -245,16 +252,19 @@ class PasskeyTask:
         seed: int = DEFAULT_SEED,
         queries_per_length: int = NUM_QUERIES,
         haystack: Haystack | Path | str | None = None,
+        candidates: str = ALL_CANDIDATES,
     ) -> None:
         self.seed = seed
         self.queries_per_length = check_queries(queries_per_length)
         self.haystack = as_haystack(haystack)
+        self.candidates = check_candidates(candidates, self.queries_per_length)
 
     def load(self, data_dir: Path | None = None, length: int | None = None) -> RetrievalData:
         """Generate the data of ``length`` tokens; ``data_dir`` is ignored (nothing is read)."""
         check_length(METADATA, length)
         assert length is not None
-        return generate(length, seed=self.seed, queries_per_length=self.queries_per_length, haystack=self.haystack)
+        return generate(length, seed=self.seed, queries_per_length=self.queries_per_length, haystack=self.haystack,
+                        candidates=self.candidates)
 
 
 register_task(METADATA, PasskeyTask)
