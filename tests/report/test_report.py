@@ -197,3 +197,5 @@ def test_run_label_names_changed_passkey_needle_options(bm25_results: RunResults
     assert run_label(changed).endswith("pi 4096 200 q/length haystack=contracts")
     changed.config.task_options["needle_haystacks"] = "distinct"
     assert run_label(changed).endswith("pi 4096 200 q/length haystack=contracts needle haystacks=distinct")
+    changed.config.task_options["candidates"] = "blocks"
+    assert run_label(changed).endswith("pi 4096 200 q/length in blocks of 50 haystack=contracts needle haystacks=distinct")

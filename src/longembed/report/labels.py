@@ -88,12 +88,14 @@ def fusion_label(fusion: dict[str, Any]) -> str:
 
 
 def task_option_parts(options: dict[str, Any]) -> list[str]:
-    """The passkey/needle options a run changed, as label words ("200 q/length", "haystack=contracts",
-    "needle haystacks=distinct"):
+    """The passkey/needle options a run changed, as label words ("200 q/length", "in blocks of 50",
+    "haystack=contracts", "needle haystacks=distinct"):
     runs of different query counts or haystacks score different data and must not look alike."""
     parts = []
     if "queries_per_length" in options:
         parts.append(f"{options['queries_per_length']} q/length")
+    if options.get("candidates") == "blocks":
+        parts.append("in blocks of 50")
     haystack = options.get("haystack")
     if haystack:
         path = haystack.get("path", "") if isinstance(haystack, dict) else str(haystack)
