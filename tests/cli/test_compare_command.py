@@ -122,4 +122,5 @@ def test_a_shared_and_a_distinct_needle_run_are_a_one_line_error(tmp_path: Path,
     assert main(["compare", str(tmp_path / "shared"), str(tmp_path / "distinct")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("longembed compare: error: runs shared (") and len(err.strip().splitlines()) == 1
-    assert "scored different data for needle at length 256" in err and "generated with other settings" in err
+    assert "scored different data for needle at length 256" in err
+    assert "their passkey/needle options differ (needle_haystacks: the default vs 'distinct')" in err

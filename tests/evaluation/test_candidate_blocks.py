@@ -105,9 +105,23 @@ def test_blocks_are_recorded_logged_and_not_compared_with_all(tmp_path: Path) ->
                for line in lines)
     every = run(BM25Model(), tmp_path, "a", tasks=["passkey"], lengths=[256], queries_per_length=100)
     assert every.config.task_options == {"queries_per_length": 100}
-    with pytest.raises(ValueError, match=r"scored different data for passkey at length 256 .*candidates"):
+    with pytest.raises(ValueError, match=r"scored different data for passkey at length 256 .*their passkey/needle "
+                                         r"options differ \(candidates: 'blocks' vs the default\)"):
         compare([blocks, every])
     assert compare([blocks, blocks]) is not None
+
+
+def test_a_refusal_names_a_different_haystack_by_path_and_content(tmp_path: Path) -> None:
+    def haystack(name: str, word: str) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "doc.txt").write_text(" ".join(f"{word} {i} stays in the garden." for i in range(400)), encoding="utf-8")
+        return folder
+
+    runs = [run(BM25Model(), tmp_path, name, tasks=["passkey"], lengths=[256], haystack=haystack(f"h{name}", word))
+            for name, word in (("a", "Clause"), ("b", "Section"))]
+    with pytest.raises(ValueError, match=r"options differ \(haystack: .*ha \(sha256 \w{12}\) vs .*hb \(sha256 \w{12}\)\)"):
+        compare(runs)
 
 
 def test_candidate_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

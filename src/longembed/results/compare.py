@@ -188,6 +188,28 @@ def _listing(units: dict[tuple[str, int | None], Scored]) -> str:
     return ", ".join(_where(t, n) for t, n in units) or "nothing"
 
 
+def _data_difference(a: _Run, b: _Run) -> str:
+    """Why two runs' data of a unit may differ: the passkey/needle options they recorded differently
+    ("candidates: 'blocks' vs 'all'"), else the settings that could."""
+    options_a, options_b = a.results.config.task_options, b.results.config.task_options
+    differ = [f"{key}: {_option(options_a.get(key))} vs {_option(options_b.get(key))}"
+              for key in sorted(set(options_a) | set(options_b)) if options_a.get(key) != options_b.get(key)]
+    if differ:
+        return "their passkey/needle options differ (" + "; ".join(differ) + ")"
+    return ("generated with other settings (queries per length, candidates, haystack, needle haystacks, needles) "
+            "or read from another data folder")
+
+
+def _option(value: object) -> str:
+    """A recorded task option as the refusal shows it (a haystack by its path and content hash; absent:
+    the default)."""
+    if value is None:
+        return "the default"
+    if isinstance(value, dict) and "path" in value:
+        return f"{value['path']} (sha256 {str(value.get('sha256', '?'))[:12]})"
+    return repr(value)
+
+
 def _paired_unit(a: _Run, b: _Run, task: str, length: int | None, unit_a: Scored, unit_b: Scored) -> _Unit:
     """The unit's scores of both runs on the same queries, or a refusal saying how the data differ."""
     scores_a, scores_b, sha_a, sha_b = unit_a.per_query, unit_b.per_query, unit_a.data_sha256, unit_b.data_sha256
@@ -200,8 +222,7 @@ def _paired_unit(a: _Run, b: _Run, task: str, length: int | None, unit_a: Scored
     if sha_a != sha_b:
         raise ValueError(
             f"runs {_named(a)} and {_named(b)} scored different data for {where} (data_sha256 {sha_a[:12]} vs "
-            f"{sha_b[:12]}): generated with other settings (queries per length, candidates, haystack, needle "
-            "haystacks, needles) or read from another data folder; compare runs of the same task data"
+            f"{sha_b[:12]}): {_data_difference(a, b)}; compare runs of the same task data"
         )
     only_a, only_b = sorted(set(scores_a) - set(scores_b)), sorted(set(scores_b) - set(scores_a))
     if only_a or only_b:
