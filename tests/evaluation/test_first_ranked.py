@@ -83,6 +83,7 @@ def test_a_collapsed_encoder_has_a_hub_and_eval_says_so(collapsed_run) -> None:
         assert stats.is_hub and stats.top_share > 0.3 and stats.top_relevant_for <= 1
         assert stats.distinct < stats.distinct_relevant == stats.queries == 50
         assert f"hub at passkey/{length}: {stats.describe()}" in said
+        assert stats.skewness > 3 and stats.asked_skewness == 0.0  # the scores' vectors, not BM25's counts
     assert set(results.hubs()) == {("passkey", 256), ("passkey", 512)}
     summary = results_summary(results)
     assert "hub at passkey/256: " in summary and "hub at passkey/512: " in summary
@@ -93,6 +94,8 @@ def test_working_retrieval_has_no_hub(tmp_path: Path) -> None:
     results = run(BM25Model(), tmp_path, tasks=["passkey", TinyTask()], lengths=[256], log=said.append)
     passkey, tiny = results.tasks["passkey"].lengths[256], results.tasks["tiny"]
     assert passkey.first_ranked_stats.distinct == passkey.first_ranked_stats.distinct_relevant  # BM25 finds every key
+    # every key found, each asked once among 100 documents: N1 is 0/1 as the asked counts are (skewness 0)
+    assert passkey.first_ranked_stats.skewness == passkey.first_ranked_stats.asked_skewness == 0.0
     assert tiny.first_ranked is not None and tiny.first_ranked_stats is not None  # a real task keeps them too
     assert results.hubs() == {} and not any(line.startswith("hub at") for line in said)
     assert "hub at" not in results_summary(results)

@@ -6,9 +6,10 @@ from __future__ import annotations
 import random
 
 import pytest
+from scipy import stats as scipy_stats
 
 from longembed.results import HUB_RULE, FirstRanked, first_ranked_summary
-from longembed.results.hubs import HUB_FACTOR, HUB_MIN_QUERIES, HUB_MIN_SHARE
+from longembed.results.hubs import HUB_FACTOR, HUB_MIN_QUERIES, HUB_MIN_SHARE, skewness
 
 
 def naive_summary(first: dict[str, str], qrels: dict[str, dict[str, int]],
@@ -61,6 +62,40 @@ def test_twins_count_as_one_document(seed: int) -> None:
     assert summary_tuple(stats) == naive_summary(first, qrels, twins)
     alone = first_ranked_summary(first, qrels, {d: {d} for d in docs})
     assert summary_tuple(alone)[:6] == summary_tuple(first_ranked_summary(first, qrels))[:6] and alone.top_twins == 0
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_n1_skewness_equals_scipy_over_every_document(seed: int) -> None:
+    """N1 (queries ranking a document first) over all documents, zeros included, twins as one vector;
+    and the same of the queries asking for each: scipy.stats.skew (biased) on counts made by hand."""
+    first, qrels, docs = random_case(seed)
+    judged = [q for q in first if q in qrels]
+    alone = first_ranked_summary(first, qrels, documents=docs)
+    n1 = [sum(first[q] == d for q in judged) for d in docs]
+    asked = [sum(qrels[q].get(d, 0) > 0 for q in judged) for d in docs]
+    assert alone.skewness == pytest.approx(scipy_stats.skew(n1), abs=1e-3)
+    assert alone.asked_skewness == pytest.approx(scipy_stats.skew(asked), abs=1e-3)
+    pairs = {d: {docs[i - i % 2], docs[min(i - i % 2 + 1, len(docs) - 1)]} for i, d in enumerate(docs)}
+    merged = first_ranked_summary(first, qrels, pairs)
+    vectors = sorted({min(g) for g in pairs.values()})
+    n1_pairs = [sum(first[q] in pairs[v] for q in judged) for v in vectors]
+    asked_pairs = [sum(any(qrels[q].get(d, 0) > 0 for d in pairs[v]) for q in judged) for v in vectors]
+    assert merged.skewness == pytest.approx(scipy_stats.skew(n1_pairs), abs=1e-3)
+    assert merged.asked_skewness == pytest.approx(scipy_stats.skew(asked_pairs), abs=1e-3)
+    assert first_ranked_summary(first, qrels).skewness is None  # documents unknown: not computed
+
+
+def test_skewness_of_perfect_retrieval_is_the_asked_one_and_a_hub_is_far_above() -> None:
+    docs = [f"d{i:03d}" for i in range(400)]
+    qrels = {f"q{j}": {docs[2 * j]: 1} for j in range(200)}  # passkey's shape: 2 documents per query
+    perfect = first_ranked_summary({q: next(iter(r)) for q, r in qrels.items()}, qrels, documents=docs)
+    assert perfect.skewness == perfect.asked_skewness == 0.0
+    hubbed = first_ranked_summary({q: docs[1] if j < 96 else next(iter(qrels[q]))
+                                   for j, q in enumerate(qrels)}, qrels, documents=docs)
+    assert hubbed.skewness > 15 and hubbed.is_hub
+    expected = scipy_stats.skew([96] + [1] * 104 + [0] * 295)  # d001 96 times, 104 asked documents once
+    assert hubbed.describe().endswith(f"N1 skewness {expected:.1f} (perfect retrieval: 0.0)")
+    assert skewness([3, 3, 3]) == 0.0 and skewness([0, 0, 1]) == pytest.approx(scipy_stats.skew([0, 0, 1]))
 
 
 def test_a_hub_spread_over_twins_is_found() -> None:

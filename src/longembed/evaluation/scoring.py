@@ -200,7 +200,7 @@ def score_unit(
         data_sha256=data.fingerprint(),
         per_query={qid: round(100.0 * v, 4) for qid, v in per_query[main_score].items()},
         first_ranked=first,
-        first_ranked_stats=first_ranked_summary(first, data.qrels, same_vector),
+        first_ranked_stats=first_ranked_summary(first, data.qrels, same_vector, documents=doc_ids),
     )
 
 

@@ -67,7 +67,9 @@ def first_ranked_section(runs: Sequence[Run]) -> list[str]:
         "same as the hub for every query, i.e. have its vector (documents that read the same after "
         "truncation): such a hub is an artefact of identical inputs, not of collapse. *N of M vectors*: "
         "the unit's M documents have only N different vectors; the few that differ (a needle within "
-        "the first 512 tokens, say) then draw the queries.",
+        "the first 512 tokens, say) then draw the queries. Each hub's line below ends with the skewness "
+        "of N1, how many queries rank each document first, over all the unit's documents (the hubness "
+        "literature's measure, Radovanovic et al. 2010), beside what perfect retrieval would give.",
         "",
         md_table(["run", *(unit_title(*u) for u in units)], rows, numeric_from=1),
         "",

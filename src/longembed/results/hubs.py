@@ -9,14 +9,22 @@ a hub from vectors that are merely poor; this record does, for every unit of a r
 share a vector (truncated to the same text) are counted as one, so identical inputs are not mistaken
 for collapse.
 
+The rule's thresholds are a judgement.  The hubness literature's threshold-free measure is kept beside
+it: the skewness of N1, how many queries rank each document first, over all the unit's documents
+(Radovanovic, Nanopoulos and Ivanovic, "Hubs in space", JMLR 2010, with k = 1), next to the skewness
+of how many queries ask for each document, which is what perfect retrieval would give (0 for passkey
+and needle, where every document is asked for by at most one query; positive on QMSum, whose queries
+ask for some meetings more than others).
+
 :func:`first_ranked_summary` computes the record from each query's first-ranked document and the
 relevance judgements; :attr:`FirstRanked.is_hub` applies the rule documented on :data:`HUB_RULE`.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from longembed.results.codec import Record
@@ -48,7 +56,10 @@ class FirstRanked(Record):
     with twins is an artefact of identical inputs, not of collapse.  ``documents`` and
     ``distinct_vectors``: the unit's documents and how many different vectors they have (fewer when
     many read the same, as shared-prefix documents truncated do: then a few that differ draw the
-    queries).  The last three are None when twins were not looked for.
+    queries).  The last three are None when twins were not looked for.  ``skewness``: the skewness
+    of N1 (queries that rank a document first) over the unit's documents, twins as one;
+    ``asked_skewness``: the same of the queries that judge each document relevant, what perfect
+    retrieval gives.  Both None when the unit's documents were not known.
     """
 
     queries: int
@@ -60,6 +71,8 @@ class FirstRanked(Record):
     top_twins: int | None = field(default=None, metadata={"omit_none": True})
     documents: int | None = field(default=None, metadata={"omit_none": True})
     distinct_vectors: int | None = field(default=None, metadata={"omit_none": True})
+    skewness: float | None = field(default=None, metadata={"omit_none": True})
+    asked_skewness: float | None = field(default=None, metadata={"omit_none": True})
 
     @property
     def top_share(self) -> float:
@@ -89,6 +102,8 @@ class FirstRanked(Record):
         )
         if self.shared_vectors:
             line += f"; the {self.documents} documents have only {self.distinct_vectors} distinct vectors"
+        if self.skewness is not None and self.asked_skewness is not None:
+            line += f"; N1 skewness {self.skewness:.1f} (perfect retrieval: {self.asked_skewness:.1f})"
         return line
 
     @property
@@ -102,13 +117,15 @@ def first_ranked_summary(
     first: Mapping[str, str],
     qrels: Mapping[str, Mapping[str, int]],
     twins: Mapping[str, Collection[str]] | None = None,
+    documents: Collection[str] | None = None,
 ) -> FirstRanked | None:
     """The :class:`FirstRanked` of the queries in ``first`` (query id -> its first-ranked document)
     judged in ``qrels`` (query id -> document id -> relevance; relevant = relevance > 0).
 
     ``twins`` maps every document of the unit to the documents with its vector, itself included
     (None: not known; every document counts alone, and the counts of twins and vectors are None).
-    None when no judged query was ranked."""
+    ``documents``: the unit's documents, for the skewness when ``twins`` is None (with twins, their
+    keys are the documents).  None when no judged query was ranked."""
     judged = {q: d for q, d in first.items() if q in qrels}
     if not judged:
         return None
@@ -117,6 +134,11 @@ def first_ranked_summary(
     top_document = min(counts, key=lambda d: (-counts[d], d))
     top_group = next(g for g in group.values() if min(g) == top_document)
     relevant = [{d for d, rel in qrels[q].items() if rel > 0} for q in judged]
+    vectors = _vector_names(twins, documents)
+    asked = None if vectors is None else Counter(
+        name for docs in relevant for name in {vectors[d] for d in docs if d in vectors}
+    )
+    names = None if vectors is None else set(vectors.values())
     return FirstRanked(
         queries=len(judged),
         distinct=len(counts),
@@ -127,7 +149,31 @@ def first_ranked_summary(
         top_twins=None if twins is None else len(top_group) - 1,
         documents=None if twins is None else len(twins),
         distinct_vectors=None if twins is None else len({frozenset(g) for g in twins.values()}),
+        skewness=None if names is None else _rounded(skewness([counts.get(n, 0) for n in sorted(names)])),
+        asked_skewness=None if names is None else _rounded(skewness([asked.get(n, 0) for n in sorted(names)])),
     )
+
+
+def _vector_names(twins: Mapping[str, Collection[str]] | None,
+                  documents: Collection[str] | None) -> dict[str, str] | None:
+    """Every document -> the name of its vector (the smallest id among its twins); None if unknown."""
+    if twins is not None:
+        return {d: min(group) for d, group in twins.items()}
+    return None if documents is None else {d: d for d in documents}
+
+
+def skewness(values: Sequence[float]) -> float:
+    """The population skewness m3 / m2^1.5 of ``values`` (``scipy.stats.skew(bias=True)``); 0 when
+    they are all equal."""
+    n = len(values)
+    mean = sum(values) / n
+    m2 = sum((v - mean) ** 2 for v in values) / n
+    m3 = sum((v - mean) ** 3 for v in values) / n
+    return 0.0 if m2 <= 1e-12 * max(1.0, mean * mean) else m3 / math.sqrt(m2) ** 3
+
+
+def _rounded(value: float) -> float:
+    return round(value, 3)
 
 
 def hub_line(task: str, length: int | None, stats: FirstRanked) -> str:
