@@ -23,6 +23,7 @@ from longembed.tasks.haystack import Haystack, load_haystack
 from longembed.tasks.needle import SHARED_HAYSTACKS, check_haystacks
 from longembed.tasks.query_sets import (
     ALL_CANDIDATES,
+    DOCUMENTS_PER_QUERY,
     PAPER_QUERIES,
     check_candidates,
     check_queries_per_length,
@@ -136,7 +137,8 @@ class SyntheticOptions:
         needle haystacks."""
         lines = []
         if self.candidates != ALL_CANDIDATES:
-            lines.append(f"candidates: blocks: each {PAPER_QUERIES} queries rank only their own {2 * PAPER_QUERIES} "
+            lines.append(f"candidates: blocks: each {PAPER_QUERIES} queries rank only their own "
+                         f"{DOCUMENTS_PER_QUERY * PAPER_QUERIES} "
                          "documents, as in the paper's set; scores compare with 50-query runs, not with "
                          "'all' runs of the same size")
         if self.needle_haystacks != SHARED_HAYSTACKS:
