@@ -20,7 +20,7 @@ from longembed.evaluation.bm25 import BM25Model
 from longembed.evaluation.runner import evaluate_model
 from longembed.evaluation.scoring import lexical_scores, within_candidates
 from longembed.results import RunResults, compare
-from longembed.tasks import Blocks, RetrievalData, get_task
+from longembed.tasks import Blocks, Passage, RetrievalData, get_task
 from longembed.tasks import passkey as passkey_mod
 from longembed.tasks.query_sets import check_candidates, paper_blocks
 
@@ -162,6 +162,14 @@ def test_validation_refuses_inconsistent_blocks() -> None:
     missing = {q: b for q, b in data.blocks.queries.items() if q != "passkey-256-q007"}
     with pytest.raises(ValueError, match=r"every query needs exactly one block; \['passkey-256-q007'\]"):
         dataclasses.replace(data, blocks=Blocks(missing, data.blocks.documents)).validate()
+
+
+def test_blocks_and_query_contexts_are_one_or_the_other() -> None:
+    passage = RetrievalData(corpus={"a": "one", "b": "two"}, queries={"q": "one?"}, qrels={"q": {"a": 1}},
+                            contexts={"c": "one two"}, passages={"a": Passage("c", 0, 3), "b": Passage("c", 4, 7)},
+                            query_contexts={"q": "c"}).validate()
+    with pytest.raises(ValueError, match="blocks and query_contexts both limit a query's candidates"):
+        dataclasses.replace(passage, blocks=Blocks({"q": 0}, {"a": 0, "b": 0})).validate()
 
 
 def test_fingerprint_of_data_without_blocks_is_the_old_formula() -> None:
