@@ -336,7 +336,7 @@ def run_plan(plan: RunPlan, started: float) -> RunResults:
     results.complete = True
     _record(results, folder, plan.lengths, started)
     if folder is not None and folder.backup is not None:
-        plan.say(f"the previous finished results.json (another configuration) was kept as {folder.backup}")
+        plan.say(f"the previous finished results.json was kept as {folder.backup}")
     return results
 
 

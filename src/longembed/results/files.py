@@ -172,14 +172,15 @@ class RunFolder:
     def write(self, results: FolderRecord) -> Path:
         """Write ``results``: unfinished next to a finished results.json, finished in its place.
 
-        A finished results.json of another configuration (or other longembed code) is renamed to
-        ``results.<created>.json`` first; the same configuration rerun simply replaces it.
+        A finished results.json is renamed to ``results.<created>.json`` first, whatever the new run's
+        configuration: a rerun of the same one (e.g. rescored from the embedding cache) gives the same
+        scores, but the old file's timings recorded what the encoding cost, and are a result too.
         """
         previous = self._previous()
         if not results.complete:
             target = self.incomplete_file if previous is not None else self.results_file
             return results.save(target)
-        if previous is not None and not previous.same_experiment(results):
+        if previous is not None:
             self.backup = self._backup(previous)
         written = results.save(self.results_file)
         self.incomplete_file.unlink(missing_ok=True)

@@ -10,7 +10,7 @@ over the evaluated lengths, each length also in ``by_length`` and, in full, in `
 
 :class:`~longembed.results.files.RunFolder` writes a run's file and never loses a finished one: an unfinished run that would
 replace a finished ``results.json`` writes ``results.incomplete.json`` instead, and a finished
-``results.json`` of another configuration is kept as ``results.<its creation time>.json``.
+``results.json`` that a new run replaces is kept as ``results.<its creation time>.json``.
 """
 
 from __future__ import annotations
