@@ -163,7 +163,8 @@ def score_unit(
             query_texts, shard=unit.shard("queries"), prompt=sides["queries"].prompt,
             temperature=sides["queries"].temperature, desc=f"{unit.label} queries",
         )
-        scores = max_over_rows(queries.vectors @ documents.vectors.T, documents.rows)
+        scores = within_candidates(max_over_rows(queries.vectors @ documents.vectors.T, documents.rows),
+                                   data, query_ids, doc_ids)
         doc_tokens = documents.tokens
         if data.passages is not None and len(doc_tokens) != len(doc_ids):  # contexts were encoded
             doc_tokens = np.asarray(model.count_tokens(doc_texts, sides["documents"].prompt))
@@ -172,7 +173,6 @@ def score_unit(
         if max_length is not None:
             # chunks are never cut: late chunking runs long texts as overlapping windows
             truncated = 0 if granularity.chunked else int(np.sum(doc_tokens > max_length))
-    scores = within_candidates(scores, data, query_ids, doc_ids)
     # documents with the same vector (BM25 has none; fused ranks would hide them)
     same_vector = None if isinstance(model, BM25Model) else same_vector_groups(scores, doc_ids)
     if fusion is not None:
@@ -220,8 +220,7 @@ def lexical_scores(model: BM25Model, data: RetrievalData, query_texts: list[str]
     query_ids, doc_ids = list(data.queries), list(data.corpus)
     if data.blocks is None:
         return within_candidates(model.score(query_texts, doc_texts), data, query_ids, doc_ids)
-    query_block = np.asarray([data.blocks.queries[q] for q in query_ids])
-    doc_block = np.asarray([data.blocks.documents[d] for d in doc_ids])
+    query_block, doc_block = block_labels(data, query_ids, doc_ids)
     scores = np.full((len(query_ids), len(doc_ids)), -np.inf)
     for block in np.unique(query_block):
         rows, columns = np.flatnonzero(query_block == block), np.flatnonzero(doc_block == block)
@@ -300,10 +299,15 @@ def within_candidates(scores: np.ndarray, data: RetrievalData, query_ids: list[s
 
 def within_blocks(scores: np.ndarray, data: RetrievalData, query_ids: list[str], doc_ids: list[str]) -> np.ndarray:
     """Scores with every document outside a query's block set to -inf (it ranks its block only)."""
-    assert data.blocks is not None
-    doc_block = np.asarray([data.blocks.documents[d] for d in doc_ids])
-    query_block = np.asarray([data.blocks.queries[q] for q in query_ids])
+    query_block, doc_block = block_labels(data, query_ids, doc_ids)
     return np.where(query_block[:, None] == doc_block[None, :], scores, -np.inf)
+
+
+def block_labels(data: RetrievalData, query_ids: list[str], doc_ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(each query's block, each document's block), in the order of ``query_ids`` and ``doc_ids``."""
+    assert data.blocks is not None
+    return (np.asarray([data.blocks.queries[q] for q in query_ids]),
+            np.asarray([data.blocks.documents[d] for d in doc_ids]))
 
 
 def within_context(scores: np.ndarray, data: RetrievalData, query_ids: list[str], doc_ids: list[str]) -> np.ndarray:
