@@ -86,6 +86,22 @@ def test_markdown_lists_runs_pairs_and_the_plot() -> None:
     assert markdown.rstrip().endswith("![differences with their intervals](comparison.png)")
 
 
+def test_run_folders_under_the_current_directory_are_shown_relative_to_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Written from a repository's root, the tables name runs by their place in it; a folder elsewhere
+    keeps its recorded path (the JSON always keeps the recorded, absolute path)."""
+    inside = tmp_path / "docs" / "runs" / "truncate"
+    comparison = two_run_comparison()
+    comparison.runs[0] = ComparedRun("truncate", str(inside))
+    monkeypatch.chdir(tmp_path)
+    markdown = comparison_markdown(comparison, None)
+    assert "| truncate | docs/runs/truncate |" in markdown and "| pi | /runs/pi |" in markdown
+    assert comparison_text(comparison).endswith("runs: truncate = docs/runs/truncate; pi = /runs/pi")
+    assert comparison.to_dict()["runs"][0]["path"] == str(inside)
+    monkeypatch.chdir(tmp_path / "..")
+    assert f"| truncate | {tmp_path.name}/docs/runs/truncate |" in comparison_markdown(comparison, None)
+
+
 def test_forest_plot_draws_every_difference_with_its_interval_around_zero() -> None:
     pair = two_run_comparison().pairs[0]
     rows = forest_rows(pair)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from longembed.report.formatting import MISSING, fmt, length_title, md_table, signed
+from longembed.report.formatting import MISSING, fmt, length_title, md_table, shown_path, signed
 from longembed.report.tables import task_title
 from longembed.results import Comparison
 from longembed.results.comparison import AVERAGE, HOLM, TASK, Difference, PairComparison
@@ -83,7 +83,7 @@ def comparison_text(comparison: Comparison) -> str:
         if note is not None:
             lines.append(note)
         blocks.append("\n".join(lines))
-    runs = "runs: " + "; ".join(r.label if r.path is None else f"{r.label} = {r.path}" for r in comparison.runs)
+    runs = "runs: " + "; ".join(r.label if r.path is None else f"{r.label} = {shown_path(r.path)}" for r in comparison.runs)
     return "\n\n".join([*blocks, method_note(comparison), runs])
 
 
@@ -101,7 +101,7 @@ def _aligned(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 def comparison_markdown(comparison: Comparison, plot: str | None = None) -> str:
     """The whole ``comparison.md``: the runs, the method, a table per pair, the plot."""
     lines = ["# Paired comparison", "", method_note(comparison), ""]
-    lines += [md_table(["run", "folder"], [[r.label, r.path or MISSING] for r in comparison.runs], numeric_from=2), ""]
+    lines += [md_table(["run", "folder"], [[r.label, shown_path(r.path)] for r in comparison.runs], numeric_from=2), ""]
     if comparison.baseline is not None:
         lines += [f"Each run against the baseline, {comparison.baseline}.", ""]
     for pair in comparison.pairs:

@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from longembed.results import Interval
 
 MISSING = "–"
+
+
+def shown_path(path: str | Path | None, base: str | Path | None = None) -> str:
+    """A recorded folder as a reader should see it: relative to ``base`` (default: the current
+    directory) when it lies inside it, so tables written from a repository's root name runs by their
+    place in the repository; otherwise as recorded.  ``MISSING`` for a run with no folder."""
+    if path is None:
+        return MISSING
+    base = Path.cwd() if base is None else Path(base)
+    try:
+        return Path(path).resolve().relative_to(base.resolve()).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def fmt(value: Any, digits: int = 1) -> str:
