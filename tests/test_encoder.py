@@ -226,6 +226,16 @@ def test_hub_id_that_cannot_be_fetched_names_the_fix(monkeypatch):
         load_encoder("someone/not-a-cached-model")
 
 
+def test_repr_names_the_method_options_and_precision(tiny_models):
+    """The line ``longembed eval`` prints first: dynamic NTK must not read as the static default."""
+    dynamic = repr(load_encoder(tiny_models["nomic"], method="ntk", max_length=128, ntk_variant="dynamic",
+                                ntk_factor=16, dtype="bfloat16"))
+    assert "method='ntk', ntk_factor=16, ntk_variant='dynamic'," in dynamic and dynamic.endswith(", dtype='bfloat16')")
+    selfextend = repr(load_encoder(tiny_models["nomic"], method="selfextend", max_length=128, group_size=3, window=8))
+    assert "method='selfextend', group_size=3, window=8," in selfextend and "dtype" not in selfextend
+    assert "method='pi', scheme=" in repr(load_encoder(tiny_models["bert"], method="pi", max_length=128))
+
+
 def test_config_round_trips(tiny_models, tmp_path):
     from longembed import EncoderConfig
 

@@ -566,11 +566,17 @@ class LongContextEncoder:
         return hidden.float(), inputs["attention_mask"].bool()  # pooled and returned in float32
 
     def __repr__(self) -> str:
+        """The settings that decide the vectors: the method with its own options (NTK's variant and
+        factor, SelfExtend's g and w, ...), and the precision and quantization when not the default."""
         c = self.config
+        method_options = "".join(f", {k}={v!r}" for k, v in self.positions.extension.config_values().items())
+        precision = (f", dtype={c.dtype!r}" if c.dtype != "float32" else "") + (
+            f", quantization={c.quantization!r}" if c.quantization is not None else "")
         return (
-            f"LongContextEncoder(model={self.source.name!r}, method={self.method!r}, scheme={self.position_scheme}, "
-            f"Lo={self.original_length}, max_length={self.max_length}, scale={c.scale!r}, apply_to={c.apply_to!r}, "
-            f"attention_scale={c.attention_scale!r}, temperature={c.temperature}, pooling={self.pooling!r})"
+            f"LongContextEncoder(model={self.source.name!r}, method={self.method!r}{method_options}, "
+            f"scheme={self.position_scheme}, Lo={self.original_length}, max_length={self.max_length}, "
+            f"scale={c.scale!r}, apply_to={c.apply_to!r}, attention_scale={c.attention_scale!r}, "
+            f"temperature={c.temperature}, pooling={self.pooling!r}{precision})"
         )
 
 
