@@ -127,8 +127,6 @@ class FolderRecord(Protocol):
 
     def save(self, path: str | Path) -> Path: ...
 
-    def same_experiment(self, other: Any) -> bool: ...
-
 
 class RunFolder:
     """The output folder of a run; writes ``results.json`` without ever losing a finished one.

@@ -283,14 +283,6 @@ class RunResults(Record):
     def to_dict(self) -> dict[str, Any]:
         return {"format": RESULTS_FORMAT, **to_data(self)}
 
-    def same_experiment(self, other: RunResults) -> bool:
-        """Same configuration and the same longembed code (so the same numbers are expected)."""
-        def key(r: RunResults) -> tuple:
-            config = {k: v for k, v in r.config.to_dict().items() if k not in ("cache_dir", "cache_namespaces")}
-            return config, r.versions.get("longembed_code_sha256")
-
-        return key(self) == key(other)
-
     @classmethod
     def load(cls, path: str | Path) -> RunResults:
         """Read a run: ``path`` is a run folder or its results.json."""
