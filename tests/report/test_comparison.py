@@ -10,7 +10,7 @@ import pytest
 from matplotlib.colors import to_rgba
 
 from longembed.report.comparison import write_comparison
-from longembed.report.comparison_tables import comparison_markdown, comparison_text, p_text
+from longembed.report.comparison_tables import comparison_markdown, comparison_text, overall_table, p_text
 from longembed.report.forest_plot import SIGNIFICANT_COLOR, draw_pair, forest_rows
 from longembed.results import Comparison, Interval
 from longembed.results.comparison import (
@@ -84,6 +84,43 @@ def test_markdown_lists_runs_pairs_and_the_plot() -> None:
     assert "| Passkey | 4k | 50 | 60.00 | 47.50 | -12.50 | [-20.00, -5.25] | 2.0e-05 | * |" in markdown
     assert "Not compared (in one run only): Passkey 8k (only in pi)" in markdown
     assert markdown.rstrip().endswith("![differences with their intervals](comparison.png)")
+
+
+def three_run_comparison() -> Comparison:
+    """truncate, pi, rp: all three pairs, each with one task over two lengths and its average."""
+    def pair(a: str, b: str, estimate: float, p: float) -> PairComparison:
+        return PairComparison(a, b, [
+            difference(UNIT, "passkey", 1024, estimate, estimate - 4, estimate + 4, p, p < 0.05),
+            difference(UNIT, "passkey", 4096, estimate, estimate - 4, estimate + 4, p, p < 0.05),
+            difference(TASK, "passkey", None, estimate, estimate - 3, estimate + 3, p, p < 0.05, lengths=[1024, 4096]),
+        ])
+    pairs = [pair("truncate", "pi", 20.08, 0.001), pair("truncate", "rp", 18.25, 0.002), pair("pi", "rp", -1.83, 0.97)]
+    for p in pairs:
+        for d in p.differences:
+            d.p_adjusted = d.p_value
+    runs = [ComparedRun(label, f"/runs/{label}") for label in ("truncate", "pi", "rp")]
+    return Comparison(runs=runs, pairs=pairs, correction=HOLM, tests=9)
+
+
+def test_many_runs_get_one_grid_of_every_pairs_overall_verdict() -> None:
+    """Rows are B, columns A, in the runs' order; a pair's cell is its widest test (here the task over its
+    lengths) with interval, p and mark; the pair that does not exist (pi against itself) stays empty."""
+    comparison = three_run_comparison()
+    columns, rows = overall_table(comparison)
+    assert columns == ["B - A on Passkey mean 1k..4k, 95% interval, p", "A = truncate", "A = pi"]
+    assert rows == [["pi", "+20.1 [+17.1, +23.1] p 0.001 *", ""],
+                    ["rp", "+18.2 [+15.2, +21.2] p 0.002 *", "-1.8 [-4.8, +1.2] p 0.970"]]
+    markdown = comparison_markdown(comparison, None)
+    assert markdown.index("## Overall") < markdown.index("## pi (B) vs truncate (A)")
+    assert "| rp | +18.2 [+15.2, +21.2] p 0.002 * | -1.8 [-4.8, +1.2] p 0.970 |" in markdown
+    text = comparison_text(comparison)
+    grid = text[text.index("Overall\n"):].splitlines()
+    assert grid[4].split() == ["rp", "+18.2", "[+15.2,", "+21.2]", "p", "0.002", "*", "-1.8", "[-4.8,", "+1.2]", "p", "0.970"]
+    # the average is named as such; one pair needs no grid: its table ends with the same row
+    average = two_run_comparison()
+    assert overall_table(average) is None and "Overall" not in comparison_text(average)
+    average.pairs = average.pairs * 2
+    assert overall_table(average)[0][0] == "B - A on the average over tasks, 95% interval, p"
 
 
 def test_run_folders_under_the_current_directory_are_shown_relative_to_it(

@@ -208,6 +208,21 @@ def test_task_and_average_weigh_lengths_and_tasks_as_a_run_average_does() -> Non
     assert len(comparison.differences()) == 5
 
 
+def test_a_pairs_overall_verdict_is_its_widest_test() -> None:
+    """The average over tasks when the runs share several; one shared task over its lengths; one unit."""
+    a = {("p", 256): scores([0, 0]), ("p", 512): scores([0, 0]), ("r", None): scores([0, 0])}
+    b = {("p", 256): scores([100, 0]), ("p", 512): scores([100, 100]), ("r", None): scores([50, 50])}
+    both_tasks = compare([make_run(a), make_run(b)])
+    assert both_tasks.pairs[0].overall() is row(both_tasks, AVERAGE)
+    assert both_tasks.pairs[0].overall().difference.estimate == pytest.approx((75 + 50) / 2)
+    passkey_only = compare([make_run({k: v for k, v in a.items() if k[0] == "p"}),
+                            make_run({k: v for k, v in b.items() if k[0] == "p"})])
+    verdict = passkey_only.pairs[0].overall()
+    assert verdict.level == TASK and verdict.difference.estimate == pytest.approx(75.0)
+    one_unit = compare([make_run({("p", 512): scores([0, 0])}), make_run({("p", 512): scores([100, 0])})])
+    assert one_unit.pairs[0].overall().level == UNIT and one_unit.pairs[0].overall().difference.estimate == 50.0
+
+
 # --------------------------------------------------------------------------- Holm
 def test_holm_equals_a_hand_computed_example() -> None:
     # sorted: 0.005 x 4 = 0.02; 0.01 x 3 = 0.03; 0.03 x 2 = 0.06; 0.04 x 1 = 0.04, raised to 0.06

@@ -4,7 +4,8 @@
 Per pair, one row per test: the task and length (a synthetic task's mean over its shared lengths, the
 average over the shared tasks), the queries, each run's score, B - A with its 95% interval, the p-value
 (Holm-adjusted when more than two runs were compared) and a mark for the significant ones; then the
-units only one run had.  No matplotlib here: printing a comparison does not import it.
+units only one run had.  With more than one pair, one grid holds every pair's overall verdict.  No
+matplotlib here: printing a comparison does not import it.
 """
 
 from __future__ import annotations
@@ -73,6 +74,44 @@ def method_note(comparison: Comparison) -> str:
     )
 
 
+def overall_cell(d: Difference | None) -> str:
+    """One pair's overall verdict in a cell: "+20.1 [+16.7, +23.5] p 0.013 *"; empty when nothing was shared."""
+    if d is None:
+        return ""
+    mark = f" {SIGNIFICANT}" if d.significant else ""
+    return (f"{signed(d.difference.estimate, 1)} [{signed(d.difference.low, 1)}, {signed(d.difference.high, 1)}] "
+            f"p {p_text(d.p_reported)}{mark}")
+
+
+def overall_title(comparison: Comparison) -> str:
+    """What the overall table's cells measure: the average over tasks, or e.g. "Passkey 4k" when every
+    pair's verdict is the same test, else a description."""
+    verdicts = [d for pair in comparison.pairs if (d := pair.overall()) is not None]
+    names = {difference_name(d) for d in verdicts}
+    if verdicts and all(d.level == AVERAGE for d in verdicts):
+        what = "the average over tasks"
+    elif len(names) == 1:
+        task, length = names.pop()
+        what = task if length == MISSING else f"{task} {length}"
+    else:
+        what = "each pair's overall score (the average over shared tasks, else its one shared task)"
+    return f"B - A on {what}, {comparison.confidence:.0%} interval, p"
+
+
+def overall_table(comparison: Comparison) -> tuple[list[str], list[list[str]]] | None:
+    """Every pair's overall verdict in one grid (rows: B, columns: A; with all pairs compared, a lower
+    triangle), so a comparison of many runs reads at a glance; None for a single pair, whose table
+    already ends with it."""
+    if len(comparison.pairs) < 2:
+        return None
+    order = {run.label: i for i, run in enumerate(comparison.runs)}
+    columns = sorted({pair.a for pair in comparison.pairs}, key=order.__getitem__)
+    rows = sorted({pair.b for pair in comparison.pairs}, key=order.__getitem__)
+    verdict = {(pair.b, pair.a): pair.overall() for pair in comparison.pairs}
+    cells = [[b, *(overall_cell(verdict[(b, a)]) if (b, a) in verdict else "" for a in columns)] for b in rows]
+    return [overall_title(comparison), *(f"A = {a}" for a in columns)], cells
+
+
 def comparison_text(comparison: Comparison) -> str:
     """The plain-text tables ``longembed compare`` prints: one per pair, then the method note and which
     folder each label stands for."""
@@ -83,16 +122,20 @@ def comparison_text(comparison: Comparison) -> str:
         if note is not None:
             lines.append(note)
         blocks.append("\n".join(lines))
+    overall = overall_table(comparison)
+    if overall is not None:
+        blocks.append("Overall\n" + _aligned(*overall, left=1))
     runs = "runs: " + "; ".join(r.label if r.path is None else f"{r.label} = {shown_path(r.path)}" for r in comparison.runs)
     return "\n\n".join([*blocks, method_note(comparison), runs])
 
 
-def _aligned(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Columns padded to their widest cell: text left-aligned, numbers (from "queries" on) right-aligned."""
+def _aligned(columns: Sequence[str], rows: Sequence[Sequence[str]], left: int = 2) -> str:
+    """Columns padded to their widest cell: the first ``left`` (text) left-aligned, the numbers after
+    them right-aligned."""
     widths = [max(len(r[i]) for r in [columns, *rows]) for i in range(len(columns))]
 
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
+        return "  ".join(c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
 
     top = line(columns).rstrip()
     return "\n".join([top, "-" * len(top), *(line(r).rstrip() for r in rows)])
@@ -104,6 +147,9 @@ def comparison_markdown(comparison: Comparison, plot: str | None = None) -> str:
     lines += [md_table(["run", "folder"], [[r.label, shown_path(r.path)] for r in comparison.runs], numeric_from=2), ""]
     if comparison.baseline is not None:
         lines += [f"Each run against the baseline, {comparison.baseline}.", ""]
+    overall = overall_table(comparison)
+    if overall is not None:
+        lines += ["## Overall", "", md_table(*overall, numeric_from=1), ""]
     for pair in comparison.pairs:
         lines += [f"## {pair_title(pair)}", ""]
         lines += [md_table(header(comparison), [difference_cells(d) for d in pair.differences], numeric_from=2, numeric_to=8), ""]

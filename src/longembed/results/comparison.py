@@ -84,6 +84,15 @@ class PairComparison(Record):
     differences: list[Difference]
     not_compared: list[NotCompared] = field(default_factory=list)
 
+    def overall(self) -> Difference | None:
+        """The pair's one-number verdict: the average over the shared tasks; with one shared task, that
+        task over its shared lengths; with one shared unit, that unit (None: nothing was shared)."""
+        for level in (AVERAGE, TASK, UNIT):
+            tests = [d for d in self.differences if d.level == level]
+            if len(tests) == 1:
+                return tests[0]
+        return None
+
 
 @dataclass
 class Comparison(Record):
