@@ -113,8 +113,8 @@ def overall_table(comparison: Comparison) -> tuple[list[str], list[list[str]]] |
 
 
 def comparison_text(comparison: Comparison) -> str:
-    """The plain-text tables ``longembed compare`` prints: one per pair, then the method note and which
-    folder each label stands for."""
+    """The plain-text tables ``longembed compare`` prints: one per pair, the Overall grid (more than one
+    pair), then the method note and which folder each label stands for."""
     blocks = []
     for pair in comparison.pairs:
         lines = [pair_title(pair), _aligned(header(comparison), [difference_cells(d) for d in pair.differences])]
