@@ -190,3 +190,35 @@ def test_error_bars_span_each_interval_and_skip_points_without_one() -> None:
     segments = [s.tolist() for c in ax.collections for s in c.get_segments()]
     plt.close(fig)
     assert segments == [[[0.0, 40.0], [0.0, 65.0]], [[2.0, 96.0], [2.0, 100.0]]]
+
+
+def test_long_run_labels_neither_squeeze_the_axes_nor_fall_off_the_png(tmp_path: Path) -> None:
+    """Six 45-character labels under a 6-inch plot: tight_layout once shrank the axes to a sliver to
+    make room for them (the e5 report of issue 25). Now the axes keep the width they have without a
+    legend, long labels get two columns (short ones three), and the saved PNG is wide enough to hold
+    the legend."""
+    import matplotlib.image
+    import matplotlib.pyplot as plt
+
+    from longembed.report.plots import below_axes_legend, save_figure
+
+    def draw(label_length: int, legend: bool) -> tuple[plt.Figure, plt.Axes]:
+        fig, ax = plt.subplots(figsize=(6.0, 4.5), dpi=120)
+        for i in range(6):
+            ax.plot([0, 1], [i, i], label=f"{i}" * label_length)
+        if legend:
+            below_axes_legend(ax, -0.14, 6)
+        fig.tight_layout()
+        return fig, ax
+
+    bare_fig, bare_ax = draw(45, legend=False)
+    bare_width = bare_ax.get_position().width
+    plt.close(bare_fig)
+    fig, ax = draw(45, legend=True)
+    assert ax.get_legend()._ncols == 2 and ax.get_position().width == pytest.approx(bare_width)
+    legend_pixels = ax.get_legend().get_window_extent().width
+    png = matplotlib.image.imread(save_figure(fig, tmp_path / "long.png"))
+    assert png.shape[1] >= legend_pixels
+    short_fig, short_ax = draw(12, legend=True)
+    assert short_ax.get_legend()._ncols == 3
+    plt.close(short_fig)

@@ -29,6 +29,9 @@ from longembed.report.labels import Run  # noqa: E402
 from longembed.report.tables import length_columns, length_interval, task_columns, task_title  # noqa: E402
 from longembed.results import Interval  # noqa: E402
 
+#: About how many characters of 8-point legend text fit side by side under a 6-inch figure.
+LEGEND_WIDTH_CHARS = 100
+
 
 def plot_length_heatmap(runs: Sequence[Run], task: str, path: str | Path) -> Path | None:
     """Heatmap of ``task``'s accuracy (%) by run (rows) and length (columns); None if no run has it."""
@@ -93,7 +96,7 @@ def plot_length_lines(runs: Sequence[Run], task: str, path: str | Path) -> Path 
     ax.set_ylabel("accuracy@1 (%)")
     ax.set_title(f"{task_title(task)}: accuracy@1 (%) by length, 95% intervals as error bars", fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=min(len(rows), 3), frameon=False)
+    below_axes_legend(ax, -0.14, len(rows))
     return save_figure(fig, path)
 
 
@@ -147,8 +150,18 @@ def plot_task_bars(runs: Sequence[Run], path: str | Path) -> Path | None:
                  "95% intervals as error bars", fontsize=9)
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=min(len(runs), 3), frameon=False)
+    below_axes_legend(ax, -0.1, len(runs))
     return save_figure(fig, path)
+
+
+def below_axes_legend(ax: plt.Axes, offset: float, entries: int) -> None:
+    """The runs' legend under the axes, in as many columns (up to three) as its longest label allows.
+    It stays out of tight_layout, which would squeeze the axes to make room for long run labels;
+    :func:`save_figure` widens the PNG to hold it instead."""
+    longest = max((len(label) for label in ax.get_legend_handles_labels()[1]), default=1)
+    columns = max(1, min(entries, 3, LEGEND_WIDTH_CHARS // longest))
+    legend = ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, offset), ncol=columns, frameon=False)
+    legend.set_in_layout(False)
 
 
 def save_figure(fig: plt.Figure, path: str | Path) -> Path:
@@ -156,6 +169,7 @@ def save_figure(fig: plt.Figure, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=120, bbox_inches="tight")
+    legends = [legend for ax in fig.axes if (legend := ax.get_legend()) is not None]
+    fig.savefig(path, dpi=120, bbox_inches="tight", bbox_extra_artists=legends)
     plt.close(fig)
     return path
