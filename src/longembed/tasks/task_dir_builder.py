@@ -120,7 +120,7 @@ def build_task_dir(
 
 def document_files(docs: Path, globs: Sequence[str] = DEFAULT_GLOBS) -> list[Path]:
     """The files under ``docs`` that match any of ``globs`` (relative to ``docs``), sorted by their
-    relative path; files and folders whose name starts with "." are skipped."""
+    relative path; files and folders whose name starts with "." are skipped (a broken link is listed)."""
     if not docs.is_dir():
         raise FileNotFoundError(f"documents folder {docs} does not exist (or is not a folder)")
     if not globs:
@@ -129,8 +129,14 @@ def document_files(docs: Path, globs: Sequence[str] = DEFAULT_GLOBS) -> list[Pat
     for pattern in globs:
         if Path(pattern).is_absolute() or ".." in Path(pattern).parts:
             raise ValueError(f"glob {pattern!r} must be relative to the documents folder {docs}")
-        found |= {p for p in docs.glob(pattern) if p.is_file() and not _hidden(p.relative_to(docs))}
+        found |= {p for p in docs.glob(pattern) if _file_like(p) and not _hidden(p.relative_to(docs))}
     return sorted(found, key=lambda p: p.relative_to(docs).as_posix())
+
+
+def _file_like(path: Path) -> bool:
+    """A file, or a link that does not lead to a folder: a broken link is kept, to be reported unreadable
+    rather than silently left out."""
+    return path.is_file() or (path.is_symlink() and not path.is_dir())
 
 
 def _hidden(relative: Path) -> bool:

@@ -24,8 +24,8 @@ Questions, one per row, each judged relevant to the document(s) it names (ids as
           {"question": "...", "documents": ["notes/a.txt", "b.md"]}   (several relevant documents)
   .tsv / .csv  a header line with the columns 'question' and 'document'; several documents in one cell
           separated by '|'.
-An optional 'id' field or column is the query id (default: q1, q2, ... in file order); other fields (e.g.
-'kind', 'evidence') are ignored.
+'query' is accepted for 'question'. An optional 'id' field or column is the query id (default: q1, q2, ...
+in file order); other fields (e.g. 'kind', 'evidence') are ignored.
 
 Every problem is reported at once by file and line, and nothing is written: a question naming a document
 that is not in --docs, an empty question, a question given twice (equal up to case and spacing; give it once
