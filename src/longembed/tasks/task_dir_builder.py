@@ -30,7 +30,7 @@ import json
 import shutil
 import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +79,6 @@ class BuiltTask:
     queries: int
     judgements: int
     unjudged_documents: int = 0
-    files: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
         return (f"{self.path}: {self.documents} documents ({self.unjudged_documents} named by no question), "
@@ -361,11 +360,14 @@ def _line(where: str) -> str:
 
 
 def in_line_order(problems: list[str]) -> list[str]:
-    """The problems of one file (each ``file:line: ...``) sorted by line (stable: a line's own order kept)."""
-    def line(problem: str) -> int:
-        number = problem.split(": ", 1)[0].rsplit(":", 1)[-1]
-        return int(number) if number.isdigit() else 0
-    return sorted(problems, key=line)
+    """The problems of one file (each ``file:line: ...``) sorted by line (stable: a line's own order kept;
+    a problem of the whole file, without a line, first)."""
+    return sorted(problems, key=_problem_line)
+
+
+def _problem_line(problem: str) -> int:
+    number = problem.split(": ", 1)[0].rsplit(":", 1)[-1]
+    return int(number) if number.isdigit() else 0
 
 
 def _documents_by_name(corpus: dict[str, str]) -> dict[str, list[str]]:
