@@ -17,7 +17,6 @@ jsonl and parquet ids may be strings or integers; they are written as strings.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -25,7 +24,14 @@ from typing import Any
 
 from longembed.corpus.arrow import pa, pq, require_arrow
 from longembed.inputs import unicode_problem
-from longembed.textfiles import lines_through, not_utf8_error, open_binary, read_utf8, utf8_lines
+from longembed.textfiles import (
+    binary_lines,
+    lines_through,
+    not_utf8_error,
+    parse_json_line,
+    read_utf8,
+    utf8_lines,
+)
 
 #: Shard types by file suffix (lower case).
 SHARD_SUFFIXES = (".txt", ".md", ".jsonl", ".parquet")
@@ -168,9 +174,10 @@ class ShardReader:
             if doc_id in seen:
                 raise ValueError(f"{where}: duplicate id {doc_id!r} (first at {seen[doc_id]})")
             seen[doc_id] = where
-            problem = unicode_problem(text)
-            if problem:
-                raise ValueError(f"{where}: the text {problem}")
+            for what, value in (("text", text), ("id", doc_id)):
+                problem = unicode_problem(value)
+                if problem:
+                    raise ValueError(f"{where}: the {what} {problem}")
             yield doc_id, text
 
     def ids(self) -> Iterator[tuple[str, str]]:
@@ -212,20 +219,19 @@ class ShardReader:
         """
         path = self.shard.path
         number = offset = 0
-        with open_binary(path) as handle:
-            for raw in handle:
-                try:
-                    physical = raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    line = number + lines_through(raw[: exc.start])  # splitlines' breaks on this line count
-                    raise not_utf8_error(path, line, offset, raw, exc) from None
-                offset += len(raw)
-                for line in physical.splitlines():
-                    number += 1
-                    if line.strip():
-                        yield f"{path}:{number}", f"{self.shard.id_prefix}:{number}", line
-                    else:
-                        self.skipped_empty_lines += 1
+        for raw in binary_lines(path):
+            try:
+                physical = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                line = number + lines_through(raw[: exc.start])  # splitlines' breaks on this line count
+                raise not_utf8_error(path, line, offset, raw, exc) from None
+            offset += len(raw)
+            for line in physical.splitlines():
+                number += 1
+                if line.strip():
+                    yield f"{path}:{number}", f"{self.shard.id_prefix}:{number}", line
+                else:
+                    self.skipped_empty_lines += 1
 
     def _jsonl(self) -> Iterator[tuple[str, str, str]]:
         path = self.shard.path
@@ -233,10 +239,7 @@ class ShardReader:
             if not line.strip():
                 continue
             where = f"{path}:{number}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{where}: not valid JSON ({exc.msg})") from None
+            record = parse_json_line(line, where)
             if not isinstance(record, dict):
                 raise ValueError(f"{where}: expected a JSON object, got {type(record).__name__}")
             yield where, self._id(record, where), self._text(record, where)
