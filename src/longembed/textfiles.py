@@ -107,3 +107,15 @@ def not_utf8_error(
         f"{path}:{line}: not UTF-8 text (byte 0x{bad} at byte offset {line_offset + start} of the file); "
         "save the file as UTF-8"
     )
+
+
+def unicode_problem(text: str) -> str | None:
+    """Why ``text`` cannot be tokenized as Unicode (a lone surrogate), or None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return (
+            f"holds a lone surrogate (U+{ord(text[exc.start]):04X}) at character {exc.start}: not valid "
+            "Unicode; decode its source with errors='replace' or drop the character"
+        )
+    return None

@@ -38,11 +38,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from longembed.inputs import unicode_problem
 from longembed.tasks.base import RetrievalData, TaskMetadata, check_length, iter_jsonl, require_fields
 from longembed.tasks.hub import DOC_ID_FIELDS, QRELS_DOC_FIELDS, QRELS_QUERY_FIELDS, QUERY_ID_FIELDS, id_field
 from longembed.tasks.registry import task_metadata
-from longembed.textfiles import utf8_lines
+from longembed.textfiles import unicode_problem, utf8_lines
 
 LAYOUTS = ("beir", "longembed")
 CORPUS_FILES = ("corpus.jsonl", "corpus.jsonl.gz")

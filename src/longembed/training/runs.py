@@ -200,7 +200,8 @@ class AtomicCheckpoints:
         run_dir = Path(self._get_output_dir(trial))
         name = f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"  # type: ignore[attr-defined]
         staging = run_dir / STAGING_DIR
-        shutil.rmtree(staging, ignore_errors=True)  # what a killed save left
+        if self.args.should_save:  # type: ignore[attr-defined]  # the saving process only (distributed runs)
+            shutil.rmtree(staging, ignore_errors=True)  # what a killed save left
         self._staging_checkpoint = True
         try:
             super()._save_checkpoint(model, trial)  # type: ignore[misc]
