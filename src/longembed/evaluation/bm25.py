@@ -12,15 +12,14 @@ That is fine for the LongEmbed corpora (at most a few thousand documents).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-# bm25s sets its own logger to DEBUG, which prints "Building index ..." for every index built.
-logging.getLogger("bm25s").setLevel(logging.WARNING)
+# bm25s sets its own logger to DEBUG when imported, which prints "Building index ..." for every index
+# built: its import resets a level set here, so longembed.noise filters those lines instead.
 
 
 def _bm25s() -> ModuleType:
