@@ -110,7 +110,7 @@ def test_advice_json_reads_back_as_written(advised: dict) -> None:
     advice = advised["advice"]
     again = Advice.load(advised["out"])
     assert again == advice and again.to_dict() == advice.to_dict()
-    assert again.to_dict()["format"] == "longembed-advice/1"
+    assert again.to_dict()["format"] == "longembed-advice/2"
     assert (advised["out"] / "advice.png").stat().st_size > 0
 
 

@@ -32,7 +32,7 @@ def test_advise_with_a_haystack_writes_the_advice(
     markdown = (out / "advice.md").read_text()
     assert markdown.startswith(f"# Which strategy for {tiny_models['nomic']} on passkey")
     assert f"**Use {advice.recommendation.choice}.**" in markdown
-    assert "| strategy | score [95% interval] | vs best [95% interval] | adjusted p |" in markdown
+    assert "| strategy | method | score [95% interval] | vs best [95% interval] | lower bound | verdict |" in markdown
     assert "timings on this machine" in markdown and "![score against cost](advice.png)" in markdown
     assert (out / "advice.png").read_bytes()[:4] == b"\x89PNG"
     run = RunResults.load(out / "runs" / "ntk-64")
