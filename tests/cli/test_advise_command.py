@@ -3,6 +3,7 @@ advice.png, advice.json and a run per strategy), and the errors a user meets fir
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,18 @@ def test_advise_with_a_haystack_writes_the_advice(
     run = RunResults.load(out / "runs" / "ntk-64")
     assert run.config.task_options["queries_per_length"] == 10 and run.config.task_options["haystack"]["documents"] == 8
     assert f"use {advice.recommendation.choice}:" in printed and "advice.json" in printed
+    # the printed eval commands reproduce the scores (the recommendation, a fused late-chunks run, bm25)
+    for name in dict.fromkeys([advice.recommendation.choice, "late-chunks+bm25", "bm25"]):
+        strategy = advice.strategy(name)
+        assert main(shlex.split(strategy.commands["eval"])[1:]) == 0
+        again = RunResults.load(out / "rerun" / name)
+        assert again.average == strategy.score and again.config.granularity == run_of(out, name).config.granularity
+        assert again.config.fusion == run_of(out, name).config.fusion
+        assert again.config.encoder.get("method") == run_of(out, name).config.encoder.get("method")
+
+
+def run_of(out: Path, name: str) -> RunResults:
+    return RunResults.load(out / "runs" / name)
 
 
 def test_advise_dry_run_prints_the_estimate_and_runs_nothing(
