@@ -18,7 +18,7 @@ DATA = "data (one of --task-dir, --haystack, --tasks)"
 ADVICE = "advice"
 #: Documents timed (uncached) per strategy for its encode cost, and queries timed for its latency.
 SAMPLE_DOCUMENTS = 8
-LATENCY_QUERIES = 5
+LATENCY_QUERIES = 20
 #: The default non-inferiority margin in points (justified in :mod:`longembed.advice.recommend`; kept here,
 #: where ``--help`` reads it without numpy).
 MARGIN = 2.0
@@ -83,8 +83,9 @@ class AdviseSpec:
     seed: int = option(0, "seed of the budget sampling and of the cost samples (default 0)", group=ADVICE)
     sample_documents: int = option(SAMPLE_DOCUMENTS, "documents encoded uncached to time each strategy "
                                    f"(default {SAMPLE_DOCUMENTS})", group=ADVICE, metavar="N")
-    latency_queries: int = option(LATENCY_QUERIES, "queries timed for each strategy's query latency, the median "
-                                  f"reported (default {LATENCY_QUERIES})", group=ADVICE, metavar="N")
+    latency_queries: int = option(LATENCY_QUERIES, "queries timed for each strategy's query latency, after "
+                                  "untimed warm-up searches, the median reported (default "
+                                  f"{LATENCY_QUERIES})", group=ADVICE, metavar="N")
     dry_run: bool = option(False, "print the strategies, the estimate and any budget sampling, then stop (nothing "
                            "encoded but each encoder's timed warm-up; nothing written)", group=ADVICE)
     query_prompt: str | None = _DATA["query_prompt"]
