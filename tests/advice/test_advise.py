@@ -219,3 +219,14 @@ def test_advice_names_the_recommendation_and_every_strategys_commands(advised: d
     assert "--late" not in serve and "--task-dir" not in serve  # the encoder's flags only
     head = markdown.split("| strategy |")[0]
     assert f"**Use {advice.recommendation.choice}.**" in head and advice.strategy(advice.recommendation.choice).commands["eval"] in head
+
+
+def test_each_strategys_estimate_is_set_against_its_runs_time(advised: dict) -> None:
+    advice, said = advised["advice"], advised["said"]
+    encoding = [r for r in advice.estimate.strategies if r.tokens_to_encode > 0]
+    assert encoding and all(r.actual_seconds is not None and r.actual_seconds >= 0 for r in encoding)
+    assert any(line.startswith("estimate: the encoding runs took") for line in said)
+    markdown = advice_markdown(advice)  # (advice.md itself is rewritten by the rerun test)
+    assert "| strategy | tokens encoded | estimated s | actual s | error |" in markdown
+    for row in encoding:
+        assert f"| {row.name} | {row.tokens_to_encode:,} | {row.seconds:.1f} | {row.actual_seconds:.1f} |" in markdown

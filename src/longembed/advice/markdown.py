@@ -7,6 +7,7 @@ costs were timed, the estimate against each run's actual time)."""
 from __future__ import annotations
 
 from longembed.advice.commands import serve_request
+from longembed.advice.estimate import error_percent
 from longembed.advice.recommend import UNDECIDED, WITHIN, WORSE, fmt_bytes
 from longembed.evaluation.estimate import format_duration
 from longembed.report.formatting import fmt, fmt_interval, md_table
@@ -157,7 +158,7 @@ def estimate_table(advice: Advice) -> list[str]:
     for row in advice.estimate.strategies:
         if row.actual_seconds is None or (row.seconds == 0 and row.tokens_to_encode == 0):
             continue
-        error = "-" if row.seconds <= 0 else f"{100 * (row.actual_seconds - row.seconds) / row.seconds:+.0f}%"
+        error = "-" if row.seconds <= 0 else error_percent(row.seconds, row.actual_seconds)
         rows.append([row.name, f"{row.tokens_to_encode:,}", f"{row.seconds:.1f}", f"{row.actual_seconds:.1f}", error])
     if not rows:
         return ["(nothing was encoded: every vector came from the cache)"]

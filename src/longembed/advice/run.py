@@ -33,7 +33,14 @@ from longembed.advice.candidates import TRUNCATE, Candidate, ModelFacts, plan_ca
 from longembed.advice.commands import DataFlags, strategy_commands, strategy_config
 from longembed.advice.costs import CostMeter, Measured, cost_sample, machine
 from longembed.advice.data import AdviceData, Selection, load_data
-from longembed.advice.estimate import DenseEstimate, advice_estimate, fit_budget, query_seconds, side_seconds
+from longembed.advice.estimate import (
+    DenseEstimate,
+    advice_estimate,
+    estimate_error,
+    fit_budget,
+    query_seconds,
+    side_seconds,
+)
 from longembed.advice.recommend import choose_best, compare_with_best, more_queries_text, recommend
 from longembed.advice.spec import AdviseSpec
 from longembed.advice.write import write_advice
@@ -41,7 +48,7 @@ from longembed.encoder import load_encoder
 from longembed.evaluation.bm25 import BM25Model
 from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.evaluation.encoders import EncoderFactory
-from longembed.evaluation.estimate import CostModel, measure_cost_model
+from longembed.evaluation.estimate import CostModel, longest_sequence, measure_cost_model
 from longembed.evaluation.runner import evaluate_model, plan_run
 from longembed.evaluation.scoring import Unit
 from longembed.evaluation.spec import EvalSpec
@@ -91,6 +98,7 @@ def advise(
     plan = plan_advice(model, spec, max_length, dict(encoder_options or {}), device)
     selection, estimate, sampling = fit_budget(plan.data, plan.estimate, spec.budget_seconds, spec.seed, plan.say)
     runs = plan.run(selection, estimate)
+    plan.say(estimate_error(estimate))
     costs, measurement = plan.measure(selection)
     advice = plan.conclude(runs, costs, estimate, sampling, measurement, selection)
     advice.wall_time_s = round(time.perf_counter() - began, 3)
@@ -174,6 +182,7 @@ class AdvicePlan:
     out: Path
     say: Callable[[str], None]
     encoder_options: dict[str, Any] = field(default_factory=dict)
+    _document_tokens: dict[str, list[int]] = field(default_factory=dict)
     _cost_models: dict[str, CostModel] = field(default_factory=dict)
 
     def eval_spec(self, selection: Selection, candidate: Candidate | None = None, **extra: Any) -> EvalSpec:
@@ -195,14 +204,32 @@ class AdvicePlan:
                 "document": model["document"] if self.spec.document_prompt is None else self.spec.document_prompt}
 
     def cost_model(self, encoder: CachedEncoder) -> CostModel:
-        """The encoder's cost model, from a timed warm-up on this machine up to its Lt, the longest input any
-        strategy gives it (measured once)."""
+        """The encoder's cost model, from a timed warm-up on this machine (fastest of two) at the longest
+        sequence any strategy will run through it (measured once)."""
         key = next(name for name, e in self.encoders.items() if e is encoder)
         if key not in self._cost_models:
-            self._cost_models[key] = measure_cost_model(
-                encoder.encoder, self.spec.batch_size, encoder.encoder.max_length
-            )
+            self._cost_models[key] = measure_cost_model(encoder.encoder, self.spec.batch_size, self.longest(key))
         return self._cost_models[key]
+
+    def longest(self, key: str) -> int:
+        """The longest sequence the strategies of encoder ``key`` run (its Lt before the documents were
+        counted): a whole document cut at Lt, a naive chunk, a late-chunking window."""
+        encoder = self.encoders[key].encoder
+        tokens = [n for counts in self._document_tokens.values() for n in counts]
+        if not tokens:
+            return encoder.max_length
+        return max(longest_sequence(tokens, encoder, c.chunking if c.chunked else None, c.late)
+                   for c in self.candidates if c.encoder == key and c.kind == DENSE)
+
+    def document_tokens(self, selection: Selection) -> dict[str, list[int]]:
+        """Every unit's documents' tokens (the model's tokenizer, the document prompt), counted once."""
+        encoder = self.encoders[TRUNCATE]
+        prompt = self.prompts(encoder)["document"]
+        for unit in self.units(selection):
+            texts = list(unit.data.corpus.values())
+            if len(self._document_tokens.get(unit.label, ())) != len(texts):
+                self._document_tokens[unit.label] = encoder.count_tokens(texts, prompt)
+        return self._document_tokens
 
     def units(self, selection: Selection) -> list[Unit]:
         """The selection's retrieval problems, as every run loads them."""
@@ -216,8 +243,9 @@ class AdvicePlan:
             dry = evaluate_model(encoder, self.eval_spec(selection, candidate, dry_run=True, log=None))
             assert dry.estimate is not None
             planned[candidate.name] = DenseEstimate(candidate, encoder, dry.estimate)
+        tokens = self.document_tokens(selection)
         return advice_estimate(self.candidates, planned, self.cost_model, self.measurement_seconds(selection),
-                               self.spec.budget_seconds)
+                               self.spec.budget_seconds, tokens)
 
     def measurement_seconds(self, selection: Selection) -> float:
         """Estimated seconds of the cost measurements' uncached encodes (timing sample, latency queries)."""
