@@ -45,9 +45,10 @@ def test_every_label_lies_inside_the_figure_and_none_overlap(model: str) -> None
     tight = fig.get_tightbbox(renderer)
     assert tight.x0 >= -0.01 and tight.y0 >= -0.01 and tight.x1 <= fig.get_figwidth() + 0.01
     assert tight.y1 <= fig.get_figheight() + 0.01
-    x_ticks = {id(t) for ax in fig.axes for t in ax.get_xticklabels()}
+    x_ticks = {id(t) for ax in fig.axes for t in ax.get_xticklabels(which="both")}
     texts = [t for t in fig.findobj(matplotlib.text.Text)
              if t.get_visible() and t.get_text().strip() and id(t) not in x_ticks]
+    texts += drawn_x_tick_labels(fig)
     assert any(t is fig._suptitle for t in texts)
     assert any(t.get_text() == "> late-chunks" for t in texts)  # the recommendation's row, marked
     extents = []
@@ -59,6 +60,32 @@ def test_every_label_lies_inside_the_figure_and_none_overlap(model: str) -> None
     for i, (a, first) in enumerate(extents):
         for b, second in extents[i + 1:]:
             assert not first.overlaps(second) or first.width == 0 or second.width == 0, (a, b)
+
+
+def drawn_x_tick_labels(fig) -> list[matplotlib.text.Text]:
+    """The x tick labels matplotlib draws: ticks inside the axis' view, with a label."""
+    labels = []
+    for ax in fig.axes:
+        low, high = sorted(ax.xaxis.get_view_interval())
+        for tick in [*ax.xaxis.get_major_ticks(), *ax.xaxis.get_minor_ticks()]:
+            if low <= tick.get_loc() <= high and tick.label1.get_visible() and tick.label1.get_text().strip():
+                labels.append(tick.label1)
+    return labels
+
+
+@pytest.mark.parametrize("index_bytes", [[18_400, 49_600, 68_000, 122_900, 172_400], [5_000, 9_000]])
+def test_cost_axes_within_a_decade_keep_their_labels_apart(index_bytes: list[int]) -> None:
+    advice = nine_strategies()
+    for s, size in zip(advice.strategies, index_bytes * 9, strict=False):
+        s.cost.index_bytes = size  # the real essays advice: every index between 18 kB and 172 kB
+    fig = advice_figure(advice)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    labels = [(t.get_text(), t.get_window_extent(renderer)) for t in drawn_x_tick_labels(fig)]
+    assert len(labels) >= 2 * len(fig.axes)
+    for i, (a, first) in enumerate(labels):
+        for b, second in labels[i + 1:]:
+            assert not first.overlaps(second), (a, b)
 
 
 def test_the_plot_is_written(tmp_path: Path) -> None:

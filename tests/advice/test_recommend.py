@@ -196,3 +196,11 @@ def test_costs_order_encode_time_then_index_then_latency() -> None:
         recommend([])
     with pytest.raises(ValueError, match="margin must be positive"):
         compare_with_best({"a": run([1.0, 2.0]), "b": run([1.0, 2.0])}, "a", margin=0)
+
+
+def test_the_best_being_the_cheapest_is_said_with_its_costs() -> None:
+    base = np.random.default_rng(0).uniform(60, 100, size=30)
+    runs = {"best": run(base), "dear": run(noisy(base, -10, 5, 1))}
+    _, r = advise_on(runs, {"best": cost(0.001), "dear": cost(0.5)})
+    assert r.choice == r.best == "best"
+    assert "is also the cheapest strategy measured: 0.001 s per 1k tokens to encode" in r.reason

@@ -83,7 +83,8 @@ def command_lines(s: StrategyResult, title: str) -> list[str]:
             + (f", fused with {c['fuse']} ({c.get('fuse_method')}, k {c.get('fuse_k')})" if c.get("fuse") else "")
             + f"; serve: {serve_request(c)}):")
     lines = [what, "", "```sh"]
-    lines += [f"# {name}: {COMMAND_NOTES[name]}\n{command}" for name, command in s.commands.items()]
+    for name, command in s.commands.items():
+        lines += [f"# {name}: {COMMAND_NOTES[name]}", command]
     return [*lines, "```"]
 
 

@@ -16,6 +16,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.ticker import NullFormatter  # noqa: E402
 
 from longembed.advice.recommend import UNDECIDED, WITHIN, WORSE  # noqa: E402
 from longembed.report.plots import save_figure  # noqa: E402
@@ -42,8 +43,11 @@ def advice_figure(advice: Advice) -> plt.Figure:
                                gridspec_kw={"width_ratios": [2.2] + [1] * len(COSTS)})
     _score_panel(panels[0], advice, strategies, rows)
     for ax, (title, value, color) in zip(panels[1:], COSTS, strict=True):
-        ax.barh(rows, [max(value(s), 1e-9) for s in strategies], color=color, alpha=0.7, height=0.6)
+        values = [max(value(s), 1e-9) for s in strategies]
+        ax.barh(rows, values, color=color, alpha=0.7, height=0.6)
         ax.set_xscale("log")
+        ax.set_xlim(*decades(values))  # whole decades: labelled major ticks, no crowded minor labels
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel(title, fontsize=9)
         ax.grid(axis="x", alpha=0.3)
         ax.set_axisbelow(True)
@@ -74,3 +78,10 @@ def _score_panel(ax: plt.Axes, advice: Advice, strategies: list[StrategyResult],
     ax.grid(axis="x", alpha=0.3)
     ax.set_axisbelow(True)
     ax.tick_params(axis="x", labelsize=8)
+
+
+def decades(values: list[float]) -> tuple[float, float]:
+    """The whole powers of ten around ``values`` (at least one decade apart)."""
+    low = 10.0 ** np.floor(np.log10(min(values)))
+    high = 10.0 ** np.ceil(np.log10(max(values)))
+    return low, high if high > low else low * 10

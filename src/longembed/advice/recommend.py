@@ -171,7 +171,8 @@ def reason(
                 "strategy is as good." + undecided_text(undecided, margin, more_queries))
     cheaper = sorted((s for s in others if cost_key(s.cost) < cost_key(best.cost)), key=lambda s: cost_key(s.cost))
     if not cheaper:
-        return f"{best.name} scores best ({score_text(best)}) and is also the cheapest strategy measured."
+        return (f"{best.name} scores best ({score_text(best)}) and is also the cheapest strategy measured: "
+                f"{cost_text(best.cost)}.")
     nearest = max(cheaper, key=lambda s: s.score)
     return (f"{best.name} scores best ({score_text(best)}), and every cheaper strategy is worse by more than "
             f"{margin:g} points (its simultaneous upper bound below -{margin:g}); the closest cheaper one, {nearest.name}, scores "

@@ -15,8 +15,9 @@ What one advice does, and where each step lives:
    through the embedding cache (a rerun resumes; a hybrid reuses its dense strategy's vectors).
 4. **Measure** (:mod:`.costs`): encode cost, vectors per document, index bytes, query latency.
 5. **Conclude** (:mod:`.recommend`): each strategy against the best (``longembed.results.compare``),
-   the cheapest one statistically tied with it; written as advice.md, advice.png, advice.json, and the
-   full comparison in ``OUTPUT/comparison/``.
+   the cheapest one shown within the margin of it (non-inferiority, simultaneous bounds), each
+   strategy's config and commands (:mod:`.commands`); written as advice.md, advice.png, advice.json,
+   and the full comparison in ``OUTPUT/comparison/``.
 """
 
 from __future__ import annotations
