@@ -181,7 +181,10 @@ class TaskResult(Record):
 
 @dataclass
 class SideEstimate(Record):
-    """What one side (documents or queries) of a unit costs: texts, cache hits, tokens to encode."""
+    """What one side (documents or queries) of a unit costs: texts, cache hits, tokens to encode.
+
+    ``tokens``: the tokens the encoder reads of the texts to encode (a whole text stops at its Lt: a
+    truncating run reads at most Lo of each); ``max_tokens``: the longest of those texts, in full."""
 
     count: int
     cached: int
