@@ -161,6 +161,20 @@ def test_a_request_is_refused_at_its_first_input_over_the_limit_without_tokenizi
     assert 0 < spy.chars <= len(texts[0]) + CHARS_PER_TOKEN * (limit + 2)
 
 
+def test_a_request_larger_than_the_queue_stops_being_tokenized_once_it_passes_it(encoder) -> None:
+    """500 inputs each within Lt but together far more than the queue holds: refused (413) once the
+    inputs counted pass the queue's tokens, the rest never tokenized."""
+    texts = [words(40, seed) for seed in range(500)]  # ~42 tokens each, ~21000 in all
+    app = app_of(encoder, max_client_batch_size=500, max_queue_tokens=4 * LT)
+    spy = CountingTokenizer(app.state.service.planner.tokenizer)
+    app.state.service.planner.tokenizer = spy
+    with TestClient(app) as http:
+        refused = http.post("/embed", json={"inputs": texts})
+    assert refused.status_code == 413 and "max_queue_tokens" in refused.json()["error"]
+    assert refused.json()["error"].startswith("'inputs': the first 7 of its 500 inputs have")
+    assert 0 < spy.chars < sum(len(t) for t in texts) / 20
+
+
 def test_inputs_before_the_refused_one_are_planned_and_none_after(encoder) -> None:
     app = app_of(encoder, max_client_batch_size=64)
     planner = app.state.service.planner

@@ -40,6 +40,11 @@ class InputTooLong(ValueError):
         self.index, self.n_tokens, self.limit = index, n_tokens, limit
 
 
+class TooManyTokens(ValueError):
+    """The inputs planned so far already hold more tokens than the caller's budget (the server's queue):
+    the request can never run whole, so the rest is not tokenized."""
+
+
 @dataclass(frozen=True)
 class PlannedInput:
     """One input as it will be embedded: its token ids (cut when ``truncated``) and, for the response,
@@ -196,14 +201,17 @@ class OverflowPlanner:
         return cut(tokens, limit)
 
     def plan(
-        self, texts: Sequence[str], prefix: str, policy: str | OverflowPolicy, labels: Sequence[str] | None = None
+        self, texts: Sequence[str], prefix: str, policy: str | OverflowPolicy, labels: Sequence[str] | None = None,
+        max_total: int | None = None,
     ) -> list[PlannedInput]:
         """Apply ``policy`` to each text, in order; raises :class:`InputTooLong` for the first input it
-        refuses (named by ``labels``, default "input i"), before the texts after it are tokenized."""
+        refuses (named by ``labels``, default "input i"), and :class:`TooManyTokens` as soon as the
+        inputs planned hold more than ``max_total`` tokens, before the texts after them are tokenized."""
         policy = resolve_overflow(policy, "server")
         lo, lt = self.window, self.max_length
         limit = policy.limit_for(lo, lt)
-        planned = []
+        planned: list[PlannedInput] = []
+        total = 0
         for index, tokens in enumerate(self.iter_up_to(texts, prefix, limit)):
             if tokens.complete and tokens.n_tokens <= limit:
                 planned.append(PlannedInput(tokens, tokens.text))
@@ -212,6 +220,11 @@ class OverflowPlanner:
                 planned.append(PlannedInput(kept, cut_text(kept)))
             else:
                 raise self.refusal(self.counted(tokens, texts[index], prefix), index, policy, labels)
+            total += planned[-1].n_tokens
+            if max_total is not None and total > max_total:
+                raise TooManyTokens(
+                    f"the first {index + 1} of its {len(texts)} inputs have {total} tokens, more than the {max_total} "
+                    "this server queues at once (max_queue_tokens): send them in several smaller requests")
         return planned
 
     def refusal(

@@ -24,7 +24,7 @@ from longembed.inputs import OverflowPolicy, TokenizedInput
 from longembed.serving.batcher import DynamicBatcher, QueueFull, RequestTooLarge, ShuttingDown
 from longembed.serving.choices import OVERFLOW_POLICIES
 from longembed.serving.metrics import ServerMetrics
-from longembed.serving.overflow import InputTooLong, OverflowPlanner, PlannedInput
+from longembed.serving.overflow import InputTooLong, OverflowPlanner, PlannedInput, TooManyTokens
 from longembed.serving.settings import MATRYOSHKA_DIMENSIONS, ServerSettings
 from longembed.serving.validation import ApiError, EmbedRequest, RequestValidator
 
@@ -141,8 +141,11 @@ class EmbeddingService:
         """The texts planned under ``policy`` (:meth:`OverflowPlanner.plan`); a refused input is a 413
         (named by ``labels``, default ``field[i]``), a prompt longer than the window a 400."""
         labels = [f"{field}[{i}]" for i in range(len(texts))] if labels is None else labels
+        budget = self.batcher.max_queue_tokens  # more can never be queued (the batcher's 413): stop counting there
         try:
-            return await run_in_threadpool(self.planner.plan, texts, prefix, policy, labels)
+            return await run_in_threadpool(self.planner.plan, texts, prefix, policy, labels, budget)
+        except TooManyTokens as exc:
+            raise ApiError(413, f"'{field}': {exc}", field, "request_too_large") from None
         except InputTooLong as exc:
             self.metrics.over_window.inc()
             self.metrics.refused.inc()
