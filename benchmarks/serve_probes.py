@@ -2,12 +2,15 @@
 client that drops mid-body.  Run on a checkout's ``src`` (``--src``) to compare before and after.
 
 For each server (a subprocess on 127.0.0.1, the packaged all-MiniLM-L6-v2 with PI to 2048):
-- peak resident memory (VmHWM) while one request of ``--megabytes`` MB of text (one input) is in flight
-  (refused: longer than Lt), then the same input with overflow=truncate, and the resident memory after;
+- peak resident memory (VmHWM) while one request of ``--megabytes`` MB of text is in flight (one input,
+  or ``--inputs N`` of equal size: each longer than Lt, so the request is refused at input 0), the
+  seconds until that 413, then (one input) the same input with overflow=truncate, and the resident
+  memory after;
 - the latency of "hello world" sent while the huge request is being handled;
 - what ``/metrics`` counts for a client that drops mid-body (requests by status, disconnects).
 
     python benchmarks/serve_probes.py --src /tmp/before/src --src src --megabytes 10
+    python benchmarks/serve_probes.py --src /tmp/before/src --src src --megabytes 50 --inputs 500   # issue 40, 7
 """
 
 from __future__ import annotations
@@ -70,7 +73,7 @@ def drop_mid_body(base: str) -> None:
     time.sleep(1.0)
 
 
-def probe(src: Path, megabytes: float) -> dict:
+def probe(src: Path, megabytes: float, n_inputs: int = 1) -> dict:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     server = start_server(src, port)
@@ -80,12 +83,14 @@ def probe(src: Path, megabytes: float) -> dict:
         rss_idle = memory_kib(server.pid, "VmRSS")
         n_words = int(megabytes * 1e6 / 8)
         huge = " ".join(WORDS[i % len(WORDS)] for i in range(n_words))
+        size = len(huge) // n_inputs
+        inputs = huge if n_inputs == 1 else [huge[k * size : (k + 1) * size] for k in range(n_inputs)]
         outcome: dict = {}
 
         def send_huge() -> None:
             start = time.perf_counter()
             try:
-                response = httpx.post(base + "/v1/embeddings", json={"model": "m", "input": huge}, timeout=300)
+                response = httpx.post(base + "/v1/embeddings", json={"model": "m", "input": inputs}, timeout=300)
                 outcome["status"] = response.status_code
             except httpx.TransportError as exc:
                 outcome["status"] = type(exc).__name__
@@ -100,17 +105,18 @@ def probe(src: Path, megabytes: float) -> dict:
         thread.join(320)
         start = time.perf_counter()
         cut = httpx.post(base + "/v1/embeddings", json={"model": "m", "input": huge, "overflow": "truncate"},
-                         timeout=300)
+                         timeout=300) if n_inputs == 1 else None
         truncate_seconds = time.perf_counter() - start
         rss_after = memory_kib(server.pid, "VmRSS")
         drop_mid_body(base)
         return {
             "src": str(src),
             "huge_request_mb": megabytes,
+            "huge_request_inputs": n_inputs,
             "huge_status": outcome.get("status"),
             "huge_seconds": round(outcome.get("seconds", float("nan")), 2),
-            "huge_truncated_status": cut.status_code,
-            "huge_truncated_seconds": round(truncate_seconds, 2),
+            "huge_truncated_status": cut.status_code if cut is not None else None,
+            "huge_truncated_seconds": round(truncate_seconds, 2) if cut is not None else None,
             "short_status": short.status_code,
             "short_seconds_while_huge_in_flight": round(short_seconds, 3),
             "rss_idle_mib": round(rss_idle / 1024),
@@ -130,10 +136,11 @@ def probe(src: Path, megabytes: float) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--src", type=Path, action="append", required=True, help="a checkout's src folder")
-    parser.add_argument("--megabytes", type=float, default=10.0, help="size of the huge input (default 10)")
+    parser.add_argument("--megabytes", type=float, default=10.0, help="size of the huge request (default 10)")
+    parser.add_argument("--inputs", type=int, default=1, help="inputs the huge request is split into (default 1)")
     args = parser.parse_args()
     for src in args.src:
-        print(json.dumps(probe(src.resolve(), args.megabytes), indent=2), flush=True)
+        print(json.dumps(probe(src.resolve(), args.megabytes, args.inputs), indent=2), flush=True)
 
 
 if __name__ == "__main__":

@@ -162,7 +162,7 @@ def test_naive_chunks_follow_the_overflow_policy_and_say_which_were_cut(live, en
     assert longer and [j for j, c in enumerate(chunks) if c.get("truncated")] == longer
     refused = httpx.post(live + "/embed_chunks", json={"inputs": [text], "chunking": "tokens:45", "late": False,
                                                       "overflow": "error"}, timeout=60)
-    assert refused.status_code == 413 and "input 0, chunk 0 (characters" in refused.json()["error"]
+    assert refused.status_code == 413 and "inputs[0], chunk 0 (characters" in refused.json()["error"]
 
 
 # ------------------------------------------------------------------ /embed_all and /tokenize

@@ -136,7 +136,7 @@ def test_overflow_extend_refuses_past_max_length(client, encoder) -> None:
         client.embeddings.create(input=["fine", too_long], model="m")
     assert caught.value.status_code == 413
     message = caught.value.body["message"]
-    assert f"{n_tokens(encoder, too_long)} tokens" in message and str(MAX_LENGTH) in message and "input 1" in message
+    assert f"{n_tokens(encoder, too_long)} tokens" in message and str(MAX_LENGTH) in message and "input[1]" in message
     assert caught.value.body["code"] == "context_length_exceeded"
 
 

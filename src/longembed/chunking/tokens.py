@@ -84,9 +84,16 @@ def assemble_tokens(tokens: TokenizedInput, windows: Sequence[Window], states: S
         parts.append(state[lead + window.own_start - window.start : lead + window.own_stop - window.start])
     parts.append(states[-1][len(states[-1]) - trail :])
     embeddings = np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
-    frame = [(-1, -1)]
-    offsets = np.asarray(frame * lead + list(tokens.offsets or []) + frame * trail, dtype=np.int64).reshape(-1, 2)
+    offsets = token_offsets(tokens)
     ids = np.asarray(tokens.ids, dtype=np.int64)
     if not (len(embeddings) == len(offsets) == len(ids)):
         raise AssertionError(f"{len(embeddings)} states for {len(ids)} tokens")
     return TokenEmbeddings(embeddings, offsets, ids)
+
+
+def token_offsets(tokens: TokenizedInput) -> np.ndarray:
+    """(n, 2) int64 character offsets of every token of an input, (-1, -1) for its special and prompt
+    tokens: :attr:`TokenEmbeddings.offsets` before the model runs."""
+    frame = [(-1, -1)]
+    rows = frame * tokens.lead + list(tokens.offsets or []) + frame * tokens.tail
+    return np.asarray(rows, dtype=np.int64).reshape(-1, 2)

@@ -107,7 +107,10 @@ def comma_list(item_type: type) -> Callable[[str], tuple]:
     return parse
 
 
-def add_settings_arguments(target: Any, settings: type, groups: dict[str, Any] | None = None) -> None:
+def add_settings_arguments(
+    target: Any, settings: type, groups: dict[str, Any] | None = None, exclude: Sequence[str] = (),
+    only: Sequence[str] | None = None,
+) -> None:
     """One flag per field of the dataclass ``settings`` (``max_batch_tokens`` -> ``--max-batch-tokens``),
     with the field's default and its metadata's help, choices and metavar; a bool is a switch, a tuple
     a comma-separated list.  :func:`settings_from_args` builds the dataclass back from the flags.
@@ -120,12 +123,13 @@ def add_settings_arguments(target: Any, settings: type, groups: dict[str, Any] |
     ``repeat`` (a flag given once per value, e.g. ``--task-dir A --task-dir B``: the values in order,
     None when never given, so the field's default must be None),
     ``type``, ``required``, ``show_default`` (False: the help already says it) and ``group`` (the
-    argument group, made once in ``groups`` or taken from it)."""
+    argument group, made once in ``groups`` or taken from it).  ``exclude`` / ``only``: fields left out /
+    the only fields added (a command that adds some flags itself, e.g. in a mutually exclusive group)."""
     hints = typing.get_type_hints(settings)
     groups = {} if groups is None else groups
     for field in dataclasses.fields(settings):
         meta = field.metadata
-        if not meta.get("flag", True):
+        if not meta.get("flag", True) or field.name in exclude or (only is not None and field.name not in only):
             continue
         name = meta.get("group")
         if name is not None and name not in groups:

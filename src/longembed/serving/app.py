@@ -21,7 +21,8 @@ Safety (a localhost server must not be drivable by any web page, nor fall over f
 POST bodies must be ``application/json`` (415 otherwise: a page cannot send that cross-origin without
 a CORS preflight, which fails unless ``cors_origins`` allows it); ``Host`` must be this machine or an
 allowed name (400, against DNS rebinding); with ``api_key`` every route but ``/health`` needs
-``Authorization: Bearer <key>`` (401); a client that disconnects has its queued inputs cancelled and is
+``Authorization: Bearer <key>`` (401), the documentation (``/docs``, ``/redoc``, ``/openapi.json``) and
+``/metrics`` included; a client that disconnects has its queued inputs cancelled and is
 counted in ``longembed_client_disconnects`` (not as a 500); a server error answers 500 with an id
 to find it in the log, never the exception's text.
 """
@@ -37,6 +38,7 @@ from contextlib import asynccontextmanager
 import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -72,8 +74,13 @@ async def embed_late_chunks(
     spans = [(bounds[i], bounds[i + 1]) for i in range(len(checked.texts))]
     as_chunks = ChunkRequest([document], [spans], True, checked.prefix, False, checked.dimensions, checked.overflow)
     result = await work.chunks(as_chunks, "openai", request, normalize=checked.normalize,
-                               labels=["the document (the inputs joined)"])
+                               labels=[f"input[0..{len(checked.texts) - 1}] joined (one document)"], name=input_name)
     return Embedded(result.vectors[0], result.inputs)
+
+
+def input_name(_: int, j: int) -> tuple[str, str]:
+    """Under ``late_chunking`` each chunk is one of the request's inputs: ``input[j]``."""
+    return f"input[{j}]", "input"
 
 
 async def respond(
@@ -126,13 +133,15 @@ def create_app(
         # finish the accepted inputs, for at most shutdown_seconds; what is left is answered 503
         await run_in_threadpool(service.batcher.close, service.settings.shutdown_seconds)
 
-    app = FastAPI(title="longembed", lifespan=lifespan, docs_url="/docs")
+    # the documentation routes are FastAPI's, added here so that the API key guards them too
+    app = FastAPI(title="longembed", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.service = service
     _add_middleware(app, service.settings, bound_host)
     work = ChunkWork(service)
     _add_embedding_routes(app, service, work)
     _add_token_routes(app, service, work)
     _add_status_routes(app, service)
+    _add_documentation_routes(app, service)
     return app
 
 
@@ -217,3 +226,28 @@ def _add_status_routes(app: FastAPI, service: EmbeddingService) -> None:
         service.metrics.queue_tokens.set(service.batcher.queued_tokens)
         service.metrics.queue_inputs.set(service.batcher.queued_inputs)
         return Response(service.metrics.exposition(), media_type=CONTENT_TYPE)
+
+
+def _add_documentation_routes(app: FastAPI, service: EmbeddingService) -> None:
+    """``/openapi.json``, ``/docs`` (Swagger UI) and ``/redoc``, behind the API key when there is one.
+
+    With a key, a browser's page cannot fetch the schema (it sends no key): read ``/openapi.json`` with
+    the key (``curl -H "Authorization: Bearer $KEY"``); without one the pages work as FastAPI's do.
+    """
+
+    def guarded(page: Callable[[], Response]) -> Callable[[Request], Awaitable[Response]]:
+        async def route(request: Request) -> Response:
+            try:
+                service.authorize(request)
+            except ApiError as error:
+                return openai_error(error)
+            return page()
+
+        return route
+
+    schema = "/openapi.json"
+    app.add_api_route(schema, guarded(lambda: JSONResponse(app.openapi())), include_in_schema=False)
+    app.add_api_route("/docs", guarded(lambda: get_swagger_ui_html(openapi_url=schema, title="longembed - docs")),
+                      include_in_schema=False)
+    app.add_api_route("/redoc", guarded(lambda: get_redoc_html(openapi_url=schema, title="longembed - ReDoc")),
+                      include_in_schema=False)

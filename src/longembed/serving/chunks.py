@@ -14,7 +14,7 @@ each chunk's text embedded as an input of its own, under the request's overflow 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,11 +22,18 @@ import numpy as np
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
-from longembed.chunking.late import late_chunk_vectors
+from longembed.chunking.late import EmptyChunk, pool_token_states, span_token_indices
 from longembed.chunking.spans import Chunking, SentenceChunking, Span, sentence_chunk_spans, token_chunk_spans
-from longembed.chunking.tokens import TokenEmbeddings, Window, assemble_tokens, plan_windows, window_inputs
+from longembed.chunking.tokens import (
+    TokenEmbeddings,
+    Window,
+    assemble_tokens,
+    plan_windows,
+    token_offsets,
+    window_inputs,
+)
 from longembed.inputs import OverflowPolicy, TokenizedInput, require_offsets
-from longembed.serving.overflow import PlannedInput
+from longembed.serving.overflow import PlannedInput, size_of
 from longembed.serving.service import EmbeddingService
 from longembed.serving.token_validation import ChunkRequest, TokenizeRequest
 from longembed.serving.validation import ApiError, EmbedRequest
@@ -47,6 +54,15 @@ class ChunkVectors:
         return sum(p.n_tokens for p in self.inputs)
 
 
+#: How a route names chunk ``j`` of text ``i`` in an error: (what the client sent, the field).
+ChunkNamer = Callable[[int, int], tuple[str, str]]
+
+
+def chunk_name(i: int, j: int) -> tuple[str, str]:
+    """``/embed_chunks``' names: the text and the chunk's place in it."""
+    return f"inputs[{i}], chunk {j}", "chunking"
+
+
 class ChunkWork:
     """Chunk vectors, token states and token lists for one :class:`EmbeddingService`."""
 
@@ -59,16 +75,24 @@ class ChunkWork:
     # ------------------------------------------------------------------ chunks
     async def chunks(
         self, checked: ChunkRequest, route: str, request: Request | None, normalize: bool | None = None,
-        labels: Sequence[str] | None = None,
+        labels: Sequence[str] | None = None, name: ChunkNamer = chunk_name,
     ) -> ChunkVectors:
-        """Every text's chunk vectors (``normalize`` None: the model's own choice, else the request's)."""
+        """Every text's chunk vectors (``normalize`` None: the model's own choice, else the request's).
+        ``labels`` name the texts and ``name`` the chunks in errors (default: ``/embed_chunks``' fields)."""
         documents = await run_in_threadpool(self.documents, checked.texts, checked.prefix, labels)
         spans = checked.chunking if isinstance(checked.chunking, list) else await run_in_threadpool(
             self.spans, checked.texts, checked.chunking, documents, checked.prefix
         )
         self.service.validator.check_chunk_count(sum(len(s) for s in spans), "chunking")
+        for i, text_spans in enumerate(spans):
+            if not text_spans:  # token chunks of a text the tokenizer keeps nothing of: no vector to give
+                raise ApiError(400, f"{labels[i] if labels else f'inputs[{i}]'} has no token of its own to chunk: "
+                               "the tokenizer keeps none of its characters (zero-width or control characters "
+                               "only)", "inputs")
         if checked.late:
-            result = await self.late(documents, spans, request)
+            self.check_offsets(documents)
+            pooled = await run_in_threadpool(chunk_indices, documents, spans, name)  # a 400 before the model runs
+            result = await self.late(documents, spans, pooled, request)
         else:
             result = await self.naive(checked.texts, spans, checked.prefix, checked.overflow, request)
         norm = self.encoder.normalize if normalize is None else normalize
@@ -78,16 +102,16 @@ class ChunkWork:
         return result
 
     def documents(self, texts: Sequence[str], prefix: str, labels: Sequence[str] | None = None) -> list[TokenizedInput]:
-        """Each text tokenized whole with its prompt (a 413 past ``max_document_tokens``, a bounded count)."""
+        """Each text tokenized whole with its prompt, in order; a 413 at the first past
+        ``max_document_tokens`` (its length, or a bound: the texts after it are not tokenized)."""
         limit = self.settings.max_document_tokens
-        documents = self.planner.tokenize_up_to(texts, prefix, limit)
-        for i, document in enumerate(documents):
-            if document.complete and document.n_tokens <= limit:
-                continue
-            size = f"{document.n_tokens} tokens" if document.complete else (
-                f"more than {document.n_tokens - 1} tokens (counting stopped there)")
-            raise ApiError(413, f"{labels[i] if labels else f'input {i}'} has {size}, more than the {limit} this "
-                           "server chunks (max_document_tokens): split it", "input", "context_length_exceeded")
+        documents = []
+        for i, document in enumerate(self.planner.iter_up_to(texts, prefix, limit)):
+            if not (document.complete and document.n_tokens <= limit):
+                size = size_of(self.planner.counted(document, texts[i], prefix))
+                raise ApiError(413, f"{labels[i] if labels else f'inputs[{i}]'} has {size}, more than the {limit} "
+                               "this server chunks (max_document_tokens): split it", "input", "context_length_exceeded")
+            documents.append(document)
         return documents
 
     def spans(
@@ -102,12 +126,13 @@ class ChunkWork:
         return [token_chunk_spans(x.offsets or [], rule.size, rule.overlap) for x in bare]
 
     async def late(
-        self, documents: list[TokenizedInput], spans: list[list[Span]], request: Request | None
+        self, documents: list[TokenizedInput], spans: list[list[Span]], pooled: list[list[np.ndarray]],
+        request: Request | None,
     ) -> ChunkVectors:
-        """Late chunks: each document's token states (windows sharing an eighth of a window), pooled per span."""
-        self.check_offsets(documents)
+        """Late chunks: each document's token states (windows sharing an eighth of a window), pooled per
+        span (``pooled``: each span's token indices, :func:`chunk_indices`)."""
         states = await self.token_states(documents, self.encoder.window_length // 8, request)
-        vectors = await run_in_threadpool(pool_chunks, states, spans)
+        vectors = await run_in_threadpool(pool_chunks, states, pooled)
         planned = [PlannedInput(d, d.text) for d in documents]
         return ChunkVectors(vectors, spans, planned, [[] for _ in documents])
 
@@ -121,8 +146,8 @@ class ChunkWork:
         for i, (text, text_spans) in enumerate(zip(texts, spans, strict=True)):
             for j, (start, end) in enumerate(text_spans):
                 pieces.append(text[start:end])
-                labels.append(f"input {i}, chunk {j} (characters {start}..{end})")
-        planned = await self.service.plan(pieces, prefix, policy, labels)
+                labels.append(f"inputs[{i}], chunk {j} (characters {start}..{end})")
+        planned = await self.service.plan(pieces, prefix, policy, labels, "inputs")
         flat = await self.service.run([p.tokens for p in planned], [p.n_tokens for p in planned], request, prefix,
                                       False)
         bounds = np.cumsum([0] + [len(s) for s in spans])
@@ -136,10 +161,10 @@ class ChunkWork:
         list[TokenEmbeddings], list[PlannedInput]
     ]:
         """``/embed_all``: each input planned under its policy, its token states as ``encode_tokens`` gives them."""
-        planned = await self.service.plan(checked.texts, checked.prefix, checked.overflow)
+        planned = await self.service.plan(checked.texts, checked.prefix, checked.overflow, field=checked.field)
         total, limit = sum(p.n_tokens for p in planned), self.settings.max_token_vectors
         if total > limit:
-            raise ApiError(413, f"this request has {total} tokens; /embed_all returns at most {limit} token vectors "
+            raise ApiError(413, f"'inputs' have {total} tokens; /embed_all returns at most {limit} token vectors "
                            "per request (max_token_vectors): send fewer or shorter texts", "inputs")
         self.check_offsets([p.tokens for p in planned])
         states = await self.token_states([p.tokens for p in planned], 0, request)
@@ -161,7 +186,7 @@ class ChunkWork:
         try:
             return plan_windows(tokens.n_tokens - tokens.lead - tokens.tail, room, overlap)
         except ValueError as exc:  # the prompt and special tokens fill the window
-            raise ApiError(400, str(exc), "prompt_name") from None
+            raise ApiError(400, f"'prompt_name': {exc}", "prompt_name") from None
 
     # ------------------------------------------------------------------ tokens
     async def tokenize(self, checked: TokenizeRequest) -> list[list[dict[str, Any]]]:
@@ -169,12 +194,16 @@ class ChunkWork:
         return await run_in_threadpool(self._tokenize, checked)
 
     def _tokenize(self, checked: TokenizeRequest) -> list[list[dict[str, Any]]]:
-        limit = self.settings.max_document_tokens
-        inputs = self.planner.tokenize_up_to(checked.texts, checked.prefix, limit, checked.add_special_tokens)
-        total = sum(x.n_tokens for x in inputs)
-        if total > limit or not all(x.complete for x in inputs):
-            raise ApiError(413, f"these inputs have {'more than ' if total > limit else ''}{total} tokens; /tokenize "
-                           f"lists at most {limit} per request (max_document_tokens): send less text", "inputs")
+        """The inputs' tokens, in order; a 413 as soon as their running total passes the limit."""
+        limit, inputs, total = self.settings.max_document_tokens, [], 0
+        for i, x in enumerate(self.planner.iter_up_to(checked.texts, checked.prefix, limit, checked.add_special_tokens)):
+            total += x.n_tokens
+            if total > limit or not x.complete:
+                size = f"{total} tokens" if x.complete else f"at least {total - 1} tokens"
+                upto = f"inputs[0..{i}] have" if i else "inputs[0] has"
+                raise ApiError(413, f"{upto} {size}; /tokenize lists at most {limit} per request "
+                               "(max_document_tokens): send less text", "inputs")
+            inputs.append(x)
         self.check_offsets(inputs)
         return [token_entries(x, self.planner.token_strings(x.ids)) for x in inputs]
 
@@ -197,15 +226,30 @@ def assemble_all(
     return out
 
 
-def pool_chunks(states: Sequence[TokenEmbeddings], spans: Sequence[Sequence[Span]]) -> list[np.ndarray]:
-    """Each text's late chunk vectors (the mean token state of each span); a span over no token is a 400."""
-    vectors = []
-    for i, (tokens, text_spans) in enumerate(zip(states, spans, strict=True)):
+def chunk_indices(
+    documents: Sequence[TokenizedInput], spans: Sequence[Sequence[Span]], name: ChunkNamer
+) -> list[list[np.ndarray]]:
+    """Each span's token indices (:func:`longembed.chunking.late.span_token_indices`), from the offsets
+    alone: a span over no token (only characters the tokenizer drops, such as a zero-width space) is a
+    400 naming it, before the model runs."""
+    out = []
+    for i, (document, text_spans) in enumerate(zip(documents, spans, strict=True)):
         try:
-            vectors.append(late_chunk_vectors(tokens, text_spans))
-        except ValueError as exc:
-            raise ApiError(400, f"input {i}: {exc}", "chunking") from None
-    return vectors
+            out.append(span_token_indices(token_offsets(document), text_spans))
+        except EmptyChunk as exc:
+            start, end = text_spans[exc.index]
+            label, param = name(i, exc.index)
+            shown = document.text[start:end]
+            shown = repr(shown if len(shown) <= 40 else shown[:40] + "...")
+            raise ApiError(400, f"{label} (characters {start}..{end}, {shown}) has no token: the tokenizer keeps "
+                           "none of its characters (zero-width or control characters only); join it to a "
+                           "neighbour or leave it out", param) from None
+    return out
+
+
+def pool_chunks(states: Sequence[TokenEmbeddings], pooled: Sequence[Sequence[np.ndarray]]) -> list[np.ndarray]:
+    """Each text's late chunk vectors: the mean token state of each span's tokens."""
+    return [pool_token_states(tokens.embeddings, indices) for tokens, indices in zip(states, pooled, strict=True)]
 
 
 def token_entries(tokens: TokenizedInput, strings: Sequence[str]) -> list[dict[str, Any]]:

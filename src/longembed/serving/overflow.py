@@ -4,16 +4,20 @@ Two limits matter (``GET /info`` shows both): Lo, the window the model was train
 server's ``max_length`` (what the configured extension method reaches).  The overflow policy
 (:mod:`longembed.overflow`; the server's names) answers "what about an input longer than Lo?":
 
-``extend``    run it through the extension method, up to Lt; an input longer than Lt is refused (413),
-              never cut silently.
-``truncate``  cut it to Lo tokens (the model as trained, as TEI's ``--auto-truncate`` does); every cut
-              is counted in ``/metrics`` and reported in the response (``truncate_to_window``).
-``error``     refuse it (413), with the limit and the input's length in the message
-              (``error_over_window``).
+``extend``           run it through the extension method, up to Lt; an input longer than Lt is
+                     refused (413), never cut silently.
+``truncate_to_max``  cut it to Lt tokens: the extension kept, what ``eval`` and the encoder's
+                     ``on_overflow="truncate"`` do.
+``truncate``         (``truncate_to_window``) cut it to Lo tokens: the model as trained, as TEI's
+                     ``--auto-truncate`` does; the extension is not used.
+``error``            (``error_over_window``) refuse it (413).
 
-Token counts include the special tokens and the prompt: what the model runs.  Each input is tokenized
-once, here: the planner counts, cuts (the first tokens and the closing special tokens, as the
-encoder cuts) and hands the same ids to the batcher, which runs them as they are.
+Every cut is counted in ``/metrics`` and reported in the response; every refusal names the input, its
+length and the policy that would take it.  Token counts include the special tokens and the prompt:
+what the model runs.  Each input is tokenized once, here: the planner counts, cuts (the first tokens
+and the closing special tokens, as the encoder cuts) and hands the same ids to the batcher, which runs
+them as they are.  Inputs are planned in order, a few at a time, so a request is refused at its first
+input over the limit without the rest being tokenized.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from longembed.encoder import LongContextEncoder
@@ -34,6 +38,11 @@ class InputTooLong(ValueError):
     def __init__(self, message: str, index: int, n_tokens: int, limit: int):
         super().__init__(message)
         self.index, self.n_tokens, self.limit = index, n_tokens, limit
+
+
+class TooManyTokens(ValueError):
+    """The inputs planned so far already hold more tokens than the caller's budget (the server's queue):
+    the request can never run whole, so the rest is not tokenized."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +73,49 @@ CHARS_PER_TOKEN = 16
 #: Texts tokenized per hold of the tokenizer lock: a short request waits for at most this many texts
 #: of a large one, not for the whole of it.
 TEXTS_PER_LOCK = 16
+#: A refused input whose scan stopped early is counted whole when it has at most this many times the
+#: scanned characters (the message then gives its true length); a longer one gets a lower bound.
+COUNT_WHOLE_FACTOR = 4
+
+
+def scan_blocks(texts: Sequence[str], window: int) -> Iterator[list[int]]:
+    """Consecutive runs of text indices to tokenize together: at most :data:`TEXTS_PER_LOCK` texts and
+    about ``window`` characters of first scan each (a text as long as the window is a block alone), so
+    that planning stops at its first refused input having tokenized little past it."""
+    block: list[int] = []
+    chars = 0
+    for i, text in enumerate(texts):
+        size = min(len(text), window)
+        if block and (len(block) == TEXTS_PER_LOCK or chars + size > window):
+            yield block
+            block, chars = [], 0
+        block.append(i)
+        chars += size
+    if block:
+        yield block
+
+
+def size_of(tokens: TokenizedInput) -> str:
+    """An input's length for a message: its count, or the bound a stopped scan gives."""
+    if tokens.complete:
+        return f"{tokens.n_tokens} tokens"
+    return f"at least {tokens.n_tokens - 1} tokens in its first {len(tokens.text)} characters"
+
+
+def refusal_advice(n_tokens: int, exact: bool, window: int, max_length: int) -> str:
+    """What a client can do with an input its policy refused (``n_tokens``: its length, or a lower bound
+    when not ``exact``): the policy that embeds it whole with the extension when it fits in Lt, else the
+    cut that keeps the extension (``truncate_to_max``, as eval cuts); ``truncate`` is named for what it
+    is, a cut to Lo that does not use the extension."""
+    keep = (f"overflow='truncate_to_max' to embed its first {max_length} tokens with the extension, as eval does "
+            f"(overflow='truncate' cuts to the model's window of {window} tokens and does not use the extension)")
+    if n_tokens <= max_length and exact:
+        return f"ask for overflow='extend' to embed it whole with the extension (up to {max_length} tokens)"
+    if max_length == window:
+        return f"split it, or ask for overflow='truncate' to embed its first {window} tokens"
+    if n_tokens <= max_length:
+        return f"ask for overflow='extend' (the extension, up to {max_length} tokens) or {keep}"
+    return f"split it (the chunk routes take long documents), or ask for {keep}"
 
 
 class OverflowPlanner:
@@ -100,6 +152,21 @@ class OverflowPlanner:
         with self._lock:
             return list(self.tokenizer.convert_ids_to_tokens(list(ids)))
 
+    def iter_up_to(
+        self, texts: Sequence[str], prefix: str, limit: int, special: bool = True
+    ) -> Iterator[TokenizedInput]:
+        """:meth:`tokenize_up_to`'s inputs one by one, in order, tokenized a block at a time
+        (:func:`scan_blocks`): a caller that stops at an input never tokenizes the texts after its block."""
+        for block in scan_blocks(texts, CHARS_PER_TOKEN * (limit + 2)):
+            yield from self.tokenize_up_to([texts[i] for i in block], prefix, limit, special)
+
+    def counted(self, tokens: TokenizedInput, text: str, prefix: str, special: bool = True) -> TokenizedInput:
+        """A stopped scan of ``text`` made a whole count when the text is at most
+        :data:`COUNT_WHOLE_FACTOR` times the part scanned (bounded work), else left as the bound it is."""
+        if tokens.complete or len(text) > COUNT_WHOLE_FACTOR * len(tokens.text):
+            return tokens
+        return self.tokenize([text], prefix, special)[0]
+
     def tokenize_up_to(
         self, texts: Sequence[str], prefix: str, limit: int, special: bool = True
     ) -> list[TokenizedInput]:
@@ -134,31 +201,42 @@ class OverflowPlanner:
         return cut(tokens, limit)
 
     def plan(
-        self, texts: Sequence[str], prefix: str, policy: str | OverflowPolicy, labels: Sequence[str] | None = None
+        self, texts: Sequence[str], prefix: str, policy: str | OverflowPolicy, labels: Sequence[str] | None = None,
+        max_total: int | None = None,
     ) -> list[PlannedInput]:
-        """Apply ``policy`` to each text; raises :class:`InputTooLong` for the first input it refuses,
-        named by ``labels`` (default "input i")."""
+        """Apply ``policy`` to each text, in order; raises :class:`InputTooLong` for the first input it
+        refuses (named by ``labels``, default "input i"), and :class:`TooManyTokens` as soon as the
+        inputs planned hold more than ``max_total`` tokens, before the texts after them are tokenized."""
         policy = resolve_overflow(policy, "server")
         lo, lt = self.window, self.max_length
         limit = policy.limit_for(lo, lt)
-        planned = []
-        for index, tokens in enumerate(self.tokenize_up_to(texts, prefix, limit)):
-            n = tokens.n_tokens
-            if tokens.complete and n <= limit:
+        planned: list[PlannedInput] = []
+        total = 0
+        for index, tokens in enumerate(self.iter_up_to(texts, prefix, limit)):
+            if tokens.complete and tokens.n_tokens <= limit:
                 planned.append(PlannedInput(tokens, tokens.text))
             elif policy.truncates:  # a scanned prefix holds more than the limit: it is cut, not the text
                 kept = self.cut(tokens, limit)
                 planned.append(PlannedInput(kept, cut_text(kept)))
             else:
-                what = (
-                    f"this server's max_length (Lt = {lt})" if policy.limit == "max"
-                    else f"the model's window (Lo = {lo}); overflow='extend' embeds up to {lt} tokens"
-                )
-                size = f"{n} tokens" if tokens.complete else f"more than {n - 1} tokens (counting stopped there)"
-                label = labels[index] if labels is not None else f"input {index}"
-                raise InputTooLong(
-                    f"{label} has {size} (prompt and special tokens included), more than {what}; "
-                    "shorten it or ask for overflow='truncate'",
-                    index, n, limit,
-                )
+                raise self.refusal(self.counted(tokens, texts[index], prefix), index, policy, labels)
+            total += planned[-1].n_tokens
+            if max_total is not None and total > max_total:
+                raise TooManyTokens(
+                    f"the first {index + 1} of its {len(texts)} inputs have {total} tokens, more than the {max_total} "
+                    "this server queues at once (max_queue_tokens): send them in several smaller requests")
         return planned
+
+    def refusal(
+        self, tokens: TokenizedInput, index: int, policy: OverflowPolicy, labels: Sequence[str] | None
+    ) -> InputTooLong:
+        """The 413 of an input ``policy`` refuses: its length (or a bound), the limit, and the policy
+        that would take it."""
+        lo, lt = self.window, self.max_length
+        what = f"this server's max_length (Lt = {lt})" if policy.limit == "max" else f"the model's window (Lo = {lo})"
+        label = labels[index] if labels is not None else f"input {index}"
+        return InputTooLong(
+            f"{label} has {size_of(tokens)} (prompt and special tokens included), more than {what}; "
+            + refusal_advice(tokens.n_tokens - (not tokens.complete), tokens.complete, lo, lt),
+            index, tokens.n_tokens, policy.limit_for(lo, lt),
+        )

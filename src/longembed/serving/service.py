@@ -24,7 +24,7 @@ from longembed.inputs import OverflowPolicy, TokenizedInput
 from longembed.serving.batcher import DynamicBatcher, QueueFull, RequestTooLarge, ShuttingDown
 from longembed.serving.choices import OVERFLOW_POLICIES
 from longembed.serving.metrics import ServerMetrics
-from longembed.serving.overflow import InputTooLong, OverflowPlanner, PlannedInput
+from longembed.serving.overflow import InputTooLong, OverflowPlanner, PlannedInput, TooManyTokens
 from longembed.serving.settings import MATRYOSHKA_DIMENSIONS, ServerSettings
 from longembed.serving.validation import ApiError, EmbedRequest, RequestValidator
 
@@ -128,25 +128,30 @@ class EmbeddingService:
 
     async def embed(self, checked: EmbedRequest, route: str, request: Request | None = None) -> Embedded:
         """Plan (tokenize, count, cut or refuse), queue the ids, await the batch: the vectors in input order."""
-        planned = await self.plan(checked.texts, checked.prefix, checked.overflow)
+        planned = await self.plan(checked.texts, checked.prefix, checked.overflow, field=checked.field)
         vectors = await self.run([p.tokens for p in planned], [p.n_tokens for p in planned], request,
                                  checked.prefix, checked.normalize)
         self.count(route, planned)
         return Embedded(vectors, planned)
 
     async def plan(
-        self, texts: Sequence[str], prefix: str, policy: OverflowPolicy, labels: Sequence[str] | None = None
+        self, texts: Sequence[str], prefix: str, policy: OverflowPolicy, labels: Sequence[str] | None = None,
+        field: str = "input",
     ) -> list[PlannedInput]:
         """The texts planned under ``policy`` (:meth:`OverflowPlanner.plan`); a refused input is a 413
-        (named by ``labels``, default "input i"), a prompt longer than the window a 400."""
+        (named by ``labels``, default ``field[i]``), a prompt longer than the window a 400."""
+        labels = [f"{field}[{i}]" for i in range(len(texts))] if labels is None else labels
+        budget = self.batcher.max_queue_tokens  # more can never be queued (the batcher's 413): stop counting there
         try:
-            return await run_in_threadpool(self.planner.plan, texts, prefix, policy, labels)
+            return await run_in_threadpool(self.planner.plan, texts, prefix, policy, labels, budget)
+        except TooManyTokens as exc:
+            raise ApiError(413, f"'{field}': {exc}", field, "request_too_large") from None
         except InputTooLong as exc:
             self.metrics.over_window.inc()
             self.metrics.refused.inc()
-            raise ApiError(413, str(exc), "input", "context_length_exceeded") from None
+            raise ApiError(413, str(exc), field, "context_length_exceeded") from None
         except ValueError as exc:  # a prompt longer than the window
-            raise ApiError(400, str(exc), "input") from None
+            raise ApiError(400, f"'prompt_name': {exc}", "prompt_name") from None
 
     async def run(
         self, inputs: Sequence[Any], token_counts: Sequence[int], request: Request | None, prefix: str = "",

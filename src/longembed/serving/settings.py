@@ -23,8 +23,10 @@ class ServerSettings:
     (``max_batch_tokens`` -> ``--max-batch-tokens``), with the help text given here."""
 
     overflow: str = _setting(
-        "what to do with inputs longer than the model's window Lo: extend (the method, up to --max-length), "
-        "truncate (cut to Lo) or error (413)", "extend", OVERFLOW_POLICIES)
+        "what to do with inputs longer than the model's window Lo: extend (the method, up to --max-length; "
+        "longer is a 413), truncate_to_max (cut to --max-length, the extension kept, as eval cuts), truncate "
+        "(= truncate_to_window: cut to Lo, the extension unused) or error (= error_over_window: 413)",
+        "extend", OVERFLOW_POLICIES)
     max_batch_tokens: int = _setting("tokens per model batch, across concurrent requests", 16384)
     max_queue_tokens: int | None = _setting(
         "tokens that may wait for a batch before requests get 429 (default: 32 x --max-batch-tokens)")
@@ -42,7 +44,8 @@ class ServerSettings:
                                           False)
     served_model_name: str | None = _setting("the name in responses (default: the folder name)")
     api_key: str | None = _setting(
-        "require 'Authorization: Bearer KEY' on every route but /health (default: $LONGEMBED_API_KEY, else no key)")
+        "require 'Authorization: Bearer KEY' on every route but /health, /docs and /metrics included (default: "
+        "$LONGEMBED_API_KEY, else no key; an empty key is an error, --no-auth serves without one on purpose)")
     allowed_hosts: tuple[str, ...] = _setting(
         "Host header values served besides localhost and the bound address, comma-separated ('*' for any; "
         "needed when binding 0.0.0.0 behind a name)", (), metavar="LIST")
@@ -59,5 +62,9 @@ class ServerSettings:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.api_key is not None and not self.api_key.strip():
             raise ValueError("api_key is empty; give a key, or none to serve without one")
+        if self.api_key is not None and not (self.api_key.isascii() and self.api_key.isprintable()
+                                             and self.api_key == self.api_key.strip()):
+            raise ValueError("api_key must be printable ASCII without spaces at its ends: a client cannot send "
+                             "any other key in an HTTP header")
         if self.shutdown_seconds < 0:
             raise ValueError(f"shutdown_seconds must be >= 0, got {self.shutdown_seconds}")

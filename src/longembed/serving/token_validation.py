@@ -98,7 +98,8 @@ def embed_all_request(validator: RequestValidator, body: dict[str, Any]) -> Embe
     """``/embed_all``'s body: the texts, prompt and overflow policy (token states are never normalized)."""
     reject_unknown_fields(body, EMBED_ALL_FIELDS, "/embed_all")
     texts = validator.tei_texts(body)
-    return EmbedRequest(texts, validator.prefix(body.get("prompt_name")), validator.tei_policy(body), None, False)
+    return EmbedRequest(texts, validator.prefix(body.get("prompt_name")), validator.tei_policy(body), None, False,
+                        field="inputs")
 
 
 def tokenize_request(validator: RequestValidator, body: dict[str, Any]) -> TokenizeRequest:
