@@ -408,14 +408,18 @@ class DynamicBatcher:
             _fail(job, error)
 
     def _run(self, batch: list[_Item]) -> None:
-        """Embed ``batch``: each kind / prompt / normalization as its own calls, one per length
-        sub-batch (the ones the encoder would form under the same budget), shortest first, each
-        answered as soon as it is done, so a short input is not held until the long ones finish."""
+        """Embed ``batch``: each kind / prompt / normalization as its own call; when the policy
+        answers short inputs first, as one call per length sub-batch (the ones the encoder would form
+        under the same budget), shortest first, each answered as soon as it is done, so a short input
+        is not held until the long ones finish."""
         start = self.clock()
         groups: dict[tuple[str, str, bool], list[_Item]] = {}
         for item in batch:
             groups.setdefault((item.job.kind, item.job.prompt, item.job.normalize), []).append(item)
         for (kind, prompt, normalize), items in groups.items():
+            if not self.policy.answers_short_first:
+                self._encode_and_deliver(kind, prompt, normalize, items)
+                continue
             lengths = [item.n_tokens for item in items]
             for indices in reversed(length_batches(lengths, len(items), self.max_batch_tokens)):
                 self._encode_and_deliver(kind, prompt, normalize, [items[i] for i in indices])

@@ -7,9 +7,10 @@ no threads: the tests drive them with plain data.
 
 ``fifo`` (longembed's first policy, and TEI's order): the oldest waiting input first, then later
 inputs in arrival order while they fit.  Under a steady load of long requests a short one waits for
-every long input queued before it (measured: a median of 31 s for a one-line question).
+the long inputs ahead of it whenever they fill the budget, and, in a batch with long ones, until the
+whole batch ends (issue 40 measured a median of 31 s for a one-line question beside 10 long clients).
 
-``fair`` (the default): shortest request first, with aging.
+``fair`` (the default): shortest request first, with aging, and short inputs answered first.
 
 1. **Overdue lane.**  An input passed over by ``max_skips`` batches is overdue.  Overdue inputs come
    first, oldest first, while they fit in ``overdue_share`` of the budget, and the oldest overdue
@@ -17,9 +18,14 @@ every long input queued before it (measured: a median of 31 s for a one-line que
 2. **Cheapest request first.**  The rest of the budget goes to requests in order of the tokens they
    still have waiting (ties: the older first), each request's inputs in order; an input that does not
    fit is skipped and smaller ones behind it still fill the room (as ``fifo`` does).
+3. **Short inputs answered first.**  The batcher runs a batch as the length sub-batches the encoder
+   would form anyway (same budget, same padding rule: no extra work), shortest first, and answers
+   each as soon as it is done; ``fifo`` makes one call, which the encoder runs longest first, so a
+   short input in a batch of long ones was answered only when the whole batch ended.
 
-Why this serves short requests within one batch: requests cheaper than the budget's
-``1 - overdue_share`` all fit in the next batch after the overdue lane, whatever long work waits.
+Why this serves a short request within one batch plus its own encode: requests cheaper than the
+budget's ``1 - overdue_share`` all fit in the next batch after the overdue lane, whatever long work
+waits, and are answered as soon as their own sub-batch is done, at the start of that batch.
 
 Why nothing waits forever (the aging bound): once an input is overdue, every batch takes the oldest
 overdue input, and inputs that arrive later are younger, so they never come before it in the
@@ -61,7 +67,10 @@ class Waiting(Protocol):
 
 
 class Policy(Protocol):
-    """A scheduling policy: the next batch, and how many waiting tokens would run before new work."""
+    """A scheduling policy: the next batch, how many waiting tokens would run before new work, and
+    whether a batch runs shortest sub-batch first, each answered at once (``answers_short_first``)."""
+
+    answers_short_first: bool
 
     def select(self, requests: Sequence[Waiting], budget: int, batches_formed: int) -> list[Any]: ...
 
@@ -70,7 +79,10 @@ class Policy(Protocol):
 
 @dataclass(frozen=True)
 class Fifo:
-    """The oldest input, then later ones in arrival order while they fit in the budget."""
+    """The oldest input, then later ones in arrival order while they fit in the budget; a batch is
+    one encoder call, answered when it ends (longembed's first server, for before/after runs)."""
+
+    answers_short_first: bool = False
 
     def select(self, requests: Sequence[Waiting], budget: int, batches_formed: int) -> list[Any]:
         return _fill([], budget, _in_arrival_order(requests))
@@ -86,6 +98,7 @@ class Fair:
 
     max_skips: int = MAX_SKIPS
     overdue_share: float = OVERDUE_SHARE
+    answers_short_first: bool = True
 
     def __post_init__(self) -> None:
         if self.max_skips < 0 or not 0 < self.overdue_share <= 1:
