@@ -351,7 +351,7 @@ def fake_encode(texts, prompt, normalize, budget):
     return np.array([[len(t), hash(t) % 1000] for t in texts], dtype=np.float32)
 
 
-def test_batcher_puts_the_oldest_input_first_and_fills_the_budget_in_order() -> None:
+def test_fifo_batcher_puts_the_oldest_input_first_and_fills_the_budget_in_order() -> None:
     seen: list[list[str]] = []
     gate = threading.Event()
 
@@ -360,7 +360,7 @@ def test_batcher_puts_the_oldest_input_first_and_fills_the_budget_in_order() -> 
         seen.append(list(texts))
         return fake_encode(texts, prompt, normalize, budget)
 
-    batcher = DynamicBatcher(encode, max_batch_tokens=100, max_queue_tokens=10_000)
+    batcher = DynamicBatcher(encode, max_batch_tokens=100, max_queue_tokens=10_000, scheduler="fifo")
     batcher.start()
     blocker = batcher.submit(["blocker"], [10])
     time.sleep(0.1)  # the worker holds the blocker; the rest queue up behind it
@@ -605,8 +605,13 @@ def test_batcher_cancel_and_a_bounded_close() -> None:
     assert time.monotonic() - start < 5
     with pytest.raises(ShuttingDown):
         kept.result(timeout=1)
+    # the batch still in the model at the deadline cannot finish in time either: its client is
+    # answered now (503), not when the model returns; its late result is dropped without an error
+    with pytest.raises(ShuttingDown, match="before this request was finished"):
+        running.result(timeout=1)
     gate.set()
-    assert running.result(timeout=10).shape == (1, 2)
+    batcher._thread.join(10)
+    assert not batcher._thread.is_alive()
 
 
 def test_every_server_setting_is_a_serve_flag_and_round_trips(monkeypatch) -> None:
@@ -625,14 +630,20 @@ def test_every_server_setting_is_a_serve_flag_and_round_trips(monkeypatch) -> No
                   "--max-chunks-per-request", "99", "--max-token-vectors", "777", "--dimensions", "64,32",
                   "--allow-any-dimensions", "--served-model-name", "m", "--api-key", "k",
                   "--allowed-hosts", "a.example, *.b.example", "--cors-origins", "http://x", "--shutdown-seconds", "2.5")
+    given_scheduling = parse("--scheduler", "fifo", "--queue-seconds", "12.5")
     assert given == ServerSettings(
         overflow="truncate", max_batch_tokens=4096, max_queue_tokens=9000, max_client_batch_size=8,
         max_body_bytes=1000, max_document_tokens=5000, max_chunks_per_request=99, max_token_vectors=777,
         dimensions=(64, 32), allow_any_dimensions=True, served_model_name="m", api_key="k",
         allowed_hosts=("a.example", "*.b.example"), cors_origins=("http://x",), shutdown_seconds=2.5,
     )
+    assert given_scheduling == ServerSettings(scheduler="fifo", queue_seconds=12.5)
     assert {f.name for f in dataclasses.fields(ServerSettings)} == {
-        f.name for f in dataclasses.fields(ServerSettings) if getattr(given, f.name) != getattr(ServerSettings(), f.name)
+        f.name for f in dataclasses.fields(ServerSettings)
+        if getattr(given, f.name) != getattr(ServerSettings(), f.name)
+        or getattr(given_scheduling, f.name) != getattr(ServerSettings(), f.name)
     }  # every field was reachable from a flag
     with pytest.raises(SystemExit):
         parse("--dimensions", "64,-1")
+    with pytest.raises(SystemExit):
+        parse("--scheduler", "lottery")

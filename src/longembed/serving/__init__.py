@@ -5,7 +5,8 @@ prometheus-client); without it this package still imports (the settings and the 
 need nothing), and :func:`require_serving_extra` says what to install.  :func:`create_app` builds the
 ASGI app for any encoder; :func:`build_server` wraps it in uvicorn.  The modules: ``overflow``
 (extend / truncate / error), ``batcher`` (dynamic batching under a token budget), ``metrics``
-(Prometheus), ``validation`` and ``token_validation`` (request checks and error shapes), ``service``
+(Prometheus), ``scheduling`` (which inputs run next: fair or fifo), ``throughput`` (measured
+tokens/s, for Retry-After), ``validation`` and ``token_validation`` (request checks and error shapes), ``service``
 (plan, queue, count), ``chunks`` (late and naive chunks, token states, token lists), ``responses``
 (bodies), ``app`` (routes), ``server`` (uvicorn), ``settings``.  Names are imported on first use
 (``longembed.lazy``), so the command line's ``--help`` reads the choices without the web stack.

@@ -94,6 +94,8 @@ async def respond(
         response = await call()
     except ApiError as error:
         response = shape(error)
+        if getattr(error, "retry_after", None) is not None:  # a refusal to retry later (429, 503)
+            response.headers["Retry-After"] = str(error.retry_after)
     except (ClientDisconnect, ClientGone):  # nobody reads an answer: count it, no traceback, no 500
         service.metrics.client_disconnects.labels(route).inc()
         logger.info("%s: the client disconnected before its answer was ready", route)
@@ -130,7 +132,8 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service.batcher.start()
         yield
-        # finish the accepted inputs, for at most shutdown_seconds; what is left is answered 503
+        # finish the accepted inputs by the shutdown deadline (begun when uvicorn began its shutdown,
+        # see longembed.serving.server; here, under a test client, now); what is left is answered 503
         await run_in_threadpool(service.batcher.close, service.settings.shutdown_seconds)
 
     # the documentation routes are FastAPI's, added here so that the API key guards them too

@@ -7,14 +7,23 @@ splits it under the same token budget).  The server queues token ids (``longembe
 TokenizedInput``), as TEI does: an input is tokenized once, when its request is planned, and the
 model runs those ids; the batcher itself only needs each input's token count.
 
-Fairness: a batch always starts with the oldest waiting input, then takes later inputs, in arrival
-order, while they fit in ``max_batch_tokens``.  A long input therefore waits only for the inputs that
-arrived before it, never behind an endless stream of short ones; short ones still fill the room a
-long one leaves.  The queue is bounded by tokens (:class:`QueueFull` -> 429; a request larger than
-the whole queue, :class:`RequestTooLarge` -> 413, is refused even when the queue is empty), inference
-never runs on the event loop, a request whose client went away is taken out of the queue
-(:meth:`DynamicBatcher.cancel`), and :meth:`DynamicBatcher.close` finishes the accepted inputs within
-its timeout, then cancels what is left.
+Which inputs make the next batch is the scheduling policy's choice (:mod:`longembed.serving.
+scheduling`): ``fair`` (cheapest request first, with aging: short requests are not starved by long
+ones, and nothing waits forever) or ``fifo`` (arrival order).
+
+Saying no early and clearly (each refusal carries ``retry_after``, the seconds after which a retry
+may succeed, estimated from the waiting tokens and the measured :class:`~longembed.serving.
+throughput.Throughput`): a request larger than the whole queue is :class:`RequestTooLarge` (413,
+even when the queue is empty); one that would pass ``max_queue_tokens``, or whose estimated wait
+for its first batch passes its limit (``max_queue_seconds``, or the smaller limit the request gives),
+is :class:`QueueFull` (429) at once, not after a long silence; a request still waiting at its limit
+is :class:`QueueTimeout` (503).  A request whose client went away is taken out of the queue
+(:meth:`DynamicBatcher.cancel`).  Inference never runs on the event loop.
+
+Shutdown keeps its promise: :meth:`DynamicBatcher.begin_close` takes nothing new and sets a deadline;
+the worker keeps running batches that can finish by then (by the throughput estimate) and answers
+the rest :class:`ShuttingDown` (503) at once; at the deadline everything unfinished, even a batch
+still in the model, is answered :class:`ShuttingDown`, so no client waits past it.
 
 Two kinds of work share the queue and the budget: ``"vectors"`` (one pooled vector per input, the
 ``encode`` function) and ``"states"`` (one (len, dim) array of last-layer token states per input, the
@@ -27,13 +36,16 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from longembed.batching import length_batches
+from longembed.serving.scheduling import Policy, policy_named
+from longembed.serving.throughput import Throughput
 
 #: encode(inputs, prompt, normalize, max_batch_tokens) -> (n, dim) float32; inputs are what was
 #: submitted (the server: TokenizedInputs, their prompt already in their ids).
@@ -42,38 +54,68 @@ EncodeFunction = Callable[[list[Any], str, bool, int], np.ndarray]
 StatesFunction = Callable[[list[Any], int], list[np.ndarray]]
 #: The kinds of work (see the module docstring).
 KINDS = ("vectors", "states")
+#: Retry-After of work refused because the server stops (a restarted server or another replica).
+SHUTDOWN_RETRY_SECONDS = 5.0
 
 
-class QueueFull(RuntimeError):
-    """The queue holds too many tokens already; the client should retry later (429)."""
+class Refused(RuntimeError):
+    """Work the batcher will not do; ``retry_after``: seconds after which a retry may succeed (None:
+    no estimate)."""
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class QueueFull(Refused):
+    """The queue holds too many tokens, or too much work to start this request in time (429)."""
+
+
+class QueueTimeout(Refused):
+    """The request waited its whole limit without reaching the model (503)."""
+
+
+class ShuttingDown(Refused):
+    """The server is finishing its accepted work and takes nothing new (503)."""
+
+    def __init__(self, message: str, retry_after: float | None = SHUTDOWN_RETRY_SECONDS):
+        super().__init__(message, retry_after)
 
 
 class RequestTooLarge(ValueError):
     """One request holds more tokens than the whole queue may (413): it must be split."""
 
 
-class ShuttingDown(RuntimeError):
-    """The server is finishing its accepted work and takes nothing new (503)."""
-
-
-@dataclass
+@dataclass(eq=False)
 class _Job:
-    """One request: its inputs' vectors fill in as their batches finish."""
+    """One request: its inputs not yet started, and its vectors, filled in as their batches finish."""
 
     future: Future
-    vectors: list[np.ndarray | None]
-    remaining: int
-    kind: str = "vectors"
+    kind: str
+    prompt: str
+    normalize: bool
+    seq: int  # arrival order
+    queued_at_batch: int  # batches formed before it arrived
+    deadline: float | None  # it must reach the model by then (clock time), or QueueTimeout
+    n_inputs: int
+    pending: list[_Item] = field(default_factory=list)
+    started: bool = False
+
+    def __post_init__(self) -> None:
+        self.vectors: list[np.ndarray | None] = [None] * self.n_inputs
+        self.remaining = self.n_inputs
+
+    @property
+    def pending_tokens(self) -> int:
+        return sum(item.n_tokens for item in self.pending)
 
 
-@dataclass
+@dataclass(eq=False)
 class _Item:
     """One input waiting for a batch."""
 
     input: Any
     n_tokens: int
-    prompt: str
-    normalize: bool
     job: _Job
     index: int
 
@@ -89,62 +131,113 @@ class BatchRecord:
 
 @dataclass
 class DynamicBatcher:
-    """Embeds submitted inputs in token-budgeted batches on a background thread."""
+    """Embeds submitted inputs in token-budgeted batches on a background thread.
+
+    ``scheduler``: a policy name (``"fair"``, ``"fifo"``) or a :class:`~longembed.serving.scheduling.
+    Policy`; ``max_queue_seconds``: the longest a request may wait for its first batch (None: no
+    limit); ``clock``: seconds, monotonic (tests pass a fake one)."""
 
     encode: EncodeFunction
     max_batch_tokens: int
     max_queue_tokens: int
     on_batch: Callable[[BatchRecord], None] | None = None
     encode_states: StatesFunction | None = None
-    _queue: deque[_Item] = field(default_factory=deque, init=False)
+    scheduler: str | Policy = "fair"
+    max_queue_seconds: float | None = None
+    clock: Callable[[], float] = time.monotonic
+    throughput: Throughput = field(default_factory=Throughput)
+    _jobs: dict[Future, _Job] = field(default_factory=dict, init=False)  # in arrival order
     _queued_tokens: int = field(default=0, init=False)
+    _queued_inputs: int = field(default=0, init=False)
+    _batches_formed: int = field(default=0, init=False)
+    _arrivals: int = field(default=0, init=False)
+    _running: list[_Item] = field(default_factory=list, init=False)
+    _running_since: float = field(default=0.0, init=False)
     _condition: threading.Condition = field(default_factory=threading.Condition, init=False)
     _closing: bool = field(default=False, init=False)
+    _deadline: float | None = field(default=None, init=False)
+    _timer: threading.Timer | None = field(default=None, init=False)
     _thread: threading.Thread | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         if self.max_batch_tokens < 1 or self.max_queue_tokens < 1:
             raise ValueError("max_batch_tokens and max_queue_tokens must be positive")
+        if self.max_queue_seconds is not None and self.max_queue_seconds <= 0:
+            raise ValueError(f"max_queue_seconds must be positive (or None), got {self.max_queue_seconds}")
+        self.policy: Policy = policy_named(self.scheduler) if isinstance(self.scheduler, str) else self.scheduler
 
     # ---------------------------------------------------------------- client side
     def submit(
         self, inputs: Sequence[Any], token_counts: Sequence[int], prompt: str = "", normalize: bool = True,
-        kind: str = "vectors",
+        kind: str = "vectors", queue_seconds: float | None = None,
     ) -> Future:
         """Queue ``inputs`` (of ``token_counts`` tokens); the future resolves to their (n, dim) float32
         vectors in input order (``kind="states"``: the list of their token-state arrays).  Inputs of one
-        kind, prompt and normalization are encoded together.
+        kind, prompt and normalization are encoded together.  ``queue_seconds``: this request's own
+        limit on its wait for a batch (the smaller of it and ``max_queue_seconds`` holds).
 
         Raises :class:`RequestTooLarge` when the request alone holds more than ``max_queue_tokens``
         (it could never be queued: the client must split it), :class:`QueueFull` when the queue's
-        work and these tokens together would pass ``max_queue_tokens`` (retry later),
-        :class:`ShuttingDown` after :meth:`close`.
+        work and these tokens together would pass ``max_queue_tokens`` or when the estimated wait
+        passes the limit (retry later), :class:`ShuttingDown` after :meth:`begin_close`.  The future
+        fails with :class:`QueueTimeout` if the request is still waiting at its limit.
         """
         if len(inputs) != len(token_counts) or not inputs:
             raise ValueError("submit needs one token count per input, and at least one input")
         if kind not in KINDS or (kind == "states" and self.encode_states is None):
             raise ValueError(f"this batcher cannot run {kind!r} work (kinds: {KINDS}; states need encode_states)")
-        future: Future = Future()
-        job = _Job(future, [None] * len(inputs), len(inputs), kind)
         tokens = sum(token_counts)
         if tokens > self.max_queue_tokens:
             raise RequestTooLarge(
                 f"this request has {tokens} tokens, more than the {self.max_queue_tokens} this server queues at "
                 "once (max_queue_tokens): send its inputs in several smaller requests"
             )
+        limit = _smaller(self.max_queue_seconds, queue_seconds)
         with self._condition:
-            if self._closing:
-                raise ShuttingDown("the server is shutting down")
-            if self._queued_tokens + tokens > self.max_queue_tokens:
-                raise QueueFull(
-                    f"the queue holds {self._queued_tokens} tokens; this request's {tokens} would pass the "
-                    f"limit of {self.max_queue_tokens}: retry later"
-                )
-            for index, (item, n) in enumerate(zip(inputs, token_counts, strict=True)):
-                self._queue.append(_Item(item, n, prompt, normalize, job, index))
+            self._refuse_if_full(tokens, limit)
+            now = self.clock()
+            job = _Job(Future(), kind, prompt, normalize, self._arrivals, self._batches_formed,
+                       None if limit is None else now + limit, len(inputs))
+            job.pending = [_Item(item, n, job, i) for i, (item, n) in enumerate(zip(inputs, token_counts, strict=True))]
+            self._arrivals += 1
+            self._jobs[job.future] = job
             self._queued_tokens += tokens
+            self._queued_inputs += len(inputs)
             self._condition.notify()
-        return future
+        return job.future
+
+    def _refuse_if_full(self, tokens: int, limit: float | None) -> None:
+        """Raise what :meth:`submit` raises for a request of ``tokens`` (the lock is held)."""
+        if self._closing:
+            raise ShuttingDown("the server is shutting down and takes no new work")
+        if self._queued_tokens + tokens > self.max_queue_tokens:
+            freed = self.throughput.seconds_for(self._queued_tokens + tokens - self.max_queue_tokens)
+            raise QueueFull(
+                f"the queue holds {self._queued_tokens} tokens; this request's {tokens} would pass the "
+                f"limit of {self.max_queue_tokens}: retry later", freed,
+            )
+        wait = self._estimated_wait(tokens)
+        if limit is not None and wait is not None and wait > limit:
+            raise QueueFull(
+                f"the server is busy: this request would wait about {wait:.0f} s for the model, more than its "
+                f"limit of {limit:g} s (--queue-seconds, or the request's X-Longembed-Queue-Seconds): retry later",
+                wait - limit,
+            )
+
+    def estimated_wait(self, tokens: int) -> float | None:
+        """Seconds a new request of ``tokens`` tokens would wait for its first batch (None before
+        any batch has been measured)."""
+        with self._condition:
+            return self._estimated_wait(tokens)
+
+    def _estimated_wait(self, tokens: int) -> float | None:
+        ahead = self.policy.tokens_ahead(list(self._jobs.values()), tokens, self._batches_formed)
+        queued = self.throughput.seconds_for(ahead)
+        if queued is None:
+            return None
+        running = sum(item.n_tokens for item in self._running)
+        left = max(0.0, self.throughput.seconds_for(running) - (self.clock() - self._running_since)) if running else 0.0
+        return left + queued
 
     @property
     def queued_tokens(self) -> int:
@@ -152,11 +245,51 @@ class DynamicBatcher:
 
     @property
     def queued_inputs(self) -> int:
-        return len(self._queue)
+        return self._queued_inputs
 
     @property
     def closing(self) -> bool:
         return self._closing
+
+    @property
+    def batches_formed(self) -> int:
+        return self._batches_formed
+
+    def cancel(self, future: Future) -> int:
+        """Take the not-yet-started inputs of ``future``'s request out of the queue (its client went
+        away) and cancel the future; returns how many inputs were removed.  Inputs already in a
+        running batch finish, and their vectors are dropped."""
+        with self._condition:
+            job = self._jobs.get(future)
+            removed = self._remove(job) if job is not None else 0
+        future.cancel()
+        return removed
+
+    def check_deadline(self, future: Future) -> None:
+        """Fail ``future``'s request with :class:`QueueTimeout` if it is still waiting for its first
+        batch past its limit (the server calls this while the request waits)."""
+        with self._condition:
+            job = self._jobs.get(future)
+            if job is not None:
+                self._expire([job], self.clock())
+
+    def _remove(self, job: _Job) -> int:
+        """Take ``job`` out of the queue (the lock is held); how many inputs it still had waiting."""
+        del self._jobs[job.future]
+        self._queued_tokens -= job.pending_tokens
+        self._queued_inputs -= len(job.pending)
+        removed, job.pending = len(job.pending), []
+        return removed
+
+    def _expire(self, jobs: Sequence[_Job], now: float) -> None:
+        """Fail the jobs not started whose deadline has passed (the lock is held)."""
+        for job in jobs:
+            if not job.started and job.deadline is not None and now > job.deadline:
+                self._remove(job)
+                _fail(job, QueueTimeout(
+                    "this request waited its whole limit (--queue-seconds, or its X-Longembed-Queue-Seconds) "
+                    "without reaching the model: the server is busy, retry later",
+                    self._estimated_wait(job.pending_tokens or 1)))
 
     # ---------------------------------------------------------------- worker side
     def start(self) -> None:
@@ -164,90 +297,154 @@ class DynamicBatcher:
             self._thread = threading.Thread(target=self._work, name="longembed-batcher", daemon=True)
             self._thread.start()
 
-    def cancel(self, future: Future) -> int:
-        """Take the not-yet-started inputs of ``future``'s request out of the queue (its client went
-        away) and cancel the future; returns how many inputs were removed.  Inputs already in a
-        running batch finish, and their vectors are dropped."""
+    def begin_close(self, timeout: float | None = None) -> None:
+        """Take nothing new; run what can finish within ``timeout`` seconds (None: everything), answer
+        the rest :class:`ShuttingDown` (at once when it cannot finish in time, at the deadline at the
+        latest).  Returns at once; :meth:`close` waits."""
         with self._condition:
-            kept = deque(item for item in self._queue if item.job.future is not future)
-            removed = [item for item in self._queue if item.job.future is future]
-            self._queue = kept
-            self._queued_tokens -= sum(item.n_tokens for item in removed)
-        future.cancel()
-        return len(removed)
+            if self._closing:
+                return
+            self._closing = True
+            self._deadline = None if timeout is None else self.clock() + max(0.0, timeout)
+            self._condition.notify_all()
+        if timeout is not None:
+            self._timer = threading.Timer(max(0.0, timeout), self._fail_unfinished)
+            self._timer.daemon = True
+            self._timer.start()
 
     def close(self, timeout: float | None = None) -> None:
-        """Take nothing new, finish the queued inputs within ``timeout`` seconds (None: all of them),
-        then fail what is still queued with :class:`ShuttingDown` and return."""
-        with self._condition:
-            self._closing = True
-            self._condition.notify_all()
-        if self._thread is None:
-            self._fail_queued()
-            return
-        self._thread.join(timeout)
-        if self._thread.is_alive():  # out of time: what has not started is answered 503, not computed
-            self._fail_queued()
-            self._thread.join(timeout)
+        """:meth:`begin_close` (unless begun: its deadline holds), then wait for the worker until the
+        deadline; what is still unfinished then is answered :class:`ShuttingDown`."""
+        self.begin_close(timeout)
+        if self._thread is not None:
+            left = None if self._deadline is None else max(0.0, self._deadline - self.clock())
+            self._thread.join(left)
+        if self._thread is None or self._thread.is_alive():
+            self._fail_unfinished()
+        if self._timer is not None:
+            self._timer.cancel()
 
-    def _fail_queued(self) -> None:
+    def _fail_unfinished(self) -> None:
+        """Answer every request not finished yet (queued, or in a batch still running) ShuttingDown."""
         with self._condition:
-            left, self._queue, self._queued_tokens = list(self._queue), deque(), 0
-        error = ShuttingDown("the server shut down before this input was embedded")
-        for item in left:
-            with contextlib.suppress(InvalidStateError):
-                item.job.future.set_exception(error)
+            jobs = list(self._jobs.values()) + [item.job for item in self._running]
+            for job in list(self._jobs.values()):
+                self._remove(job)
+        error = ShuttingDown("the server shut down (--shutdown-seconds) before this request was finished")
+        for job in jobs:
+            _fail(job, error)
 
     def _next_batch(self) -> list[_Item]:
-        """The oldest input, then later ones in arrival order while they fit in the token budget."""
-        batch = [self._queue.popleft()]
-        room = self.max_batch_tokens - batch[0].n_tokens
-        kept: deque[_Item] = deque()
-        while self._queue and room > 0:
-            item = self._queue.popleft()
-            if item.n_tokens <= room:
-                batch.append(item)
-                room -= item.n_tokens
-            else:
-                kept.append(item)
-        self._queue.extendleft(reversed(kept))
+        """The policy's next batch, taken out of the queue (the lock is held)."""
+        jobs = list(self._jobs.values())
+        batch = self.policy.select(jobs, self.max_batch_tokens, self._batches_formed)
+        taken = set(map(id, batch))
+        for job in {id(item.job): item.job for item in batch}.values():
+            job.started = True
+            job.pending = [item for item in job.pending if id(item) not in taken]
+            if not job.pending:
+                del self._jobs[job.future]
         self._queued_tokens -= sum(item.n_tokens for item in batch)
+        self._queued_inputs -= len(batch)
+        self._batches_formed += 1
         return batch
 
     def _work(self) -> None:
         while True:
             with self._condition:
-                while not self._queue and not self._closing:
+                while not self._jobs and not self._closing:
                     self._condition.wait()
-                if not self._queue:
+                if not self._jobs:
                     return  # closing and drained
-                batch = self._next_batch()
+                batch = self._take_batch()
+            if batch:
+                self._run_batch(batch)
+
+    def step(self) -> int:
+        """Form and run one batch on the calling thread; how many inputs it ran (0: none waited, or
+        they were answered without running).  The tests drive an unstarted batcher this way."""
+        with self._condition:
+            batch = self._take_batch() if self._jobs else []
+        if batch:
+            self._run_batch(batch)
+        return len(batch)
+
+    def _take_batch(self) -> list[_Item]:
+        """Expire what waited too long, take the policy's next batch, and answer it ShuttingDown
+        instead when it cannot finish before the shutdown deadline (the lock is held)."""
+        now = self.clock()
+        self._expire(list(self._jobs.values()), now)
+        if not self._jobs:
+            return []
+        batch = self._next_batch()
+        if self._too_late(batch, now):
+            self._give_up(batch)
+            return []
+        self._running, self._running_since = batch, now
+        return batch
+
+    def _run_batch(self, batch: list[_Item]) -> None:
+        try:
             self._run(batch)
+        finally:
+            with self._condition:
+                self._running = []
+
+    def _too_late(self, batch: list[_Item], now: float) -> bool:
+        """Closing, and this batch would not finish before the deadline (by the throughput estimate)."""
+        if self._deadline is None:
+            return False
+        needed = self.throughput.seconds_for(sum(item.n_tokens for item in batch))
+        return now >= self._deadline or (needed is not None and now + needed > self._deadline)
+
+    def _give_up(self, batch: list[_Item]) -> None:
+        """Shutting down without time for ``batch``: answer its requests and every queued one now, as
+        cheaper work was chosen first (the lock is held)."""
+        jobs = [item.job for item in batch] + list(self._jobs.values())
+        for job in list(self._jobs.values()):
+            self._remove(job)
+        error = ShuttingDown("the server is shutting down and cannot finish this request within --shutdown-seconds")
+        for job in jobs:
+            _fail(job, error)
 
     def _run(self, batch: list[_Item]) -> None:
-        start = time.perf_counter()
+        """Embed ``batch``: each kind / prompt / normalization as its own call; when the policy
+        answers short inputs first, as one call per length sub-batch (the ones the encoder would form
+        under the same budget), shortest first, each answered as soon as it is done, so a short input
+        is not held until the long ones finish."""
+        start = self.clock()
         groups: dict[tuple[str, str, bool], list[_Item]] = {}
         for item in batch:
-            groups.setdefault((item.job.kind, item.prompt, item.normalize), []).append(item)
+            groups.setdefault((item.job.kind, item.job.prompt, item.job.normalize), []).append(item)
         for (kind, prompt, normalize), items in groups.items():
-            items = [item for item in items if not item.job.future.done()]  # cancelled or failed meanwhile
-            if not items:
+            if not self.policy.answers_short_first:
+                self._encode_and_deliver(kind, prompt, normalize, items)
                 continue
-            inputs = [i.input for i in items]
-            try:
-                if kind == "states":
-                    vectors = self.encode_states(inputs, self.max_batch_tokens)
-                else:
-                    vectors = self.encode(inputs, prompt, normalize, self.max_batch_tokens)
-            except Exception as exc:  # a failure fails the requests it touches, not the server
-                for item in items:
-                    with contextlib.suppress(InvalidStateError):
-                        item.job.future.set_exception(exc)
-                continue
-            for item, vector in zip(items, vectors, strict=True):
-                self._deliver(item, vector)
+            lengths = [item.n_tokens for item in items]
+            for indices in reversed(length_batches(lengths, len(items), self.max_batch_tokens)):
+                self._encode_and_deliver(kind, prompt, normalize, [items[i] for i in indices])
+        seconds, n_tokens = self.clock() - start, sum(i.n_tokens for i in batch)
+        with self._condition:
+            self.throughput.record(n_tokens, seconds)
         if self.on_batch is not None:
-            self.on_batch(BatchRecord(len(batch), sum(i.n_tokens for i in batch), time.perf_counter() - start))
+            self.on_batch(BatchRecord(len(batch), n_tokens, seconds))
+
+    def _encode_and_deliver(self, kind: str, prompt: str, normalize: bool, items: list[_Item]) -> None:
+        items = [item for item in items if not item.job.future.done()]  # cancelled or failed meanwhile
+        if not items:
+            return
+        inputs = [i.input for i in items]
+        try:
+            if kind == "states":
+                vectors = self.encode_states(inputs, self.max_batch_tokens)
+            else:
+                vectors = self.encode(inputs, prompt, normalize, self.max_batch_tokens)
+        except Exception as exc:  # a failure fails the requests it touches, not the server
+            for item in items:
+                _fail(item.job, exc)
+            return
+        for item, vector in zip(items, vectors, strict=True):
+            self._deliver(item, vector)
 
     @staticmethod
     def _deliver(item: _Item, vector: np.ndarray) -> None:
@@ -259,3 +456,13 @@ class DynamicBatcher:
         if job.remaining == 0:
             with contextlib.suppress(InvalidStateError):  # cancelled by the event loop meanwhile
                 job.future.set_result(np.stack(job.vectors) if job.kind == "vectors" else list(job.vectors))
+
+
+def _fail(job: _Job, error: BaseException) -> None:
+    with contextlib.suppress(InvalidStateError):
+        job.future.set_exception(error)
+
+
+def _smaller(a: float | None, b: float | None) -> float | None:
+    """The smaller of two limits, None meaning no limit."""
+    return b if a is None else a if b is None else min(a, b)

@@ -21,15 +21,34 @@ from starlette.concurrency import run_in_threadpool
 
 from longembed.encoder import LongContextEncoder
 from longembed.inputs import OverflowPolicy, TokenizedInput
-from longembed.serving.batcher import DynamicBatcher, QueueFull, RequestTooLarge, ShuttingDown
+from longembed.serving.batcher import (
+    DynamicBatcher,
+    QueueFull,
+    QueueTimeout,
+    Refused,
+    RequestTooLarge,
+    ShuttingDown,
+)
 from longembed.serving.choices import OVERFLOW_POLICIES
 from longembed.serving.metrics import ServerMetrics
 from longembed.serving.overflow import InputTooLong, OverflowPlanner, PlannedInput, TooManyTokens
 from longembed.serving.settings import MATRYOSHKA_DIMENSIONS, ServerSettings
+from longembed.serving.throughput import retry_after_seconds
 from longembed.serving.validation import ApiError, EmbedRequest, RequestValidator
 
-#: Seconds between checks that a waiting request's client is still connected.
+#: Seconds between checks that a waiting request's client is still connected (and within its limit).
 DISCONNECT_POLL_SECONDS = 0.25
+#: The request header that lowers the server's --queue-seconds for one request.
+QUEUE_SECONDS_HEADER = "X-Longembed-Queue-Seconds"
+
+
+class RetryLater(ApiError):
+    """A refusal the client may retry: answered with a ``Retry-After`` header (whole seconds, at
+    least 1; 1 when nothing has been measured yet to estimate it)."""
+
+    def __init__(self, status: int, refused: Refused, code: str, param: str | None = None):
+        super().__init__(status, str(refused), param, code)
+        self.retry_after = retry_after_seconds(refused.retry_after or 0.0)
 
 
 class ClientGone(Exception):
@@ -70,6 +89,8 @@ class EmbeddingService:
             max_queue_tokens=s.max_queue_tokens or 32 * s.max_batch_tokens,
             on_batch=self.metrics.record_batch,
             encode_states=self._states,
+            scheduler=s.scheduler,
+            max_queue_seconds=s.queue_seconds or None,
         )
         self.dimensions = s.dimensions or MATRYOSHKA_DIMENSIONS.get(folder_name(self.encoder), ())
         self.validator = RequestValidator(self.encoder, s, self.dimensions)
@@ -108,6 +129,8 @@ class EmbeddingService:
             "late_chunking": e.pooling == "mean",
             "max_batch_tokens": s.max_batch_tokens,
             "max_queue_tokens": self.batcher.max_queue_tokens,
+            "scheduler": s.scheduler,
+            "queue_seconds": s.queue_seconds or None,
             "max_client_batch_size": s.max_client_batch_size,
             "max_body_bytes": s.max_body_bytes,
             "max_document_tokens": s.max_document_tokens,
@@ -158,18 +181,25 @@ class EmbeddingService:
         normalize: bool | None = None, kind: str = "vectors",
     ) -> Any:
         """Queue ``inputs`` (the batcher's ``kind`` of work) and await their results; the batcher's
-        refusals as 413 (larger than the whole queue), 429 (queue full) or 503 (shutting down)."""
+        refusals as 413 (larger than the whole queue), 429 (queue full, or the wait would pass the
+        request's limit) or 503 (waited its whole limit, shutting down), the last two with Retry-After."""
+        limit = queue_seconds(request)
         try:
-            future = self.batcher.submit(inputs, token_counts, prefix, normalize, kind)
+            future = self.batcher.submit(inputs, token_counts, prefix, normalize, kind, queue_seconds=limit)
         except RequestTooLarge as exc:
             raise ApiError(413, str(exc), "input", "request_too_large") from None
         except QueueFull as exc:
-            raise ApiError(429, str(exc), code="queue_full") from None
+            raise RetryLater(429, exc, "queue_full") from None
         except ShuttingDown as exc:
-            raise ApiError(503, str(exc), code="shutting_down") from None
+            raise RetryLater(503, exc, "shutting_down") from None
         self.metrics.queue_tokens.set(self.batcher.queued_tokens)
         self.metrics.queue_inputs.set(self.batcher.queued_inputs)
-        return await self.wait(future, request)
+        try:
+            return await self.wait(future, request)
+        except QueueTimeout as exc:
+            raise RetryLater(503, exc, "queue_timeout") from None
+        except ShuttingDown as exc:
+            raise RetryLater(503, exc, "shutting_down") from None
 
     def count(self, route: str, inputs: Sequence[PlannedInput]) -> None:
         """Count embedded inputs and their tokens under ``route``, and those over Lo or cut."""
@@ -180,17 +210,35 @@ class EmbeddingService:
         self.metrics.tokens.labels(route).inc(sum(p.n_tokens for p in inputs))
 
     async def wait(self, future: Any, request: Request | None) -> Any:
-        """The future's result; if the client disconnects first, its queued inputs are cancelled."""
+        """The future's result; if the client disconnects first, its queued inputs are cancelled; a
+        request still waiting for the model past its limit fails (QueueTimeout)."""
         waiting = asyncio.wrap_future(future)
         while request is not None:
             done, _ = await asyncio.wait({waiting}, timeout=DISCONNECT_POLL_SECONDS)
             if done:
                 break
+            self.batcher.check_deadline(future)
             if await request.is_disconnected():
                 self.batcher.cancel(future)
                 waiting.cancel()
                 raise ClientGone()
         return await waiting
+
+
+def queue_seconds(request: Request | None) -> float | None:
+    """The request's own limit on its wait (the ``X-Longembed-Queue-Seconds`` header), or None; a
+    value that is not a positive number is a 400 naming the header."""
+    value = None if request is None else request.headers.get(QUEUE_SECONDS_HEADER)
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds < float("inf"):
+        raise ApiError(400, f"header {QUEUE_SECONDS_HEADER} must be a positive number of seconds, got {value!r}",
+                       QUEUE_SECONDS_HEADER)
+    return seconds
 
 
 def folder_name(encoder: LongContextEncoder) -> str:

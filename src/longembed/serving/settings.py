@@ -7,6 +7,7 @@ from typing import Any
 
 from longembed.overflow import resolve_overflow
 from longembed.serving.choices import OVERFLOW_POLICIES
+from longembed.serving.scheduling import SCHEDULERS
 
 #: Models trained with Matryoshka representation learning: the output sizes they support.
 MATRYOSHKA_DIMENSIONS = {"nomic-embed-text-v1.5": (768, 512, 256, 128, 64)}
@@ -52,7 +53,16 @@ class ServerSettings:
     cors_origins: tuple[str, ...] = _setting(
         "browser origins allowed to call the server, e.g. http://localhost:3000 (default: none)", (), metavar="LIST")
     shutdown_seconds: float = _setting(
-        "on SIGTERM, seconds to finish queued work before the rest is answered 503", 30.0)
+        "on SIGTERM, the whole shutdown takes at most this many seconds: accepted work that can finish by "
+        "then finishes, the rest is answered 503 with Retry-After", 30.0)
+    # scheduling and early refusal (issue 40)
+    scheduler: str = _setting(
+        "which waiting inputs run next: fair (cheapest request first, with aging: short requests are not "
+        "starved by long ones, and none waits forever) or fifo (arrival order)", "fair", SCHEDULERS)
+    queue_seconds: float = _setting(
+        "longest a request may wait for the model; a request that would wait longer (estimated from the queue "
+        "and the measured tokens/s) gets 429 with Retry-After at once. A client may ask for less with the "
+        "header X-Longembed-Queue-Seconds. 0: no limit", 60.0)
 
     def __post_init__(self) -> None:
         resolve_overflow(self.overflow, "server")
@@ -66,5 +76,9 @@ class ServerSettings:
                                              and self.api_key == self.api_key.strip()):
             raise ValueError("api_key must be printable ASCII without spaces at its ends: a client cannot send "
                              "any other key in an HTTP header")
+        if self.queue_seconds < 0:
+            raise ValueError(f"queue_seconds must be >= 0 (0: no limit), got {self.queue_seconds}")
+        if self.scheduler not in SCHEDULERS:
+            raise ValueError(f"scheduler must be one of {', '.join(SCHEDULERS)}, got {self.scheduler!r}")
         if self.shutdown_seconds < 0:
             raise ValueError(f"shutdown_seconds must be >= 0, got {self.shutdown_seconds}")

@@ -1,0 +1,238 @@
+"""Short requests behind long ones (issue 40): the 10-long / 40-short mix, per scheduling policy.
+
+    python benchmarks/serve_fairness.py --model default --method pi --max-length 2048 \\
+        --seconds 60 --long-clients 10 --short-clients 40 --schedulers fifo,fair --rounds 2 \\
+        --out benchmarks/results/serve_fairness.json
+
+For each round and each policy in ``--schedulers`` (alternated, so that "before" (``fifo``, the old
+oldest-first order) and "after" (``fair``) share the machine's conditions), a ``longembed serve
+--scheduler NAME`` subprocess on 127.0.0.1 gets:
+
+1. ``idle``: ``--idle-requests`` short requests one after the other (a short request's own encode,
+   with nothing else in flight);
+2. ``load``: for ``--seconds``, ``--long-clients`` clients each sending requests of
+   ``--long-inputs`` inputs of ~``--long-tokens`` tokens, one after the other, and
+   ``--short-clients`` clients each sending one short question (~``--short-tokens`` tokens) at a
+   time.  A 429 or 503 is counted and retried after its Retry-After (that is the server saying no
+   early); anything else that is not a 200 is an error.
+
+Reported per run: short requests' latency p50/p99 (their wait: queue, batch and their own encode),
+long requests' throughput (the tokens the model ran, from ``longembed_batch_tokens``, less the short
+requests' tokens, per second of the load phase until its last answer; counted per batch, not per
+finished request, so that a few long requests more or less do not decide it),
+the mean model batch duration under load (the server's ``longembed_batch_seconds``), requests done,
+429s, 503s and errors.  The goal (issue 40): under ``fair``, short p99 <= one batch's duration plus
+a short request's own encode (mean batch seconds + idle p50), and long throughput at least 90% of
+``fifo``'s in the same round.  Timing is only meaningful with nothing else running on the cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+from serve_load import free_port, percentile, scrape, text_of
+
+from longembed import load_encoder
+
+
+@dataclass
+class Done:
+    """One finished request: its kind, when it ended (seconds into the load), its latency, its tokens."""
+
+    kind: str
+    ended: float
+    latency: float
+    tokens: int
+
+
+@dataclass
+class Tally:
+    done: list[Done] = field(default_factory=list)
+    refused_429: int = 0
+    refused_503: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def start_server(args: argparse.Namespace, scheduler: str, port: int) -> subprocess.Popen:
+    command = [
+        sys.executable, "-m", "longembed.cli.main", "serve", "--model", args.model, "--method", args.method,
+        "--max-length", str(args.max_length), "--port", str(port), "--scheduler", scheduler,
+        "--max-batch-tokens", str(args.max_batch_tokens),
+    ]
+    if args.queue_seconds is not None:
+        command += ["--queue-seconds", str(args.queue_seconds)]
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 300
+    while True:
+        try:
+            if httpx.get(base + "/health", timeout=2).status_code == 200:
+                return server
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline or server.poll() is not None:
+            server.kill()
+            raise RuntimeError(f"the {scheduler} server did not start: {' '.join(command)}")
+        time.sleep(0.5)
+
+
+async def client(http: httpx.AsyncClient, url: str, kind: str, bodies: list[list[str]], stop: float,
+                 origin: float, tally: Tally) -> None:
+    """Send ``bodies`` in turn (cycling) until ``stop``; retry a 429/503 after its Retry-After."""
+    turn = 0
+    while time.monotonic() < stop:
+        inputs = bodies[turn % len(bodies)]
+        start = time.monotonic()
+        try:
+            response = await http.post(url, json={"model": "m", "input": inputs, "encoding_format": "base64"})
+        except httpx.TransportError as exc:
+            tally.errors.append(f"{kind}: {type(exc).__name__}")
+            continue
+        if response.status_code == 200:
+            now = time.monotonic()
+            tokens = response.json()["usage"]["prompt_tokens"]
+            tally.done.append(Done(kind, now - origin, now - start, tokens))
+            turn += 1
+        elif response.status_code in (429, 503):
+            if response.status_code == 429:
+                tally.refused_429 += 1
+            else:
+                tally.refused_503 += 1
+            wait = float(response.headers.get("retry-after", "1"))
+            await asyncio.sleep(max(0.0, min(wait, stop - time.monotonic())))
+        else:
+            tally.errors.append(f"{kind}: HTTP {response.status_code}: {response.text[:200]}")
+
+
+async def load(base: str, args: argparse.Namespace, long_bodies: list[list[str]], short_bodies: list[list[str]]) -> tuple[Tally, float]:
+    """The mixed load for ``args.seconds``, then the requests in flight finish; (the tally, the
+    seconds from the start until the last answer)."""
+    clients = args.long_clients + args.short_clients
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    tally = Tally()
+    async with httpx.AsyncClient(limits=limits, timeout=args.seconds * 20 + 600) as http:
+        origin = time.monotonic()
+        stop = origin + args.seconds
+        url = base + "/v1/embeddings"
+        workers = [client(http, url, "long", long_bodies[i::args.long_clients], stop, origin, tally)
+                   for i in range(args.long_clients)]
+        workers += [client(http, url, "short", [short_bodies[i]], stop, origin, tally)
+                    for i in range(args.short_clients)]
+        await asyncio.gather(*workers)
+    return tally, time.monotonic() - origin
+
+
+def idle_latencies(base: str, bodies: list[list[str]], n: int) -> list[float]:
+    latencies = []
+    with httpx.Client(timeout=120) as http:
+        for i in range(n):
+            start = time.monotonic()
+            response = http.post(base + "/v1/embeddings", json={"model": "m", "input": bodies[i % len(bodies)]})
+            response.raise_for_status()
+            latencies.append(time.monotonic() - start)
+    return latencies
+
+
+def one_run(args: argparse.Namespace, scheduler: str, long_bodies, short_bodies) -> dict:
+    port = free_port()
+    server = start_server(args, scheduler, port)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        idle_latencies(base, long_bodies[:1], 1)  # warm up the long path once
+        idle = idle_latencies(base, short_bodies, args.idle_requests)
+        before = scrape(base)
+        tally, wall = asyncio.run(load(base, args, long_bodies, short_bodies))
+        after = scrape(base)
+    finally:
+        server.terminate()
+        try:
+            server.wait(60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+    short = [d.latency for d in tally.done if d.kind == "short"]
+    short_tokens = sum(d.tokens for d in tally.done if d.kind == "short")
+    long_tokens = after["longembed_batch_tokens_sum"] - before["longembed_batch_tokens_sum"] - short_tokens
+    batches = after["longembed_batch_seconds_count"] - before["longembed_batch_seconds_count"]
+    batch_seconds = (after["longembed_batch_seconds_sum"] - before["longembed_batch_seconds_sum"]) / max(batches, 1)
+    idle_p50 = percentile(idle, 50)
+    return {
+        "scheduler": scheduler,
+        "short_idle_p50_s": round(idle_p50, 3),
+        "short_requests": len(short),
+        "short_p50_s": round(percentile(short, 50), 3),
+        "short_p99_s": round(percentile(short, 99), 3),
+        "long_requests": sum(d.kind == "long" for d in tally.done),
+        "long_tokens_per_s": round(long_tokens / wall, 1),
+        "load_seconds": round(wall, 1),
+        "batches": int(batches),
+        "batch_seconds_mean": round(batch_seconds, 3),
+        "short_goal_s": round(batch_seconds + idle_p50, 3),
+        "short_p99_within_goal": percentile(short, 99) <= batch_seconds + idle_p50,
+        "refused_429": tally.refused_429,
+        "refused_503": tally.refused_503,
+        "errors": len(tally.errors),
+        "first_errors": tally.errors[:5],
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="default", help="a model folder, or 'default' (the packaged MiniLM)")
+    parser.add_argument("--method", default="pi")
+    parser.add_argument("--max-length", type=int, default=2048)
+    parser.add_argument("--max-batch-tokens", type=int, default=16384)
+    parser.add_argument("--queue-seconds", type=float, default=None, help="the server's --queue-seconds (default: its own)")
+    parser.add_argument("--seconds", type=float, default=60, help="length of the load phase of each run")
+    parser.add_argument("--long-clients", type=int, default=10)
+    parser.add_argument("--short-clients", type=int, default=40)
+    parser.add_argument("--long-inputs", type=int, default=4, help="inputs per long request")
+    parser.add_argument("--long-tokens", type=int, default=1900)
+    parser.add_argument("--short-tokens", type=int, default=16)
+    parser.add_argument("--idle-requests", type=int, default=20)
+    parser.add_argument("--schedulers", default="fifo,fair", help="policies to run, in order, each round")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds of all --schedulers (alternated)")
+    parser.add_argument("--out", type=Path, default=None, help="a JSON file for the results")
+    args = parser.parse_args()
+    if args.long_tokens > args.max_length:
+        parser.error(f"--long-tokens {args.long_tokens} is longer than --max-length {args.max_length}")
+
+    tokenizer = load_encoder(args.model, "truncate").tokenizer
+    long_texts = [text_of(tokenizer, args.long_tokens, 10_000 + i) for i in range(2 * args.long_clients)]
+    long_bodies = [[long_texts[(i + j) % len(long_texts)] for j in range(args.long_inputs)]
+                   for i in range(len(long_texts))]
+    short_bodies = [[text_of(tokenizer, args.short_tokens, i)] for i in range(max(args.short_clients, 1))]
+    runs = []
+    for round_index in range(args.rounds):
+        for scheduler in args.schedulers.split(","):
+            result = {"round": round_index, **one_run(args, scheduler, long_bodies, short_bodies)}
+            print(json.dumps(result), flush=True)
+            runs.append(result)
+    by_round = {}
+    for run in runs:
+        by_round.setdefault(run["round"], {})[run["scheduler"]] = run
+    ratios = [r["fair"]["long_tokens_per_s"] / r["fifo"]["long_tokens_per_s"]
+              for r in by_round.values() if "fair" in r and "fifo" in r and r["fifo"]["long_tokens_per_s"] > 0]
+    summary = {
+        "settings": {k: v for k, v in vars(args).items() if k != "out"},
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+        "runs": runs,
+        "long_throughput_fair_over_fifo": [round(r, 3) for r in ratios],
+    }
+    print(json.dumps(summary, indent=2))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(summary, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,342 @@
+"""The batcher's scheduling (issue 40): short requests are not starved by long ones, nothing waits
+forever, the token budget holds, FIFO is still there, and refusals come early with Retry-After.
+
+No test here depends on timing: policies are pure functions over plain data, and the batcher is
+driven one batch at a time (``step``, no worker thread) with a fake clock that a fake model advances
+by a fixed number of seconds per token.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from longembed.serving.batcher import DynamicBatcher, QueueFull, QueueTimeout, ShuttingDown
+from longembed.serving.scheduling import Fair, Fifo, policy_named
+from longembed.serving.throughput import Throughput, retry_after_seconds
+
+LONG, SHORT, BUDGET = 1900, 20, 16384
+
+
+# ------------------------------------------------------------------ the policies, on plain data
+@dataclass(eq=False)
+class Item:
+    name: str
+    n_tokens: int
+    request: Request
+
+
+@dataclass(eq=False)
+class Request:
+    seq: int
+    queued_at_batch: int
+    pending: list[Item] = field(default_factory=list)
+
+    @property
+    def pending_tokens(self) -> int:
+        return sum(i.n_tokens for i in self.pending)
+
+
+class Queue:
+    """A queue the way the batcher keeps it, to run a policy batch after batch."""
+
+    def __init__(self, policy):
+        self.policy, self.requests, self.batches, self.arrivals = policy, [], 0, 0
+
+    def add(self, name: str, *token_counts: int) -> Request:
+        request = Request(self.arrivals, self.batches)
+        request.pending = [Item(f"{name}.{i}" if len(token_counts) > 1 else name, n, request)
+                           for i, n in enumerate(token_counts)]
+        self.arrivals += 1
+        self.requests.append(request)
+        return request
+
+    def next_batch(self, budget: int = BUDGET) -> list[str]:
+        batch = self.policy.select(list(self.requests), budget, self.batches)
+        taken = set(map(id, batch))
+        assert len(taken) == len(batch), "an input was taken twice"
+        for request in self.requests:
+            request.pending = [i for i in request.pending if id(i) not in taken]
+        self.requests = [r for r in self.requests if r.pending]
+        self.batches += 1
+        return [i.name for i in batch]
+
+
+def test_a_short_request_behind_many_long_ones_is_in_the_next_batch() -> None:
+    """Ten requests of four ~1,900-token inputs (76,000 tokens, 4.6 batches) wait; a short question
+    arrives last.  fair: it is in the very next batch; fifo (the old order): only after every long
+    input, as the budget is full of long inputs for five batches."""
+    for policy, expected_batch in ((Fair(), 0), (Fifo(), 5)):
+        queue = Queue(policy)
+        for r in range(10):
+            queue.add(f"long{r}", LONG, LONG, LONG, LONG)
+        queue.add("short", SHORT)
+        budget = 8 * LONG  # holds eight long inputs and no room for anything else
+        batches = [queue.next_batch(budget) for _ in range(6)]
+        assert [i for i, batch in enumerate(batches) if "short" in batch] == [expected_batch], policy
+
+
+def test_fair_serves_cheapest_requests_first_and_fills_the_rest_with_long_inputs() -> None:
+    queue = Queue(Fair())
+    for r in range(3):
+        queue.add(f"long{r}", LONG, LONG, LONG, LONG)
+    for s in range(40):
+        queue.add(f"short{s}", SHORT)
+    batch = queue.next_batch()
+    assert batch[:40] == [f"short{s}" for s in range(40)]  # every short request, oldest first
+    longs = batch[40:]
+    assert longs == ["long0.0", "long0.1", "long0.2", "long0.3", "long1.0", "long1.1", "long1.2", "long1.3"]
+    assert 40 * SHORT + 8 * LONG <= BUDGET < 40 * SHORT + 9 * LONG  # the budget is as full as it can be
+
+
+def test_a_long_request_is_served_within_the_aging_bound_under_a_constant_stream_of_shorts() -> None:
+    """Cheaper requests keep arriving, more than fill every batch on their own: without aging the long
+    request would never run (checked with aging switched off), with it it runs after max_skips batches."""
+    def run(policy, n_batches: int) -> int | None:
+        queue = Queue(policy)
+        queue.add("long", LONG)
+        for b in range(n_batches):
+            for s in range(BUDGET // SHORT + 10):  # a batch's worth of short requests, and more
+                queue.add(f"s{b}.{s}", SHORT)
+            if "long" in queue.next_batch():
+                return b
+        return None
+
+    assert run(Fair(max_skips=10**9), 40) is None  # pure shortest-first starves it: the test can fail
+    for max_skips in (0, 1, 4, 9):
+        served = run(Fair(max_skips=max_skips), 40)
+        assert served is not None and served <= max_skips  # bound: max_skips + k + 1 batches, k = 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    arrivals=st.lists(st.lists(st.integers(1, 600), min_size=1, max_size=4), min_size=1, max_size=60),
+    per_batch=st.integers(1, 6),
+    max_skips=st.integers(0, 5),
+    budget=st.integers(600, 2000),
+)
+def test_fair_keeps_the_budget_and_the_aging_bound_for_any_arrivals(arrivals, per_batch, max_skips, budget) -> None:
+    """Requests arrive ``per_batch`` at a time between batches; every batch stays within the budget
+    (or is one input), every input is served once, and each within max_skips + k + 1 batches of its
+    arrival, k being the inputs queued ahead of it then (the bound of longembed.serving.scheduling)."""
+    queue, bound, served_at, names = Queue(Fair(max_skips=max_skips)), {}, {}, {}
+    pending = list(enumerate(arrivals))
+    while pending or queue.requests:
+        for index, counts in pending[:per_batch]:
+            ahead = sum(len(r.pending) for r in queue.requests)
+            request = queue.add(f"r{index}", *counts)
+            for position, item in enumerate(request.pending):
+                names[item.name] = item.n_tokens
+                bound[item.name] = queue.batches + max_skips + ahead + position + 1
+        pending = pending[per_batch:]
+        batch = queue.next_batch(budget)
+        assert batch and (sum(names[n] for n in batch) <= budget or len(batch) == 1)
+        for name in batch:
+            assert name not in served_at
+            served_at[name] = queue.batches  # served by the batch-th batch formed
+    assert served_at.keys() == names.keys()
+    late = {n: (served_at[n], bound[n]) for n in names if served_at[n] > bound[n]}
+    assert not late
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.integers(1, 300), min_size=1, max_size=5), min_size=1, max_size=30))
+def test_fifo_is_arrival_order_filling_the_room_left(arrivals) -> None:
+    """fifo against a direct statement of it: the oldest input, then later ones in order that fit."""
+    queue, order = Queue(Fifo()), []
+    for index, counts in enumerate(arrivals):
+        request = queue.add(f"r{index}", *counts)
+        order += [(i.name, i.n_tokens) for i in request.pending]
+    while order:
+        room, want, left = 500, [], []
+        for name, n in order:
+            if not want or n <= room:
+                want.append(name)
+                room -= n
+            else:
+                left.append((name, n))
+        assert queue.next_batch(500) == want
+        order = left
+
+
+def test_policies_by_name() -> None:
+    assert isinstance(policy_named("fifo"), Fifo) and isinstance(policy_named("fair"), Fair)
+    with pytest.raises(ValueError, match="fair, fifo"):
+        policy_named("lottery")
+
+
+# ------------------------------------------------------------------ the batcher, stepped by hand
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def stepped_batcher(clock: FakeClock, seconds_per_token: float = 0.001, **options) -> tuple[DynamicBatcher, list]:
+    """An unstarted batcher whose model advances ``clock`` by ``seconds_per_token`` per token and
+    records what each call saw."""
+    calls: list[list[str]] = []
+
+    def encode(inputs, prompt, normalize, budget):
+        calls.append(list(inputs))
+        clock.now += seconds_per_token * sum(int(x.split(":")[1]) for x in inputs)
+        return np.array([[float(int(x.split(":")[1]))] for x in inputs], dtype=np.float32)
+
+    options = {"max_batch_tokens": 1000, "max_queue_tokens": 100_000, **options}
+    return DynamicBatcher(encode, clock=clock, **options), calls
+
+
+def submit(batcher: DynamicBatcher, name: str, *token_counts: int, **options):
+    return batcher.submit([f"{name}.{i}:{n}" for i, n in enumerate(token_counts)], list(token_counts), **options)
+
+
+def test_the_batcher_runs_the_fair_order_and_answers_short_inputs_before_the_long_ones_run() -> None:
+    """A batch runs as the encoder's own length sub-batches, shortest first, and each is answered at
+    once: the short requests are done before the long inputs of the same batch start."""
+    clock = FakeClock()
+    batcher, calls = stepped_batcher(clock)
+    long = submit(batcher, "long", 400, 400, 400)
+    shorts = [submit(batcher, f"short{i}", 10) for i in range(3)]
+    done_when_called, encode = [], batcher.encode
+
+    def spy(inputs, *rest):
+        done_when_called.append([f.done() for f in shorts])
+        return encode(inputs, *rest)
+
+    batcher.encode = spy
+    assert batcher.step() == 5  # the shorts first, then long inputs that fit (two of three)
+    assert calls == [["short0.0:10", "short1.0:10", "short2.0:10"], ["long.0:400", "long.1:400"]]
+    assert done_when_called == [[False] * 3, [True] * 3]
+    assert not long.done()
+    assert batcher.step() == 1 and long.result().ravel().tolist() == [400.0, 400.0, 400.0]
+    assert (batcher.queued_tokens, batcher.queued_inputs, batcher.step()) == (0, 0, 0)
+
+
+def test_scheduler_fifo_is_still_available() -> None:
+    batcher, calls = stepped_batcher(FakeClock(), scheduler="fifo")
+    submit(batcher, "long", 400, 400, 400)
+    submit(batcher, "short", 10)
+    batcher.step()
+    assert calls == [["long.0:400", "long.1:400", "short.0:10"]]  # arrival order; one call, as before
+
+
+def test_a_request_that_would_wait_past_its_limit_is_refused_at_once_with_retry_after() -> None:
+    """After one measured batch (1 ms per token: 1,000 tokens/s), three queued 1,000-token requests
+    mean 3 s of waiting for another one: with a 2 s limit it is refused on submit, Retry-After 3 - 2 =
+    1 s.  A short request runs before that work under fair (accepted even with a 0.5 s limit of its
+    own), after it under fifo (refused)."""
+    for scheduler in ("fair", "fifo"):
+        clock = FakeClock()
+        batcher, _ = stepped_batcher(clock, max_queue_seconds=2.0, scheduler=scheduler)
+        submit(batcher, "warm", 500)
+        assert batcher.estimated_wait(10) is None  # nothing measured: nothing refused on time
+        batcher.step()
+        assert batcher.throughput.tokens_per_second == pytest.approx(1000.0)
+        for i in range(3):
+            submit(batcher, f"q{i}", 1000)  # waits of 0, 1 and 2 s: within the limit
+        assert batcher.estimated_wait(1000) == pytest.approx(3.0)
+        with pytest.raises(QueueFull, match="would wait about 3 s") as refused:
+            submit(batcher, "late", 1000)
+        assert refused.value.retry_after == pytest.approx(1.0)
+        with pytest.raises(QueueFull) as refused:
+            submit(batcher, "own limit", 1000, queue_seconds=1.5)  # the client's limit is the smaller one
+        assert refused.value.retry_after == pytest.approx(1.5)
+        if scheduler == "fair":
+            assert not submit(batcher, "short", 10, queue_seconds=0.5).done()
+        else:
+            with pytest.raises(QueueFull):
+                submit(batcher, "short", 10, queue_seconds=0.5)
+
+
+def test_queue_full_says_when_room_will_be_free() -> None:
+    clock = FakeClock()
+    batcher, _ = stepped_batcher(clock, max_queue_tokens=1000)
+    submit(batcher, "a", 500)
+    batcher.step()  # 1,000 tokens/s measured
+    submit(batcher, "b", 900)
+    with pytest.raises(QueueFull, match="would pass the limit of 1000") as refused:
+        submit(batcher, "c", 300)
+    assert refused.value.retry_after == pytest.approx(0.2)  # 200 tokens over the limit, at 1,000 tokens/s
+
+
+def test_a_request_still_waiting_at_its_limit_fails_with_queue_timeout() -> None:
+    clock = FakeClock()
+    batcher, calls = stepped_batcher(clock)
+    waiting = submit(batcher, "w", 10, queue_seconds=5.0)
+    clock.now += 4.9
+    batcher.check_deadline(waiting)
+    assert not waiting.done()
+    clock.now += 0.2
+    batcher.check_deadline(waiting)
+    with pytest.raises(QueueTimeout, match="waited its whole limit"):
+        waiting.result(0)
+    assert (batcher.queued_inputs, batcher.step(), calls) == (0, 0, [])
+    expired_in_queue = submit(batcher, "x", 10, queue_seconds=1.0)
+    clock.now += 2
+    assert batcher.step() == 0 and isinstance(expired_in_queue.exception(0), QueueTimeout)
+
+
+def test_a_started_request_is_never_expired() -> None:
+    clock = FakeClock()
+    batcher, _ = stepped_batcher(clock, max_batch_tokens=500)
+    both = submit(batcher, "two batches", 400, 400, queue_seconds=1.0)
+    batcher.step()
+    clock.now += 10
+    batcher.check_deadline(both)
+    batcher.step()
+    assert both.result(0).ravel().tolist() == [400.0, 400.0]
+
+
+def test_closing_runs_what_can_finish_by_the_deadline_and_answers_the_rest_503_at_once() -> None:
+    """One token a second measured; a 1,500 s shutdown: the 1,000-token batch runs, the next one
+    cannot finish by the deadline, so it and all still queued are answered ShuttingDown without
+    running; nothing new is taken."""
+    clock = FakeClock()
+    batcher, calls = stepped_batcher(clock, seconds_per_token=1.0)  # fake seconds: the real deadline timer
+    submit(batcher, "warm", 1000)                                    # (1,500 s) never fires in the test
+    batcher.step()
+    first = submit(batcher, "first", 1000)
+    second = submit(batcher, "second", 1000)
+    third = submit(batcher, "third", 500, 500)
+    batcher.begin_close(1500)
+    with pytest.raises(ShuttingDown) as refused:
+        submit(batcher, "new", 1)
+    assert refused.value.retry_after is not None
+    assert batcher.step() == 1 and first.result(0).shape == (1, 1)
+    assert batcher.step() == 0  # no time for another second of work: given up, not run
+    for future in (second, third):
+        with pytest.raises(ShuttingDown, match="cannot finish this request within --shutdown-seconds"):
+            future.result(0)
+    assert len(calls) == 2 and batcher.queued_inputs == 0
+    batcher.close()
+
+
+def test_throughput_is_a_weighted_rate_of_recent_batches() -> None:
+    rate = Throughput(newest_weight=0.5)
+    assert rate.tokens_per_second is None and rate.seconds_for(10) is None
+    rate.record(1000, 1.0)
+    assert rate.tokens_per_second == pytest.approx(1000)
+    rate.record(1000, 3.0)  # weighted sums: tokens 1000, seconds 0.5 * 1 + 0.5 * 3 = 2
+    assert rate.tokens_per_second == pytest.approx(500) and rate.seconds_for(250) == pytest.approx(0.5)
+    assert [retry_after_seconds(s) for s in (0.0, 0.2, 1.0, 1.01)] == [1, 1, 1, 2]
+
+
+def test_a_random_mix_is_served_completely_in_any_policy() -> None:
+    """Every submitted input comes back, once, with its own vector, whichever policy batches it."""
+    for scheduler in ("fair", "fifo"):
+        rng = random.Random(7)
+        batcher, calls = stepped_batcher(FakeClock(), scheduler=scheduler)
+        requests = [[rng.randint(1, 600) for _ in range(rng.randint(1, 4))] for _ in range(40)]
+        futures = [submit(batcher, f"r{i}", *counts) for i, counts in enumerate(requests)]
+        while batcher.step():
+            pass
+        for counts, future in zip(requests, futures, strict=True):
+            assert future.result(0).ravel().tolist() == [float(n) for n in counts]
+        assert all(sum(int(x.split(":")[1]) for x in call) <= 1000 for call in calls)
