@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from conftest import build_tiny, words
 from longembed.cli.main import main
 from longembed.search import open_index
 from longembed.search.build import build_index
-from longembed.search.sources import Document, read_sources
+from longembed.search.sources import Document, SourceOptions, read_sources
 from longembed.search.strategy import IndexStrategy
 
 
@@ -135,7 +136,7 @@ def test_bad_files_are_one_line_errors_and_nothing_indexed_is_lost(model: Path, 
     assert main(["index", str(docs), "--index", str(index), "--model", "bm25"]) == 2
     error = capsys.readouterr().err.strip()
     assert len(error.splitlines()) == 1 and error.startswith("longembed index: error:")
-    assert __import__("re").search(message, error), error
+    assert re.search(message, error), error
     assert open_index(index).facts()["documents"] == 1
 
 
@@ -148,8 +149,7 @@ def test_duplicate_ids_unreadable_files_and_bad_lines_name_the_place(tmp_path: P
     second.write_text(json.dumps({"id": "z", "body": "three"}) + "\n")
     with pytest.raises(ValueError, match=r"b\.jsonl:1: no 'text' field \(set --text-field\)"):
         read_sources([second])
-    assert [d.text for d in read_sources([second], __import__("longembed.search.sources").search.sources
-                                         .SourceOptions(text_field="body"))] == ["three"]
+    assert [d.text for d in read_sources([second], SourceOptions(text_field="body"))] == ["three"]
     second.write_text(json.dumps({"id": "z", "text": ""}) + "\n")
     with pytest.raises(ValueError, match=r"b\.jsonl:1: field 'text' is empty"):
         read_sources([second])
@@ -169,8 +169,7 @@ def test_a_folder_gives_one_document_per_text_file_with_its_relative_path(tmp_pa
     (tmp_path / "lines.jsonl").write_text(json.dumps({"_id": "j1", "text": "a line"}) + "\n")
     found = read_sources([tmp_path])
     assert [(d.id, d.text) for d in found] == [("essays/one.txt", "first essay"), ("j1", "a line"), ("notes.md", "a note")]
-    assert [d.id for d in read_sources([tmp_path], __import__("longembed.search.sources").search.sources
-                                       .SourceOptions(glob="**/*.txt"))] == ["essays/one.txt"]
+    assert [d.id for d in read_sources([tmp_path], SourceOptions(glob="**/*.txt"))] == ["essays/one.txt"]
 
 
 def test_a_missing_index_is_a_one_line_error(tmp_path: Path, capsys) -> None:
