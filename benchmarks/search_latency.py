@@ -39,6 +39,7 @@ from pathlib import Path
 
 import lancedb
 import numpy as np
+import pyarrow as pa
 
 from longembed.retrieval.bm25 import BM25Model
 from longembed.retrieval.fusion import Fusion
@@ -117,8 +118,9 @@ def ann_latency(vectors: np.ndarray, rows: np.ndarray, ids: list[str], query_vec
     document's best chunk among the hits) at rising nprobes / refine_factor until recall >= 0.98."""
     owner = np.repeat(np.arange(len(ids)), rows)
     with tempfile.TemporaryDirectory() as folder:
-        table = lancedb.connect(folder).create_table(
-            "chunks", data={"row": np.arange(len(vectors)), "vector": list(vectors)})
+        column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), DIMENSIONS)
+        table = lancedb.connect(folder).create_table("chunks", data=pa.table({"row": np.arange(len(vectors)),
+                                                                               "vector": column}))
         partitions = max(16, int(np.sqrt(len(vectors))))
         began = time.perf_counter()
         table.create_index(metric="cosine", num_partitions=partitions, num_sub_vectors=DIMENSIONS // 8,

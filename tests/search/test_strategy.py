@@ -67,9 +67,9 @@ def test_from_advice_reads_the_config_object_or_the_run_record(tmp_path: Path) -
 def test_index_takes_evals_strategy_flags_with_evals_help() -> None:
     index = build_parser(["index"])._subparsers._group_actions[0].choices["index"]  # noqa: SLF001
     evaluate = build_parser(["eval"])._subparsers._group_actions[0].choices["eval"]  # noqa: SLF001
-    by_dest = {a.dest: a for a in evaluate._actions}  # noqa: SLF001
+    by_flags = {tuple(a.option_strings): a for a in evaluate._actions}  # noqa: SLF001
     for action in index._actions:  # noqa: SLF001
         if action.dest in STRATEGY_FIELDS or action.dest in ("method", "max_length", "temperature", "chunking"):
-            twin = by_dest[action.dest]
+            twin = by_flags[tuple(action.option_strings)]
             assert (action.option_strings, action.help, action.choices) == (twin.option_strings, twin.help, twin.choices)
     assert set(STRATEGY_FIELDS) <= {f for f in EvalSpec.__dataclass_fields__}
