@@ -172,6 +172,11 @@ def test_a_folder_gives_one_document_per_text_file_with_its_relative_path(tmp_pa
     assert [d.id for d in read_sources([tmp_path], SourceOptions(glob="**/*.txt"))] == ["essays/one.txt"]
 
 
+def test_a_beir_task_folder_gives_its_corpus_not_its_queries() -> None:
+    folder = Path(__file__).parent / "data" / "tiny_beir"
+    assert [d.id for d in read_sources([folder])] == [d.id for d in read_sources([folder / "corpus.jsonl"])]
+
+
 def test_a_missing_index_is_a_one_line_error(tmp_path: Path, capsys) -> None:
     assert main(["search", "--index", str(tmp_path / "nowhere"), "a question"]) == 2
     error = capsys.readouterr().err.strip()

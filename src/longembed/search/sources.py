@@ -7,7 +7,8 @@
   ``--text-field``; default ``id`` (or BEIR's ``_id``) and ``text``);
 * a BEIR ``corpus.jsonl`` (a file of that name, in a folder or given alone): read exactly as ``eval
   --task-dir`` reads it (:func:`longembed.tasks.task_dir.read_corpus`: a non-empty title prepended), so
-  an index of a task folder holds the documents eval scored.
+  an index of a task folder holds the documents eval scored (given the folder, its queries.jsonl is
+  left out).
 
 Bad input is one line naming the file (and line, and field): an unreadable file, text that is not
 UTF-8, an empty document, an id given twice.  Everything is read and checked before anything is
@@ -28,7 +29,7 @@ from longembed.textfiles import read_utf8, utf8_lines
 #: The files a folder contributes without --glob: one document per text file, one per .jsonl line.
 TEXT_SUFFIXES = (".txt", ".md")
 JSONL_SUFFIX = ".jsonl"
-BEIR_CORPUS = "corpus.jsonl"
+BEIR_CORPUS, BEIR_QUERIES = "corpus.jsonl", "queries.jsonl"
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,13 @@ def _folder_files(folder: Path, glob: str | None) -> list[Path]:
         return sorted(p for p in folder.glob(glob) if p.is_file())
     suffixes = (*TEXT_SUFFIXES, JSONL_SUFFIX)
     return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in suffixes
-                  and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+                  and not any(part.startswith(".") for part in p.relative_to(folder).parts)
+                  and not _beir_queries(p))
+
+
+def _beir_queries(path: Path) -> bool:
+    """A BEIR task folder's queries.jsonl (beside its corpus.jsonl): questions, not documents."""
+    return path.name == BEIR_QUERIES and (path.parent / BEIR_CORPUS).is_file()
 
 
 def _read_file(file: Path, relative: str, options: SourceOptions) -> Iterator[Document]:
