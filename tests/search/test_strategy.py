@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from longembed.advice.candidates import ModelFacts, plan_candidates
-from longembed.cli.main import build_parser
+from longembed.cli.main import build_parser, main
 from longembed.cli.parsers.index import STRATEGY_FIELDS
 from longembed.evaluation.spec import EvalSpec
 from longembed.extension.methods import APE
@@ -73,3 +73,9 @@ def test_index_takes_evals_strategy_flags_with_evals_help() -> None:
             twin = by_flags[tuple(action.option_strings)]
             assert (action.option_strings, action.help, action.choices) == (twin.option_strings, twin.help, twin.choices)
     assert set(STRATEGY_FIELDS) <= {f for f in EvalSpec.__dataclass_fields__}
+
+
+def test_bm25_with_dense_flags_is_refused(tmp_path: Path, capsys) -> None:
+    (tmp_path / "a.txt").write_text("some text")
+    assert main(["index", str(tmp_path), "--index", str(tmp_path / "i"), "--model", "bm25", "--fuse", "bm25"]) == 2
+    assert "--fuse need an embedding model" in capsys.readouterr().err

@@ -50,6 +50,12 @@ def chosen_strategy(args: argparse.Namespace, flags: object) -> IndexStrategy:
     model = args.model or "default"
     resolve_method(args)
     if model == BM25 or args.strategy == BM25:
+        dense_only = [flag for flag, given in (("--fuse", flags.fuse is not None),  # type: ignore[attr-defined]
+                                               ("--granularity chunks", flags.granularity == "chunks"))  # type: ignore[attr-defined]
+                      if given]
+        if dense_only:
+            raise ValueError(f"{' and '.join(dense_only)} need an embedding model: --model bm25 is BM25 alone "
+                             "(for a hybrid give --model MODEL --fuse bm25)")
         ignored = given_encoder_flags(args)
         if ignored:
             print(f"note: {', '.join(ignored)} ignored for BM25 (it has no encoder)")
