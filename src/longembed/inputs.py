@@ -19,6 +19,7 @@ import numpy as np
 
 from longembed.extension.pcw import split_into_windows
 from longembed.overflow import OverflowPolicy, overflow_names, resolve_overflow
+from longembed.textfiles import unicode_problem
 
 __all__ = [
     "EncodeStats",
@@ -104,18 +105,6 @@ def check_texts(texts: Any) -> list[str]:
         if problem:
             raise ValueError(f"texts[{i}] {problem}")
     return list(texts)
-
-
-def unicode_problem(text: str) -> str | None:
-    """Why ``text`` cannot be tokenized as Unicode (a lone surrogate), or None."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return (
-            f"holds a lone surrogate (U+{ord(text[exc.start]):04X}) at character {exc.start}: not valid "
-            "Unicode; decode its source with errors='replace' or drop the character"
-        )
-    return None
 
 
 @dataclass(frozen=True)

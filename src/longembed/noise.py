@@ -12,13 +12,28 @@ library and nothing else: every other warning of the same logger still shows.
   is imported without Triton, a GPU compiler; kept when CUDA is available.
 - torch (2.13) logs, for each Enum that torchao registers with pytree, "<enum ...> is an Enum subclass
   and is now natively supported by torch.compile ... deprecated": advice for torchao's developers.
+- bm25s sets its logger to DEBUG when it is imported (after any level set before) and logs "Building
+  index from IDs objects" (and "... from tokens", ...) for every index built: one line per BM25 run.
+
+And for the command line only (:func:`show_longembed_warnings_plainly`, installed by ``longembed.cli.main``):
+a warning longembed raises about the user's input (truncated documents, empty lines skipped, a scale
+factor beyond the papers') prints as one line, ``warning: <message>``, instead of Python's default
+``path/to/longembed/x.py:123: UserWarning: <message>`` followed by that line of longembed's own source,
+which says nothing to someone running a command.  Other libraries' warnings keep Python's format.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import sys
+import warnings
+from pathlib import Path
+from typing import Any, TextIO
+
+#: longembed's own package folder: a warning attributed to a file under it is one of longembed's.
+_PACKAGE_DIR = Path(__file__).resolve().parent
 
 #: torchao's CUDA-only kernel libraries, named in its "Failed to load" message
 _TORCHAO_KERNEL_LOAD = re.compile(r"Failed to load \S*torchao[/\\]_C\S*\.so: Could not load this library")
@@ -49,11 +64,17 @@ def keep_pytree_record(record: logging.LogRecord) -> bool:
     return _PYTREE_ENUM_DEPRECATION not in str(record.msg)
 
 
+def keep_bm25s_record(record: logging.LogRecord) -> bool:
+    """False for bm25s's debug line "Building index from ..." (one per index built)."""
+    return not (record.levelno < logging.INFO and str(record.msg).startswith("Building index from"))
+
+
 #: logger name -> the filter for its known noise
 FILTERS = {
     "torchao": keep_torchao_record,
     "torchao.kernel.intmm": keep_torchao_triton_record,
     "torch.utils._pytree": keep_pytree_record,
+    "bm25s": keep_bm25s_record,
 }
 
 
@@ -63,3 +84,31 @@ def silence_known_library_noise() -> None:
         logger = logging.getLogger(name)
         if keep not in logger.filters:
             logger.addFilter(keep)
+
+
+def is_longembed_file(filename: str) -> bool:
+    """Whether ``filename`` (a warning's attributed file) is one of longembed's own modules."""
+    try:
+        return Path(filename).resolve().is_relative_to(_PACKAGE_DIR)
+    except (OSError, ValueError):
+        return False
+
+
+def show_longembed_warnings_plainly() -> None:
+    """Print longembed's own warnings as ``warning: <message>``, one line without a source line (module
+    docstring); every other warning goes to the handler that was installed before.  Installed once."""
+    previous = warnings.showwarning
+    if getattr(previous, "longembed_plain", False):
+        return
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: TextIO | None = None, line: str | None = None) -> None:
+        if not is_longembed_file(filename):
+            previous(message, category, filename, lineno, file, line)
+            return
+        stream: Any = file if file is not None else sys.stderr
+        with contextlib.suppress(OSError):  # a closed stderr: a warning is not worth failing for
+            stream.write(f"warning: {message}\n")
+
+    show.longembed_plain = True  # type: ignore[attr-defined]
+    warnings.showwarning = show

@@ -8,20 +8,52 @@ the 1-based line that holds the bad bytes and their offset in the file, e.g.
 ``data.jsonl:150: not UTF-8 text (byte 0xff at byte offset 10493 of the file)``.
 
 Lines end at ``\\n`` (a ``\\r\\n`` ending leaves its ``\\r`` on the line, which ``str.strip`` and JSON
-ignore).  A ``.gz`` file is read decompressed; its offsets count decompressed bytes.
+ignore).  A ``.gz`` file is read decompressed; its offsets count decompressed bytes, and a file that is
+not gzip, or is cut short, is a ValueError naming it and the line reached (not gzip's bare ``EOFError``).
+A JSON line is parsed by :func:`parse_json_line`: whatever it holds, a ValueError naming file and line.
 """
 
 from __future__ import annotations
 
 import gzip
+import json
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 
 def open_binary(path: Path) -> BinaryIO:
     """``path`` opened for reading bytes; a ``.gz`` file decompressed."""
     return gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")  # noqa: SIM115
+
+
+def binary_lines(path: Path) -> Iterator[bytes]:
+    """The raw lines of ``path`` (a ``.gz`` file decompressed); a damaged ``.gz`` is a ValueError naming the
+    file and the line where decompression failed."""
+    number = 0
+    try:
+        with open_binary(path) as handle:
+            for number, raw in enumerate(handle, start=1):  # noqa: B007 - read after the loop, on an error
+                yield raw
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise ValueError(
+            f"{path}:{number + 1}: not a readable gzip file ({exc or 'cut short'}); compress it again, or "
+            "drop the .gz suffix if it is plain text"
+        ) from None
+
+
+def parse_json_line(line: str, where: str) -> Any:
+    """One JSON value from ``line``; anything that is not one (bad syntax, nesting too deep for the parser,
+    an integer of more digits than Python converts) is a ValueError naming ``where`` (file:line)."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{where}: not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise ValueError(f"{where}: not valid JSON (nested too deeply)") from None
+    except ValueError as exc:  # e.g. an integer beyond sys.get_int_max_str_digits()
+        raise ValueError(f"{where}: not valid JSON ({exc})") from None
 
 
 def utf8_lines(path: Path | str) -> Iterator[tuple[int, str]]:
@@ -31,14 +63,13 @@ def utf8_lines(path: Path | str) -> Iterator[tuple[int, str]]:
     """
     path = Path(path)
     offset = 0
-    with open_binary(path) as handle:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise not_utf8_error(path, number, offset, raw, exc) from None
-            offset += len(raw)
-            yield number, text
+    for number, raw in enumerate(binary_lines(path), start=1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise not_utf8_error(path, number, offset, raw, exc) from None
+        offset += len(raw)
+        yield number, text
 
 
 def read_utf8(path: Path | str) -> str:
@@ -76,3 +107,15 @@ def not_utf8_error(
         f"{path}:{line}: not UTF-8 text (byte 0x{bad} at byte offset {line_offset + start} of the file); "
         "save the file as UTF-8"
     )
+
+
+def unicode_problem(text: str) -> str | None:
+    """Why ``text`` cannot be tokenized as Unicode (a lone surrogate), or None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return (
+            f"holds a lone surrogate (U+{ord(text[exc.start]):04X}) at character {exc.start}: not valid "
+            "Unicode; decode its source with errors='replace' or drop the character"
+        )
+    return None

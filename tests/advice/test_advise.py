@@ -5,7 +5,10 @@ the runs, advice.json reads back as written, and a rerun encodes nothing."""
 from __future__ import annotations
 
 import copy
+import dataclasses
+import json
 import math
+import shlex
 from pathlib import Path
 
 import pytest
@@ -13,9 +16,13 @@ from conftest import words
 from transformers import AutoTokenizer
 
 from longembed.advice import advise, estimate_advice
+from longembed.advice.commands import STRATEGY_KEYS
 from longembed.advice.data import load_data
 from longembed.advice.markdown import advice_markdown
 from longembed.advice.spec import AdviseSpec
+from longembed.cli.main import build_parser
+from longembed.cli.options import encoder_options, settings_from_args
+from longembed.evaluation.spec import EvalSpec
 from longembed.results import Advice, RunResults
 from longembed.results.advice import SampledTask
 from longembed.tasks import RetrievalData, write_task_dir
@@ -110,7 +117,7 @@ def test_advice_json_reads_back_as_written(advised: dict) -> None:
     advice = advised["advice"]
     again = Advice.load(advised["out"])
     assert again == advice and again.to_dict() == advice.to_dict()
-    assert again.to_dict()["format"] == "longembed-advice/1"
+    assert again.to_dict()["format"] == "longembed-advice/2"
     assert (advised["out"] / "advice.png").stat().st_size > 0
 
 
@@ -165,3 +172,61 @@ def test_each_strategys_hubs_are_its_runs_and_advice_md_names_them(advised: dict
     assert lines[hubbed.name].endswith(
         f"(run: `{hubbed.run}`); **hub** on mine: d07 is ranked first for 9 of 10 queries (relevant to 1)")
     assert all("**hub**" not in line for name, line in lines.items() if name != hubbed.name)
+
+
+def test_each_strategys_eval_command_parses_to_its_config(advised: dict) -> None:
+    """The printed eval command, read by eval's own parser, asks for exactly the strategy's config."""
+    advice = advised["advice"]
+    defaults = {f.name: f.default for f in dataclasses.fields(EvalSpec)}
+    for strategy in advice.strategies:
+        config = strategy.config
+        assert list(config)[:10] == list(STRATEGY_KEYS)
+        argv = shlex.split(strategy.commands["eval"])
+        assert argv[:2] == ["longembed", "eval"]
+        args = build_parser(argv[1:]).parse_args(argv[1:])
+        spec = settings_from_args(EvalSpec, args)
+        parsed = {"model": args.model, "method": args.method, "max_length": args.max_length, **encoder_options(args)}
+        for key, value in config.items():
+            got = parsed[key] if key in parsed else getattr(spec, key)
+            if value is None and key not in parsed:  # does not apply: the flag is left out, eval's default stands
+                assert got == defaults[key], (strategy.name, key)
+            else:
+                assert got == value, (strategy.name, key, got, value)
+        assert [str(p) for p in spec.task_dirs] == [str(p) for p in advised["options"]["task_dirs"]]
+        assert str(spec.output_dir) == str(advised["out"] / "rerun" / strategy.name)
+        assert str(spec.cache_dir) == str(advised["options"]["cache_dir"])
+    by_name = {s.name: s.config for s in advice.strategies}
+    assert by_name["naive-chunks"]["method"] == "truncate" and by_name["naive-chunks"]["late"] is False
+    assert by_name["late-chunks"]["method"] == "pi" and by_name["late-chunks"]["max_length"] == 64
+    assert by_name["truncate"]["max_length"] == 32 and by_name["truncate"]["chunking"] is None
+    assert by_name["pi-64+bm25"]["fuse"] == "bm25" and by_name["pi-64+bm25"]["fuse_k"] == 60
+    assert by_name["bm25"]["model"] == "bm25" and "serve" not in advice.strategy("bm25").commands
+
+
+def test_advice_names_the_recommendation_and_every_strategys_commands(advised: dict) -> None:
+    advice = advised["advice"]
+    data = json.loads((advised["out"] / "advice.json").read_text())
+    assert data["recommended"] == advice.recommendation.choice and data["margin"] == 2.0
+    markdown = (advised["out"] / "advice.md").read_text()
+    for strategy in advice.strategies:
+        assert strategy.commands["index"] == shlex.join(
+            ["longembed", "index", "SOURCE...", "--index", str(advised["out"] / "index" / strategy.name),
+             "--from-advice", str(advised["out"] / "advice.json"), "--strategy", strategy.name])
+        for command in strategy.commands.values():
+            assert command in markdown
+    serve = shlex.split(advice.strategy("late-chunks").commands["serve"])
+    assert serve[:2] == ["longembed", "serve"] and serve[serve.index("--method") + 1] == "pi"
+    assert "--late" not in serve and "--task-dir" not in serve  # the encoder's flags only
+    head = markdown.split("| strategy |")[0]
+    assert f"**Use {advice.recommendation.choice}.**" in head and advice.strategy(advice.recommendation.choice).commands["eval"] in head
+
+
+def test_each_strategys_estimate_is_set_against_its_runs_time(advised: dict) -> None:
+    advice, said = advised["advice"], advised["said"]
+    encoding = [r for r in advice.estimate.strategies if r.tokens_to_encode > 0]
+    assert encoding and all(r.actual_seconds is not None and r.actual_seconds >= 0 for r in encoding)
+    assert any(line.startswith("estimate: the encoding runs took") for line in said)
+    markdown = advice_markdown(advice)  # (advice.md itself is rewritten by the rerun test)
+    assert "| strategy | tokens encoded | estimated s | actual s | error |" in markdown
+    for row in encoding:
+        assert f"| {row.name} | {row.tokens_to_encode:,} | {row.seconds:.1f} | {row.actual_seconds:.1f} |" in markdown

@@ -10,8 +10,16 @@ import pytest
 
 from longembed.advice.candidates import ModelFacts, plan_candidates
 from longembed.advice.data import AdviceData, PreparedTask, Selection
-from longembed.advice.estimate import fit_budget, query_seconds, side_seconds
+from longembed.advice.estimate import (
+    DenseEstimate,
+    estimate_error,
+    fit_budget,
+    query_seconds,
+    side_seconds,
+    strategy_seconds,
+)
 from longembed.evaluation.estimate import CostModel
+from longembed.results import Estimate, SideEstimate, UnitEstimate
 from longembed.results.advice import AdviceEstimate, StrategyEstimate
 from longembed.tasks import RetrievalData
 from longembed.tasks.base import TaskMetadata
@@ -85,3 +93,39 @@ def test_a_budget_below_the_smallest_sample_runs_that_sample_and_says_so() -> No
     assert (sampling.tasks[0].queries, sampling.tasks[0].documents) == (10, 10)  # 10 queries, their documents
     assert estimate.seconds == 12.0 > 5.0
     assert "still does not fit it: this is the smallest sample allowed" in said[1]
+
+
+def planned(name: str, documents: list[int], cached: int = 0) -> DenseEstimate:
+    """A dense strategy's dry run of one unit whose documents have ``documents`` tokens (``cached`` of
+    them in the cache: their tokens are not counted), and no queries."""
+    to_encode = len(documents) - cached
+    side = SideEstimate(len(documents), cached, to_encode, sum(documents[cached:]), max(documents))
+    estimate = Estimate("", None, [UnitEstimate("mine", side, SideEstimate(0, 0, 0, 0, 0))], len(documents), cached,
+                        0, 0, sum(documents[cached:]), None)
+    encoder = TRUNCATE if name in ("truncate", "naive-chunks") else ENCODER
+    return DenseEstimate(candidate(name), SimpleNamespace(encoder=encoder), estimate)  # type: ignore[arg-type]
+
+
+def test_documents_are_costed_one_by_one_as_their_run_encodes_them() -> None:
+    lengths = [500, 7_500]  # a short essay and a long one
+    tokens = {"mine": lengths}
+    # late chunks at 4096: one pass of 500 tokens, and three overlapping windows of 4096 for the long one
+    late = planned("late-chunks", lengths)
+    assert strategy_seconds(late, LINEAR, tokens) == pytest.approx(0.5 + 3 * 4.096)
+    # the mean document (4,000 tokens, one window each) is 37% short of that: the error advise showed
+    assert strategy_seconds(late, LINEAR) == pytest.approx(2 * 4.0)
+    naive = planned("naive-chunks", lengths)  # every document's chunks, each rounded up
+    assert strategy_seconds(naive, LINEAR, tokens) == pytest.approx((2 + 30) * 0.258)
+    # half the documents cached: half the sum
+    assert strategy_seconds(planned("late-chunks", lengths, cached=1), LINEAR, tokens) == pytest.approx(
+        (0.5 + 3 * 4.096) / 2)
+    assert strategy_seconds(late, LINEAR, {"other unit": lengths}) == pytest.approx(8.0)  # no match: the mean
+
+
+def test_the_estimates_error_is_said_per_strategy() -> None:
+    rows = [StrategyEstimate("truncate", 10, 10, 0, 5120, 10.0, actual_seconds=12.0),
+            StrategyEstimate("pi-4096", 10, 10, 0, 40960, 100.0, actual_seconds=135.0),
+            StrategyEstimate("bm25", 10, 0, 0, 0, 0.0, actual_seconds=1.0)]
+    text = estimate_error(AdviceEstimate(rows, 0.0, 110.0, None, ""))
+    assert text == "estimate: the encoding runs took 2.5 min against 110 s estimated (+34%): truncate +20%, pi-4096 +35%"
+    assert "nothing was encoded" in estimate_error(AdviceEstimate(rows[2:], 0.0, 0.0, None, ""))

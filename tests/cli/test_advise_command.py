@@ -3,6 +3,7 @@ advice.png, advice.json and a run per strategy), and the errors a user meets fir
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pytest
@@ -32,12 +33,24 @@ def test_advise_with_a_haystack_writes_the_advice(
     markdown = (out / "advice.md").read_text()
     assert markdown.startswith(f"# Which strategy for {tiny_models['nomic']} on passkey")
     assert f"**Use {advice.recommendation.choice}.**" in markdown
-    assert "| strategy | score [95% interval] | vs best [95% interval] | adjusted p |" in markdown
+    assert "| strategy | method | score [95% interval] | vs best [95% interval] | lower bound | verdict |" in markdown
     assert "timings on this machine" in markdown and "![score against cost](advice.png)" in markdown
     assert (out / "advice.png").read_bytes()[:4] == b"\x89PNG"
     run = RunResults.load(out / "runs" / "ntk-64")
     assert run.config.task_options["queries_per_length"] == 10 and run.config.task_options["haystack"]["documents"] == 8
     assert f"use {advice.recommendation.choice}:" in printed and "advice.json" in printed
+    # the printed eval commands reproduce the scores (the recommendation, a fused late-chunks run, bm25)
+    for name in dict.fromkeys([advice.recommendation.choice, "late-chunks+bm25", "bm25"]):
+        strategy = advice.strategy(name)
+        assert main(shlex.split(strategy.commands["eval"])[1:]) == 0
+        again = RunResults.load(out / "rerun" / name)
+        assert again.average == strategy.score and again.config.granularity == run_of(out, name).config.granularity
+        assert again.config.fusion == run_of(out, name).config.fusion
+        assert again.config.encoder.get("method") == run_of(out, name).config.encoder.get("method")
+
+
+def run_of(out: Path, name: str) -> RunResults:
+    return RunResults.load(out / "runs" / name)
 
 
 def test_advise_dry_run_prints_the_estimate_and_runs_nothing(

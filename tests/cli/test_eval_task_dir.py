@@ -10,7 +10,9 @@ from conftest import LO, build_tiny, words
 from transformers import AutoTokenizer
 
 from longembed.cli.main import main
+from longembed.evaluation.runner import DATA_DIR_ENV
 from longembed.results import RunResults
+from longembed.results.intervals import bootstrap_interval
 from longembed.tasks import RetrievalData, write_task_dir
 
 
@@ -65,3 +67,33 @@ def test_eval_task_dir_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixtu
     other, _ = task_folder(tmp_path / "other")
     assert main([*base, "--task-dir", str(other), "--tasks", "passkey", "--lengths", "256"]) == 0
     assert list(RunResults.load(tmp_path / "r").tasks) == ["passkey", "folder", "other"]
+
+
+def test_eval_task_dir_prints_all_three_metrics_with_intervals_and_no_stray_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 41: ``eval --task-dir`` printed "no --data-dir ... only tasks that need no data (passkey) can run"
+    (not true of a task dir) and only nDCG@10.  Now the note shows only where it is true, and the summary
+    gives accuracy@1 and recall@10 with bootstrap intervals over the queries, recorded in results.json."""
+    monkeypatch.delenv(DATA_DIR_ENV, raising=False)
+    folder, _ = task_folder(tmp_path / "folder")
+    out = tmp_path / "run"
+    assert main(["eval", "--model", "bm25", "--task-dir", str(folder), "--task-name", "mine", "--output", str(out),
+                 "--cache-dir", str(tmp_path / "cache"), "--no-estimate"]) == 0
+    printed = capsys.readouterr().out
+    assert "no --data-dir" not in printed
+    task = RunResults.load(out).tasks["mine"]
+    assert set(task.secondary_per_query) == {"accuracy@1", "recall@10"}
+    for metric in ("accuracy@1", "recall@10"):
+        per_query = task.secondary_per_query[metric]
+        assert len(per_query) == 4 and sum(per_query.values()) / 4 == pytest.approx(task.metrics[metric], abs=1e-3)
+        reference = bootstrap_interval(list(per_query.values()))
+        interval = task.secondary_intervals[metric]
+        assert (interval.low, interval.high) == (pytest.approx(reference.low, abs=1e-3),
+                                                 pytest.approx(reference.high, abs=1e-3))
+        bounds = f"[{interval.low:.0f}, {interval.high:.0f}]"
+        assert f"{metric}: {task.metrics[metric]:.1f} {bounds}" in printed
+    # the note stays where it is true: a built-in task that needs data, and no data folder
+    assert main(["eval", "--model", "bm25", "--tasks", "qmsum", "--output", str(tmp_path / "r2"),
+                 "--cache-dir", str(tmp_path / "cache"), "--no-estimate"]) == 1
+    assert "no --data-dir and no $LONGEMBED_DATA_DIR" in capsys.readouterr().out

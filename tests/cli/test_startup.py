@@ -109,3 +109,46 @@ def test_each_filter_drops_only_its_message(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(noise, "_cuda_available", lambda: True)  # with CUDA, a failed kernel load is real
     assert noise.keep_torchao_record(kernel) and noise.keep_torchao_triton_record(triton)
     assert not noise.keep_pytree_record(enum)
+
+
+NOISY_RUN = """
+import json, sys
+from longembed.cli.main import main
+print(json.dumps([main(argv) for argv in json.loads(sys.argv[1])]))
+"""
+
+
+def test_a_normal_run_prints_no_bm25s_debug_line_and_no_longembed_source(tmp_path: Path) -> None:
+    """Issue 41: a BM25 run printed bm25s's "Building index from IDs objects" (bm25s sets its logger to DEBUG
+    when imported), and longembed's warnings printed a line of longembed's own source under Python's
+    ``file:line: UserWarning:``.  Captured from real commands in a fresh interpreter, as a user sees them."""
+    from conftest import build_tiny, words
+
+    from longembed.tasks import RetrievalData, write_task_dir
+
+    documents = {f"d{i}": words(20 + 5 * i, seed=i) for i in range(5)}
+    queries = {f"q{i}": " ".join(documents[f"d{i}"].split()[:4]) for i in range(5)}
+    folder = write_task_dir(RetrievalData(documents, queries, {f"q{i}": {f"d{i}": 1} for i in range(5)}),
+                            tmp_path / "task")
+    model = build_tiny("bert", tmp_path / "bert")
+    notes = tmp_path / "notes.txt"
+    notes.write_text(f"{words(5, seed=1)}\n\n{words(60, seed=2)}\n")
+    runs = [
+        ["eval", "--model", "bm25", "--task-dir", str(folder), "--output", str(tmp_path / "bm25"),
+         "--cache-dir", str(tmp_path / "cache"), "--no-estimate"],
+        ["embed", str(notes), "--unit", "line", "-o", str(tmp_path / "v.npy"), "--model", str(model)],
+        ["embed", str(notes), "--unit", "line", "-o", str(tmp_path / "w.npy"), "--model", str(model),
+         "--method", "pi", "--max-length", "8192"],
+    ]
+    done = subprocess.run([sys.executable, "-c", NOISY_RUN, json.dumps(runs)], capture_output=True, text=True,
+                          timeout=600)
+    assert json.loads(done.stdout.splitlines()[-1]) == [0, 0, 0], done.stderr
+    printed = done.stdout + done.stderr
+    assert "Building index from" not in printed
+    assert "warning: " in done.stderr  # the warnings still show: empty line skipped, scale factor
+    assert "skipped 1 empty line(s)" in done.stderr and "the papers test scale factors up to" in done.stderr
+    assert "UserWarning" not in printed and "warnings.warn" not in printed
+    source_lines = {line.strip() for path in Path(noise.__file__).parent.rglob("*.py")
+                    for line in path.read_text().splitlines() if len(line.strip()) > 25}
+    shown = [line.strip() for line in printed.replace("\r", "\n").splitlines()]
+    assert not [line for line in shown if line in source_lines]

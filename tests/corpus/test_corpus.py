@@ -5,6 +5,7 @@ The Ray tests share one local Ray (2 CPUs, no dashboard) started once for this m
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -93,7 +94,7 @@ def test_txt_ids_empty_lines_nested_folders_and_parquet_shards(tiny_models, job,
     (folder / "sub" / "b.txt").write_text(f"{texts[2]}\n")
     (folder / "_SUCCESS").write_text("")  # ignored, as are hidden files
     with pytest.warns(UserWarning, match=r"a.txt: skipped 2 empty line\(s\)"):
-        result = embed_corpus(folder, tmp_path / "out", job)
+        result = embed_corpus(folder, tmp_path / "out", dataclasses.replace(job, unit="line"))
     ids, vectors = read_embeddings(tmp_path / "out")
     assert ids == ["a:1", "a:3", "sub/b:1"]
     assert (tmp_path / "out" / "sub" / "b.parquet").is_file() and result.documents == 3
@@ -140,10 +141,10 @@ def test_folder_errors_before_any_work(job, tmp_path):
     with pytest.raises(ValueError, match=r"mixes shard types: 1 \.jsonl \(part-0.jsonl\); 1 \.parquet"):
         plan_corpus(folder, tmp_path / "out", job)
     (folder / "more.parquet").unlink()
-    (folder / "notes.md").write_text("hi")
-    with pytest.raises(ValueError, match=r"1 file\(s\) that are not shards \(notes.md\)"):
+    (folder / "notes.csv").write_text("hi")
+    with pytest.raises(ValueError, match=r"1 file\(s\) that are not shards \(notes.csv\)"):
         plan_corpus(folder, tmp_path / "out", job)
-    (folder / "notes.md").unlink()
+    (folder / "notes.csv").unlink()
     with pytest.raises(ValueError, match="inside the input folder"):
         plan_corpus(folder, folder / "vectors", job)
     with pytest.raises(ValueError, match="not a .npy file"):

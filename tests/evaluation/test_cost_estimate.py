@@ -9,7 +9,14 @@ from types import SimpleNamespace
 import pytest
 from test_runner import TinyTask
 
-from longembed.evaluation.estimate import CostModel, longest_sequence, measure_cost_model, text_seconds
+from longembed.evaluation.estimate import (
+    CostModel,
+    SideToEncode,
+    count_units,
+    longest_sequence,
+    measure_cost_model,
+    text_seconds,
+)
 from longembed.evaluation.runner import _sides_to_encode
 from longembed.evaluation.scoring import Granularity, Side, Unit
 
@@ -96,3 +103,34 @@ def test_the_warm_up_times_the_longest_length_and_keeps_the_fastest_repeat(monke
     default = ClockedEncoder([0.0])
     measure_cost_model(default, batch_size=32)
     assert (2048, 2) in default.calls  # without a longest length: 2 inputs of 2048, as before
+
+
+# ----------------------------------------------------------------------------- tokens to encode
+
+
+class _Counting:
+    """A cached encoder stand-in for :func:`count_units`: nothing cached, each text as many tokens as words."""
+
+    def __init__(self, max_length: int) -> None:
+        self.encoder = SimpleNamespace(max_length=max_length)
+
+    def missing(self, texts, *args, **kwargs):
+        return 0, list(texts)
+
+    def count_tokens(self, texts, prompt=""):
+        return [len(t.split()) for t in texts]
+
+
+def test_tokens_to_encode_count_what_the_encoder_reads() -> None:
+    documents = SideToEncode(["w " * 2000, "w " * 300, "w " * 40], "docs")
+    queries = SideToEncode(["w " * 7], "queries")
+    rows, _ = count_units([("mine", documents, queries)], _Counting(512))  # truncate: Lo = 512
+    assert rows[0].documents.tokens == 512 + 300 + 40  # min(n, Lo) per document, not 2,340
+    assert rows[0].documents.max_tokens == 2000  # the longest document, in full
+    rows, _ = count_units([("mine", documents, queries)], _Counting(4096))  # an extension to 4096 reads all
+    assert rows[0].documents.tokens == 2340
+    chunks = SideToEncode(documents.texts, "docs", chunking="tokens:256")
+    late = SideToEncode(documents.texts, "docs", chunking="tokens:256", late=True)
+    for side in (chunks, late):  # chunks read every token, naive or late
+        rows, _ = count_units([("mine", side, queries)], _Counting(512))
+        assert rows[0].documents.tokens == 2340

@@ -26,29 +26,37 @@ def advice() -> Advice:
         "bm25", "BM25", "bm25", "runs/bm25", 69.0, Interval(69.0, 58.0, 79.0),
         StrategyCost(0.001, None, None, 999, 0.5, "bm25s sparse matrix"),
         versus_best=VersusBest(Interval(-2.2, -6.0, 1.5, method="paired percentile bootstrap over shared queries"),
-                               "average", 0.21, "exact (4096 sign patterns)", 0.42, False),
+                               "average", 0.21, "exact (4096 sign patterns)", 0.42, False,
+                               Interval(-2.2, -7.0, 2.4, 0.99), "undecided", 40, 1234),
+        config={"model": "bm25", "method": None, "max_length": None, "granularity": "document"},
+        commands={"eval": "longembed eval --model bm25", "index": "longembed index SOURCE... --strategy bm25"},
     )
     return Advice(
         model="m", position_scheme="ape", pooling="mean", original_length=512, max_length=4096,
         tasks=["passkey", "mine"], strategies=[best, other],
-        recommendation=Recommendation("naive-chunks", "bm25", ["bm25"], "encode, index, latency", "cheaper", "care"),
+        recommendation=Recommendation("naive-chunks", "naive-chunks", 2.0, [], ["bm25"], "encode, index, latency",
+                                      "cannot tell", "more queries"),
         estimate=AdviceEstimate([StrategyEstimate("naive-chunks", 10, 4, 2, 1000, 3.5, "")], 1.0, 4.5, 60.0, "rough",
                                 "estimate (before any encoding): ..."),
         wall_time_s=5.5, left_out={"late-chunks": "cls pooling"},
         sampling=Sampling(0, 0.4, [SampledTask("passkey", 20, 50, per_length=True), SampledTask("mine", 10, 30, 12, 60)],
                           11.0, 4.5, True, "seeded"),
         measurement={"machine": {"cpu_count": 2}, "sample_documents": 8}, comparison="comparison", created="now",
+        recommended="naive-chunks", margin=2.0,
     )
 
 
 def test_advice_round_trips_through_its_file(tmp_path: Path) -> None:
     original = advice()
     path = original.save(tmp_path / ADVICE_FILE)
-    assert json.loads(path.read_text())["format"] == "longembed-advice/1"
+    assert json.loads(path.read_text())["format"] == "longembed-advice/2"
     again = Advice.load(tmp_path)
     assert again == original
     assert again.strategy("bm25").versus_best.difference.method == "paired percentile bootstrap over shared queries"
     assert again.strategy("bm25").cost.vectors_per_document is None
+    assert again.strategy("bm25").versus_best.bound.confidence == 0.99 and again.strategy("bm25").config["method"] is None
+    data = json.loads(path.read_text())
+    assert data["recommended"] == "naive-chunks" and data["strategies"][1]["config"]["model"] == "bm25"
     with pytest.raises(KeyError, match="no strategy 'pi-4096'"):
         again.strategy("pi-4096")
 

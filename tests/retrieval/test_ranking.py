@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 import pytest
 
-from longembed.retrieval.bm25 import BM25Model
 from longembed.retrieval.fusion import Fusion
 from longembed.retrieval.rank_fusion import fuse_with_tie_break, tie_break_scores
 from longembed.retrieval.ranking import RUN_SCORE_STEP, rank, strictly_decreasing
@@ -59,9 +56,3 @@ def test_run_scores_strictly_decrease_by_a_step_float32_readers_see() -> None:
     with pytest.raises(ValueError, match="finite"):
         strictly_decreasing([1.0, -np.inf])
 
-
-def test_bm25_indexing_logs_nothing(caplog) -> None:
-    """bm25s sets its logger to DEBUG on import ("Building index from IDs objects" per index)."""
-    with caplog.at_level(logging.DEBUG):
-        BM25Model().score(["apple pie"], ["an apple pie", "a cherry tart"])
-    assert [r.getMessage() for r in caplog.records if r.name.startswith("bm25s")] == []

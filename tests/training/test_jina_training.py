@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
+import os
 import random
 import shutil
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -440,6 +443,80 @@ def test_tiny_mlm_run_lowers_loss_and_resumes_to_the_same_weights(tmp_path, tiny
     a, b = straight.state_dict(), resumed.state_dict()
     assert a.keys() == b.keys()
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+class _KilledWhileSaving(Exception):
+    pass
+
+
+def test_an_incomplete_checkpoint_is_skipped_and_the_previous_one_resumed(
+    tmp_path, tiny_tokenizer_folder, monkeypatch, caplog
+):
+    """Issue 40: a run killed while writing checkpoint-4 (its weights written, not yet its RNG and trainer
+    state) leaves no checkpoint-4 at all, and a checkpoint-4 that lacks trainer_state.json (an older
+    longembed's, or damaged) is skipped with a log line naming it and what it lacks: both resume from
+    checkpoint-2 and end with the weights of an uninterrupted run.  The checkpoint's weights follow the
+    umask (safetensors writes them 0600)."""
+    previous_umask = os.umask(0o022)
+    try:
+        tokenizer = load_tokenizer(tiny_tokenizer_folder)
+        texts = [words(30, i % 3) for i in range(24)]
+        config = MLMConfig(training_length=24, batch_size=4, max_steps=6, warmup_steps=1, learning_rate=5e-3,
+                           save_steps=2, logging_steps=1)
+        straight = build_mlm_model(TINY_MODEL, tokenizer, 24)
+        train_mlm(straight, tokenizer, texts, tmp_path / "straight", config)
+
+        # (a) killed inside the save of checkpoint-4
+        original_save_rng = MaskedTokensTrainer._save_rng_state
+
+        def dies_while_saving_step_4(self, output_dir):
+            if self.state.global_step == 4:
+                raise _KilledWhileSaving()
+            return original_save_rng(self, output_dir)
+
+        monkeypatch.setattr(MaskedTokensTrainer, "_save_rng_state", dies_while_saving_step_4)
+        with pytest.raises(_KilledWhileSaving):
+            train_mlm(build_mlm_model(TINY_MODEL, tokenizer, 24), tokenizer, texts, tmp_path / "a", config)
+        monkeypatch.setattr(MaskedTokensTrainer, "_save_rng_state", original_save_rng)
+        checkpoints = tmp_path / "a" / "checkpoints"
+        assert sorted(p.name for p in checkpoints.glob("checkpoint-*")) == ["checkpoint-2"]
+        assert stat.S_IMODE((checkpoints / "checkpoint-2" / "model.safetensors").stat().st_mode) == 0o644
+        resumed_a = build_mlm_model(TINY_MODEL, tokenizer, 24)
+        summary = train_mlm(resumed_a, tokenizer, texts, tmp_path / "a", config)
+        assert summary.resumed_from.endswith("checkpoint-2") and summary.steps == 6
+
+        # (b) a checkpoint-4 without its trainer state
+        with pytest.raises(_Killed):
+            train_mlm(build_mlm_model(TINY_MODEL, tokenizer, 24), tokenizer, texts, tmp_path / "b", config,
+                      callbacks=[_KillAt(5)])
+        broken = tmp_path / "b" / "checkpoints" / "checkpoint-4"
+        (broken / "trainer_state.json").unlink()
+        resumed_b = build_mlm_model(TINY_MODEL, tokenizer, 24)
+        with caplog.at_level(logging.WARNING, logger="longembed.training.runs"):
+            summary = train_mlm(resumed_b, tokenizer, texts, tmp_path / "b", config)
+        assert summary.resumed_from.endswith("checkpoint-2") and summary.steps == 6
+        skipped = [r.getMessage() for r in caplog.records if "incomplete checkpoint" in r.getMessage()]
+        assert len(skipped) == 1 and str(broken) in skipped[0] and "no trainer_state.json" in skipped[0]
+    finally:
+        os.umask(previous_umask)
+    reference = straight.state_dict()
+    for resumed in (resumed_a, resumed_b):
+        state = resumed.state_dict()
+        assert state.keys() == reference.keys() and all(torch.equal(state[k], reference[k]) for k in reference)
+
+
+def test_a_run_whose_only_checkpoint_is_incomplete_starts_afresh(tmp_path, tiny_tokenizer_folder, caplog):
+    tokenizer = load_tokenizer(tiny_tokenizer_folder)
+    texts = [words(30, i) for i in range(8)]
+    config = MLMConfig(training_length=24, batch_size=4, max_steps=4, save_steps=2, warmup_steps=1, logging_steps=1)
+    with pytest.raises(_Killed):
+        train_mlm(build_mlm_model(TINY_MODEL, tokenizer, 24), tokenizer, texts, tmp_path, config,
+                  callbacks=[_KillAt(3)])
+    (tmp_path / "checkpoints" / "checkpoint-2" / "optimizer.pt").unlink()
+    with caplog.at_level(logging.WARNING, logger="longembed.training.runs"):
+        summary = train_mlm(build_mlm_model(TINY_MODEL, tokenizer, 24), tokenizer, texts, tmp_path, config)
+    assert summary.resumed_from is None and summary.steps == 4
+    assert any("no optimizer.pt" in r.getMessage() and "starting afresh" in r.getMessage() for r in caplog.records)
 
 
 def test_resuming_another_runs_checkpoints_is_refused(tmp_path, tiny_tokenizer_folder):

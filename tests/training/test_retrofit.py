@@ -10,7 +10,10 @@ all-MiniLM-L6-v2 only in one construction check at 24 tokens.
 from __future__ import annotations
 
 import json
+import logging
 import math
+import os
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +44,7 @@ from longembed.training.retrofit.data import plan_batches, read_text_file, retro
 from longembed.training.retrofit.fidelity import held_out_squad_pairs, short_text_fidelity
 from longembed.training.retrofit.pairs import batch_texts, contrastive_loss, plan_pair_batches
 from longembed.training.retrofit.student import load_teacher
+from longembed.training.retrofit.trainer import DistillationTrainer
 
 LO = 32  # the tiny teacher's window
 HIDDEN = 32
@@ -540,6 +544,52 @@ def test_a_killed_run_resumes_to_the_uninterrupted_weights(
     assert resumed.summary.token_losses == straight.summary.token_losses
     with pytest.raises(FileExistsError, match="finished retrofit"):
         retrofit_alibi(teacher_folder, tmp_path / "killed", text_file=text_file, resume=True, **SHORT)
+
+
+class KilledWhileSaving(Exception):
+    pass
+
+
+def test_incomplete_checkpoints_are_never_resumed_from(
+    tmp_path: Path, teacher_folder: Path, text_file: Path, monkeypatch, caplog
+) -> None:
+    """Issue 40: a kill while checkpoint-6 is written leaves no checkpoint-6 (the run resumes from
+    checkpoint-3), and a checkpoint-3 without trainer_state.json is skipped with a log line (the run starts
+    afresh): both end with the weights of an uninterrupted run.  The final weights follow the umask."""
+    previous_umask = os.umask(0o022)
+    try:
+        straight = retrofit_alibi(teacher_folder, tmp_path / "straight", text_file=text_file, **SHORT)
+        original = DistillationTrainer._save_rng_state
+
+        def dies_while_saving_step_6(self, output_dir):
+            if self.state.global_step == 6:
+                raise KilledWhileSaving()
+            return original(self, output_dir)
+
+        monkeypatch.setattr(DistillationTrainer, "_save_rng_state", dies_while_saving_step_6)
+        with pytest.raises(KilledWhileSaving):
+            retrofit_alibi(teacher_folder, tmp_path / "a", text_file=text_file, **SHORT)
+        monkeypatch.setattr(DistillationTrainer, "_save_rng_state", original)
+        assert sorted(p.name for p in (tmp_path / "a" / "checkpoints").glob("checkpoint-*")) == ["checkpoint-3"]
+        resumed = retrofit_alibi(teacher_folder, tmp_path / "a", text_file=text_file, resume=True, **SHORT)
+        assert resumed.summary.resumed_from.endswith("checkpoint-3") and resumed.summary.steps == 8
+
+        with pytest.raises(Killed):
+            retrofit_alibi(teacher_folder, tmp_path / "b", text_file=text_file, callbacks=[KillAt(5)], **SHORT)
+        broken = tmp_path / "b" / "checkpoints" / "checkpoint-3"
+        (broken / "trainer_state.json").unlink()
+        with caplog.at_level(logging.WARNING, logger="longembed.training.runs"):
+            fresh = retrofit_alibi(teacher_folder, tmp_path / "b", text_file=text_file, resume=True, **SHORT)
+        assert fresh.summary.resumed_from is None and fresh.summary.steps == 8
+        assert any(str(broken) in r.getMessage() and "no trainer_state.json" in r.getMessage()
+                   for r in caplog.records)
+    finally:
+        os.umask(previous_umask)
+    a = JinaBertModel.from_pretrained(straight.folder).state_dict()
+    for run in (resumed, fresh):
+        b = JinaBertModel.from_pretrained(run.folder).state_dict()
+        assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert stat.S_IMODE((fresh.folder / "model.safetensors").stat().st_mode) == 0o644
 
 
 def test_teacher_targets_are_cached_and_reused(tmp_path: Path, teacher_folder: Path, text_file: Path) -> None:

@@ -8,11 +8,15 @@
   task's passages are its chunks: 1 each);
 * **index bytes**: the index of every evaluated document: float32 vectors (vectors x dimensions x 4);
   BM25: bm25s' sparse score matrix; a hybrid: both;
-* **query latency**: the median over a few sampled queries of encoding the query (uncached) and scoring it
-  against that index (the best chunk per document for chunk strategies, the top 10 kept); a hybrid adds
-  BM25's scoring and the reciprocal rank fusion of the two rankings.
+* **query latency**: the median over the sampled queries (20 by default) of encoding the query
+  (uncached) and scoring it against that index (the best chunk per document for chunk strategies, the
+  top 10 kept); a hybrid adds BM25's scoring and the reciprocal rank fusion of the two rankings.
 
-Each encoder is warmed up once (its weights loaded, first-call costs paid) before anything is timed.
+Each encoder is warmed up once (its weights loaded, first-call costs paid) before anything is timed,
+and each strategy's query timing starts after :data:`WARM_UP_QUERIES` untimed searches, right after
+its sample documents were encoded: a median of five queries timed without them once reported 730 ms
+for MiniLM at PI-4096, where the same query takes about 25 ms timed alone (issue 41; the slow first
+calls were not reproduced here, and are now outside the timing whatever their cause).
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ from longembed.retrieval.rank_fusion import fuse_scores
 from longembed.retrieval.ranking import max_over_rows
 
 TOP_K = 10
+#: Untimed searches before a strategy's queries are timed.
+WARM_UP_QUERIES = 3
 FLOAT32_BYTES = 4
 
 
@@ -104,7 +110,8 @@ class CostMeter:
         seconds = time.perf_counter() - began
         vectors = self.sample.index_documents if rows is None else int(rows.sum())
         index = _unit_vectors(vectors, dimensions, self.sample.seed)
-        latencies = [_dense_query_ms(encoder, query, prompts["query"], index, rows) for query in self.sample.queries]
+        latencies = timed_queries(lambda q: _dense_query_ms(encoder, q, prompts["query"], index, rows),
+                                  self.sample.queries)
         return Measured(seconds, latencies, vectors * dimensions * FLOAT32_BYTES, vectors, dimensions)
 
     def bm25(self) -> Measured:
@@ -116,7 +123,8 @@ class CostMeter:
             model.index(self.sample.documents)
             seconds = time.perf_counter() - began
             index = model.index(self.sample.all_documents())
-            latencies = [_timed_ms(lambda q=query: _top(model.query_scores(index, q))) for query in self.sample.queries]
+            latencies = timed_queries(lambda q: _timed_ms(lambda: _top(model.query_scores(index, q))),
+                                      self.sample.queries)
             self._bm25 = Measured(seconds, latencies, index_bytes(index), index="bm25s sparse matrix")
         return self._bm25
 
@@ -170,6 +178,14 @@ def _encode_sample(encoder: Any, candidate: Candidate, texts: list[str], prompt:
                                         prompt=prompt, normalize_embeddings=True)
             return int(out[0][0].shape[1])
         return int(encoder.encode(texts, batch_size=batch_size, prompt=prompt, normalize_embeddings=True).shape[1])
+
+
+def timed_queries(search_ms: Callable[[str], float], queries: Sequence[str]) -> list[float]:
+    """Each query's milliseconds (``search_ms(query)``), after :data:`WARM_UP_QUERIES` untimed searches
+    of the first queries (whose times are dropped)."""
+    for i in range(min(WARM_UP_QUERIES, len(queries)) if queries else 0):
+        search_ms(queries[i % len(queries)])
+    return [search_ms(query) for query in queries]
 
 
 def _unit_vectors(n: int, dimensions: int, seed: int) -> np.ndarray:

@@ -14,7 +14,7 @@ estimate fits ``--budget-seconds``, or the smallest sample allowed is reached, a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from longembed.advice.candidates import Candidate
@@ -29,7 +29,8 @@ SAMPLING_ROUNDS = 4
 MARGIN = 0.9
 ESTIMATE_METHOD = (
     "seconds from a cost model t(n) = c + a n + b n^2 per sequence, fitted on a timed warm-up of each encoder on "
-    "this machine at 512 tokens and at its Lt (as longembed eval's); cached texts, BM25 and the hybrids count 0; rough"
+    "this machine at 512 tokens and at the longest sequence it will run, fastest of two (as longembed eval's), "
+    "each document costed as its run encodes it; cached texts, BM25 and the hybrids count 0; rough"
 )
 
 
@@ -42,11 +43,27 @@ class DenseEstimate:
     estimate: Estimate
 
 
-def strategy_seconds(planned: DenseEstimate, model: CostModel) -> float:
-    """Estimated seconds of a dense strategy's run: every unit's documents and queries to encode."""
+def strategy_seconds(
+    planned: DenseEstimate, model: CostModel, document_tokens: Mapping[str, Sequence[int]] | None = None
+) -> float:
+    """Estimated seconds of a dense strategy's run: every unit's documents and queries to encode.
+
+    ``document_tokens`` (unit label -> each document's tokens, all of them) lets the documents be costed
+    one by one, as the run encodes them: costs grow faster than tokens (attention, a late-chunking window
+    per part), so the mean document's cost times the count is too low when lengths vary.  A unit whose
+    documents are partly cached takes that share of the sum.  Without it (or for a unit it does not
+    match), the mean document is costed."""
     encoder, candidate = planned.encoder.encoder, planned.candidate
-    return sum(side_seconds(u.documents.to_encode, u.documents.tokens, candidate, encoder, model)
-               + query_seconds(u.queries.to_encode, u.queries.tokens, model) for u in planned.estimate.units)
+    seconds = 0.0
+    for u in planned.estimate.units:
+        tokens = (document_tokens or {}).get(u.unit)
+        if tokens is not None and len(tokens) == u.documents.count and u.documents.count:
+            share = u.documents.to_encode / u.documents.count
+            seconds += share * sum(side_seconds(1, n, candidate, encoder, model) for n in tokens)
+        else:
+            seconds += side_seconds(u.documents.to_encode, u.documents.tokens, candidate, encoder, model)
+        seconds += query_seconds(u.queries.to_encode, u.queries.tokens, model)
+    return seconds
 
 
 def side_seconds(count: int, tokens: int, candidate: Candidate, encoder: object, model: CostModel) -> float:
@@ -67,7 +84,7 @@ def query_seconds(count: int, tokens: int, model: CostModel) -> float:
 
 def advice_estimate(
     candidates: list[Candidate], planned: dict[str, DenseEstimate], cost_model: Callable[[CachedEncoder], CostModel],
-    measurement_seconds: float, budget: float | None,
+    measurement_seconds: float, budget: float | None, document_tokens: Mapping[str, Sequence[int]] | None = None,
 ) -> AdviceEstimate:
     """The estimate of every strategy: ``planned`` holds the dry runs of the dense strategies (hybrids
     reuse their dense strategy's, BM25 has none); ``cost_model`` gives an encoder's fitted cost model."""
@@ -77,7 +94,8 @@ def advice_estimate(
     for candidate in candidates:
         dense = planned.get(candidate.name)
         if dense is not None:
-            seconds[candidate.name] = strategy_seconds(dense, cost_model(dense.encoder)) if dense.estimate.tokens_to_encode else 0.0
+            seconds[candidate.name] = (strategy_seconds(dense, cost_model(dense.encoder), document_tokens)
+                                       if dense.estimate.tokens_to_encode else 0.0)
             rows.append(strategy_row(dense, candidate, seconds[candidate.name], documents))
             continue
         source = planned.get(candidate.dense or "")
@@ -98,6 +116,23 @@ def strategy_row(planned: DenseEstimate | None, candidate: Candidate, seconds: f
     e = planned.estimate
     return StrategyEstimate(candidate.name, e.documents, e.documents - e.documents_cached,
                             e.queries - e.queries_cached, e.tokens_to_encode, round(seconds, 1), note)
+
+
+def estimate_error(estimate: AdviceEstimate) -> str:
+    """"the encoding runs took 5.1 min against 4.2 min estimated (+22%): truncate +5%, ...": the
+    estimate's error over the strategies that encoded something, and per strategy."""
+    rows = [r for r in estimate.strategies if r.actual_seconds is not None and r.seconds > 0]
+    if not rows:
+        return "estimate: nothing was encoded (every vector came from the cache)"
+    estimated, actual = sum(r.seconds for r in rows), sum(r.actual_seconds or 0.0 for r in rows)
+    each = ", ".join(f"{r.name} {error_percent(r.seconds, r.actual_seconds or 0.0)}" for r in rows)
+    return (f"estimate: the encoding runs took {format_duration(actual)} against {format_duration(estimated)} estimated "
+            f"({error_percent(estimated, actual)}): {each}")
+
+
+def error_percent(estimated: float, actual: float) -> str:
+    """How far off the estimate was, as a share of it: "+22%"."""
+    return f"{100 * (actual - estimated) / estimated:+.0f}%"
 
 
 def free_note(candidate: Candidate) -> str:

@@ -1,57 +1,105 @@
-"""``advice.md``: the recommendation, the table of strategies (score, difference from the best, costs),
-the plot, and how every number was obtained (data and any sampling, statistics, where costs were timed,
-the estimate against the wall time)."""
+"""``advice.md``: the headline (what to use and what it costs in points against the best), the table
+of strategies (score, difference from the best with its 95% interval and the simultaneous bound the
+rule reads, the verdict, costs), the commands that reproduce, serve and index the recommendation and
+every strategy, the plot, and how every number was obtained (data and any sampling, statistics, where
+costs were timed, the estimate against each run's actual time)."""
 
 from __future__ import annotations
 
-from longembed.advice.recommend import fmt_bytes
+from longembed.advice.commands import serve_request
+from longembed.advice.estimate import error_percent
+from longembed.advice.recommend import UNDECIDED, WITHIN, WORSE, fmt_bytes
 from longembed.evaluation.estimate import format_duration
-from longembed.report.comparison_tables import p_text
-from longembed.report.formatting import MISSING, fmt, fmt_interval, md_table
+from longembed.report.formatting import fmt, fmt_interval, md_table
 from longembed.results.advice import Advice, StrategyResult
 
-HEADER = ["strategy", "score [95% interval]", "vs best [95% interval]", "adjusted p", "encode s / 1k tokens",
-          "vectors / document", "index", "query ms"]
+HEADER = ["strategy", "method", "score [95% interval]", "vs best [95% interval]", "lower bound", "verdict",
+          "encode s / 1k tokens", "vectors / document", "index", "query ms"]
 
 
 def advice_markdown(advice: Advice, plot: str | None = None) -> str:
     """The whole of advice.md (``plot``: the plot's file name, linked when given)."""
     r = advice.recommendation
+    m = sum(s.versus_best is not None for s in advice.strategies)
     lines = [f"# Which strategy for {advice.model} on {', '.join(advice.tasks)}", "",
              f"**Use {r.choice}.** {r.reason}", ""]
-    if r.caution:
-        lines += [f"**Caution**: {r.caution}", ""]
     if advice.sampling is not None:
         lines += [f"**Measured on a sample** (the full data was estimated above --budget-seconds): "
-                  f"{sampled_text(advice)}", ""]
+                  f"{sampled_text(advice)} Its eval commands score the whole data (the scores here are the "
+                  "sample's).", ""]
+    lines += command_lines(advice.strategy(r.choice), "To use it") + [""]
     lines += [strategy_table(advice), "",
-              f"`*`: significantly worse than the best ({r.best}) after Holm's correction (alpha {advice.alpha:g}). "
-              f"Cheapest means: {r.cost_order}.", ""]
+              f"Every difference is the strategy's score minus the best's ({r.best}) on the same queries, in points. "
+              f"**lower bound**: of that difference, simultaneous over the {m} comparisons with the best "
+              f"(Bonferroni: one-sided {100 * (1 - 0.025 / max(m, 1)):.2f}% each); **verdict**: *within* the margin "
+              f"of {advice.margin:g} points when the bound is at least -{advice.margin:g} (it may replace the best), "
+              f"*worse* when even its simultaneous upper bound is below -{advice.margin:g}, else *can't tell* (with "
+              f"the queries that would tell, at 80% power). Recommended: the cheapest of the best and the strategies "
+              f"within the margin; cheapest means: {r.cost_order}.", ""]
     if plot is not None:
         lines += [f"![score against cost]({plot})", ""]
-    lines += ["## The strategies", "", *strategy_lines(advice), "", "## How this was measured", "", *method_lines(advice)]
+    lines += ["## The strategies and their commands", "", *strategy_lines(advice), "",
+              "## How this was measured", "", *method_lines(advice)]
     return "\n".join(lines) + "\n"
 
 
 def strategy_table(advice: Advice) -> str:
-    rows = [strategy_row(s) for s in advice.strategies]
-    return md_table(HEADER, rows, numeric_from=1)
+    rows = [strategy_row(s, advice.margin) for s in advice.strategies]
+    return md_table(HEADER, rows, numeric_from=2)
 
 
-def strategy_row(s: StrategyResult) -> list[str]:
+def verdict_text(s: StrategyResult, margin: float) -> str:
+    versus = s.versus_best
+    if versus is None:
+        return "best"
+    if versus.verdict == WITHIN:
+        return f"within {margin:g}"
+    if versus.verdict == WORSE:
+        return f"worse by > {margin:g}"
+    assert versus.verdict == UNDECIDED
+    return "can't tell" + ("" if versus.queries_needed is None else f" (~{versus.queries_needed:,} queries)")
+
+
+def strategy_row(s: StrategyResult, margin: float) -> list[str]:
     versus, cost = s.versus_best, s.cost
     if versus is None:
-        difference, p = "best", MISSING
+        difference, bound = "best", "-"
     else:
         d = versus.difference
         difference = f"{d.estimate:+.1f} [{d.low:+.1f}, {d.high:+.1f}]"
-        p = p_text(versus.p_adjusted) + (" *" if versus.significant else "")
-    return [s.name, fmt_interval(s.score, s.interval), difference, p, f"{cost.encode_seconds_per_1k_tokens:.3g}",
+        bound = "-" if versus.bound is None else f"{versus.bound.low:+.1f}"
+    method = s.config.get("method") or "-"
+    return [s.name, str(method), fmt_interval(s.score, s.interval), difference, bound,
+            verdict_text(s, margin), f"{cost.encode_seconds_per_1k_tokens:.3g}",
             fmt(cost.vectors_per_document, 2), fmt_bytes(cost.index_bytes), f"{cost.query_latency_ms:.1f}"]
 
 
+def command_lines(s: StrategyResult, title: str) -> list[str]:
+    """The strategy's method and commands, as a fenced block."""
+    c = s.config
+    what = (f"{title} ({s.name}: model {c.get('model')}, method {c.get('method') or '-'}, max length "
+            f"{c.get('max_length') or '-'}, {c.get('granularity')}"
+            + (f" {c.get('chunking')} {'late' if c.get('late') else 'naive'}" if c.get("granularity") == "chunks" else "")
+            + (f", fused with {c['fuse']} ({c.get('fuse_method')}, k {c.get('fuse_k')})" if c.get("fuse") else "")
+            + f"; serve: {serve_request(c)}):")
+    lines = [what, "", "```sh"]
+    for name, command in s.commands.items():
+        lines += [f"# {name}: {COMMAND_NOTES[name]}", command]
+    return [*lines, "```"]
+
+
+COMMAND_NOTES = {
+    "eval": "reproduces its score on this data (a new run folder)",
+    "serve": "an embedding server with its model and method",
+    "index": "your documents (SOURCE...) indexed as it indexes them, read from advice.json",
+}
+
+
 def strategy_lines(advice: Advice) -> list[str]:
-    lines = [f"- **{s.name}**: {s.description} (run: `{s.run}`)" + hub_text(s) for s in advice.strategies]
+    lines: list[str] = []
+    for s in advice.strategies:
+        lines += [f"- **{s.name}**: {s.description} (run: `{s.run}`)" + hub_text(s), ""]
+        lines += ["  " + line if line else "" for line in command_lines(s, "Commands")] + [""]
     lines += [f"- left out, **{name}**: {why}" for name, why in advice.left_out.items()]
     return lines
 
@@ -84,18 +132,35 @@ def method_lines(advice: Advice) -> list[str]:
         "tokens.",
         "- **Scores**: each strategy's run average (`runs/<strategy>/results.json`: `longembed report` and "
         "`longembed compare` read them), with its 95% percentile bootstrap interval over queries.",
-        "- **Against the best**: `longembed.results.compare` with the best as baseline, on the same queries: the "
-        "difference's 95% paired bootstrap interval and the paired sign-flip test, read at the average over tasks "
-        "(else the task), Holm-adjusted over the comparisons with the best (one per strategy); every per-task "
-        f"and per-length test is in `{advice.comparison}/comparison.md`.",
+        "- **Against the best**: `longembed.results.compare` with the best as baseline, on the same queries, read "
+        "at the average over tasks (else the task): the difference's 95% paired bootstrap interval, and its "
+        "Bonferroni-simultaneous interval, whose lower end is the bound the recommendation reads "
+        f"(non-inferiority with a margin of {advice.margin:g} points, `--margin`); the queries a can't-tell "
+        "comparison needs are a non-inferiority sample size (normal approximation, 80% power, at the observed "
+        "difference and standard error). Every per-task and per-length test, with sign-flip p-values "
+        f"Holm-adjusted over all of them, is in `{advice.comparison}/comparison.md`.",
         f"- **Costs** are timings on this machine ({machine.get('processor', '?')}, {machine.get('cpu_count', '?')} "
         f"CPUs, {machine.get('torch_threads', '?')} torch threads, {machine.get('platform', '?')}) and noisy: "
         f"encode: one uncached encode of {m.get('sample_documents')} documents ({m.get('sample_tokens'):,} tokens; "
         "BM25: building its index) per 1,000 of their tokens; vectors per document and index over all "
         f"{m.get('index_documents')} evaluated documents (float32 vectors x dimensions x 4 bytes; BM25: bm25s' "
         f"sparse score matrix; a hybrid both); query latency: median of {m.get('latency_queries')} queries, each "
-        "encoded uncached and scored against that index (top 10; a hybrid adds BM25 and the fusion).",
+        "encoded uncached and scored against that index (top 10; a hybrid adds BM25 and the fusion), after "
+        "untimed warm-up queries.",
         f"- **Time**: estimated {format_duration(e.seconds)} before the runs{budget}; the advice took "
-        f"{format_duration(advice.wall_time_s)} (wall time). The estimate printed:",
-        "", "```", e.text, "```",
+        f"{format_duration(advice.wall_time_s)} (wall time). Each strategy's estimate against its run's time:",
+        "", *estimate_table(advice), "", "The estimate printed:", "", "```", e.text, "```",
     ]
+
+
+def estimate_table(advice: Advice) -> list[str]:
+    """Estimated against actual seconds per strategy that encodes (the estimate's error)."""
+    rows = []
+    for row in advice.estimate.strategies:
+        if row.actual_seconds is None or (row.seconds == 0 and row.tokens_to_encode == 0):
+            continue
+        error = "-" if row.seconds <= 0 else error_percent(row.seconds, row.actual_seconds)
+        rows.append([row.name, f"{row.tokens_to_encode:,}", f"{row.seconds:.1f}", f"{row.actual_seconds:.1f}", error])
+    if not rows:
+        return ["(nothing was encoded: every vector came from the cache)"]
+    return md_table(["strategy", "tokens encoded", "estimated s", "actual s", "error"], rows, numeric_from=1).splitlines()

@@ -1,9 +1,12 @@
-"""``advice.png``: every strategy's score against what it costs, with its 95% interval as an error bar
-and its name beside the point; two panels, encode cost (seconds per 1k tokens, log scale) and index
-size (bytes, log scale).  The recommended strategy is ringed, the best one drawn as a star."""
+"""``advice.png``: one row per strategy (best score at the top), three panels sharing the rows: the
+score with its 95% interval, the encode cost (seconds per 1k tokens, log scale) and the index size
+(bytes, log scale).  The strategies' names are the rows' labels, so long names never overlap one
+another or a point (scatter labels did, and were clipped at the edges); the recommended row is bold
+and marked, the best is a star, and each score's colour is its verdict against the margin."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,46 +16,72 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.ticker import NullFormatter  # noqa: E402
 
-from longembed.report.plots import error_bars, save_figure  # noqa: E402
-from longembed.results.advice import BM25, HYBRID, Advice, StrategyResult  # noqa: E402
+from longembed.advice.recommend import UNDECIDED, WITHIN, WORSE  # noqa: E402
+from longembed.report.plots import save_figure  # noqa: E402
+from longembed.results.advice import Advice, StrategyResult  # noqa: E402
 
-COLORS = {BM25: "tab:green", HYBRID: "tab:purple"}
-DENSE_COLOR = "tab:blue"
-AXES: tuple[tuple[str, Callable[[StrategyResult], float]], ...] = (
-    ("encode seconds per 1k tokens (this machine; log scale)", lambda s: s.cost.encode_seconds_per_1k_tokens),
-    ("index size, bytes (log scale)", lambda s: s.cost.index_bytes),
+VERDICT_COLORS = {None: "black", WITHIN: "tab:green", UNDECIDED: "tab:orange", WORSE: "tab:red"}
+COSTS: tuple[tuple[str, Callable[[StrategyResult], float], str], ...] = (
+    ("encode s per 1k tokens\n(this machine, log)", lambda s: s.cost.encode_seconds_per_1k_tokens, "tab:blue"),
+    ("index size, bytes (log)", lambda s: float(s.cost.index_bytes), "tab:gray"),
 )
+TITLE_WIDTH = 110
 
 
 def plot_advice(advice: Advice, path: str | Path) -> Path:
-    """Draw the score-versus-cost plot of ``advice`` into ``path`` (PNG)."""
-    fig, panels = plt.subplots(1, len(AXES), figsize=(12, 5), sharey=True)
-    for ax, (title, value) in zip(panels, AXES, strict=True):
-        _panel(ax, advice, title, value)
-    panels[0].set_ylabel("score (%), 95% interval")
-    kinds = [("BM25", COLORS[BM25]), ("one embedding model", DENSE_COLOR), ("hybrid (+ BM25)", COLORS[HYBRID])]
-    panels[-1].legend(handles=[Line2D([], [], color=c, marker="o", linestyle="", label=k) for k, c in kinds],
-                      fontsize=8, loc="lower right")
-    fig.suptitle(f"{advice.model}: score against cost per strategy (recommended: {advice.recommendation.choice}, "
-                 f"ringed; best: {advice.recommendation.best}, star)", fontsize=10)
-    return save_figure(fig, path)
+    """Draw the score-and-cost plot of ``advice`` into ``path`` (PNG)."""
+    return save_figure(advice_figure(advice), path)
 
 
-def _panel(ax: plt.Axes, advice: Advice, title: str, value: Callable[[StrategyResult], float]) -> None:
-    strategies = advice.strategies
-    x = np.asarray([max(float(value(s)), 1e-9) for s in strategies])
-    y = np.asarray([s.score for s in strategies])
-    for i, strategy in enumerate(strategies):
-        color = COLORS.get(strategy.kind, DENSE_COLOR)
-        marker = "*" if strategy.name == advice.recommendation.best else "o"
-        ax.scatter([x[i]], [y[i]], color=color, marker=marker, s=120 if marker == "*" else 40, zorder=3)
-        if strategy.name == advice.recommendation.choice:
-            ax.scatter([x[i]], [y[i]], facecolors="none", edgecolors="red", s=260, linewidths=1.5, zorder=4)
-        error_bars(ax, x[i : i + 1], y[i : i + 1], [strategy.interval], color)
-        ax.annotate(strategy.name, (x[i], y[i]), xytext=(5, 4), textcoords="offset points", fontsize=7)
-    ax.set_xscale("log")
-    ax.set_xlabel(title, fontsize=9)
-    ax.grid(alpha=0.3)
+def advice_figure(advice: Advice) -> plt.Figure:
+    """The plot as a laid-out figure (every label inside it)."""
+    strategies = sorted(advice.strategies, key=lambda s: s.score)  # the best at the top
+    rows = np.arange(len(strategies))
+    fig, panels = plt.subplots(1, 1 + len(COSTS), figsize=(13, 1.6 + 0.42 * len(strategies)), sharey=True,
+                               gridspec_kw={"width_ratios": [2.2] + [1] * len(COSTS)})
+    _score_panel(panels[0], advice, strategies, rows)
+    for ax, (title, value, color) in zip(panels[1:], COSTS, strict=True):
+        values = [max(value(s), 1e-9) for s in strategies]
+        ax.barh(rows, values, color=color, alpha=0.7, height=0.6)
+        ax.set_xscale("log")
+        ax.set_xlim(*decades(values))  # whole decades: labelled major ticks, no crowded minor labels
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel(title, fontsize=9)
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_axisbelow(True)
+        ax.tick_params(labelsize=8)
+    r = advice.recommendation
+    title = (f"{advice.model}: use {r.choice} (bold, >); best score: {r.best} (black star). Scores in green: within "
+             f"{advice.margin:g} points of the best; red: worse by more; orange: can't tell yet")
+    fig.suptitle("\n".join(textwrap.wrap(title, TITLE_WIDTH)), fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def _score_panel(ax: plt.Axes, advice: Advice, strategies: list[StrategyResult], rows: np.ndarray) -> None:
+    choice, best = advice.recommendation.choice, advice.recommendation.best
+    for row, s in zip(rows, strategies, strict=True):
+        verdict = None if s.versus_best is None else s.versus_best.verdict
+        color = VERDICT_COLORS.get(verdict, "black")
+        if s.interval is not None:
+            ax.plot([s.interval.low, s.interval.high], [row, row], color=color, linewidth=1.5)
+        ax.plot([s.score], [row], marker="*" if s.name == best else "o", color=color,
+                markersize=13 if s.name == best else 6, linestyle="")
+    ax.set_yticks(rows, [("> " if s.name == choice else "") + s.name for s in strategies], fontsize=9)
+    for label, s in zip(ax.get_yticklabels(), strategies, strict=True):
+        if s.name == choice:
+            label.set_fontweight("bold")
+    ax.set_xlabel("score (%), 95% interval", fontsize=9)
+    ax.set_ylim(-0.7, len(strategies) - 0.3)
+    ax.grid(axis="x", alpha=0.3)
     ax.set_axisbelow(True)
+    ax.tick_params(axis="x", labelsize=8)
+
+
+def decades(values: list[float]) -> tuple[float, float]:
+    """The whole powers of ten around ``values`` (at least one decade apart)."""
+    low = 10.0 ** np.floor(np.log10(min(values)))
+    high = 10.0 ** np.ceil(np.log10(max(values)))
+    return low, high if high > low else low * 10

@@ -1,28 +1,60 @@
 """From the strategies' runs and costs to the advice: the best strategy, each other one against it, and
-the cheapest strategy statistically tied with the best.
+the cheapest strategy shown to be about as good as the best.
 
-The statistics are :func:`longembed.results.compare`'s (paired bootstrap interval of the difference on
-the same queries, paired sign-flip p-value), each strategy against the best as baseline.  Of each pair
-the headline test is read: the average over tasks, else the task over its lengths, else the one task.
-Their p-values are Holm-adjusted together (:func:`longembed.results.paired.holm`): the family is the
-question advice answers, "which strategies are worse than the best?", one test per other strategy.
-(``comparison/comparison.md`` keeps every per-task and per-length test, Holm-adjusted over all of them.)
+**The question** is "what is the cheapest strategy about as good as the best?", so the rule is
+non-inferiority, not non-significance: "not significantly worse" is what too few queries give every
+strategy, and it is not "as good" (SPEC, "Choosing among strategies").  A strategy **qualifies** when
+the lower confidence bound of its difference to the best (strategy - best, in the score's points, on the
+same queries) is at least -delta, the margin (``--margin``, default :data:`MARGIN`).
 
-Tied: not significantly different from the best after Holm (adjusted p >= alpha).  Cheapest: the
-smallest encode seconds per 1k tokens, then index bytes, then query latency (:data:`COST_ORDER`).  A
-choice tied only after the correction (its unadjusted interval entirely below 0) comes with a caution.
+**The bound** is simultaneous over the m strategies compared with the best (Bonferroni): the paired
+percentile bootstrap of :func:`longembed.results.compare` at two-sided confidence 1 - 0.05 / m, whose
+lower end is a one-sided (1 - 0.025 / m) lower bound; all m bounds hold together with probability at
+least 97.5%, so "every strategy called within the margin is" holds for the set.  (With one comparison
+it is the lower end of the usual 95% interval: the one-sided 2.5% of non-inferiority trials, ICH E9.)
+Holm's step-down gives sharper *tests* but no informative simultaneous *bounds* (the bounds compatible
+with it, Strassburger and Bretz 2008, collapse to the margin for every rejected hypothesis), and the
+advice reports the bounds, so it uses Bonferroni.
+
+**Verdicts**: "within" (bound >= -delta), "worse" (the simultaneous upper end below -delta: worse by
+more than the margin), else "undecided".  **The choice**: the cheapest of the best and the strategies
+within the margin (:data:`COST_ORDER`).  When a cheaper strategy than the choice is undecided, the data
+cannot separate them, and the headline says so, with the queries that would: a standard
+non-inferiority sample size (normal approximation), n = n_now x ((z_{1-0.025/m} + z_{0.8}) se /
+(delta + d))^2, 80% power at the observed difference d (when d > -delta) and the observed standard
+error se of the difference (the 95% bootstrap interval's width / 3.92, i.e. the per-query differences'
+SD / sqrt(n_now), weights of a multi-task average included).
+
+**The default margin, 2 points** (of a 0-100 score such as nDCG@10 or accuracy@1): a cheaper strategy
+may lose, on average, as much as one query in fifty outright (its relevant document leaving the top
+ranks); smaller than the gaps between extension methods in LongEmbed's tables (several points); and
+within reach of a task one can build: with per-query differences of SD 20 points (40 questions on 49
+essays) and 8 comparisons, a true tie is shown within 2 points by ~1,300 queries, within 1 by ~5,100.
+Choose your own with ``--margin`` (a margin is a judgement of what loss you accept, not a statistic).
+
+The p-values of :func:`longembed.results.compare` (sign-flip, Holm-adjusted over the comparisons with
+the best) are kept in the file as information; the rule reads the bounds.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
+from statistics import NormalDist
 
+from longembed.advice.spec import MARGIN
 from longembed.results import Comparison, RunResults, compare
 from longembed.results.advice import Recommendation, StrategyCost, StrategyResult, VersusBest
 from longembed.results.comparison import AVERAGE, TASK, UNIT, Difference, PairComparison
 from longembed.results.paired import ALPHA, holm
+from longembed.results.run import Interval
 
 COST_ORDER = "encode seconds per 1k tokens, then index bytes, then query latency"
+#: Two-sided confidence of the displayed intervals; the bounds are Bonferroni-adjusted from it.
+CONFIDENCE = 0.95
+#: The power the sample size of an undecided comparison aims at.
+POWER = 0.8
+WITHIN, WORSE, UNDECIDED = "within", "worse", "undecided"
 
 
 def cost_key(cost: StrategyCost) -> tuple[float, int, float]:
@@ -37,19 +69,33 @@ def choose_best(scores: Mapping[str, float], costs: Mapping[str, StrategyCost]) 
     return min(scores, key=lambda name: (-scores[name], cost_key(costs[name])))
 
 
+def simultaneous_confidence(comparisons: int, confidence: float = CONFIDENCE) -> float:
+    """The two-sided confidence whose intervals hold for all ``comparisons`` at once (Bonferroni): its
+    lower ends are one-sided (1 - (1 - confidence) / 2 / m) bounds."""
+    return 1 - (1 - confidence) / max(comparisons, 1)
+
+
 def compare_with_best(
-    runs: Mapping[str, RunResults], best: str, alpha: float = ALPHA, seed: int = 0
+    runs: Mapping[str, RunResults], best: str, margin: float = MARGIN, seed: int = 0
 ) -> tuple[dict[str, VersusBest], Comparison]:
-    """Every other strategy against ``best`` (the comparison's baseline), its headline test
-    Holm-adjusted over the strategies; also the full :class:`~longembed.results.Comparison`."""
+    """Every other strategy against ``best``: its headline difference with the 95% interval, the
+    simultaneous bound, the verdict against ``margin`` and, when undecided, the queries that would
+    decide; also the full 95% :class:`~longembed.results.Comparison` (written as comparison.md)."""
+    if margin <= 0:
+        raise ValueError(f"the margin must be positive (points of the score), got {margin}")
     names = list(runs)
-    comparison = compare([runs[n] for n in names], baseline=runs[best], labels=names, seed=seed)
-    headlines = [(pair.b, headline(pair)) for pair in comparison.pairs]
-    adjusted = holm([d.p_value for _, d in headlines])
-    versus = {
-        name: VersusBest(d.difference, d.level, float(d.p_value), d.p_method, float(p), bool(p < alpha))
-        for (name, d), p in zip(headlines, adjusted, strict=True)
-    }
+    comparison = compare([runs[n] for n in names], baseline=runs[best], labels=names, seed=seed, confidence=CONFIDENCE)
+    m = len(comparison.pairs)
+    bounds = compare([runs[n] for n in names], baseline=runs[best], labels=names, seed=seed,
+                     confidence=simultaneous_confidence(m))
+    headlines = [(pair.b, headline(pair), headline(wide)) for pair, wide in zip(comparison.pairs, bounds.pairs, strict=True)]
+    adjusted = holm([d.p_value for _, d, _ in headlines])
+    versus = {}
+    for (name, d, wide), p in zip(headlines, adjusted, strict=True):
+        verdict = judge(wide.difference, margin)
+        needed = queries_needed(d.difference, d.queries, m, margin) if verdict == UNDECIDED else None
+        versus[name] = VersusBest(d.difference, d.level, float(d.p_value), d.p_method, float(p), bool(p < ALPHA),
+                                  wide.difference, verdict, d.queries, needed)
     return versus, comparison
 
 
@@ -64,48 +110,117 @@ def headline(pair: PairComparison) -> Difference:
                      f"({[(d.task, d.length, d.level) for d in pair.differences]})")
 
 
-def recommend(strategies: Sequence[StrategyResult], alpha: float = ALPHA) -> Recommendation:
-    """The best strategy (the one without ``versus_best``) and the cheapest one tied with it, with why."""
+def judge(bound: Interval, margin: float) -> str:
+    """"within" the margin (lower bound >= -margin), "worse" (upper bound < -margin), else "undecided"."""
+    if bound.low >= -margin:
+        return WITHIN
+    if bound.high < -margin:
+        return WORSE
+    return UNDECIDED
+
+
+def queries_needed(
+    difference: Interval, queries: int, comparisons: int, margin: float, power: float = POWER
+) -> int | None:
+    """Queries a non-inferiority test (one-sided 0.025 / ``comparisons``, ``power``) would need to show
+    a strategy within ``margin``, at its observed difference and standard error (the 95% interval's
+    width / 3.92, at ``queries`` queries); None when the observed difference is not inside the margin
+    (more queries would show it worse, not within) or shows no spread."""
+    gap = margin + difference.estimate
+    z95 = NormalDist().inv_cdf(1 - (1 - CONFIDENCE) / 2)
+    se = (difference.high - difference.low) / (2 * z95)
+    if gap <= 0 or se <= 0 or queries < 1:
+        return None
+    z_bound = NormalDist().inv_cdf(1 - (1 - CONFIDENCE) / 2 / max(comparisons, 1))
+    z_power = NormalDist().inv_cdf(power)
+    return math.ceil(queries * ((z_bound + z_power) * se / gap) ** 2)
+
+
+def recommend(strategies: Sequence[StrategyResult], margin: float = MARGIN, more_queries: str = "") -> Recommendation:
+    """The best strategy (the one without ``versus_best``), the cheapest one within ``margin`` of it, and
+    the headline; ``more_queries``: how this data could grow (said when it cannot decide)."""
     best = [s for s in strategies if s.versus_best is None]
     if len(best) != 1:
         raise ValueError(f"exactly one strategy must be the best (no versus_best), got {[s.name for s in best]}")
     top = best[0]
-    tied = [s for s in strategies if s.versus_best is not None and not s.versus_best.significant]
-    choice = min([top, *tied], key=lambda s: cost_key(s.cost))
-    return Recommendation(top.name, choice.name, [s.name for s in tied], COST_ORDER, reason(top, choice, tied, alpha),
-                          caution(choice))
+    others = [s for s in strategies if s.versus_best is not None]
+    within = [s for s in others if s.versus_best.verdict == WITHIN]  # type: ignore[union-attr]
+    choice = min([top, *within], key=lambda s: cost_key(s.cost))
+    undecided = sorted((s for s in others if s.versus_best.verdict == UNDECIDED  # type: ignore[union-attr]
+                        and cost_key(s.cost) < cost_key(choice.cost)), key=lambda s: cost_key(s.cost))
+    text = reason(top, choice, others, undecided, margin, more_queries)
+    return Recommendation(top.name, choice.name, margin, [s.name for s in within], [s.name for s in undecided],
+                          COST_ORDER, text, more_queries if undecided else "")
 
 
-def caution(choice: StrategyResult) -> str:
-    """A warning when the chosen strategy's difference from the best has an (unadjusted) 95% interval
-    entirely below 0: it is tied only because Holm's correction over this many comparisons, with this
-    many queries, cannot tell; more queries may well show it worse."""
-    versus = choice.versus_best
-    if versus is None or versus.difference.high >= 0:
+def reason(
+    best: StrategyResult, choice: StrategyResult, others: Sequence[StrategyResult], undecided: Sequence[StrategyResult],
+    margin: float, more_queries: str,
+) -> str:
+    """The headline: what to use, what it costs in points against the best (with its interval), and
+    whether the data could decide."""
+    m = len(others)
+    best_text = f"{best.name} ({score_text(best)})"
+    if choice is not best:
+        return (f"{choice.name} is within {margin:g} points of the best, {best_text}: {difference_text(choice)}, and "
+                f"its lower bound over all {m} comparisons, {choice.versus_best.bound.low:+.1f}, is above "  # type: ignore[union-attr]
+                f"-{margin:g}. It is the cheapest such strategy: {cost_text(choice.cost)}, against "
+                f"{cost_text(best.cost)} for {best.name}." + undecided_text(undecided, margin, more_queries))
+    if undecided:
+        return (f"{best.name} scores best ({score_text(best)}); use it until more queries tell whether a cheaper "
+                "strategy is as good." + undecided_text(undecided, margin, more_queries))
+    cheaper = sorted((s for s in others if cost_key(s.cost) < cost_key(best.cost)), key=lambda s: cost_key(s.cost))
+    if not cheaper:
+        return (f"{best.name} scores best ({score_text(best)}) and is also the cheapest strategy measured: "
+                f"{cost_text(best.cost)}.")
+    nearest = max(cheaper, key=lambda s: s.score)
+    return (f"{best.name} scores best ({score_text(best)}), and every cheaper strategy is worse by more than "
+            f"{margin:g} points (its simultaneous upper bound below -{margin:g}); the closest cheaper one, {nearest.name}, scores "
+            f"{difference_text(nearest)}.")
+
+
+def undecided_text(undecided: Sequence[StrategyResult], margin: float, more_queries: str) -> str:
+    """" The data cannot tell whether cheaper X is within 2 points of the best ...": empty when none is."""
+    if not undecided:
         return ""
-    d = versus.difference
-    return (f"{choice.name}'s difference from the best, {d.estimate:+.1f} points, has a 95% interval entirely below 0 "
-            f"([{d.low:+.1f}, {d.high:+.1f}], not adjusted for the comparisons): it is tied only after Holm's "
-            "correction, for want of queries; rerun with more of them (all of a task without --budget-seconds; for "
-            "passkey and needle a larger --queries-per-length) "
-            "before relying on it.")
-
-
-def reason(best: StrategyResult, choice: StrategyResult, tied: Sequence[StrategyResult], alpha: float) -> str:
-    """The recommendation's reason, in one sentence."""
-    score = f"{best.score:.1f}" + ("" if best.interval is None else f" [{best.interval.low:.1f}, {best.interval.high:.1f}]")
-    if choice is best and not tied:
-        return (f"{best.name} scores best ({score}) and every other strategy is significantly worse "
-                f"(Holm-adjusted p < {alpha:g}), so nothing cheaper can take its place.")
-    if choice is best:
-        return (f"{best.name} scores best ({score}) and is also the cheapest of the strategies not significantly "
-                f"worse than it ({', '.join(s.name for s in tied)}).")
-    versus = choice.versus_best
+    promising = [s for s in undecided if s.versus_best is not None and s.versus_best.queries_needed is not None]
+    first = (promising or list(undecided))[0]  # the cheapest that more queries could make the choice
+    versus = first.versus_best
     assert versus is not None
-    d = versus.difference
-    return (f"{choice.name} is not significantly worse than the best, {best.name} ({d.estimate:+.1f} points "
-            f"[{d.low:+.1f}, {d.high:+.1f}], Holm-adjusted p = {versus.p_adjusted:.2g}), and it is the cheapest such "
-            f"strategy: {cost_text(choice.cost)}, against {cost_text(best.cost)} for {best.name}.")
+    text = (f" **The data cannot tell yet** whether cheaper {first.name} is within {margin:g} points of the best "
+            f"({difference_text(first)}; lower bound {versus.bound.low:+.1f}).")  # type: ignore[union-attr]
+    if versus.queries_needed is not None:
+        text += (f" About {versus.queries_needed:,} queries would tell, at the observed spread and difference (you "
+                 f"have {versus.queries})")
+        text += f": {more_queries}." if more_queries else "."
+    else:
+        text += " It looks worse than that; more queries would most likely confirm it."
+    if len(undecided) > 1:
+        text += " Also undecided: " + ", ".join(s.name for s in undecided if s is not first) + "."
+    return text
+
+
+def score_text(s: StrategyResult) -> str:
+    return f"{s.score:.1f}" + ("" if s.interval is None else f" [{s.interval.low:.1f}, {s.interval.high:.1f}]")
+
+
+def difference_text(s: StrategyResult) -> str:
+    """"-1.8 points [95%: -6.8, +3.3]": a strategy's difference from the best."""
+    assert s.versus_best is not None
+    d = s.versus_best.difference
+    return f"{d.estimate:+.1f} points [95%: {d.low:+.1f}, {d.high:+.1f}]"
+
+
+def more_queries_text(task_dirs: bool, synthetic: bool, sampled: bool, queries_per_length: int) -> str:
+    """How the user gets more queries for this advice's data."""
+    ways = []
+    if sampled:
+        ways.append("run without --budget-seconds (this advice scored a sample)")
+    if task_dirs or not synthetic:
+        ways.append("build a larger task from your own documents and questions with `longembed task-dir`")
+    if synthetic:
+        ways.append(f"a larger --queries-per-length (now {queries_per_length})")
+    return "; or ".join(ways)
 
 
 def cost_text(cost: StrategyCost) -> str:
@@ -123,15 +238,3 @@ def fmt_bytes(n: int) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1000
     return f"{value:.1f} GB"
-
-
-def strategy_results(
-    names: Sequence[str], scored: Mapping[str, StrategyResult], versus: Mapping[str, VersusBest]
-) -> list[StrategyResult]:
-    """The strategies in ``names`` order, each with its comparison against the best filled in."""
-    out = []
-    for name in names:
-        result = scored[name]
-        result.versus_best = versus.get(name)
-        out.append(result)
-    return out

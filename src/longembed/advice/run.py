@@ -15,8 +15,9 @@ What one advice does, and where each step lives:
    through the embedding cache (a rerun resumes; a hybrid reuses its dense strategy's vectors).
 4. **Measure** (:mod:`.costs`): encode cost, vectors per document, index bytes, query latency.
 5. **Conclude** (:mod:`.recommend`): each strategy against the best (``longembed.results.compare``),
-   the cheapest one statistically tied with it; written as advice.md, advice.png, advice.json, and the
-   full comparison in ``OUTPUT/comparison/``.
+   the cheapest one shown within the margin of it (non-inferiority, simultaneous bounds), each
+   strategy's config and commands (:mod:`.commands`); written as advice.md, advice.png, advice.json,
+   and the full comparison in ``OUTPUT/comparison/``.
 """
 
 from __future__ import annotations
@@ -30,16 +31,24 @@ from pathlib import Path
 from typing import Any
 
 from longembed.advice.candidates import TRUNCATE, Candidate, ModelFacts, plan_candidates
+from longembed.advice.commands import DataFlags, strategy_commands, strategy_config
 from longembed.advice.costs import CostMeter, Measured, cost_sample, machine
 from longembed.advice.data import AdviceData, Selection, load_data
-from longembed.advice.estimate import DenseEstimate, advice_estimate, fit_budget, query_seconds, side_seconds
-from longembed.advice.recommend import choose_best, compare_with_best, recommend
+from longembed.advice.estimate import (
+    DenseEstimate,
+    advice_estimate,
+    estimate_error,
+    fit_budget,
+    query_seconds,
+    side_seconds,
+)
+from longembed.advice.recommend import choose_best, compare_with_best, more_queries_text, recommend
 from longembed.advice.spec import AdviseSpec
 from longembed.advice.write import write_advice
 from longembed.encoder import load_encoder
 from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.evaluation.encoders import EncoderFactory
-from longembed.evaluation.estimate import CostModel, measure_cost_model
+from longembed.evaluation.estimate import CostModel, longest_sequence, measure_cost_model
 from longembed.evaluation.runner import evaluate_model, plan_run
 from longembed.evaluation.scoring import Unit
 from longembed.evaluation.spec import EvalSpec
@@ -89,14 +98,14 @@ def advise(
                          "estimate alone")
     plan = plan_advice(model, spec, max_length, dict(encoder_options or {}), device)
     selection, estimate, sampling = fit_budget(plan.data, plan.estimate, spec.budget_seconds, spec.seed, plan.say)
-    runs = plan.run(selection)
+    runs = plan.run(selection, estimate)
+    plan.say(estimate_error(estimate))
     costs, measurement = plan.measure(selection)
-    advice = plan.conclude(runs, costs, estimate, sampling, measurement)
+    advice = plan.conclude(runs, costs, estimate, sampling, measurement, selection)
     advice.wall_time_s = round(time.perf_counter() - began, 3)
     written = write_advice(advice, plan.out)
-    plan.say(f"\nuse {advice.recommendation.choice}: {advice.recommendation.reason}")
-    if advice.recommendation.caution:
-        plan.say(f"caution: {advice.recommendation.caution}")
+    plan.say(f"\nuse {advice.recommendation.choice}: {advice.recommendation.reason.replace('**', '')}")
+    plan.say(f"reproduce its score: {advice.strategy(advice.recommendation.choice).commands['eval']}")
     plan.say("wrote " + ", ".join(str(p) for p in written.values()))
     return advice
 
@@ -149,7 +158,8 @@ def plan_advice(
         if candidate.encoder is not None and candidate.encoder not in encoders:
             encoders[candidate.encoder] = _cached(factory(method=candidate.encoder, max_length=max_length, lazy=True), spec)
     data = load_data(spec, max_length or facts.original_length, say)
-    return AdvicePlan(spec, str(model), facts, max_length, candidates, left_out, encoders, data, Path(spec.output_dir), say)  # type: ignore[arg-type]
+    return AdvicePlan(spec, str(model), facts, max_length, candidates, left_out, encoders, data, Path(spec.output_dir),  # type: ignore[arg-type]
+                      say, options)
 
 
 def _cached(encoder: Any, spec: AdviseSpec) -> CachedEncoder:
@@ -172,6 +182,8 @@ class AdvicePlan:
     data: AdviceData
     out: Path
     say: Callable[[str], None]
+    encoder_options: dict[str, Any] = field(default_factory=dict)
+    _document_tokens: dict[str, list[int]] = field(default_factory=dict)
     _cost_models: dict[str, CostModel] = field(default_factory=dict)
 
     def eval_spec(self, selection: Selection, candidate: Candidate | None = None, **extra: Any) -> EvalSpec:
@@ -193,14 +205,32 @@ class AdvicePlan:
                 "document": model["document"] if self.spec.document_prompt is None else self.spec.document_prompt}
 
     def cost_model(self, encoder: CachedEncoder) -> CostModel:
-        """The encoder's cost model, from a timed warm-up on this machine up to its Lt, the longest input any
-        strategy gives it (measured once)."""
+        """The encoder's cost model, from a timed warm-up on this machine (fastest of two) at the longest
+        sequence any strategy will run through it (measured once)."""
         key = next(name for name, e in self.encoders.items() if e is encoder)
         if key not in self._cost_models:
-            self._cost_models[key] = measure_cost_model(
-                encoder.encoder, self.spec.batch_size, encoder.encoder.max_length
-            )
+            self._cost_models[key] = measure_cost_model(encoder.encoder, self.spec.batch_size, self.longest(key))
         return self._cost_models[key]
+
+    def longest(self, key: str) -> int:
+        """The longest sequence the strategies of encoder ``key`` run (its Lt before the documents were
+        counted): a whole document cut at Lt, a naive chunk, a late-chunking window."""
+        encoder = self.encoders[key].encoder
+        tokens = [n for counts in self._document_tokens.values() for n in counts]
+        if not tokens:
+            return encoder.max_length
+        return max(longest_sequence(tokens, encoder, c.chunking if c.chunked else None, c.late)
+                   for c in self.candidates if c.encoder == key and c.kind == DENSE)
+
+    def document_tokens(self, selection: Selection) -> dict[str, list[int]]:
+        """Every unit's documents' tokens (the model's tokenizer, the document prompt), counted once."""
+        encoder = self.encoders[TRUNCATE]
+        prompt = self.prompts(encoder)["document"]
+        for unit in self.units(selection):
+            texts = list(unit.data.corpus.values())
+            if len(self._document_tokens.get(unit.label, ())) != len(texts):
+                self._document_tokens[unit.label] = encoder.count_tokens(texts, prompt)
+        return self._document_tokens
 
     def units(self, selection: Selection) -> list[Unit]:
         """The selection's retrieval problems, as every run loads them."""
@@ -214,8 +244,9 @@ class AdvicePlan:
             dry = evaluate_model(encoder, self.eval_spec(selection, candidate, dry_run=True, log=None))
             assert dry.estimate is not None
             planned[candidate.name] = DenseEstimate(candidate, encoder, dry.estimate)
+        tokens = self.document_tokens(selection)
         return advice_estimate(self.candidates, planned, self.cost_model, self.measurement_seconds(selection),
-                               self.spec.budget_seconds)
+                               self.spec.budget_seconds, tokens)
 
     def measurement_seconds(self, selection: Selection) -> float:
         """Estimated seconds of the cost measurements' uncached encodes (timing sample, latency queries)."""
@@ -230,13 +261,18 @@ class AdvicePlan:
             seconds += query_seconds(len(queries), sum(queries), model)
         return seconds
 
-    def run(self, selection: Selection) -> dict[str, RunResults]:
-        """Each strategy's ``evaluate_model`` run into ``OUTPUT/runs/<strategy>/``."""
+    def run(self, selection: Selection, estimate: AdviceEstimate | None = None) -> dict[str, RunResults]:
+        """Each strategy's ``evaluate_model`` run into ``OUTPUT/runs/<strategy>/``; its wall time is
+        written next to its estimate (``actual_seconds``), the estimate's error."""
         runs: dict[str, RunResults] = {}
+        rows = {} if estimate is None else {row.name: row for row in estimate.strategies}
         for i, candidate in enumerate(self.candidates, 1):
             self.say(f"\n[{i}/{len(self.candidates)}] {candidate.name}: {candidate.description}")
             model = BM25Model() if candidate.kind == BM25 else self.encoders[candidate.encoder]  # type: ignore[index]
+            began = time.perf_counter()
             results = evaluate_model(model, self.eval_spec(selection, candidate, output_dir=self.out / RUNS / candidate.name))
+            if candidate.name in rows:
+                rows[candidate.name].actual_seconds = round(time.perf_counter() - began, 1)
             if not results.tasks:
                 raise ValueError(f"strategy {candidate.name}: no task could run ({results.skipped})")
             runs[candidate.name] = results
@@ -266,27 +302,58 @@ class AdvicePlan:
 
     def conclude(
         self, runs: dict[str, RunResults], costs: dict[str, StrategyCost], estimate: AdviceEstimate,
-        sampling: Sampling | None, measurement: dict[str, Any],
+        sampling: Sampling | None, measurement: dict[str, Any], selection: Selection | None = None,
     ) -> Advice:
         """Each strategy against the best, the recommendation, the full comparison written."""
         scores = {name: run.average for name, run in runs.items() if run.average is not None}
         best = choose_best(scores, costs)
-        versus, comparison = compare_with_best(runs, best, seed=self.spec.seed)
+        versus, comparison = compare_with_best(runs, best, self.spec.margin, seed=self.spec.seed)
         write_comparison(comparison, self.out / COMPARISON)
-        strategies = [self._result(c, runs[c.name], costs[c.name]) for c in self.candidates]
+        data = self.data_flags(selection or self.data.selection())
+        strategies = [self._result(c, runs[c.name], costs[c.name], data) for c in self.candidates]
         for strategy in strategies:
             strategy.versus_best = versus.get(strategy.name)
+        more = more_queries_text(bool(self.spec.task_dirs), bool(self.data.synthetic), sampling is not None,
+                                 self.spec.queries_per_length)
+        recommendation = recommend(strategies, self.spec.margin, more)
         return Advice(
             model=self.model, position_scheme=self.facts.position_scheme, pooling=self.facts.pooling,
             original_length=self.facts.original_length, max_length=self.max_length, tasks=self.data.names,
-            strategies=strategies, recommendation=recommend(strategies), estimate=estimate, wall_time_s=0.0,
+            strategies=strategies, recommendation=recommendation, estimate=estimate, wall_time_s=0.0,
             left_out=self.left_out, sampling=sampling, measurement=measurement, comparison=COMPARISON,
+            recommended=recommendation.choice, margin=self.spec.margin,
             created=_dt.datetime.now(tz=_dt.UTC).isoformat(timespec="seconds"),
         )
 
-    def _result(self, candidate: Candidate, run: RunResults, cost: StrategyCost) -> StrategyResult:
+    def data_flags(self, selection: Selection) -> DataFlags:
+        """The eval data flags that give the runs' data (a budget-sampled real task excepted: its eval
+        scores the whole task, and advice.md says so)."""
+        s = self.spec
+        benchmark = [t for t in (s.tasks or []) if t in self.data.synthetic or t in
+                     {p.metadata.name for p in self.data.real if p.record is None}]
+        synthetic = bool(self.data.synthetic)
+        return DataFlags(
+            task_dirs=[str(d) for d in s.task_dirs or []], task_names=list(s.task_names or []), tasks=benchmark,
+            data_dir=None if s.data_dir is None or not benchmark else str(s.data_dir),
+            lengths=list(self.data.lengths or []) if synthetic else [],
+            queries_per_length=selection.queries_per_length if synthetic else None,
+            haystack=None if s.haystack is None else str(s.haystack),
+            cache_dir=None if s.cache_dir is None else str(s.cache_dir), use_cache=s.use_cache,
+        )
+
+    def config(self, candidate: Candidate) -> dict[str, Any]:
+        """The strategy's eval options, keyed as eval's flags (:mod:`longembed.advice.commands`)."""
+        encoder = None if candidate.encoder is None else self.encoders[candidate.encoder].encoder
+        s = self.spec
+        run_options = {"query_prompt": s.query_prompt, "document_prompt": s.document_prompt,
+                       "batch_size": None if s.batch_size == 16 else s.batch_size}
+        return strategy_config(candidate, self.model, None if encoder is None else encoder.method,
+                               None if encoder is None else encoder.max_length, self.encoder_options, run_options)
+
+    def _result(self, candidate: Candidate, run: RunResults, cost: StrategyCost, data: DataFlags) -> StrategyResult:
         encoder = None if candidate.encoder is None else self.encoders[candidate.encoder]
         assert run.average is not None
+        config = self.config(candidate)
         return StrategyResult(
             name=candidate.name, description=candidate.description, kind=candidate.kind,
             run=f"{RUNS}/{candidate.name}", score=run.average, interval=run.average_interval, cost=cost,
@@ -294,4 +361,5 @@ class AdvicePlan:
             granularity=run.config.granularity or {}, fusion=run.config.fusion,
             hubs={task if length is None else f"{task}/{length}": stats.describe()
                   for (task, length), stats in run.hubs().items()},
+            config=config, commands=strategy_commands(candidate.name, config, data, self.out),
         )

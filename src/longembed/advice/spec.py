@@ -18,7 +18,10 @@ DATA = "data (one of --task-dir, --haystack, --tasks)"
 ADVICE = "advice"
 #: Documents timed (uncached) per strategy for its encode cost, and queries timed for its latency.
 SAMPLE_DOCUMENTS = 8
-LATENCY_QUERIES = 5
+LATENCY_QUERIES = 20
+#: The default non-inferiority margin in points (justified in :mod:`longembed.advice.recommend`; kept here,
+#: where ``--help`` reads it without numpy).
+MARGIN = 2.0
 #: The fewest queries (per length, for passkey and needle) budget sampling keeps of a task.
 MIN_SAMPLED_QUERIES = 10
 
@@ -68,6 +71,11 @@ class AdviseSpec:
     )
     chunking: str = option("tokens:256", "how the chunk strategies cut documents: tokens:SIZE[:OVERLAP] or "
                            "sentences:N (default tokens:256)", group=ADVICE, metavar="SPEC")
+    margin: float = option(
+        MARGIN, "how many points (of the score: nDCG@10, accuracy@1) a cheaper strategy may lose against the best "
+        "and still be recommended, shown by a lower confidence bound simultaneous over the strategies "
+        f"(default {MARGIN:g}: one query in fifty lost outright)", group=ADVICE, type=float, metavar="POINTS",
+    )
     budget_seconds: float | None = option(
         None, "estimated seconds the advice may take: above it, queries and documents are sampled (and the "
         "advice says so); default: no limit", group=ADVICE, type=float, metavar="S",
@@ -75,8 +83,9 @@ class AdviseSpec:
     seed: int = option(0, "seed of the budget sampling and of the cost samples (default 0)", group=ADVICE)
     sample_documents: int = option(SAMPLE_DOCUMENTS, "documents encoded uncached to time each strategy "
                                    f"(default {SAMPLE_DOCUMENTS})", group=ADVICE, metavar="N")
-    latency_queries: int = option(LATENCY_QUERIES, "queries timed for each strategy's query latency, the median "
-                                  f"reported (default {LATENCY_QUERIES})", group=ADVICE, metavar="N")
+    latency_queries: int = option(LATENCY_QUERIES, "queries timed for each strategy's query latency, after "
+                                  "untimed warm-up searches, the median reported (default "
+                                  f"{LATENCY_QUERIES})", group=ADVICE, metavar="N")
     dry_run: bool = option(False, "print the strategies, the estimate and any budget sampling, then stop (nothing "
                            "encoded but each encoder's timed warm-up; nothing written)", group=ADVICE)
     query_prompt: str | None = _DATA["query_prompt"]
@@ -96,6 +105,8 @@ class AdviseSpec:
             raise ValueError("--task-name names a --task-dir's task, and no --task-dir is given")
         if self.output_dir is None:
             raise ValueError("advise needs an output folder (--output DIR): its runs, advice.md and advice.json go there")
+        if not self.margin > 0:
+            raise ValueError(f"--margin must be positive (points of the score), got {self.margin}")
         if self.budget_seconds is not None and not self.budget_seconds > 0:
             raise ValueError(f"--budget-seconds must be positive, got {self.budget_seconds}")
         for name in ("sample_documents", "latency_queries", "batch_size"):

@@ -1,5 +1,10 @@
-"""``longembed embed``: embed a .txt (one document per line) or .jsonl (field ``text``) file into a .npy
-matrix; a folder of shards, a .parquet file or ``--engine ray`` go to :mod:`longembed.cli.embed_corpus`."""
+"""``longembed embed``: embed a .txt/.md file (the whole file one document, or with ``--unit line`` one per
+line) or a .jsonl file (one document per line, field ``text``) into a .npy matrix; a folder of shards, a
+.parquet file or ``--engine ray`` go to :mod:`longembed.cli.embed_corpus`.
+
+The output is checked before the model loads: an existing file needs ``--overwrite``, and the folder it goes
+into must take a new file (tried for real, since ``os.access`` says yes to root on folders it cannot write).
+"""
 
 from __future__ import annotations
 
@@ -14,9 +19,10 @@ import numpy as np
 from longembed.cli.embed_corpus import is_corpus_run, reject_ray_flags, run_corpus
 from longembed.cli.model_defaults import resolve_method
 from longembed.cli.options import encoder_options
+from longembed.corpus.shards import TEXT_SUFFIXES, text_unit
 from longembed.encoder import load_encoder
 from longembed.inputs import unicode_problem
-from longembed.results import atomic_write_bytes
+from longembed.results import atomic_write_bytes, unwritable_folder
 from longembed.tasks.base import iter_jsonl
 from longembed.textfiles import read_utf8
 
@@ -26,13 +32,19 @@ def read_text_lines(path: Path) -> list[str]:
     return read_utf8(path).splitlines()
 
 
-def read_documents(path: Path, field: str = "text") -> list[str]:
-    """Documents from a .txt (one per non-empty line) or .jsonl file, with errors naming file:line."""
+def read_documents(path: Path, field: str = "text", unit: str | None = None) -> list[str]:
+    """Documents from a .txt/.md file (``unit`` "file", the default: the whole file; "line": one per
+    non-empty line) or a .jsonl file (one per line), with errors naming file:line."""
     if not path.is_file():
         raise FileNotFoundError(f"input file not found: {path}")
     suffix = path.suffix.lower()
     docs: list[str] = []
-    if suffix == ".txt":
+    if suffix in TEXT_SUFFIXES and text_unit(unit, suffix) == "file":
+        text = read_utf8(path)
+        if text.strip():
+            _check_text(text, str(path))
+            docs.append(text)
+    elif suffix in TEXT_SUFFIXES:
         lines = read_text_lines(path)
         for number, line in enumerate(lines, start=1):
             if line.strip():
@@ -41,6 +53,7 @@ def read_documents(path: Path, field: str = "text") -> list[str]:
         if len(docs) < len(lines):
             warnings.warn(f"{path}: skipped {len(lines) - len(docs)} empty line(s)", stacklevel=2)
     elif suffix == ".jsonl":
+        text_unit(unit, suffix)  # --unit file is an error here
         for number, record in iter_jsonl(path):
             if not isinstance(record, dict) or not isinstance(record.get(field), str):
                 raise ValueError(f"{path}:{number}: expected an object with a string field {field!r}")
@@ -49,7 +62,7 @@ def read_documents(path: Path, field: str = "text") -> list[str]:
             _check_text(record[field], f"{path}:{number}")
             docs.append(record[field])
     else:
-        raise ValueError(f"{path}: unsupported input type {suffix!r}; use .txt (one document per line) or .jsonl")
+        raise ValueError(f"{path}: unsupported input type {suffix!r}; use .txt or .md (text) or .jsonl")
     if not docs:
         raise ValueError(f"{path}: no documents found")
     return docs
@@ -61,17 +74,21 @@ def _check_text(text: str, where: str) -> None:
         raise ValueError(f"{where}: the text {problem}")
 
 
-def output_path(path: Path) -> Path:
-    """The .npy file to write, checked before any work: .npy added when missing; a folder, or a
-    folder that cannot be written, is a clear error now rather than after the whole encode."""
+def output_path(path: Path, overwrite: bool = False) -> Path:
+    """The .npy file to write, checked before any work: .npy added when missing; a folder, an existing
+    file without ``overwrite``, or a folder that cannot take a new file is a clear error now rather than
+    after the whole encode."""
     if path.is_dir():
         raise ValueError(f"-o {path} is a folder; give a file name, e.g. {path / 'vectors.npy'}")
     if path.suffix != ".npy":
         path = path.with_name(path.name + ".npy")
-    folder = path.parent
-    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
-    if existing is None or not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
-        raise PermissionError(f"cannot write {path}: {existing or folder} is not a writable folder")
+    if path.is_dir():
+        raise ValueError(f"-o {path} is a folder; give a file name, e.g. {path / 'vectors.npy'}")
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path} exists; pass --overwrite to replace it")
+    problem = unwritable_folder(path.parent)
+    if problem:
+        raise PermissionError(f"cannot write {path}: {problem}")
     if path.exists() and not os.access(path, os.W_OK):
         raise PermissionError(f"cannot write {path}: the file is not writable")
     return path
@@ -82,8 +99,8 @@ def run(args: argparse.Namespace) -> int:
     if is_corpus_run(args):
         return run_corpus(args)
     reject_ray_flags(args)
-    output = output_path(args.output)
-    docs = read_documents(args.input, args.field)
+    output = output_path(args.output, args.overwrite)
+    docs = read_documents(args.input, args.field, args.unit)
     encoder = load_encoder(args.model, method=args.method, max_length=args.max_length, device=args.device,
                            **encoder_options(args))
     start = time.perf_counter()

@@ -39,6 +39,7 @@ def run_corpus(args: argparse.Namespace) -> int:
         normalize=False if args.no_normalize else None,
         text_field=args.field,
         id_field=args.id_field,
+        unit=args.unit,
     )
     result = embed_corpus(args.input, args.output, job, engine=args.engine, ray=settings)
     _print_summary(args, settings, result)

@@ -78,12 +78,12 @@ def run(args: argparse.Namespace) -> int:
     resolve_method(args)
     spec = settings_from_args(EvalSpec, args)
     data_dir = existing_folder(spec.data_dir if spec.data_dir is not None else default_data_dir(), "--data-dir")
-    if data_dir is None:
-        print("note: no --data-dir and no $LONGEMBED_DATA_DIR: only tasks that need no data (passkey) can run")
     output = spec.output_dir or default_output(args.model, args.method, args.max_length, run_variant(spec))
     spec = dataclasses.replace(spec, tasks=resolve_task_list(spec.tasks, args.needles, spec,
                                                              () if spec.task_dirs else DEFAULT_TASKS), data_dir=data_dir,
                                output_dir=output)
+    if data_dir is None and _needs_data(spec):
+        print("note: no --data-dir and no $LONGEMBED_DATA_DIR: only tasks that need no data (passkey) can run")
     model = _model(args, spec)
     try:
         results = evaluate_model(model, spec)
@@ -102,6 +102,17 @@ def run(args: argparse.Namespace) -> int:
         print("longembed eval: no task could run (see 'skipped' above)", file=sys.stderr)
         return 1
     return 0
+
+
+def _needs_data(spec: EvalSpec) -> bool:
+    """Whether a built-in task other than passkey is to run (a --task-dir folder brings its own data;
+    without --tasks, only the --task-dir folders run when there are any)."""
+    tasks = spec.tasks
+    if tasks is None:
+        tasks = () if spec.task_dirs else DEFAULT_TASKS
+    elif isinstance(tasks, str):
+        tasks = tasks.replace(",", " ").split()
+    return any(task != "passkey" for task in tasks)
 
 
 def _model(args: argparse.Namespace, spec: EvalSpec) -> BM25Model | LongContextEncoder:

@@ -1,5 +1,5 @@
 """The ``longembed`` command: one subcommand per job (embed, eval, report, compare, sweep, collapse, tune, export,
-train, retrofit, serve, advise, index, search).
+train, retrofit, serve, advise, task-dir, index, search).
 
 Each subcommand has two modules: its flags in ``longembed.cli.parsers.<name>`` (light imports only)
 and the command in ``longembed.cli.<name>``, imported only when it runs (``CommandHandler``).  So
@@ -17,6 +17,7 @@ import os
 import sys
 
 from longembed import __version__
+from longembed.noise import show_longembed_warnings_plainly
 
 #: subcommand -> its modules: ``longembed.cli.parsers.<module>`` (``register_cli``) and ``longembed.cli.<module>``.
 SUBCOMMANDS = {
@@ -32,6 +33,7 @@ SUBCOMMANDS = {
     "retrofit": "retrofit",
     "serve": "serve",
     "advise": "advise",
+    "task-dir": "task_dir",
     "index": "index",
     "search": "search",
 }
@@ -67,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run a subcommand; a user error prints one line ``longembed CMD: error: ...`` and exits 2; a reader
     that closed stdout early (``| head``) ends the command quietly with :data:`BROKEN_PIPE_STATUS`."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    show_longembed_warnings_plainly()
     args = build_parser(argv).parse_args(argv)
     try:
         status = int(args.func(args) or 0)

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from longembed.config import EncoderConfig
-from longembed.corpus.shards import Shard, ShardReader
+from longembed.corpus.shards import Shard, ShardReader, text_unit
 from longembed.corpus.writer import shard_metadata, write_vectors
 from longembed.encoder import LongContextEncoder, load_encoder
 from longembed.loading import default_method
@@ -39,7 +39,8 @@ LOAD_ERROR = "cannot load the encoder: "
 @dataclass
 class EmbedJob:
     """What to embed with: ``load_encoder(model, method, max_length, device, **options)``, the
-    ``encode`` arguments, and which fields hold the id and the text."""
+    ``encode`` arguments, which fields hold the id and the text, and how a .txt/.md shard is split
+    (``unit``: "file", one document per file, or "line"; None: "file")."""
 
     model: str = "default"
     method: str | None = None
@@ -52,6 +53,7 @@ class EmbedJob:
     normalize: bool | None = None  # None: as the model folder says; False: raw pooled vectors
     text_field: str = "text"
     id_field: str = "id"
+    unit: str | None = None
     chunk_rows: int = CHUNK_ROWS
     torch_threads: int | None = None  # set in each Ray actor to its share of the cores
 
@@ -62,11 +64,13 @@ class EmbedJob:
         if self.chunk_rows < 1:
             raise ValueError(f"chunk_rows must be at least 1, got {self.chunk_rows}")
 
-    def fingerprint(self) -> dict[str, Any]:
+    def fingerprint(self, kind: str | None = None) -> dict[str, Any]:
         """Everything that decides the ids and vectors (not device, batch size, chunking or threads):
         the encoder's whole :class:`~longembed.config.EncoderConfig` (a preset expanded, defaults filled
-        in) and the ``encode`` arguments.  Recorded in every output file, compared when a run resumes;
-        building it also checks the options, before any model is loaded or any actor started."""
+        in), the ``encode`` arguments and, for a text shard (``kind`` .txt/.md) read whole, the unit.
+        Recorded in every output file, compared when a run resumes; building it also checks the options,
+        before any model is loaded or any actor started.  (A text shard read by line, what every text
+        shard was before ``unit`` existed, records no unit: its old outputs stay current.)"""
         method = default_method(self.model) if self.method is None else self.method
         config = EncoderConfig.from_options(self.model, method, self.max_length, **self.options)
         values = {
@@ -74,6 +78,8 @@ class EmbedJob:
             "encode": {"prompt": self.prompt, "prompt_name": self.prompt_name, "normalize": self.normalize},
             "fields": {"text": self.text_field, "id": self.id_field},
         }
+        if kind is not None and text_unit(self.unit, kind) == "file":
+            values["fields"]["unit"] = "file"
         return json.loads(json.dumps(values))  # as it reads back from a file: lists, not tuples
 
     def load_encoder(self) -> LongContextEncoder:
@@ -140,14 +146,14 @@ class ShardEmbedder:
         start = time.perf_counter()
         try:
             source_bytes, source_sha256 = shard.size(), shard.sha256()  # before reading: a later edit shows
-            reader = ShardReader(shard, self.job.text_field, self.job.id_field)
+            reader = ShardReader(shard, self.job.text_field, self.job.id_field, self.job.unit)
             report.documents = reader.count()  # every document checked before any is encoded
             report.skipped_empty_lines = reader.skipped_empty_lines
             write_vectors(
                 output,
                 self.encoder.embedding_dim,
                 self._encode_chunks(reader, report),
-                lambda: shard_metadata(shard, source_bytes, report.documents, self.fingerprint,
+                lambda: shard_metadata(shard, source_bytes, report.documents, self.job.fingerprint(shard.kind),
                                        source_sha256=source_sha256, truncated=report.truncated),
             )
         except (ValueError, OSError) as exc:

@@ -22,6 +22,7 @@ from longembed.corpus.job import EmbedJob
 from longembed.corpus.shards import Shard, find_shards
 from longembed.corpus.unique_ids import check_unique_ids
 from longembed.corpus.writer import output_file, read_written, stray_outputs
+from longembed.results import unwritable_folder
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +57,8 @@ class CorpusPlan:
 
 def check_output_folder(input_path: Path, output: Path) -> Path:
     """``output`` as a folder to write vectors in: not a file, not a .npy name, not the input folder
-    or inside it (its files would be read as shards on the next run)."""
+    or inside it (its files would be read as shards on the next run), and one that takes new files
+    (checked now, not after the first shard is encoded)."""
     output = Path(output)
     if output.exists() and not output.is_dir():
         raise ValueError(f"-o {output} is a file; a corpus is written to a folder of .parquet files")
@@ -66,6 +68,9 @@ def check_output_folder(input_path: Path, output: Path) -> Path:
     target = output.resolve()
     if source.is_dir() and (target == source or source in target.parents):
         raise ValueError(f"-o {output} is inside the input folder {input_path}; write the vectors elsewhere")
+    problem = unwritable_folder(output)
+    if problem:
+        raise PermissionError(f"cannot write to -o {output}: {problem}")
     return output
 
 
@@ -76,14 +81,16 @@ def plan_corpus(input_path: Path, output: Path, job: EmbedJob) -> CorpusPlan:
     an id in two shards."""
     output = check_output_folder(input_path, output)
     plan = CorpusPlan(Path(input_path), output)
-    config = job.fingerprint()
+    job.fingerprint()  # the options checked before any file is read
+    shards = find_shards(input_path)
+    configs = {kind: job.fingerprint(kind) for kind in {s.kind for s in shards}}
     targets: dict[Path, str] = {}
-    for shard in find_shards(input_path):
+    for shard in shards:
         target = output_file(output, shard)
         if target in targets:
             raise ValueError(f"shards {targets[target]} and {shard.name} would both be written to {target}")
         targets[target] = shard.name
-        reason = _redo_reason(shard, target, config)
+        reason = _redo_reason(shard, target, configs[shard.kind])
         if reason is None:
             plan.done.append((shard, target))
         else:
@@ -91,7 +98,7 @@ def plan_corpus(input_path: Path, output: Path, job: EmbedJob) -> CorpusPlan:
             if reason:
                 plan.redo.append(f"{target}: {reason}")
     if plan.n_shards > 1:
-        check_unique_ids([s for s, _ in plan.pending], plan.done, job.text_field, job.id_field)
+        check_unique_ids([s for s, _ in plan.pending], plan.done, job.text_field, job.id_field, job.unit)
     plan.stray = stray_outputs(output, targets)
     for note in plan.redo:
         logger.warning("embedding again: %s", note)

@@ -1,8 +1,9 @@
 """The input of a corpus run: its shards, found in a file or a folder, and their documents read as (id, text).
 
-A shard is one file: ``.txt`` (one document per line; empty lines are skipped and counted; the id of
-line n is ``"<shard name without suffix>:<n>"``), ``.jsonl`` (one JSON object per line, with an id
-field and a text field) or ``.parquet`` (an id column and a text column).  A folder is read
+A shard is one file: ``.txt`` or ``.md`` (text; by default the whole file is one document, its id the
+shard name without suffix; with ``unit="line"`` one document per line, empty lines skipped and counted,
+the id of line n ``"<shard name without suffix>:<n>"``), ``.jsonl`` (one JSON object per line, with an
+id field and a text field) or ``.parquet`` (an id column and a text column).  A folder is read
 recursively; every file in it must be a shard of one type, so a stray file is an error rather than
 a corpus silently missing it (names starting with ``.`` or ``_``, such as ``_SUCCESS`` or
 temporary files, are ignored).  A file reached under two names (a symbolic or hard link) is an error
@@ -16,7 +17,6 @@ jsonl and parquet ids may be strings or integers; they are written as strings.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -24,10 +24,21 @@ from typing import Any
 
 from longembed.corpus.arrow import pa, pq, require_arrow
 from longembed.inputs import unicode_problem
-from longembed.textfiles import lines_through, not_utf8_error, open_binary, utf8_lines
+from longembed.textfiles import (
+    binary_lines,
+    lines_through,
+    not_utf8_error,
+    parse_json_line,
+    read_utf8,
+    utf8_lines,
+)
 
 #: Shard types by file suffix (lower case).
-SHARD_SUFFIXES = (".txt", ".jsonl", ".parquet")
+SHARD_SUFFIXES = (".txt", ".md", ".jsonl", ".parquet")
+#: Plain-text shards: read whole (one document per file) or by line (``unit``).
+TEXT_SUFFIXES = (".txt", ".md")
+#: How a text shard is split into documents: the whole file, or one per line.
+UNITS = ("file", "line")
 #: Names starting with these are not shards (hidden files, ``_SUCCESS``, temporary files).
 IGNORED_PREFIXES = (".", "_")
 #: Bytes read at a time when hashing a shard.
@@ -96,7 +107,7 @@ def find_shards(input_path: Path) -> list[Shard]:
         raise ValueError(f"{input_path}: no shards found ({_types()})")
     kinds: dict[str, list[str]] = {}
     for shard in shards:
-        kinds.setdefault(shard.kind, []).append(shard.name)
+        kinds.setdefault("text" if shard.kind in TEXT_SUFFIXES else shard.kind, []).append(shard.name)
     if len(kinds) > 1:
         found = "; ".join(f"{len(names)} {kind} ({', '.join(names[:3])})" for kind, names in sorted(kinds.items()))
         raise ValueError(f"{input_path} mixes shard types: {found}; put one type of shard in a folder")
@@ -118,40 +129,61 @@ def _refuse_linked_shards(input_path: Path, shards: list[Shard]) -> None:
 
 
 def _types() -> str:
-    return ".txt (one document per line), .jsonl or .parquet"
+    return ".txt or .md (text), .jsonl or .parquet"
+
+
+def text_unit(unit: str | None, kind: str) -> str | None:
+    """How a shard of type ``kind`` is split: for .txt/.md ``unit`` ("file", the default, or "line"); None
+    for .jsonl (a record per line) and .parquet (a row each), where ``unit="file"`` is an error."""
+    if unit is not None and unit not in UNITS:
+        raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
+    if kind in TEXT_SUFFIXES:
+        return unit or "file"
+    if unit == "file":
+        raise ValueError(f"--unit file applies to .txt/.md files; a {kind} file holds one document per "
+                         f"{'row' if kind == '.parquet' else 'line'}")
+    return None
 
 
 class ShardReader:
     """The documents of one shard as (id, text), checked, in file order.
 
-    ``skipped_empty_lines`` counts the empty lines of a ``.txt`` shard passed over by the last read.
+    ``unit`` splits a .txt/.md shard: "file" (default) one document, "line" one per line.
+    ``skipped_empty_lines`` counts the empty lines of a text shard read by line, passed over by the last read.
     """
 
-    def __init__(self, shard: Shard, text_field: str = "text", id_field: str = "id"):
+    def __init__(self, shard: Shard, text_field: str = "text", id_field: str = "id", unit: str | None = None):
         self.shard = shard
         self.text_field = text_field
         self.id_field = id_field
+        self.unit = text_unit(unit, shard.kind)
         self.skipped_empty_lines = 0
+
+    def _records(self) -> Iterator[tuple[str, str, str]]:
+        if self.unit == "file":
+            return self._file()
+        return {".txt": self._txt, ".md": self._txt, ".jsonl": self._jsonl, ".parquet": self._parquet}[
+            self.shard.kind
+        ]()
 
     def documents(self) -> Iterator[tuple[str, str]]:
         """Every document as (id, text); a ValueError naming file and line at the first bad one."""
         self.skipped_empty_lines = 0
         seen: dict[str, str] = {}
-        records = {".txt": self._txt, ".jsonl": self._jsonl, ".parquet": self._parquet}[self.shard.kind]
-        for where, doc_id, text in records():
+        for where, doc_id, text in self._records():
             if doc_id in seen:
                 raise ValueError(f"{where}: duplicate id {doc_id!r} (first at {seen[doc_id]})")
             seen[doc_id] = where
-            problem = unicode_problem(text)
-            if problem:
-                raise ValueError(f"{where}: the text {problem}")
+            for what, value in (("text", text), ("id", doc_id)):
+                problem = unicode_problem(value)
+                if problem:
+                    raise ValueError(f"{where}: the {what} {problem}")
             yield doc_id, text
 
     def ids(self) -> Iterator[tuple[str, str]]:
         """(where, id) of every document in file order, without :meth:`documents`' duplicate and Unicode
         checks (what finding an id across shards needs)."""
-        records = {".txt": self._txt, ".jsonl": self._jsonl, ".parquet": self._parquet}[self.shard.kind]
-        for where, doc_id, _ in records():
+        for where, doc_id, _ in self._records():
             yield where, doc_id
 
     def count(self) -> int:
@@ -171,6 +203,14 @@ class ShardReader:
         if ids:
             yield ids, texts
 
+    def _file(self) -> Iterator[tuple[str, str, str]]:
+        """The whole text file as one document, its id the shard name without suffix."""
+        path = self.shard.path
+        text = read_utf8(path)
+        if not text.strip():
+            raise ValueError(f"{path}: the file is empty (no text to embed); drop it or add its text")
+        yield str(path), self.shard.id_prefix, text
+
     def _txt(self) -> Iterator[tuple[str, str, str]]:
         """Lines numbered as ``str.splitlines`` numbers them (as ``longembed embed FILE.txt`` reads them).
 
@@ -179,20 +219,19 @@ class ShardReader:
         """
         path = self.shard.path
         number = offset = 0
-        with open_binary(path) as handle:
-            for raw in handle:
-                try:
-                    physical = raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    line = number + lines_through(raw[: exc.start])  # splitlines' breaks on this line count
-                    raise not_utf8_error(path, line, offset, raw, exc) from None
-                offset += len(raw)
-                for line in physical.splitlines():
-                    number += 1
-                    if line.strip():
-                        yield f"{path}:{number}", f"{self.shard.id_prefix}:{number}", line
-                    else:
-                        self.skipped_empty_lines += 1
+        for raw in binary_lines(path):
+            try:
+                physical = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                line = number + lines_through(raw[: exc.start])  # splitlines' breaks on this line count
+                raise not_utf8_error(path, line, offset, raw, exc) from None
+            offset += len(raw)
+            for line in physical.splitlines():
+                number += 1
+                if line.strip():
+                    yield f"{path}:{number}", f"{self.shard.id_prefix}:{number}", line
+                else:
+                    self.skipped_empty_lines += 1
 
     def _jsonl(self) -> Iterator[tuple[str, str, str]]:
         path = self.shard.path
@@ -200,10 +239,7 @@ class ShardReader:
             if not line.strip():
                 continue
             where = f"{path}:{number}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{where}: not valid JSON ({exc.msg})") from None
+            record = parse_json_line(line, where)
             if not isinstance(record, dict):
                 raise ValueError(f"{where}: expected a JSON object, got {type(record).__name__}")
             yield where, self._id(record, where), self._text(record, where)

@@ -18,11 +18,16 @@ from longembed.corpus.writer import read_ids
 
 
 def check_unique_ids(
-    pending: Iterable[Shard], done: Iterable[tuple[Shard, Path]], text_field: str = "text", id_field: str = "id"
+    pending: Iterable[Shard],
+    done: Iterable[tuple[Shard, Path]],
+    text_field: str = "text",
+    id_field: str = "id",
+    unit: str | None = None,
 ) -> None:
-    """A ValueError naming both places of the first id that two shards share."""
+    """A ValueError naming both places of the first id that two shards share (``unit``: how text shards are
+    split, as :class:`~longembed.corpus.shards.ShardReader` takes it)."""
     sources: list[tuple[Shard, Iterator[str]]] = [(s, _output_ids(target)) for s, target in done]
-    sources += [(s, _shard_ids(s, text_field, id_field)) for s in pending]
+    sources += [(s, _shard_ids(s, text_field, id_field, unit)) for s in pending]
     sources.sort(key=lambda source: source[0].name)
     owner: dict[str, int] = {}
     for index, (shard, ids) in enumerate(sources):
@@ -31,8 +36,8 @@ def check_unique_ids(
             if first != index:
                 other = sources[first][0]
                 raise ValueError(
-                    f"id {doc_id!r} is in two shards: {_where(other, doc_id, text_field, id_field)} and "
-                    f"{_where(shard, doc_id, text_field, id_field)}; ids key the vectors and must be unique across "
+                    f"id {doc_id!r} is in two shards: {_where(other, doc_id, text_field, id_field, unit)} and "
+                    f"{_where(shard, doc_id, text_field, id_field, unit)}; ids key the vectors and must be unique across "
                     "the corpus: rename or remove one of them"
                 )
 
@@ -41,19 +46,19 @@ def _output_ids(target: Path) -> Iterator[str]:
     yield from read_ids(target)
 
 
-def _shard_ids(shard: Shard, text_field: str, id_field: str) -> Iterator[str]:
+def _shard_ids(shard: Shard, text_field: str, id_field: str, unit: str | None) -> Iterator[str]:
     """The shard's ids, as far as the shard reads (its own error is reported when it is embedded)."""
     try:
-        for _, doc_id in ShardReader(shard, text_field, id_field).ids():
+        for _, doc_id in ShardReader(shard, text_field, id_field, unit).ids():
             yield doc_id
     except ValueError:
         return
 
 
-def _where(shard: Shard, doc_id: str, text_field: str, id_field: str) -> str:
+def _where(shard: Shard, doc_id: str, text_field: str, id_field: str, unit: str | None) -> str:
     """The file and line (or row) of ``doc_id`` in ``shard``."""
     try:
-        for where, found in ShardReader(shard, text_field, id_field).ids():
+        for where, found in ShardReader(shard, text_field, id_field, unit).ids():
             if found == doc_id:
                 return where
     except ValueError:

@@ -34,6 +34,11 @@ from longembed.evaluation.provenance import cache_fingerprint, library_versions,
 from longembed.loading import ModelSource
 from longembed.tasks.base import WORDS_PER_TOKEN
 
+#: Characters per token, roughly (English under WordPiece/BPE): the progress bars' token estimate.
+CHARS_PER_TOKEN = 4
+#: tqdm's default bar with the counts as approximate tokens ("~12.3k/50.0k tok").
+PROGRESS_FORMAT = "{l_bar}{bar}| ~{n_fmt}/{total_fmt} {unit} [{elapsed}<{remaining}, {rate_fmt}]"
+
 
 def accepts_keyword(function: Callable, name: str) -> bool:
     """Whether ``function`` takes the keyword ``name`` (or any keyword)."""
@@ -196,6 +201,7 @@ class CachedEncoder:
         result = self.compute(
             texts, encode_chunk, shard=shard, prompt=prompt,
             namespace=self.namespace(prompt, tau, normalize_embeddings), desc=desc,
+            read_chars=_read_chars(getattr(self.encoder, "max_length", None)),
         )
         if normalize_embeddings:
             norms = np.linalg.norm(result.vectors, axis=1, keepdims=True)
@@ -249,10 +255,28 @@ class CachedEncoder:
         prompt: str = "",
         desc: str | None = None,
         keys: Sequence[str] | None = None,
+        read_chars: int | None = None,
     ) -> CachedEncoding:
         """Any per-text quantity (rows of ``function(texts)``, or one matrix per text) through the cache
-        of ``namespace``; ``keys`` replace the texts' own cache keys."""
-        with tqdm(total=len(texts), desc=desc or shard, unit="text", disable=not self.show_progress) as bar:
+        of ``namespace``; ``keys`` replace the texts' own cache keys.
+
+        The progress bar counts tokens (about :data:`CHARS_PER_TOKEN` characters each; a text read only
+        up to ``read_chars`` characters, as a truncating encoder reads it, counts only those), not texts:
+        missing texts are encoded longest first, so a bar of texts would see the slowest ones first and
+        put the remaining time several times too high.  Its clock starts once the model's weights are
+        loaded (a lazy encoder loads them at its first encode), for the same reason.
+        """
+        def weight(text: str) -> float:
+            return (len(text) if read_chars is None else min(len(text), read_chars)) / CHARS_PER_TOKEN
+
+        total = sum(weight(t) for t in texts)
+        with tqdm(total=total, desc=desc or shard, unit="tok", unit_scale=True, disable=not self.show_progress,
+                  bar_format=PROGRESS_FORMAT) as bar:
+
+            def before_encoding() -> None:
+                self.load_weights()
+                bar.unpause()  # the clock restarts: loading is not the first chunk's encoding time
+
             return encode_cached(
                 texts,
                 encode=function,
@@ -262,7 +286,14 @@ class CachedEncoder:
                 chunk_size=self.chunk_size,
                 progress=bar.update,
                 keys=keys,
+                weight=weight,
+                before_encoding=before_encoding,
             )
+
+    def load_weights(self) -> None:
+        """Load a lazy encoder's weights now (an encoder that has none to load: nothing)."""
+        if getattr(self.encoder, "model_loaded", True) is False:
+            _ = self.encoder.model  # type: ignore[attr-defined]
 
 
 def chunk_quantity(chunking: str | None, late: bool) -> str:
@@ -276,3 +307,8 @@ def chunk_keys(texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]])
         hashlib.sha256(f"{text_key(text)}:{json.dumps([list(s) for s in text_spans])}".encode()).hexdigest()
         for text, text_spans in zip(texts, spans, strict=True)
     ]
+
+
+def _read_chars(max_length: int | None) -> int | None:
+    """About how many characters of a text an encoder cut at ``max_length`` tokens reads (None: all)."""
+    return None if not max_length else CHARS_PER_TOKEN * int(max_length)

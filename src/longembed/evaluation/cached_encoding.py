@@ -94,10 +94,12 @@ def encode_missing(
     store: Callable[[list[str], np.ndarray | list[np.ndarray], list[int]], None],
     chunk_size: int,
     chunk_chars: int,
-    progress: Callable[[int], None] | None,
+    progress: Callable[[float], None] | None,
+    weight: Callable[[str], float] | None = None,
 ) -> tuple[ShardEntries, float]:
     """Encode the plan's missing texts chunk by chunk, ``store`` each chunk as it is done; returns the
-    computed entries and the seconds spent encoding."""
+    computed entries and the seconds spent encoding.  ``progress`` gets, after each chunk, the weight
+    of the texts it did (``weight`` of each, default 1: a count)."""
     computed = ShardEntries()
     seconds = 0.0
     for start, end in plan_chunks([len(plan.unique[k]) for k in plan.missing], chunk_size, chunk_chars):
@@ -119,8 +121,12 @@ def encode_missing(
             computed.tokens[key] = int(tokens[i])
         if progress is not None:
             done = set(chunk_keys)
-            progress(sum(1 for k in plan.keys if k in done))
+            progress(sum(_weight(weight, plan.unique[k]) for k in plan.keys if k in done))
     return computed, seconds
+
+
+def _weight(weight: Callable[[str], float] | None, text: str) -> float:
+    return 1 if weight is None else weight(text)
 
 
 def encode_cached(
@@ -131,8 +137,10 @@ def encode_cached(
     shard: str,
     chunk_size: int = 64,
     chunk_chars: int = 200_000,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[float], None] | None = None,
     keys: Sequence[str] | None = None,
+    weight: Callable[[str], float] | None = None,
+    before_encoding: Callable[[], None] | None = None,
 ) -> CachedEncoding:
     """Vectors of ``texts`` (in order), from the cache where possible, encoding the rest in chunks.
 
@@ -142,18 +150,23 @@ def encode_cached(
 
     Identical texts are encoded once. Missing texts are encoded in chunks (:func:`plan_chunks`), each
     written to the cache as soon as it is done. With ``namespace=None`` nothing is read or written.
-    ``progress(n)`` is called after each chunk.
+    ``progress(n)`` is called after each chunk with the weight of the texts done (``weight(text)``
+    each; default 1, a count); ``before_encoding()`` once before the first text is encoded (not at all
+    when everything is cached): a progress bar restarts its clock there, so loading the weights does
+    not count as the first chunk's time.
     """
     entries = namespace.load(shard) if namespace is not None else ShardEntries()
     plan = plan_lookup(texts, keys, entries)
     if progress is not None and plan.cached:
-        progress(sum(1 for k in plan.keys if k in plan.cached))
+        progress(sum(_weight(weight, plan.unique[k]) for k in plan.keys if k in plan.cached))
+    if before_encoding is not None and plan.missing:
+        before_encoding()
 
     def store(chunk_keys: list[str], vectors: np.ndarray | list[np.ndarray], tokens: list[int]) -> None:
         if namespace is not None:
             namespace.add(shard, chunk_keys, vectors, tokens)
 
-    computed, seconds = encode_missing(plan, encode, count_tokens, store, chunk_size, chunk_chars, progress)
+    computed, seconds = encode_missing(plan, encode, count_tokens, store, chunk_size, chunk_chars, progress, weight)
     if namespace is not None and plan.missing:
         namespace.compact(shard)
     found = [(computed if key in computed else entries) for key in plan.keys]

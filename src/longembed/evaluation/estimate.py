@@ -213,10 +213,20 @@ def count_units(
                 tokens = encoder.count_tokens(missing, side.prompt) if missing else []
                 n_missing = len(missing)
                 unit_tokens.append(tokens)
-            sides.append(SideEstimate(len(side.texts), n_cached, n_missing, sum(tokens), max(tokens, default=0)))
+            read = tokens_read(tokens, None if encoder is None else encoder.encoder, side)
+            sides.append(SideEstimate(len(side.texts), n_cached, n_missing, sum(read), max(tokens, default=0)))
         rows.append(UnitEstimate(label, sides[0], sides[1]))
         to_time.append(((documents, queries), unit_tokens))
     return rows, to_time
+
+
+def tokens_read(token_counts: Sequence[int], encoder: Encoder | None, side: SideToEncode) -> list[int]:
+    """The tokens the encoder reads of each text: a whole-text input stops at Lt (``max_length``: Lo
+    for truncate, which reads only a document's first Lo tokens); chunks, naive or late, read every
+    token.  BM25 (no encoder) reads them all."""
+    if encoder is None or side.chunking is not None or side.late:
+        return list(token_counts)
+    return [min(n, encoder.max_length) for n in token_counts]
 
 
 def _summary(rows: list[UnitEstimate], model: CostModel | None, bm25: bool, seconds: float | None) -> Estimate:

@@ -37,6 +37,7 @@ from longembed.results import (
     hub_line,
 )
 from longembed.results.intervals import bootstrap_interval, stratified_bootstrap_interval
+from longembed.results.run import SECONDARY_METRICS
 from longembed.retrieval.bm25 import BM25Model
 from longembed.retrieval.fusion import Fusion
 from longembed.retrieval.rank_fusion import fuse_with_tie_break
@@ -202,6 +203,10 @@ def score_unit(
         per_query={qid: round(100.0 * v, 4) for qid, v in per_query[main_score].items()},
         first_ranked=first,
         first_ranked_stats=first_ranked_summary(first, data.qrels, same_vector, documents=doc_ids),
+        secondary_per_query={m: {qid: round(100.0 * v, 4) for qid, v in per_query[m].items()}
+                             for m in SECONDARY_METRICS},
+        secondary_intervals={m: _rounded(bootstrap_interval([100.0 * v for v in per_query[m].values()]))
+                             for m in SECONDARY_METRICS},
     )
 
 
@@ -319,7 +324,8 @@ def task_result(task: Task, unit_results: list[tuple[Unit, UnitResult]]) -> Task
             cache=result.cache, encode_time_s=result.encode_time_s, wall_time_s=result.wall_time_s,
             stand_in_for=meta.stand_in_for, interval=result.interval, data_sha256=result.data_sha256,
             per_query=result.per_query, first_ranked=result.first_ranked,
-            first_ranked_stats=result.first_ranked_stats,
+            first_ranked_stats=result.first_ranked_stats, secondary_per_query=result.secondary_per_query,
+            secondary_intervals=result.secondary_intervals,
         )
     results = [r for _, r in unit_results]
     names = list(results[0].metrics)

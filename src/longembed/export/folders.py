@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from longembed.permissions import NEW_FOLDER_MODE, creation_mode
+from longembed.permissions import NEW_FOLDER_MODE, creation_mode, weights_follow_umask
 
 #: Files that make a folder a model folder (one ``--overwrite`` may replace).
 MODEL_FOLDER_MARKERS = ("modules.json", "config.json")
@@ -56,12 +56,14 @@ def refuse_overlap(output: Path, protected: list[Path]) -> None:
 def staged_folder(output: Path) -> Iterator[Path]:
     """Yield an empty staging folder beside ``output``; on success it replaces ``output`` (the old
     folder is removed only after the new one is in place), on any error it is removed and ``output``
-    is untouched.  The folder gets the permissions ordinary ``mkdir`` gives under the umask."""
+    is untouched.  The folder gets the permissions ordinary ``mkdir`` gives under the umask, and its weight
+    files those ``open()`` gives (safetensors writes them owner-only)."""
     output.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.staging-", dir=output.parent))
     try:
         staging.chmod(creation_mode(NEW_FOLDER_MODE))
         yield staging
+        weights_follow_umask(staging)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

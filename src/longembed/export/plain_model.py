@@ -48,6 +48,7 @@ from longembed.extension.methods import (
 from longembed.extension.positions import AbsolutePositions, RotaryPositions
 from longembed.extension.scaling import fixed_scale
 from longembed.loading import ModelSource, load_transformer, resolve_model
+from longembed.permissions import weights_follow_umask
 
 _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json")
 
@@ -144,6 +145,7 @@ def write_extended_table_model(
     transformer_dir = _copy_folder(source, output)
     _remove_weights(transformer_dir)
     extended.save_pretrained(transformer_dir)
+    weights_follow_umask(transformer_dir)  # also outside an export's staging (tune's initial model)
     _set_max_seq_length(output, transformer_dir, max_length)
     record = ExtendedTable(method, lo, max_length)
     write_table_record(output, record)

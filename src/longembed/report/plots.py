@@ -170,6 +170,8 @@ def save_figure(fig: plt.Figure, path: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     legends = [legend for ax in fig.axes if (legend := ax.get_legend()) is not None]
-    fig.savefig(path, dpi=120, bbox_inches="tight", bbox_extra_artists=legends)
+    # extra artists replace the default ones (the suptitle among them) in the tight box: name both
+    fig.savefig(path, dpi=120, bbox_inches="tight",
+                bbox_extra_artists=[*fig.get_default_bbox_extra_artists(), *legends])
     plt.close(fig)
     return path

@@ -25,6 +25,7 @@ from longembed.report.hubs import first_ranked_section
 from longembed.report.labels import Run, model_name, run_label, run_settings
 from longembed.report.means import length_parts, partial_mean, task_parts
 from longembed.results import Interval, RunResults, TaskResult, hub_line
+from longembed.results.run import SECONDARY_METRICS
 from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS, task_metadata
 
 #: The scores table's column of the average over the tasks and lengths every run evaluated.
@@ -248,6 +249,15 @@ def run_notes(runs: Sequence[Run]) -> list[str]:
     return notes
 
 
+def secondary_line(task: TaskResult) -> str:
+    """A retrieval task's other metrics (:data:`~longembed.results.run.SECONDARY_METRICS`) with their 95%
+    intervals, ``"accuracy@1: 62.5 [50, 75]  recall@10: 87.5 [75, 100]"``; "" for a synthetic task (its
+    main score already is accuracy@1) or a metric the run did not record."""
+    names = [m for m in SECONDARY_METRICS if m != task.main_score and m in task.metrics]
+    intervals = task.secondary_intervals or {}
+    return "  ".join(f"{m}: {fmt_interval(task.metrics[m], intervals.get(m))}" for m in names)
+
+
 def results_summary(results: RunResults) -> str:
     """Plain-text table of one run, printed by ``longembed eval`` at the end: each task's score, each
     length's and the average, with their 95% intervals when the run kept per-query scores, and a line
@@ -269,6 +279,8 @@ def results_summary(results: RunResults) -> str:
             lengths = "  ".join(f"{length_title(n)}: {fmt_interval(v, length_interval(task, n))}"
                                 for n, v in task.by_length.items())
             lines.append(f"{'':<14}{lengths}")
+        elif secondary := secondary_line(task):
+            lines.append(f"{'':<14}{secondary}")
     lines.append("-" * len(header))
     bounds = "" if example is None else f"{fmt_bounds(results.average_interval, 1):>16}"
     lines.append(f"{'average':<26}{fmt(results.average, 2):>8}{bounds}   {results.average_note}")

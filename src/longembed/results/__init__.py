@@ -23,6 +23,7 @@ from longembed.results.files import (
     atomic_write_text,
     json_safe,
     read_json,
+    unwritable_folder,
     write_json,
 )
 from longembed.results.hubs import HUB_RULE, FirstRanked, first_ranked_summary, hub_line
@@ -72,6 +73,7 @@ __all__ = [
     "UnitResult",
     "atomic_write_bytes",
     "atomic_write_text",
+    "unwritable_folder",
     "compare",
     "first_ranked_summary",
     "hub_line",

@@ -22,7 +22,7 @@ from longembed.results.codec import Record, to_data
 from longembed.results.files import load_result_file, write_json
 from longembed.results.run import Interval
 
-ADVICE_FORMAT = "longembed-advice/1"
+ADVICE_FORMAT = "longembed-advice/2"
 ADVICE_FILE = "advice.json"
 #: The kinds of strategy: lexical only, one embedding model's vectors, or those fused with BM25's ranking.
 BM25, DENSE, HYBRID = "bm25", "dense", "hybrid"
@@ -53,10 +53,18 @@ class StrategyCost(Record):
 class VersusBest(Record):
     """A strategy against the best one on the same queries (:func:`longembed.results.compare`).
 
-    ``difference``: this strategy's score minus the best's, with its paired bootstrap interval;
+    ``difference``: this strategy's score minus the best's, with its 95% paired bootstrap interval;
+    ``bound``: the same difference's simultaneous interval (Bonferroni over the comparisons with the
+    best: two-sided 1 - 0.05 / m, so ``bound.low`` is a one-sided 1 - 0.025 / m lower confidence bound
+    that holds for all m strategies at once); ``verdict``: "within" the margin (``bound.low`` >=
+    -margin: non-inferior, may replace the best), "worse" (``bound.high`` < -margin: worse by more than
+    the margin) or "undecided" (the data cannot tell); ``queries``: the queries compared;
+    ``queries_needed``: for an undecided strategy whose observed difference is inside the margin, the
+    queries a non-inferiority test at 80% power would need at the observed spread (None otherwise);
     ``level``: the comparison's test it is (the average over tasks, a task over its lengths, or one
     unit); ``p_value``: the paired sign-flip test's; ``p_adjusted``: Holm's over all the comparisons
-    with the best (one per other strategy); ``significant``: ``p_adjusted`` below alpha.
+    with the best; ``significant``: ``p_adjusted`` below 0.05 (a difference, not a margin: informative
+    only, the recommendation reads ``verdict``).
     """
 
     difference: Interval
@@ -65,6 +73,10 @@ class VersusBest(Record):
     p_method: str
     p_adjusted: float
     significant: bool
+    bound: Interval | None = None
+    verdict: str = ""
+    queries: int = 0
+    queries_needed: int | None = None
 
 
 @dataclass
@@ -91,21 +103,30 @@ class StrategyResult(Record):
     fusion: dict[str, Any] | None = None
     versus_best: VersusBest | None = None
     hubs: dict[str, str] = field(default_factory=dict, metadata={"omit_empty": True})
+    # the ``longembed eval`` options of its run, keyed as eval's flags (``max_length`` for --max-length):
+    # what ``longembed index --from-advice`` reads (schema: :mod:`longembed.advice`)
+    config: dict[str, Any] = field(default_factory=dict)
+    # the commands that rerun it: "eval" (reproduces its score), "serve" (its model), "index" (its index)
+    commands: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
 class Recommendation(Record):
-    """The advice: the best strategy, the cheapest one statistically tied with it (``choice``; the best
-    itself when nothing cheaper is tied), the tied strategies, how "cheapest" is ordered, and why, in one
-    sentence.  ``caution``: said when the choice is tied only for want of queries (its difference from the
-    best has a 95% interval, unadjusted, entirely below 0); empty otherwise."""
+    """The advice: the best-scoring strategy, the one to use (``choice``: the cheapest strategy within
+    ``margin`` points of the best by a simultaneous non-inferiority bound, the best itself when nothing
+    cheaper qualifies), the strategies that qualify (``within``), the cheaper ones the data cannot
+    decide (``undecided``: more queries could make one the choice), how "cheapest" is ordered, the
+    headline (``reason``: what to use and what it costs in points) and, when the data cannot decide,
+    how to get the queries that would (``more_queries``)."""
 
     best: str
     choice: str
-    tied: list[str]
+    margin: float
+    within: list[str]
+    undecided: list[str]
     cost_order: str
     reason: str
-    caution: str = ""
+    more_queries: str = ""
 
 
 @dataclass
@@ -120,6 +141,7 @@ class StrategyEstimate(Record):
     tokens_to_encode: int
     seconds: float
     note: str = ""
+    actual_seconds: float | None = None  # the run's wall time, filled in after it (the estimate's error)
 
 
 @dataclass
@@ -183,6 +205,8 @@ class Advice(Record):
     sampling: Sampling | None = None
     measurement: dict[str, Any] = field(default_factory=dict)  # how costs were measured, and where
     alpha: float = 0.05
+    recommended: str = ""  # the strategy to use (= recommendation.choice), for tools that read the file
+    margin: float = 2.0  # the non-inferiority margin, in the score's points
     comparison: str | None = None  # the full paired comparison's folder, relative to the advice folder
     created: str = ""
 

@@ -45,6 +45,25 @@ def atomic_write_bytes(path: Path, write: Callable[[Any], None]) -> None:
         raise
 
 
+def unwritable_folder(folder: Path) -> str | None:
+    """Why a new file cannot be written into ``folder`` (made with its parents if missing), or None.
+
+    Tried for real in the folder, or in its nearest existing ancestor when it is still to be made: a
+    temporary file is created and removed.  ``os.access`` is not enough: it says yes to root for folders
+    root cannot write (``/sys``, read-only or root-squashed network mounts)."""
+    folder = Path(folder)
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if existing is None or not existing.is_dir():
+        return f"{existing or folder} is not a writable folder"
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".longembed-write-test-", dir=existing)
+    except OSError as exc:
+        return f"{existing} is not a writable folder ({exc.strerror or exc})"
+    os.close(fd)
+    Path(probe).unlink(missing_ok=True)
+    return None
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically (see :func:`atomic_write_bytes`)."""
     atomic_write_bytes(path, lambda handle: handle.write(text.encode("utf-8")))

@@ -102,6 +102,9 @@ class Interval(Record):
         return (self.high - self.low) / 2
 
 
+#: The metrics ``eval`` prints with 95% intervals beside each retrieval task's main score (nDCG@10).
+SECONDARY_METRICS = ("accuracy@1", "recall@10")
+
 #: Per-query scores and intervals are left out of files when absent (files written before they existed).
 OPTIONAL = {"omit_none": True}
 
@@ -116,7 +119,9 @@ class UnitResult(Record):
     two runs can be checked to have scored the same data.  ``first_ranked``: each query's first-ranked
     document id, and ``first_ranked_stats`` their summary, which tells a hub (one document ranked first
     for many queries that do not ask for it; :mod:`longembed.results.hubs`) from merely poor vectors
-    (both None in files written before longembed kept them).
+    (both None in files written before longembed kept them).  ``secondary_per_query`` and
+    ``secondary_intervals``: the same for the other metrics ``eval`` prints (:data:`SECONDARY_METRICS`,
+    accuracy@1 and recall@10), metric -> query id -> score and metric -> interval (None in older files).
     """
 
     score: float
@@ -130,6 +135,8 @@ class UnitResult(Record):
     per_query: dict[str, float] | None = field(default=None, metadata=OPTIONAL)
     first_ranked: dict[str, str] | None = field(default=None, metadata=OPTIONAL)
     first_ranked_stats: FirstRanked | None = field(default=None, metadata=OPTIONAL)
+    secondary_per_query: dict[str, dict[str, float]] | None = field(default=None, metadata=OPTIONAL)
+    secondary_intervals: dict[str, Interval] | None = field(default=None, metadata=OPTIONAL)
 
 @dataclass
 class TaskResult(Record):
@@ -155,6 +162,9 @@ class TaskResult(Record):
     # a real task's first-ranked document per query and their summary (synthetic tasks: per length)
     first_ranked: dict[str, str] | None = field(default=None, metadata=OPTIONAL)
     first_ranked_stats: FirstRanked | None = field(default=None, metadata=OPTIONAL)
+    # a real task's accuracy@1 and recall@10 per query, and their intervals (UnitResult's fields)
+    secondary_per_query: dict[str, dict[str, float]] | None = field(default=None, metadata=OPTIONAL)
+    secondary_intervals: dict[str, Interval] | None = field(default=None, metadata=OPTIONAL)
 
     def units(self) -> dict[int | None, UnitResult | TaskResult]:
         """The task's retrieval problems: length -> its result (synthetic), or {None: self} (real)."""
@@ -171,7 +181,10 @@ class TaskResult(Record):
 
 @dataclass
 class SideEstimate(Record):
-    """What one side (documents or queries) of a unit costs: texts, cache hits, tokens to encode."""
+    """What one side (documents or queries) of a unit costs: texts, cache hits, tokens to encode.
+
+    ``tokens``: the tokens the encoder reads of the texts to encode (a whole text stops at its Lt: a
+    truncating run reads at most Lo of each); ``max_tokens``: the longest of those texts, in full."""
 
     count: int
     cached: int

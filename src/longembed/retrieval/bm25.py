@@ -12,15 +12,14 @@ That is fine for the LongEmbed corpora (at most a few thousand documents).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-# bm25s sets its own logger to DEBUG, which prints "Building index ..." for every index built.
-logging.getLogger("bm25s").setLevel(logging.WARNING)
+# bm25s sets its own logger to DEBUG when imported, which prints "Building index ..." for every index
+# built: its import resets a level set here, so longembed.noise filters those lines instead.
 
 
 def _bm25s() -> ModuleType:
@@ -28,9 +27,6 @@ def _bm25s() -> ModuleType:
     cached embedding rerun (which imports this module but never scores BM25) should not pay."""
     import bm25s
 
-    # bm25s sets its logger to DEBUG when imported, which prints "Building index from IDs objects" for
-    # every index built: quieted here, after that import (the module-level line below runs before it)
-    logging.getLogger("bm25s").setLevel(logging.WARNING)
     return bm25s
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from longembed.textfiles import utf8_lines
+from longembed.textfiles import parse_json_line, utf8_lines
 
 #: The eight evaluation lengths (in tokens) of the synthetic tasks (LongEmbed section 3.2).
 SYNTHETIC_LENGTHS: tuple[int, ...] = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
@@ -247,11 +247,7 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
     for lineno, line in utf8_lines(path):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
-        yield lineno, record
+        yield lineno, parse_json_line(line, f"{path}:{lineno}")
 
 
 def require_fields(record: Any, fields: tuple[str, ...], where: str) -> dict[str, Any]:

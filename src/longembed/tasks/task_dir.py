@@ -41,7 +41,7 @@ from typing import Any
 from longembed.tasks.base import RetrievalData, TaskMetadata, check_length, iter_jsonl, require_fields
 from longembed.tasks.hub import DOC_ID_FIELDS, QRELS_DOC_FIELDS, QRELS_QUERY_FIELDS, QUERY_ID_FIELDS, id_field
 from longembed.tasks.registry import task_metadata
-from longembed.textfiles import utf8_lines
+from longembed.textfiles import unicode_problem, utf8_lines
 
 LAYOUTS = ("beir", "longembed")
 CORPUS_FILES = ("corpus.jsonl", "corpus.jsonl.gz")
@@ -226,6 +226,7 @@ def read_corpus(path: Path) -> dict[str, str]:
         title = row.get("title")
         if title is not None and not isinstance(title, str):
             raise ValueError(f"{where}: 'title' must be a string, not {type(title).__name__}")
+        _check_unicode(title or "", where, "title")
         if title and title.strip():
             text = f"{title} {text}"
         elif not text.strip():
@@ -260,6 +261,7 @@ def _row_id(row: Any, names: tuple[str, ...], where: str) -> str:
     raw = next(row[n] for n in names if row.get(n) is not None)
     if isinstance(raw, bool) or not isinstance(raw, str | int) or not value.strip():
         raise ValueError(f"{where}: the id must be a non-empty string or an integer, not {raw!r}")
+    _check_unicode(value, where, "id")
     return value
 
 
@@ -275,7 +277,16 @@ def _text(row: dict[str, Any], where: str) -> str:
     text = require_fields(row, ("text",), where)["text"]
     if not isinstance(text, str):
         raise ValueError(f"{where}: 'text' must be a string, not {type(text).__name__}")
+    _check_unicode(text, where, "text")
     return text
+
+
+def _check_unicode(value: str, where: str, field: str) -> None:
+    """A ValueError naming the line and field when ``value`` is not valid Unicode (a lone surrogate, which a
+    JSON ``\\ud800`` escape gives): it could be neither tokenized nor hashed later."""
+    problem = unicode_problem(value)
+    if problem:
+        raise ValueError(f"{where}: the {field!r} {problem}")
 
 
 def read_qrels(path: Path, query_ids: set[str], doc_ids: set[str]) -> dict[str, dict[str, int]]:

@@ -33,6 +33,7 @@ from longembed.training.config import ContrastiveConfig
 from longembed.training.data import TrainingPair
 from longembed.training.runs import (
     CHECKPOINTS,
+    AtomicCheckpoints,
     TrainingSummary,
     resume_point,
     run_trainer,
@@ -53,7 +54,11 @@ try:  # the ``training`` extra
     TRAINING_IMPORT_ERROR: ImportError | None = None
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     TRAINING_IMPORT_ERROR = exc
-    SentenceTransformerDataCollator = object  # type: ignore[assignment,misc]
+    SentenceTransformerDataCollator = SentenceTransformerTrainer = object  # type: ignore[assignment,misc]
+
+
+class ContrastiveTrainer(AtomicCheckpoints, SentenceTransformerTrainer):  # type: ignore[misc,valid-type]
+    """sentence-transformers' trainer with atomic checkpoints (:class:`~longembed.training.runs.AtomicCheckpoints`)."""
 
 
 def require_training_extra() -> None:
@@ -143,7 +148,7 @@ def train_contrastive(
         prompts=column_prompts or None,
         dataloader_drop_last=True,
     )
-    trainer = SentenceTransformerTrainer(
+    trainer = ContrastiveTrainer(
         model=model,
         args=args,
         train_dataset=dataset,

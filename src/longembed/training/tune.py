@@ -40,6 +40,7 @@ from longembed.extension.ape import ExtendedTable, extended_position_table
 from longembed.extension.methods import APE, detect_position_scheme
 from longembed.extension.positions import AbsolutePositions
 from longembed.loading import ModelSource, resolve_device, resolve_model
+from longembed.permissions import weights_follow_umask
 from longembed.training.choices import TUNABLE_METHODS
 from longembed.training.config import ContrastiveConfig, default_tuning_config
 from longembed.training.contrastive import SentenceTransformer, require_training_extra, train_contrastive
@@ -130,6 +131,7 @@ def tune_positions(
     _check_frozen(transformer, frozen_before, kept, offset)
     st_model.max_seq_length = max_length
     st_model.save(str(output))
+    weights_follow_umask(output)
     record = {
         "base_model": source.name,
         "training": {

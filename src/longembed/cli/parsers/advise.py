@@ -25,9 +25,11 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
             "models); each of those fused with BM25. Each is an ordinary benchmark run in OUTPUT/runs/<strategy>/ "
             "(cached: a rerun resumes). Prints an estimate first and samples the data when it is over "
             "--budget-seconds (and says so). Writes OUTPUT/advice.md (scores with 95% intervals, differences from "
-            "the best with Holm-adjusted p-values, costs measured on this machine: encode seconds per 1k tokens, "
-            "vectors per document, index bytes, query latency; the recommendation: the best strategy and the "
-            "cheapest one statistically tied with it), advice.png and advice.json."
+            "the best with their intervals and a lower bound simultaneous over the strategies, costs measured on "
+            "this machine: encode seconds per 1k tokens, vectors per document, index bytes, query latency; the "
+            "recommendation: the cheapest strategy shown within --margin points of the best, else the best, and "
+            "when the data cannot tell, the queries that would; every strategy's eval, serve and index commands), "
+            "advice.png and advice.json."
         ),
     )
     add_encoder_arguments(parser, model_required=True, exclude=("method",))

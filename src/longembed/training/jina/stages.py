@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from longembed.models.jina_bert import JinaBertForMaskedLM
+from longembed.permissions import weights_follow_umask
 from longembed.training.config import ContrastiveConfig
 from longembed.training.contrastive import require_training_extra, train_contrastive
 from longembed.training.data import TrainingPair, pairs_digest
@@ -118,6 +119,7 @@ def _train_mlm_stage(
         model.config.training_length = mlm.training_length
     tokenizer.model_max_length = readable_length(model.config)
     model.save_pretrained(output)
+    weights_follow_umask(output)
     tokenizer.save_pretrained(output)
     write_sentence_transformers_files(output, device_or_default(mlm.device))
     record = {
@@ -147,6 +149,7 @@ def _train_contrastive_stage(
     summary = train_contrastive(st_model, train, output, section, run_identity=identity)
     st_model.max_seq_length = readable_length(st_model[0].auto_model.config)
     st_model.save(str(output))
+    weights_follow_umask(output)
     record = {
         "stage": stage,
         "init": str(init),

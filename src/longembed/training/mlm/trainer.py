@@ -30,6 +30,7 @@ from longembed.training.mlm.config import MLMConfig
 from longembed.training.mlm.data import mlm_collator, tokenize_documents
 from longembed.training.runs import (
     CHECKPOINTS,
+    AtomicCheckpoints,
     TrainingSummary,
     resume_point,
     run_trainer,
@@ -99,7 +100,7 @@ def train_mlm(
     )
 
 
-class MaskedTokensTrainer(Trainer):
+class MaskedTokensTrainer(AtomicCheckpoints, Trainer):
     """transformers' Trainer whose MLM loss runs the head only at the masked tokens.
 
     The loss is the one of eq. (2), the cross entropy over every masked token of the (accumulated)
@@ -107,6 +108,7 @@ class MaskedTokensTrainer(Trainer):
     of a small model's compute) runs on the masked ~30% of the tokens instead of all of them.  Works for
     any model with ``base_model`` and an MLM head ``cls`` (JinaBERT and BERT).  A model wrapped for
     distributed training runs its full forward instead, so the wrapper's gradient hooks see the call.
+    Checkpoints are atomic (:class:`~longembed.training.runs.AtomicCheckpoints`).
     """
 
     loss_is_scaled_for_ga = True  # divided by the masked tokens of the whole accumulated batch

@@ -16,6 +16,7 @@ from transformers import PreTrainedTokenizerBase
 
 from longembed.loading import ModelSource, quiet_transformers
 from longembed.models.jina_bert import JinaBertModel
+from longembed.permissions import weights_follow_umask
 from longembed.training.jina.folders import write_sentence_transformers_files
 
 MODULES_FILE = "modules.json"
@@ -34,6 +35,7 @@ def write_student_folder(
     readable = int(student.config.max_position_embeddings)
     with quiet_transformers():
         student.save_pretrained(output)
+    weights_follow_umask(output)
     tokenizer.model_max_length = readable
     tokenizer.save_pretrained(output)
     teacher_folder = Path(source.folder or source.transformer_path)

@@ -19,6 +19,7 @@ from transformers.trainer_callback import ProgressCallback
 
 from longembed.training.retrofit.pairs import PairInputs, contrastive_loss
 from longembed.training.retrofit.targets import TeacherTargets
+from longembed.training.runs import AtomicCheckpoints
 
 #: The terms of the loss, logged beside it (``pairs_loss`` only with pairs).
 LOSS_PARTS = ("pooled_loss", "token_loss", "pairs_loss")
@@ -96,10 +97,10 @@ class DistillationCollator:
         return inputs
 
 
-class DistillationTrainer(Trainer):
+class DistillationTrainer(AtomicCheckpoints, Trainer):
     """transformers' Trainer whose loss is :func:`distillation_loss`, plus ``pairs_weight`` x
     :func:`~longembed.training.retrofit.pairs.contrastive_loss` when the batch carries pairs; the parts
-    are logged beside the loss."""
+    are logged beside the loss.  Checkpoints are atomic (:class:`~longembed.training.runs.AtomicCheckpoints`)."""
 
     def __init__(
         self, *args: Any, token_weight: float, pairs_weight: float = 0.0, pairs_temperature: float = 0.05,

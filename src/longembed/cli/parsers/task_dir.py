@@ -1,0 +1,56 @@
+"""The flags of ``longembed task-dir`` (the command itself: :mod:`longembed.cli.task_dir`).
+
+Only light imports here: ``longembed task-dir --help`` imports neither numpy nor torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from longembed.cli.options import CommandHandler
+
+DESCRIPTION = """\
+Build a retrieval task folder (BEIR's layout: corpus.jsonl, queries.jsonl, qrels/test.tsv) from a folder
+of documents and a file of questions, for `longembed eval --task-dir OUT` and `longembed advise --task-dir OUT`.
+
+Documents: every file under --docs (recursively) that matches a --glob (default: **/*.txt and **/*.md) is
+one document; its id is its path relative to --docs (e.g. notes/a.txt), its text the file's (UTF-8).
+Files and folders whose name starts with '.' are skipped. Every document is in the corpus, whether or not a
+question names it (the others are distractors).
+
+Questions, one per row, each judged relevant to the document(s) it names (ids as above):
+  .jsonl  {"question": "...", "document": "notes/a.txt"}
+          {"question": "...", "documents": ["notes/a.txt", "b.md"]}   (several relevant documents)
+  .tsv / .csv  a header line with the columns 'question' and 'document'; several documents in one cell
+          separated by '|'.
+'query' is accepted for 'question'. An optional 'id' field or column is the query id (default: q1, q2, ...
+in file order); other fields (e.g. 'kind', 'evidence') are ignored.
+
+Every problem is reported at once by file and line, and nothing is written: a question naming a document
+that is not in --docs, an empty question, a question given twice (equal up to case and spacing; give it once
+with all its documents) or a document named twice for one question, a document that cannot be read, is not
+UTF-8 or is empty. Exit status 2 then. The folder is written to a temporary folder beside OUT and renamed
+into place."""
+
+
+def register_cli(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``task-dir`` subcommand (handler: :func:`run`)."""
+    parser = subparsers.add_parser(
+        "task-dir",
+        help="build a task folder (BEIR layout) from your documents and questions",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--docs", type=Path, required=True, metavar="DIR",
+                        help="folder of documents, read recursively (one file = one document)")
+    parser.add_argument("--questions", type=Path, required=True, metavar="FILE",
+                        help="questions and the documents that answer them: .jsonl, .tsv or .csv (see above)")
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR",
+                        help="the task folder to write (must not exist or be empty, unless --overwrite)")
+    parser.add_argument("--glob", action="append", default=None, metavar="PATTERN", dest="globs",
+                        help="which files under --docs are documents, relative to it (repeatable; default: "
+                        "'**/*.txt' and '**/*.md'; e.g. --glob '*.txt' for the top folder only)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing task folder at --out (a folder holding other files is refused)")
+    parser.set_defaults(func=CommandHandler("longembed.cli.task_dir", "run"))
