@@ -49,8 +49,10 @@ def test_from_advice_reads_the_config_object_or_the_run_record(tmp_path: Path) -
         {"name": "bm25", "kind": "bm25"},
         {"name": "late-chunks+bm25", "config": {"model": "m", "method": "pi", "max_length": 4096, "granularity": "chunks",
                                                 "chunking": "tokens:128", "late": True, "fuse": "bm25",
-                                                "fuse_method": "linear", "fuse_weight": 0.7, "temperature": 0.9}}]}))
+                                                "fuse_method": "linear", "fuse_weight": 0.7, "temperature": 0.9,
+                                                "batch_size": 8}}]}))
     strategy = strategy_from_advice(path)
+    assert strategy_from_advice(path, "bm25") == IndexStrategy("bm25", name="bm25")
     assert strategy == IndexStrategy("m", "pi", 4096, {"temperature": 0.9}, "chunks", "tokens:128", True,
                                      Fusion("bm25", "linear", weight=0.7), name="late-chunks+bm25")
     # advice.json as main writes it today: the recommendation's choice and each strategy's run record

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
 def chosen_strategy(args: argparse.Namespace, flags: object) -> IndexStrategy:
     """The strategy of --from-advice, --strategy NAME, or eval's flags."""
     if args.from_advice is not None:
-        return strategy_from_advice(args.from_advice)
+        return strategy_from_advice(args.from_advice, args.strategy)
     model = args.model or "default"
     resolve_method(args)
     if model == BM25 or args.strategy == BM25:

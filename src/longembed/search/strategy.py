@@ -26,6 +26,8 @@ TRUNCATE, NAIVE_CHUNKS, LATE_CHUNKS, FUSION_SUFFIX = "truncate", "naive-chunks",
 #: The keys of an advice strategy's ``config``: eval's strategy flags (``fuse_method`` is ``--fuse-method``).
 CONFIG_KEYS = ("model", "method", "max_length", "granularity", "chunking", "late", "naive", "fuse", "fuse_method",
                "fuse_weight", "fuse_k", "query_prompt", "document_prompt", "encoder_options")
+#: ``config`` keys that are how a run ran, not what it computed (no part of an index's strategy).
+RUN_ONLY_KEYS = ("batch_size", "device")
 
 
 @dataclass(frozen=True)
@@ -163,7 +165,7 @@ def strategy_from_advice(path: str | Path, name: str | None = None) -> IndexStra
 
 
 def _from_config(config: dict[str, Any], model: str | None, name: str, path: Path) -> IndexStrategy:
-    unknown = sorted(set(config) - set(CONFIG_KEYS))
+    unknown = sorted(set(config) - set(CONFIG_KEYS) - set(RUN_ONLY_KEYS))
     options = dict(config.get("encoder_options") or {})
     for key in unknown:  # encoder options given as flags of their own (e.g. "temperature")
         options[key] = config[key]

@@ -56,13 +56,14 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     add_encoder_arguments(parser, model_help=MODEL_HELP + ", or 'bm25' for BM25 alone (default: the packaged "
                           "all-MiniLM-L6-v2)")
     add_settings_arguments(parser, IndexStrategyFlags)
-    named = parser.add_argument_group(STRATEGY).add_mutually_exclusive_group()
+    named = parser.add_argument_group(STRATEGY)
     named.add_argument("--strategy", default=None, metavar="NAME",
                        help="a strategy longembed advise names: bm25, truncate, <method>-<length> (pi-4096), "
                        "naive-chunks, late-chunks (with --method/--max-length: the pass's extension), each dense "
-                       "one with +bm25 (fused by RRF)")
+                       "one with +bm25 (fused by RRF); with --from-advice, which of the file's strategies")
     named.add_argument("--from-advice", type=Path, default=None, metavar="ADVICE_JSON",
-                       help="the strategy advice.json recommends, with its exact configuration")
+                       help="the strategy advice.json recommends (or --strategy NAME of its strategies), with its exact "
+                       "configuration")
     group = parser.add_argument_group("sources and build")
     group.add_argument("--glob", default=None, help="files of a folder to read, e.g. '**/*.txt' (default: .txt, "
                        ".md and .jsonl files)")
