@@ -1,5 +1,5 @@
 """The ``longembed`` command: one subcommand per job (embed, eval, report, compare, sweep, collapse, tune, export,
-train, retrofit, serve, advise, task-dir).
+train, retrofit, serve, advise, task-dir, index, search).
 
 Each subcommand has two modules: its flags in ``longembed.cli.parsers.<name>`` (light imports only)
 and the command in ``longembed.cli.<name>``, imported only when it runs (``CommandHandler``).  So
@@ -34,6 +34,8 @@ SUBCOMMANDS = {
     "serve": "serve",
     "advise": "advise",
     "task-dir": "task_dir",
+    "index": "index",
+    "search": "search",
 }
 
 
