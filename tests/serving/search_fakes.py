@@ -44,6 +44,7 @@ class FakeSearchIndex:
     max_length: int = 1024
     gate: threading.Event | None = None
     calls: list[dict[str, Any]] = field(default_factory=list)
+    prompts: dict[str, str] = field(default_factory=lambda: {"query": "", "document": ""})
 
     def facts(self) -> dict[str, Any]:
         chunks = sum(len(self._chunks(text)) for text in self.documents.values())

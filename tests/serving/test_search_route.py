@@ -20,7 +20,7 @@ from search_fakes import FakeSearchIndex
 from longembed import load_encoder
 from longembed.serving import ServerSettings, create_app
 from longembed.serving import search_route as route
-from longembed.serving.search_route import add_search_routes, check_index_model
+from longembed.serving.search_route import add_search_routes
 
 DOCUMENTS = {
     "essays/founders.txt": "How it started. " * 20 + "Y Combinator was founded in 2005 by Paul Graham, Jessica "
@@ -102,7 +102,8 @@ def test_bad_bodies_get_a_4xx_naming_the_field(http, body, status, param) -> Non
 
 
 def test_query_length_follows_the_overflow_policy_and_never_reads_a_huge_query_whole(encoder) -> None:
-    """Under ``--overflow error`` a query over Lo (512) is refused; a 5 MB query is refused from a prefix."""
+    """Under ``--overflow error`` a query over Lo (512) is refused, the index's query prompt included; a 5 MB
+    query is refused from a prefix."""
     index = FakeSearchIndex(DOCUMENTS)
     with TestClient(search_app(encoder, index, overflow="error")) as client:
         refused = client.post("/search", json={"query": "the " * 600})
@@ -111,6 +112,9 @@ def test_query_length_follows_the_overflow_policy_and_never_reads_a_huge_query_w
         huge = client.post("/search", json={"query": "the " * 1_300_000})
         assert huge.status_code == 413 and "more than 512 tokens" in huge.json()["error"]["message"]
     assert len(index.calls) == 1  # only the query that fits reached the index
+    prompted = FakeSearchIndex(DOCUMENTS, prompts={"query": "the " * 200, "document": ""})
+    with TestClient(search_app(encoder, prompted, overflow="error")) as client:  # the index's query prompt counts
+        assert client.post("/search", json={"query": "the " * 400}).status_code == 413
 
 
 def test_body_type_and_size_limits_are_the_servers(http) -> None:
@@ -186,13 +190,3 @@ def test_a_running_search_does_not_block_the_server_and_a_flood_gets_429(encoder
         gate.set()
         held.join(30)
         assert client.post("/search", json={"query": "founded"}).status_code == 200
-
-
-def test_an_index_of_another_model_is_refused_with_the_flags_to_use(encoder) -> None:
-    facts = FakeSearchIndex(DOCUMENTS).facts()
-    check_index_model(facts, encoder)  # the same model, method and max_length
-    with pytest.raises(ValueError, match="method 'gp' \\(served: 'pi'\\).*--method gp"):
-        check_index_model({**facts, "method": "gp"}, encoder)
-    with pytest.raises(ValueError, match="--model multilingual-e5-small --max-length 4096"):
-        check_index_model({**facts, "model": "multilingual-e5-small", "max_length": 4096}, encoder)
-    check_index_model({**facts, "model": "other", "systems": ["bm25"]}, encoder)  # BM25 only: no model

@@ -14,7 +14,9 @@ through the embedding batcher: it is one short input, and a second code path for
 could make the server's results drift from the command line's.
 
 A query longer than the served model's window (Lt under ``--overflow extend``, else Lo: a search never
-cuts its query) is a 413 naming ``query``.
+cuts its query), counted with the index's query prompt, is a 413 naming ``query``.  ``serve --index``
+serves the index's own encoder (one model in memory for both the embedding routes and the search), so
+the window is the index model's; a BM25-only index is searched under the served model's window.
 
 The page is static (HTML, CSS and JS files of this package, nothing from elsewhere: no CDN, no font):
 it tells nothing about the index until ``GET /search/index`` answers, which needs the API key when the
@@ -33,10 +35,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from longembed.encoder import LongContextEncoder
 from longembed.serving.app import respond
 from longembed.serving.search_request import SearchRequest, search_request
-from longembed.serving.service import EmbeddingService, folder_name
+from longembed.serving.service import EmbeddingService
 from longembed.serving.validation import ApiError, openai_error, read_json
 
 #: Searches running at once, each in a worker thread.
@@ -57,25 +58,15 @@ PAGE_HEADERS = {
 
 
 class SearchableIndex(Protocol):
-    """What the server needs of an index (:class:`longembed.search.SearchIndex` meets it)."""
+    """What the server needs of an index (:class:`longembed.search.SearchIndex` meets it): its facts,
+    its search, and its prompts (``"query"``: the prefix its queries are embedded with)."""
+
+    prompts: dict[str, str]
 
     def facts(self) -> dict[str, Any]: ...
 
     def search(self, query: str, k: int = 10, ids: list[str] | None = None,
                path_prefix: str | None = None) -> Any: ...  # a SearchResponse: .to_dict()
-
-
-def check_index_model(facts: dict[str, Any], encoder: LongContextEncoder, served_name: str | None = None) -> None:
-    """A ValueError, naming the flags to change, when an index with a dense system was built with another
-    model, method or max_length than the served ``encoder``: its vectors would not match the queries'."""
-    if "dense" not in facts.get("systems", ()):
-        return
-    served = {"model": served_name or folder_name(encoder), "method": encoder.method, "max_length": encoder.max_length}
-    wrong = [name for name in served if facts.get(name) != served[name]]
-    if wrong:
-        differences = ", ".join(f"{name} {facts.get(name)!r} (served: {served[name]!r})" for name in wrong)
-        flags = " ".join(f"--{name.replace('_', '-')} {facts.get(name)}" for name in wrong)
-        raise ValueError(f"the index was built with {differences}: serve it with {flags}")
 
 
 @dataclass
@@ -97,7 +88,7 @@ class SearchWork:
         """A 413 naming ``query`` when it has more tokens (query prompt and special tokens included) than
         :attr:`query_limit`; tokenizing stops a little past the limit, whatever the query's size."""
         limit = self.query_limit
-        prefix = self.service.encoder.retrieval_prompts()["query"]
+        prefix = self.index.prompts.get("query", "")
         tokens = (await run_in_threadpool(self.service.planner.tokenize_up_to, [query], prefix, limit))[0]
         if tokens.complete and tokens.n_tokens <= limit:
             return
