@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from longembed.cli.main import BROKEN_PIPE_STATUS, main
-from longembed.evaluation.bm25 import BM25Model
 from longembed.evaluation.runner import evaluate_model
 from longembed.results import Comparison, RunResults
+from longembed.retrieval.bm25 import BM25Model
 
 OLD = Path(__file__).parents[1] / "results" / "fixtures" / "results_9ebbcc4" / "bm25"
 

@@ -1,12 +1,12 @@
-"""Tests of the BM25 baseline (longembed.evaluation.bm25)."""
+"""Tests of the BM25 baseline (longembed.retrieval.bm25)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from longembed.evaluation.bm25 import BM25Model
 from longembed.evaluation.metrics import evaluate_scores, rank
+from longembed.retrieval.bm25 import BM25Model
 from longembed.tasks.passkey import PasskeyTask
 
 

@@ -16,10 +16,10 @@ from conftest import DATA_DIR, require_data
 from test_runner import HashEncoder
 
 from longembed.cli.main import main
-from longembed.evaluation.bm25 import BM25Model
 from longembed.evaluation.runner import evaluate_model
 from longembed.evaluation.scoring import lexical_scores, within_candidates
 from longembed.results import RunResults, compare
+from longembed.retrieval.bm25 import BM25Model
 from longembed.tasks import Blocks, Passage, RetrievalData, get_task
 from longembed.tasks import passkey as passkey_mod
 from longembed.tasks.query_sets import check_candidates, paper_blocks

@@ -15,9 +15,10 @@ from longembed.evaluation.cache import EmbeddingCache
 from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.evaluation.cached_encoding import encode_cached
 from longembed.evaluation.runner import evaluate_model
-from longembed.evaluation.scoring import Granularity, max_over_rows, within_context
+from longembed.evaluation.scoring import Granularity, within_context
 from longembed.report.labels import run_label
 from longembed.results import RunResults
+from longembed.retrieval.ranking import max_over_rows
 from longembed.tasks import Passage, RetrievalData, TaskMetadata, get_task
 from longembed.tasks.qmsum_passages import (
     QMSumPassagesTask,

@@ -11,13 +11,13 @@ import pytest
 from scipy.stats import rankdata
 from test_runner import HashEncoder, TinyTask, run
 
-from longembed.evaluation.bm25 import BM25Model
-from longembed.evaluation.fusion import Fusion
-from longembed.evaluation.metrics import per_query_scores
-from longembed.evaluation.rank_fusion import competition_ranks, fuse_scores, min_max
+from longembed.evaluation.metrics import per_query_metrics
 from longembed.evaluation.spec import EvalSpec
 from longembed.report.labels import run_label
 from longembed.results import RunResults
+from longembed.retrieval.bm25 import BM25Model
+from longembed.retrieval.fusion import Fusion
+from longembed.retrieval.rank_fusion import competition_ranks, fuse_scores, min_max
 from longembed.tasks import get_task
 
 
@@ -31,6 +31,23 @@ def naive_rrf(dense: np.ndarray, lexical: np.ndarray, k: int) -> np.ndarray:
                 rank = 1 + sum(1 for e in ranked if scores[e] > scores[d])
                 fused[q, d] += 1.0 / (k + rank)
     return fused
+
+
+def naive_tie_break(dense: np.ndarray, lexical: np.ndarray) -> np.ndarray:
+    """The documented tie-break key written out: per query, each system's scores scaled to [0, 1] by
+    (s - min) / (max - min), summed."""
+    out = np.zeros(dense.shape)
+    for scores in (dense, lexical):
+        for q, row in enumerate(scores):
+            low, high = min(row), max(row)
+            out[q] += [(s - low) / (high - low) if high > low else 0.0 for s in row]
+    return out
+
+
+def naive_ranking(fused: np.ndarray, tie_break: np.ndarray, query_ids: list[str], doc_ids: list[str]) -> dict:
+    """Each query's documents sorted by (fused score, tie-break key) descending, then id ascending."""
+    return {qid: sorted(doc_ids, key=lambda d: (-fused[q, doc_ids.index(d)], -tie_break[q, doc_ids.index(d)], d))
+            for q, qid in enumerate(query_ids)}
 
 
 def test_competition_ranks_equal_scipys_min_ranks() -> None:
@@ -117,7 +134,9 @@ def test_a_fused_run_scores_the_naive_fusion_of_the_encoders_and_bm25s_scores(tm
         queries = encoder.encode(list(data.queries.values()), prompt="search_query: ")
         documents = encoder.encode(list(data.corpus.values()), prompt="search_document: ")
         lexical = BM25Model().score(list(data.queries.values()), list(data.corpus.values()))
-        expected = per_query_scores(naive_rrf(queries @ documents.T, lexical, 60), query_ids, doc_ids, data.qrels)
+        dense = queries @ documents.T
+        ranking = naive_ranking(naive_rrf(dense, lexical, 60), naive_tie_break(dense, lexical), query_ids, doc_ids)
+        expected = per_query_metrics(data.qrels, ranking)
         unit = results.tasks[task].units()[length]
         main = results.tasks[task].main_score
         assert unit.per_query == {q: pytest.approx(100 * v, abs=1e-3) for q, v in expected[main].items()}

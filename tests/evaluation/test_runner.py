@@ -16,9 +16,9 @@ from conftest import DATA_DIR, missing, require_data
 from encoder_fakes import FakeEncoderMembers
 
 from longembed.config import EncoderConfig
-from longembed.evaluation.bm25 import BM25Model
 from longembed.evaluation.runner import evaluate_model, resolve_lengths
 from longembed.results import RunResults
+from longembed.retrieval.bm25 import BM25Model
 from longembed.tasks import RetrievalData, TaskMetadata
 
 METRIC_NAMES = {"accuracy@1", "ndcg@10", "mrr@10", "recall@100"}

@@ -15,9 +15,9 @@ from conftest import DATA_DIR, require_data
 from encoder_fakes import FakeEncoderMembers
 
 from longembed.config import EncoderConfig
-from longembed.evaluation.bm25 import BM25Model
 from longembed.evaluation.runner import evaluate_model
 from longembed.results import RunResults
+from longembed.retrieval.bm25 import BM25Model
 from longembed.tasks import RetrievalData, get_task, write_task_dir
 from longembed.tasks.base import WORDS_PER_TOKEN
 

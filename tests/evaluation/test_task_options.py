@@ -11,10 +11,10 @@ import pytest
 from conftest import DATA_DIR, require_data
 from test_runner import HashEncoder
 
-from longembed.evaluation.bm25 import BM25Model
 from longembed.evaluation.runner import evaluate_model
 from longembed.evaluation.spec import EvalSpec
 from longembed.results import RunResults
+from longembed.retrieval.bm25 import BM25Model
 from longembed.tasks import get_task
 from longembed.tasks.haystack import load_haystack
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from longembed.evaluation.bm25 import BM25Model
 from longembed.evaluation.runner import evaluate_model
 from longembed.report.labels import run_label
 from longembed.report.tables import markdown_report, results_summary
 from longembed.report.write import collect_runs, write_report
 from longembed.results import RunResults, TaskResult
+from longembed.retrieval.bm25 import BM25Model
 
 
 def write_results(folder: Path, results: RunResults) -> None:

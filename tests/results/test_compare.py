@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from conftest import DATA_DIR, require_data, require_package
 
-from longembed.evaluation.bm25 import BM25Model
 from longembed.evaluation.runner import evaluate_model
 from longembed.results import Comparison, Counts, RunConfig, RunResults, TaskResult, UnitResult, compare
 from longembed.results.comparison import AVERAGE, HOLM, NO_CORRECTION, TASK, UNIT, NotCompared
 from longembed.results.paired import EXACT_MAX, holm, sign_flip_test
+from longembed.retrieval.bm25 import BM25Model
 
 OLD = Path(__file__).parent / "fixtures" / "results_9ebbcc4"
 Units = dict[tuple[str, "int | None"], dict[str, float]]

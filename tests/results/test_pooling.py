@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from longembed.cli.main import main
-from longembed.evaluation.bm25 import BM25Model
 from longembed.evaluation.runner import evaluate_model
 from longembed.results import RunResults, compare, pool_runs
+from longembed.retrieval.bm25 import BM25Model
 
 
 def bm25_run(folder: Path, lengths: list[int]) -> RunResults:

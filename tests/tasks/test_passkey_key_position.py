@@ -10,8 +10,8 @@ from types import ModuleType
 import pytest
 from conftest import load_benchmark_script
 
-from longembed.evaluation.bm25 import BM25Model
 from longembed.evaluation.runner import evaluate_model
+from longembed.retrieval.bm25 import BM25Model
 from longembed.tasks.passkey import PasskeyTask, key_sentence_offset
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import DATA_DIR, require_data
 
-from longembed.evaluation.bm25 import BM25Model
+from longembed.retrieval.bm25 import BM25Model
 from longembed.tasks import RetrievalData, get_task
 from longembed.tasks import needle as needle_mod
 from longembed.tasks import passkey as passkey_mod

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from longembed.evaluation.bm25 import BM25Model
 from longembed.evaluation.runner import evaluate_model
 from longembed.report.tables import by_length_tasks, markdown_report, scores_table, task_title
 from longembed.report.write import Run, write_report
+from longembed.retrieval.bm25 import BM25Model
 from longembed.tasks import (
     DEFAULT_TASKS,
     HUB_CONFIGS,

@@ -2,7 +2,7 @@
 
 For a model with window Lo, asked about documents up to N tokens (``--max-length``):
 
-* **bm25**: lexical retrieval (:class:`~longembed.evaluation.bm25.BM25Model`), no model at all;
+* **bm25**: lexical retrieval (:class:`~longembed.retrieval.bm25.BM25Model`), no model at all;
 * **truncate**: one vector per document from its first Lo tokens;
 * **<method>-<N>**: one vector per document with the extension method that fits the model's position
   scheme (absolute -> pi, rotary -> ntk, ALiBi -> native: each method declares its ``schemes``), only

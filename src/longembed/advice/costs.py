@@ -30,12 +30,13 @@ import numpy as np
 import torch
 
 from longembed.advice.candidates import Candidate
-from longembed.evaluation.bm25 import BM25Model, index_bytes
 from longembed.evaluation.cached_encoder import CachedEncoder
-from longembed.evaluation.fusion import Fusion
-from longembed.evaluation.rank_fusion import fuse_scores
-from longembed.evaluation.scoring import Unit, max_over_rows
+from longembed.evaluation.scoring import Unit
 from longembed.results.advice import StrategyCost
+from longembed.retrieval.bm25 import BM25Model, index_bytes
+from longembed.retrieval.fusion import Fusion
+from longembed.retrieval.rank_fusion import fuse_scores
+from longembed.retrieval.ranking import max_over_rows
 
 TOP_K = 10
 FLOAT32_BYTES = 4

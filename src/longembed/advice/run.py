@@ -37,7 +37,6 @@ from longembed.advice.recommend import choose_best, compare_with_best, recommend
 from longembed.advice.spec import AdviseSpec
 from longembed.advice.write import write_advice
 from longembed.encoder import load_encoder
-from longembed.evaluation.bm25 import BM25Model
 from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.evaluation.encoders import EncoderFactory
 from longembed.evaluation.estimate import CostModel, measure_cost_model
@@ -55,6 +54,7 @@ from longembed.results.advice import (
     StrategyCost,
     StrategyResult,
 )
+from longembed.retrieval.bm25 import BM25Model
 
 RUNS, COMPARISON = "runs", "comparison"
 

@@ -34,11 +34,11 @@ from longembed.cli.options import (
     settings_from_args,
 )
 from longembed.encoder import LongContextEncoder, load_encoder
-from longembed.evaluation.bm25 import BM25Model
 from longembed.evaluation.runner import default_data_dir, evaluate_model
 from longembed.evaluation.spec import EvalSpec
 from longembed.report.tables import results_summary
 from longembed.results import RESULTS_FILE
+from longembed.retrieval.bm25 import BM25Model
 from longembed.tasks import DEFAULT_TASKS, get_task
 from longembed.tasks.needle import set_size as needle_set_size
 

@@ -1,5 +1,5 @@
 """The ``longembed`` command: one subcommand per job (embed, eval, report, compare, sweep, collapse, tune, export,
-train, retrofit, serve, advise).
+train, retrofit, serve, advise, index, search).
 
 Each subcommand has two modules: its flags in ``longembed.cli.parsers.<name>`` (light imports only)
 and the command in ``longembed.cli.<name>``, imported only when it runs (``CommandHandler``).  So
@@ -32,6 +32,8 @@ SUBCOMMANDS = {
     "retrofit": "retrofit",
     "serve": "serve",
     "advise": "advise",
+    "index": "index",
+    "search": "search",
 }
 
 

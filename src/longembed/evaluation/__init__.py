@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 from longembed.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from longembed.evaluation.bm25 import BM25Model
     from longembed.evaluation.cached_encoder import CachedEncoder
     from longembed.evaluation.metrics import evaluate, evaluate_scores, rank
     from longembed.evaluation.runner import evaluate_model
     from longembed.evaluation.sweep import sweep_temperature
+    from longembed.retrieval.bm25 import BM25Model
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, __file__)

@@ -14,10 +14,12 @@ pytrec_eval and MTEB), which the tests check on random runs:
 Every metric is averaged over the queries of ``qrels``; a query with no ranking, or with no relevant
 document, scores 0 (as in trec_eval).
 
-Ties: documents with equal scores are ranked by document id, ascending (string order). This is
-deterministic and independent of the order of the columns of the score matrix; trec_eval orders ties
+Ranking is :func:`longembed.retrieval.ranking.rank` (re-exported here), the rule ``longembed search``
+ranks by too: ties by a fused run's tie-break key, then by document id, ascending (string order), which
+is deterministic and independent of the order of the columns of the score matrix; trec_eval orders ties
 differently (by document id, descending), so identical score matrices can give slightly different
-numbers in the two when there are ties. NaN scores rank last.
+numbers in the two when there are ties (a run file from ``longembed search`` lists strictly decreasing
+scores, so it cannot). NaN scores rank last.
 """
 
 from __future__ import annotations
@@ -28,36 +30,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from longembed.retrieval.ranking import rank
+
 DEFAULT_K_VALUES: tuple[int, ...] = (1, 3, 5, 10, 100)
-
-
-def rank(
-    scores: np.ndarray, query_ids: Sequence[str], doc_ids: Sequence[str], top_k: int | None = 100
-) -> dict[str, list[str]]:
-    """Ranked document ids per query, best first, from a ``(len(query_ids), len(doc_ids))`` score matrix.
-
-    Higher scores rank first; ties are broken by document id, ascending; NaN ranks last. At most
-    ``top_k`` documents are kept per query (all if ``top_k`` is None).
-    """
-    scores = np.asarray(scores, dtype=np.float64)
-    if scores.shape != (len(query_ids), len(doc_ids)):
-        raise ValueError(f"scores have shape {scores.shape}, expected ({len(query_ids)}, {len(doc_ids)})")
-    if len(set(doc_ids)) != len(doc_ids):
-        raise ValueError("doc_ids contain duplicates")
-    if len(set(query_ids)) != len(query_ids):
-        raise ValueError("query_ids contain duplicates")
-    if top_k is not None and top_k < 1:
-        raise ValueError(f"top_k must be at least 1 (or None), not {top_k}")
-
-    by_id = sorted(range(len(doc_ids)), key=doc_ids.__getitem__)
-    sorted_ids = [doc_ids[i] for i in by_id]
-    keys = -scores[:, by_id]  # ascending sort of -score = descending score
-    keys[np.isnan(keys)] = np.inf
-    # A stable sort keeps equal scores in document-id order.
-    order = np.argsort(keys, axis=1, kind="stable")
-    if top_k is not None:
-        order = order[:, :top_k]
-    return {qid: [sorted_ids[j] for j in row] for qid, row in zip(query_ids, order.tolist(), strict=True)}
 
 
 #: Two documents whose scores differ by at most this for every query have the same vector, for

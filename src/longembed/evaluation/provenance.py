@@ -8,7 +8,6 @@ model, the settings that change vectors, or longembed's vector code.
 
 from __future__ import annotations
 
-import datetime as _dt
 import hashlib
 import platform
 from importlib.metadata import PackageNotFoundError, version
@@ -22,7 +21,7 @@ import transformers
 import longembed
 from longembed.encoder_protocol import Encoder
 from longembed.evaluation.cache import CACHE_FORMAT
-from longembed.loading import DEFAULT_MODEL, default_model_path
+from longembed.retrieval.model_files import hash_file, model_folder, model_identity  # noqa: F401 (their old home)
 
 #: EncoderConfig fields that never change a vector: ``model`` (the folder's *content* is in the
 #: fingerprint instead, so a moved or copied folder stays warm), ``prompts`` (the prompt actually used is
@@ -38,65 +37,7 @@ NON_VECTOR_CONFIG_FIELDS = ("model", "prompts", "temperature", "on_overflow", "p
 # trainer keeps the embedding cache warm.  tests/evaluation/test_provenance.py checks that loading and
 # running an encoder imports none of these parts.
 NON_VECTOR_PARTS = ("cli", "evaluation", "report", "tasks", "collapse", "results", "noise", "lazy", "advice",
-                    "serving", "integrations", "training")
-
-_SMALL_FILE = 2 << 20  # model files up to 2 MiB are hashed whole; larger ones by size + head + tail
-_HEAD = 1 << 20
-
-
-def hash_file(path: Path) -> dict[str, Any]:
-    """size + sha256 of a small file, or of the first and last MiB of a large one; and the mtime."""
-    stat = path.stat()
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        if stat.st_size <= _SMALL_FILE:
-            digest.update(handle.read())
-            how = "sha256"
-        else:
-            digest.update(handle.read(_HEAD))
-            handle.seek(stat.st_size - _HEAD)
-            digest.update(handle.read(_HEAD))
-            how = "sha256 of first and last MiB"
-    return {
-        "size": stat.st_size,
-        "sha256": digest.hexdigest(),
-        "hashed": how,
-        "mtime": _dt.datetime.fromtimestamp(stat.st_mtime, tz=_dt.UTC).isoformat(timespec="seconds"),
-    }
-
-
-def model_folder(model: str | Path) -> Path | None:
-    """The folder a model name resolves to without downloading anything (None if it is not local)."""
-    if str(model) == DEFAULT_MODEL:
-        try:
-            return default_model_path()
-        except (ImportError, FileNotFoundError):
-            return None
-    path = Path(model).expanduser()
-    return path.resolve() if path.is_dir() else None
-
-
-def model_identity(encoder: Encoder) -> dict[str, Any] | None:
-    """A cheap, identifying description of the model behind ``encoder`` (None if unknown).
-
-    Every file of the model folder (hidden ones excluded): size and sha256 (whole for files up to
-    2 MiB, first and last MiB for larger ones such as the weights), and mtime. The folder path and the
-    mtimes are recorded but are not part of the cache key (a copied folder stays warm).
-    """
-    source = encoder.source
-    folder = model_folder(encoder.config.model)
-    if folder is None and source is not None:
-        transformer = Path(source.transformer_path)
-        folder = transformer.parent if (transformer.parent / "modules.json").is_file() else transformer
-    if folder is None or not folder.is_dir():
-        return None
-    files: dict[str, Any] = {}
-    for path in sorted(folder.rglob("*")):
-        rel = path.relative_to(folder)
-        if path.is_file() and not any(part.startswith(".") for part in rel.parts):
-            files[rel.as_posix()] = hash_file(path)
-    return {"name": str(folder) if source is None else source.name, "path": str(folder), "files": files}
-
+                    "serving", "integrations", "training", "retrieval", "search")
 
 def code_fingerprint(root: Path | None = None) -> str:
     """sha256 of the longembed modules that compute vectors (all but :data:`NON_VECTOR_PARTS`): part of

@@ -35,10 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from longembed.encoder_protocol import Encoder
-from longembed.evaluation.bm25 import BM25Model
 from longembed.evaluation.cached_encoder import CachedEncoder, chunk_keys, chunk_quantity
 from longembed.evaluation.estimate import SideToEncode, estimate_cost
-from longembed.evaluation.fusion import Fusion
 from longembed.evaluation.provenance import (
     encoder_device,
     library_versions,
@@ -61,6 +59,8 @@ from longembed.evaluation.scoring import (
 from longembed.evaluation.spec import EvalSpec
 from longembed.evaluation.task_options import SyntheticOptions
 from longembed.results import RunConfig, RunFolder, RunResults
+from longembed.retrieval.bm25 import BM25Model
+from longembed.retrieval.fusion import Fusion
 from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS, Task, get_task
 from longembed.tasks.task_dir import TaskDirRecord, task_dir_tasks
 
@@ -191,7 +191,7 @@ def evaluate_model(
                  "tokens:256:32", "sentences:4") and ``late`` (late chunking; False: naive chunking).
     fuse:        "bm25": hybrid retrieval, the dense ranking fused with BM25's (``fuse_method`` "rrf"
                  with ``fuse_k``, default 60, or "linear" with ``fuse_weight`` w, BM25's share;
-                 :mod:`longembed.evaluation.fusion`).
+                 :mod:`longembed.retrieval.fusion`).
     """
     started = time.perf_counter()
     spec = _spec_of(tasks, data_dir, lengths, output_dir, options)

@@ -18,19 +18,15 @@ from typing import Any
 import numpy as np
 
 from longembed.chunking.spans import parse_chunking
-from longembed.evaluation.bm25 import BM25Model
 from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.evaluation.cached_encoding import CachedEncoding
 from longembed.evaluation.choices import GRANULARITIES
-from longembed.evaluation.fusion import Fusion
 from longembed.evaluation.metrics import (
     DEFAULT_K_VALUES,
     mean_metrics,
     per_query_metrics,
-    rank,
     same_vector_groups,
 )
-from longembed.evaluation.rank_fusion import fuse_scores
 from longembed.results import (
     CacheUse,
     Counts,
@@ -41,6 +37,10 @@ from longembed.results import (
     hub_line,
 )
 from longembed.results.intervals import bootstrap_interval, stratified_bootstrap_interval
+from longembed.retrieval.bm25 import BM25Model
+from longembed.retrieval.fusion import Fusion
+from longembed.retrieval.rank_fusion import fuse_with_tie_break
+from longembed.retrieval.ranking import max_over_rows, rank
 from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS, RetrievalData, Task, TaskDataMissing
 from longembed.tasks.base import WORDS_PER_TOKEN
 
@@ -175,9 +175,10 @@ def score_unit(
             truncated = 0 if granularity.chunked else int(np.sum(doc_tokens > max_length))
     # documents with the same vector (BM25 has none; fused ranks would hide them)
     same_vector = None if isinstance(model, BM25Model) else same_vector_groups(scores, doc_ids)
+    tie_break = None
     if fusion is not None:
-        scores = fused(scores, fusion, data, query_texts, doc_texts)
-    ranking = rank(scores, query_ids, doc_ids, top_k=max(DEFAULT_K_VALUES))
+        scores, tie_break = fused(scores, fusion, data, query_texts, doc_texts)
+    ranking = rank(scores, query_ids, doc_ids, top_k=max(DEFAULT_K_VALUES), tie_break=tie_break)
     per_query = per_query_metrics(data.qrels, ranking)
     metrics = _percent(mean_metrics(per_query))
     first = {qid: ranking[qid][0] for qid in data.qrels if ranking.get(qid)}
@@ -205,10 +206,11 @@ def score_unit(
 
 
 def fused(dense: np.ndarray, fusion: Fusion, data: RetrievalData, query_texts: list[str],
-          doc_texts: list[str]) -> np.ndarray:
-    """The dense scores fused with BM25's on the same queries and documents (each query's candidates
-    limited to its context on a passage task, or to its block, for both systems, before ranks are taken)."""
-    return fuse_scores(fusion, dense, lexical_scores(BM25Model(), data, query_texts, doc_texts))
+          doc_texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(the dense scores fused with BM25's on the same queries and documents, the key that breaks their
+    ties): each query's candidates limited to its context on a passage task, or to its block, for both
+    systems, before ranks are taken."""
+    return fuse_with_tie_break(fusion, dense, lexical_scores(BM25Model(), data, query_texts, doc_texts))
 
 
 def lexical_scores(model: BM25Model, data: RetrievalData, query_texts: list[str], doc_texts: list[str]) -> np.ndarray:
@@ -274,17 +276,6 @@ def context_spans(
     texts = [data.contexts[c] for c in by_context]
     spans = [[(data.passages[d].start, data.passages[d].end) for d in ids] for ids in by_context.values()]
     return texts, spans
-
-
-def max_over_rows(scores: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
-    """(queries, documents) scores from (queries, chunks) ones: each document's best chunk (MaxSim);
-    ``rows[i]`` consecutive columns belong to document i.  The identity when rows is None."""
-    if rows is None:
-        return scores
-    if np.any(rows < 1):
-        raise ValueError("every document needs at least one chunk vector")
-    starts = np.concatenate([[0], np.cumsum(rows)[:-1]])
-    return np.maximum.reduceat(scores, starts, axis=1)
 
 
 def within_candidates(scores: np.ndarray, data: RetrievalData, query_ids: list[str], doc_ids: list[str]) -> np.ndarray:

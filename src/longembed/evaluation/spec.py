@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from longembed.evaluation.choices import FUSE_METHODS, FUSE_SOURCES, GRANULARITIES
-from longembed.evaluation.fusion import Fusion
+from longembed.retrieval.fusion import Fusion
 from longembed.tasks import DEFAULT_TASKS, Task
 from longembed.tasks.needle import HAYSTACK_MODES, SHARED_HAYSTACKS, check_haystacks
 from longembed.tasks.query_sets import (
@@ -153,5 +153,5 @@ class EvalSpec:
         self.fusion()  # bad fusion options fail here, before any model is loaded
 
     def fusion(self) -> Fusion | None:
-        """The :class:`~longembed.evaluation.fusion.Fusion` the run asks for (None: dense only)."""
+        """The :class:`~longembed.retrieval.fusion.Fusion` the run asks for (None: dense only)."""
         return Fusion.from_options(self.fuse, self.fuse_method, self.fuse_weight, self.fuse_k)

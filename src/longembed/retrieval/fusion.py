@@ -1,5 +1,6 @@
-"""Hybrid retrieval: a dense run's ranking fused with BM25's (the options; the arithmetic is
-:mod:`longembed.evaluation.rank_fusion`, kept apart so that ``longembed eval --help`` imports no numpy).
+"""Hybrid retrieval: a dense ranking fused with BM25's (the options; the arithmetic is
+:mod:`longembed.retrieval.rank_fusion`, kept apart so that ``longembed eval --help`` imports no numpy).
+``longembed eval`` and ``longembed search`` both fuse through here, so they cannot drift apart.
 
 BM25 is the strongest single system on LongEmbed's real tasks (the paper's Table 7, and our QMSum
 runs); fusing it with an embedding model's ranking is what a RAG system would deploy.  Two rules:
@@ -13,8 +14,18 @@ runs); fusing it with an embedding model's ranking is what a RAG system would de
   ``(1 - w) * dense + w * bm25``; ``w`` (``--fuse-weight``) is the lexical side's weight.
 
 A document outside a query's candidate set (``-inf``, e.g. another context's passages on a passage
-task) stays ``-inf``.  Ties in the fused score are broken by document id, as every ranking here
-(:func:`longembed.evaluation.metrics.rank`).
+task) stays ``-inf``.
+
+**Ties.**  RRF of two systems ties often: ranks (1, 3) and (3, 1), or (2, 2), give the same sum, and on
+a QMSum set of 35 meetings half of the queries had a tie somewhere in their fused list.  Breaking such
+ties by document id lets the names of the files move the score (2 nDCG@10 points there).  So fused ties
+are broken by :func:`~longembed.retrieval.rank_fusion.tie_break_scores`: the sum of the two systems'
+min-max-normalised scores (CombSUM, Fox and Shaw 1994).  RRF keeps only ranks; the normalised sum puts
+back how far ahead each system put the document, which is the information RRF threw away, and it
+treats the two systems symmetrically (no system is preferred by fiat).  Under the linear mix the same
+key breaks ties of the weighted sum (with w = 0.5 it is that sum, so only the id is left).  Documents
+tied on both keys (the same text twice, say) are ordered by document id, ascending: the last resort,
+which carries no information and says so.
 """
 
 from __future__ import annotations
@@ -22,8 +33,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from longembed.evaluation.choices import FUSE_METHODS, FUSE_SOURCES
-
+#: what a dense ranking can be fused with (``--fuse``), and how (``--fuse-method``).
+FUSE_SOURCES = ("bm25",)
+FUSE_METHODS = ("rrf", "linear")
 RRF_K = 60  # Cormack et al. 2009
 LINEAR_WEIGHT = 0.5
 

@@ -1,11 +1,11 @@
-"""The arithmetic of hybrid retrieval: reciprocal rank fusion and the linear mix of normalised scores
-(what each rule does, and why: :mod:`longembed.evaluation.fusion`)."""
+"""The arithmetic of hybrid retrieval: reciprocal rank fusion, the linear mix of normalised scores, and
+the key that breaks fused ties (what each rule does, and why: :mod:`longembed.retrieval.fusion`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from longembed.evaluation.fusion import RRF_K, Fusion
+from longembed.retrieval.fusion import RRF_K, Fusion
 
 
 def fuse_scores(fusion: Fusion, dense: np.ndarray, lexical: np.ndarray) -> np.ndarray:
@@ -17,6 +17,22 @@ def fuse_scores(fusion: Fusion, dense: np.ndarray, lexical: np.ndarray) -> np.nd
         return reciprocal_rank_fusion([dense, np.where(lexical > 0, lexical, -np.inf)], fusion.k,
                                       outside=np.isneginf(dense) & np.isneginf(lexical))
     return linear_fusion(dense, lexical, fusion.weight)
+
+
+def fuse_with_tie_break(fusion: Fusion, dense: np.ndarray, lexical: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the fused scores, the key that breaks their ties): what :func:`~longembed.retrieval.ranking.rank`
+    takes as ``scores`` and ``tie_break``."""
+    return fuse_scores(fusion, dense, lexical), tie_break_scores(dense, lexical)
+
+
+def tie_break_scores(dense: np.ndarray, lexical: np.ndarray) -> np.ndarray:
+    """The key that orders documents whose fused scores tie: ``minmax(dense) + minmax(lexical)`` per
+    query (CombSUM of the normalised scores; why: :mod:`longembed.retrieval.fusion`).  A document that
+    BM25 scores 0 gets BM25's minimum (0 after normalisation); one outside the candidates, ``-inf``."""
+    dense, lexical = np.asarray(dense, dtype=np.float64), np.asarray(lexical, dtype=np.float64)
+    outside = ~np.isfinite(dense) | ~np.isfinite(lexical)
+    dense_part, lexical_part = (np.where(outside, 0.0, min_max(s)) for s in (dense, lexical))
+    return np.where(outside, -np.inf, dense_part + lexical_part)
 
 
 def competition_ranks(scores: np.ndarray) -> np.ndarray:

@@ -1,0 +1,92 @@
+"""``longembed index``: build or update a search index of your documents (:mod:`longembed.search.build`).
+
+    longembed index my-docs --index my-index --model default --granularity chunks --naive --fuse bm25
+    longembed index my-docs --index my-index --strategy late-chunks+bm25 --model default --method pi --max-length 4096
+    longembed index my-docs --index my-index --from-advice advice/advice.json
+    longembed index my-task/corpus.jsonl --index my-index --model bm25
+
+It prints, before embedding, what changes (added, changed, removed, unchanged) and eval's estimate of
+the time it takes, then a progress bar; an interrupted build resumes when run again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from longembed.cli.model_defaults import resolve_method
+from longembed.cli.options import encoder_options, given_encoder_flags, settings_from_args
+from longembed.cli.parsers.index import IndexStrategyFlags
+from longembed.encoder import LongContextEncoder
+from longembed.evaluation.estimate import format_duration, longest_sequence, measure_cost_model, text_seconds
+from longembed.retrieval.fusion import Fusion
+from longembed.search.build import BuildPlan, build_index
+from longembed.search.ray_build import RayBuild
+from longembed.search.sources import SourceOptions, read_sources
+from longembed.search.strategy import BM25, IndexStrategy, strategy_from_advice, strategy_from_name
+
+
+def run(args: argparse.Namespace) -> int:
+    flags = settings_from_args(IndexStrategyFlags, args)
+    strategy = chosen_strategy(args, flags)
+    print(f"strategy {strategy.name}: {describe(strategy)}")
+    documents = read_sources(args.sources, SourceOptions(args.glob, args.id_field, args.text_field))
+    engine = None
+    if args.engine == "ray":
+        engine = RayBuild(args.actors, args.cpus_per_actor, args.ray_address, args.device)
+    report = build_index(
+        args.index, documents, strategy, rebuild=args.rebuild, device=args.device, batch_size=args.batch_size,
+        engine=engine, on_plan=(lambda plan, encoder: print_estimate(plan, encoder, strategy, args.batch_size))
+        if flags.estimate else None,
+    )
+    print(report.summary())
+    return 0
+
+
+def chosen_strategy(args: argparse.Namespace, flags: object) -> IndexStrategy:
+    """The strategy of --from-advice, --strategy NAME, or eval's flags."""
+    if args.from_advice is not None:
+        return strategy_from_advice(args.from_advice)
+    model = args.model or "default"
+    if model == BM25 or args.strategy == BM25:
+        ignored = given_encoder_flags(args)
+        if ignored:
+            print(f"note: {', '.join(ignored)} ignored for BM25 (it has no encoder)")
+        return IndexStrategy(BM25)
+    resolve_method(args)
+    fusion = Fusion.from_options(flags.fuse, flags.fuse_method, flags.fuse_weight, flags.fuse_k)  # type: ignore[attr-defined]
+    values = {f.name: getattr(flags, f.name) for f in dataclasses.fields(flags)}  # type: ignore[arg-type]
+    base = IndexStrategy(
+        model=model, method=args.method, max_length=args.max_length, encoder_options=encoder_options(args),
+        granularity=values["granularity"], chunking=values["chunking"], late=values["late"], fusion=fusion,
+        query_prompt=values["query_prompt"], document_prompt=values["document_prompt"],
+    )
+    return base if args.strategy is None else strategy_from_name(args.strategy, model, base)
+
+
+def describe(strategy: IndexStrategy) -> str:
+    if strategy.lexical_only:
+        return "BM25 (bm25s, Lucene's variant, eval's tokenizer, stemmer and stopwords)"
+    parts = [f"{strategy.model} {strategy.method or 'truncate'}"
+             + (f" at {strategy.max_length} tokens" if strategy.max_length else "")]
+    if strategy.chunked:
+        parts.append(f"{'late' if strategy.late else 'naive'} chunks {strategy.chunking}, a document scores its best")
+    if strategy.fusion is not None:
+        parts.append(f"fused with BM25 ({strategy.fusion.method})")
+    return "; ".join(parts)
+
+
+def print_estimate(plan: BuildPlan, encoder: LongContextEncoder | None, strategy: IndexStrategy,
+                   batch_size: int) -> None:
+    """eval's estimate of the encoding ahead: tokens to encode and seconds from a timed warm-up."""
+    if encoder is None or not plan.to_embed:
+        return
+    counts = [len(ids) for ids in encoder.tokenizer([d.text for d in plan.to_embed], add_special_tokens=True,
+                                                    truncation=False, verbose=False)["input_ids"]]
+    chunking = strategy.chunking if strategy.chunked else None
+    late = strategy.chunked and strategy.late
+    model = measure_cost_model(encoder, batch_size, longest_sequence(counts, encoder, chunking, late) or None)
+    seconds = sum(text_seconds(n, encoder, model, chunking, late) for n in counts)
+    tokens = sum(counts) if chunking is not None else sum(min(n, encoder.max_length) for n in counts)
+    print(f"estimate: {len(counts)} documents, {tokens:,} tokens to encode, about {format_duration(seconds)} "
+          "(from a timed warm-up on this machine; other work on it slows the build)")

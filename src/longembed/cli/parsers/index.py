@@ -1,0 +1,79 @@
+"""The flags of ``longembed index`` (the command itself: :mod:`longembed.cli.index`).
+
+The strategy flags are ``longembed eval``'s own: the encoder's (every ``EncoderConfig`` field) and
+:data:`STRATEGY_FIELDS` of :class:`~longembed.evaluation.spec.EvalSpec`, copied from its fields (help,
+choices, switches), so an index is built with exactly the options a run was evaluated with and the
+two commands cannot drift apart.  Only light imports here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+from longembed.cli.options import MODEL_HELP, CommandHandler, add_encoder_arguments, add_settings_arguments
+from longembed.corpus.choices import ENGINES
+from longembed.evaluation.spec import EvalSpec
+
+#: The EvalSpec fields that decide what an index holds and how it scores.
+STRATEGY_FIELDS = ("granularity", "chunking", "late", "fuse", "fuse_method", "fuse_weight", "fuse_k", "query_prompt",
+                   "document_prompt", "estimate")
+STRATEGY = "strategy (the flags of longembed eval, or --strategy / --from-advice)"
+
+
+def _strategy_settings() -> type:
+    """A dataclass of eval's strategy fields, each with its metadata (group moved to :data:`STRATEGY`)."""
+    fields = []
+    for spec_field in dataclasses.fields(EvalSpec):
+        if spec_field.name in STRATEGY_FIELDS:
+            metadata = {**spec_field.metadata, "group": STRATEGY}
+            fields.append((spec_field.name, spec_field.type,
+                           dataclasses.field(default=spec_field.default, metadata=metadata)))
+    flags = dataclasses.make_dataclass("IndexStrategyFlags", fields)
+    flags.__module__ = EvalSpec.__module__  # where its string annotations resolve
+    return flags
+
+
+IndexStrategyFlags = _strategy_settings()
+
+
+def register_cli(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``index`` subcommand (handler: :func:`longembed.cli.index.run`)."""
+    parser = subparsers.add_parser(
+        "index",
+        help="build or update a search index of your documents",
+        description=(
+            "Index documents for longembed search, with one retrieval strategy (the flags of longembed eval, "
+            "a name advise prints, or advice.json's recommendation). SOURCE: a folder (read recursively: each "
+            ".txt/.md file one document, its relative path the id; .jsonl files one document per line), a "
+            ".jsonl file, or a BEIR corpus.jsonl. A rerun embeds only new and changed documents and removes "
+            "deleted ones; an interrupted build resumes."
+        ),
+    )
+    parser.add_argument("sources", nargs="+", type=Path, metavar="SOURCE", help="folders and .jsonl files")
+    parser.add_argument("--index", required=True, metavar="DIR", help="the index folder (created if missing)")
+    add_encoder_arguments(parser, model_help=MODEL_HELP + ", or 'bm25' for BM25 alone (default: the packaged "
+                          "all-MiniLM-L6-v2)")
+    add_settings_arguments(parser, IndexStrategyFlags)
+    named = parser.add_argument_group(STRATEGY).add_mutually_exclusive_group()
+    named.add_argument("--strategy", default=None, metavar="NAME",
+                       help="a strategy longembed advise names: bm25, truncate, <method>-<length> (pi-4096), "
+                       "naive-chunks, late-chunks (with --method/--max-length: the pass's extension), each dense "
+                       "one with +bm25 (fused by RRF)")
+    named.add_argument("--from-advice", type=Path, default=None, metavar="ADVICE_JSON",
+                       help="the strategy advice.json recommends, with its exact configuration")
+    group = parser.add_argument_group("sources and build")
+    group.add_argument("--glob", default=None, help="files of a folder to read, e.g. '**/*.txt' (default: .txt, "
+                       ".md and .jsonl files)")
+    group.add_argument("--id-field", default="id", help="the id field of .jsonl lines (default: id, or _id)")
+    group.add_argument("--text-field", default="text", help="the text field of .jsonl lines (default: text)")
+    group.add_argument("--rebuild", action="store_true",
+                       help="replace an index built with another strategy or model (everything is embedded again)")
+    group.add_argument("--engine", choices=ENGINES, default="local",
+                       help="local: this process; ray: a pool of Ray actors (default: local)")
+    group.add_argument("--actors", type=int, default=1, help="with --engine ray: actors, each with its own encoder")
+    group.add_argument("--cpus-per-actor", type=float, default=1.0, help="with --engine ray: CPUs per actor")
+    group.add_argument("--ray-address", default=None,
+                       help="with --engine ray: the cluster (default: $RAY_ADDRESS, else a local Ray)")
+    parser.set_defaults(func=CommandHandler("longembed.cli.index", "run"))

@@ -1,0 +1,97 @@
+"""Ranking: a score matrix -> each query's documents, best first; a document's score from its chunks'.
+
+The one ranking rule of ``longembed eval`` and ``longembed search``:
+
+* a document's dense score is its best chunk's (MaxSim, :func:`max_over_rows`);
+* documents are ordered by score, descending; equal scores by the ``tie_break`` key when there is one
+  (fused runs: :func:`~longembed.retrieval.rank_fusion.tie_break_scores`), descending; then by document
+  id, ascending (string order), which is deterministic and independent of the matrix's column order but
+  carries no information; NaN ranks last;
+* a run file lists strictly decreasing scores in that order (:func:`strictly_decreasing`), so any tool
+  (trec_eval breaks ties by document id, descending) reads the ranking the scores came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def rank(
+    scores: np.ndarray,
+    query_ids: Sequence[str],
+    doc_ids: Sequence[str],
+    top_k: int | None = 100,
+    tie_break: np.ndarray | None = None,
+) -> dict[str, list[str]]:
+    """Ranked document ids per query, best first, from a ``(len(query_ids), len(doc_ids))`` score matrix.
+
+    Higher scores rank first; ties are broken by ``tie_break`` (same shape, higher first) when given,
+    then by document id, ascending; NaN ranks last. At most ``top_k`` documents are kept per query (all
+    if ``top_k`` is None).
+    """
+    order = rank_order(scores, query_ids, doc_ids, top_k, tie_break)
+    return {qid: [doc_ids[j] for j in row] for qid, row in zip(query_ids, order.tolist(), strict=True)}
+
+
+def rank_order(
+    scores: np.ndarray,
+    query_ids: Sequence[str],
+    doc_ids: Sequence[str],
+    top_k: int | None = 100,
+    tie_break: np.ndarray | None = None,
+) -> np.ndarray:
+    """Per query, the ranked documents' positions in ``doc_ids``: :func:`rank` as indices, for callers
+    that need each ranked document's scores too."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.shape != (len(query_ids), len(doc_ids)):
+        raise ValueError(f"scores have shape {scores.shape}, expected ({len(query_ids)}, {len(doc_ids)})")
+    if tie_break is not None and np.shape(tie_break) != scores.shape:
+        raise ValueError(f"tie_break has shape {np.shape(tie_break)}, expected {scores.shape}")
+    if len(set(doc_ids)) != len(doc_ids):
+        raise ValueError("doc_ids contain duplicates")
+    if len(set(query_ids)) != len(query_ids):
+        raise ValueError("query_ids contain duplicates")
+    if top_k is not None and top_k < 1:
+        raise ValueError(f"top_k must be at least 1 (or None), not {top_k}")
+    by_id = np.asarray(sorted(range(len(doc_ids)), key=doc_ids.__getitem__), dtype=np.int64)
+    keys = [_descending(scores[:, by_id])]  # ascending sort of -score = descending score
+    if tie_break is not None:
+        keys.insert(0, _descending(np.asarray(tie_break, dtype=np.float64)[:, by_id]))
+    # lexsort is stable and sorts by its last key first: score, then tie_break, then id order
+    order = np.lexsort(keys, axis=-1) if len(doc_ids) else np.zeros((len(query_ids), 0), dtype=np.int64)
+    if top_k is not None:
+        order = order[:, :top_k]
+    return by_id[order]
+
+
+def _descending(values: np.ndarray) -> np.ndarray:
+    keys = -values
+    keys[np.isnan(keys)] = np.inf
+    return keys
+
+
+def max_over_rows(scores: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+    """(queries, documents) scores from (queries, chunks) ones: each document's best chunk (MaxSim);
+    ``rows[i]`` consecutive columns belong to document i.  The identity when rows is None."""
+    if rows is None:
+        return scores
+    if np.any(rows < 1):
+        raise ValueError("every document needs at least one chunk vector")
+    starts = np.concatenate([[0], np.cumsum(rows)[:-1]])
+    return np.maximum.reduceat(scores, starts, axis=1)
+
+
+def strictly_decreasing(scores: Sequence[float]) -> list[float]:
+    """Scores listed in rank order, each tie (or inversion) lowered to the largest float below the
+    score before it: a run file whose order every reader takes as given.  Finite scores only."""
+    out: list[float] = []
+    for score in scores:
+        value = float(score)
+        if not np.isfinite(value):
+            raise ValueError(f"a run file needs finite scores, got {value}")
+        if out and value >= out[-1]:
+            value = float(np.nextafter(out[-1], -np.inf))
+        out.append(value)
+    return out

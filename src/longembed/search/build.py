@@ -1,0 +1,203 @@
+"""``longembed index``: documents -> a LanceDB index that searches exactly as ``eval`` scored.
+
+    plan (read every source, compare with the index: added, changed, removed, unchanged)
+    -> delete the rows of changed and removed documents -> embed the rest in batches, each batch
+    appended as one Lance version -> move the ``complete`` tag to the last version.
+
+Incremental: a document whose text (sha256) and source are unchanged is not embedded again.  A build
+with another strategy, model or prompt than the index's is refused unless ``rebuild``.
+
+Crash-safe: every append holds whole documents and is one atomic Lance commit, and a search reads
+the version the ``complete`` tag names.  A build killed at any point leaves whole documents behind;
+the next build keeps those whose text it wants (they are the rows an uninterrupted build would have
+written, in the same order), deletes the rest and embeds what is missing, so its table equals an
+uninterrupted build's row for row and vector for vector.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+import longembed
+from longembed.encoder import LongContextEncoder
+from longembed.retrieval.model_files import model_identity, same_files
+from longembed.search.embedding import DocumentEmbedder, load_strategy_encoder, resolved_prompts
+from longembed.search.sources import Document
+from longembed.search.store import (
+    INDEX_FORMAT,
+    IndexStore,
+    complete_version,
+    delete_documents,
+    documents_in,
+    mark_complete,
+    table_metadata,
+)
+from longembed.search.strategy import IndexStrategy
+
+#: documents per encode call and per Lance append (a crash loses at most one batch's work)
+BATCH_DOCUMENTS = 32
+
+
+@dataclass
+class BuildPlan:
+    """What a build will do, decided before anything is written."""
+
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    to_delete: list[str] = field(default_factory=list)  # ids whose rows go (changed, removed, stale)
+    to_embed: list[Document] = field(default_factory=list)  # in source order
+    resumed: int = 0  # documents an interrupted build already embedded and this one keeps
+
+    def counts(self) -> dict[str, int]:
+        return {"added": len(self.added), "changed": len(self.changed), "removed": len(self.removed),
+                "unchanged": self.unchanged}
+
+    def summary(self) -> str:
+        text = ", ".join(f"{n} {what}" for what, n in self.counts().items())
+        return text + (f" ({self.resumed} kept from an interrupted build)" if self.resumed else "")
+
+
+@dataclass
+class BuildReport:
+    """What a build did: the plan's counts, the index's size and the version searches now read."""
+
+    plan: BuildPlan
+    documents: int
+    chunks: int
+    version: int
+
+    def summary(self) -> str:
+        return (f"{self.plan.summary()}; the index holds {self.documents} documents, {self.chunks} "
+                f"{'chunks' if self.chunks != self.documents else 'rows'} (version {self.version})")
+
+
+def index_metadata(strategy: IndexStrategy, encoder: LongContextEncoder | None) -> dict[str, Any]:
+    """What the table records of its build (and a later build or a search compares)."""
+    return {
+        "format": INDEX_FORMAT,
+        "strategy": strategy.name,
+        "config": strategy.to_dict(),
+        "prompts": resolved_prompts(strategy, encoder),
+        "model": None if encoder is None else {
+            "name": model_name(strategy.model, encoder),
+            "method": encoder.method, "max_length": encoder.max_length,
+            "original_length": encoder.original_length, "dimensions": encoder.embedding_dim,
+            "identity": model_identity(encoder),
+        },
+        "longembed_version": longembed.__version__,
+        "created_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def model_name(model: str, encoder: LongContextEncoder) -> str:
+    """A model's short name: its folder's name (the packaged default's own name for ``default``)."""
+    source = getattr(encoder, "source", None)
+    if model == "default" and source is not None:
+        return str(source.name).removesuffix(" (packaged)")
+    return Path(str(model).rstrip("/")).name or str(model)
+
+
+def check_same_build(recorded: dict[str, Any], wanted: dict[str, Any], path: str) -> None:
+    """A ValueError naming what differs when an index was built otherwise than ``wanted`` (``--rebuild``
+    replaces it)."""
+    differences = [f"{key}: {recorded['config'].get(key)!r} -> {value!r}"
+                   for key, value in wanted["config"].items() if recorded["config"].get(key) != value]
+    if recorded.get("prompts") != wanted["prompts"]:
+        differences.append(f"prompts: {recorded.get('prompts')!r} -> {wanted['prompts']!r}")
+    old, new = recorded.get("model") or {}, wanted.get("model") or {}
+    if not differences and not same_files(old.get("identity"), new.get("identity")):
+        differences.append("the model's files differ from those that built the index")
+    if differences:
+        raise ValueError(f"{path} was built with another strategy ({recorded.get('strategy')}; "
+                         f"{'; '.join(differences)}): give --rebuild to replace it, or another --index")
+
+
+def plan_build(documents: Sequence[Document], committed: dict[str, tuple[str, str]],
+               present: dict[str, tuple[str, str]]) -> BuildPlan:
+    """The plan from the documents wanted, those of the last complete build (``committed``: counts) and
+    those the table holds now (``present``: an interrupted build's rows included)."""
+    plan = BuildPlan()
+    wanted = {d.id: (d.sha256, d.source) for d in documents}
+    for document in documents:
+        before = committed.get(document.id)
+        if before is None:
+            plan.added.append(document.id)
+        elif before != wanted[document.id]:
+            plan.changed.append(document.id)
+        else:
+            plan.unchanged += 1
+    plan.removed = [i for i in committed if i not in wanted]
+    plan.to_delete = [i for i, held in present.items() if wanted.get(i) != held]
+    kept = {i for i, held in present.items() if wanted.get(i) == held}
+    plan.to_embed = [d for d in documents if d.id not in kept]
+    plan.resumed = sum(1 for i in kept if committed.get(i) != wanted[i])
+    return plan
+
+
+def build_index(
+    path: str | Path,
+    documents: Sequence[Document],
+    strategy: IndexStrategy,
+    *,
+    rebuild: bool = False,
+    device: str | None = None,
+    batch_size: int = 16,
+    batch_documents: int = BATCH_DOCUMENTS,
+    engine: Callable[..., Any] | None = None,
+    on_plan: Callable[[BuildPlan, LongContextEncoder | None], None] | None = None,
+    show_progress: bool = True,
+    log: Callable[[str], None] | None = print,
+) -> BuildReport:
+    """Index ``documents`` at ``path`` with ``strategy`` (see the module docstring).
+
+    ``engine``: None embeds here; a callable ``engine(documents, embedder_args, append)`` embeds
+    elsewhere (``longembed.search.ray_build``) and calls ``append(rows)`` per batch of whole documents.
+    ``on_plan(plan, encoder)``: called before any vector is computed (the CLI prints the estimate).
+    """
+    say = log or (lambda _: None)
+    store = IndexStore(path)
+    encoder = None if strategy.lexical_only else load_strategy_encoder(strategy, device)
+    wanted = index_metadata(strategy, encoder)
+    if store.has_table() and not rebuild:
+        table = store.table()
+        check_same_build(table_metadata(table), wanted, str(path))
+        version = complete_version(table)
+        committed = {} if version is None else _documents_at(store, version)
+    else:
+        table = store.create(None if encoder is None else encoder.embedding_dim, wanted)
+        committed = {}
+    plan = plan_build(documents, committed, documents_in(table))
+    say(f"{path}: {plan.summary()}; {len(plan.to_embed)} documents to embed")
+    if on_plan is not None:
+        on_plan(plan, encoder)
+    if plan.to_delete:
+        delete_documents(table, plan.to_delete)
+    embedder = DocumentEmbedder(strategy, encoder, batch_size)
+
+    def append(rows: Any) -> None:
+        table.add(rows.table(table.schema))
+
+    with tqdm(total=len(plan.to_embed), desc="index", unit="doc", disable=not show_progress) as bar:
+        if engine is None:
+            for start in range(0, len(plan.to_embed), batch_documents):
+                batch = plan.to_embed[start : start + batch_documents]
+                append(embedder.rows(batch))
+                bar.update(len(batch))
+        else:
+            engine(plan.to_embed, strategy, batch_size, batch_documents, append, bar.update)
+    version = mark_complete(table)
+    return BuildReport(plan, len(documents), table.count_rows(), version)
+
+
+def _documents_at(store: IndexStore, version: int) -> dict[str, tuple[str, str]]:
+    table = store.table()
+    table.checkout(version)
+    return documents_in(table)

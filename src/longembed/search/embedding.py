@@ -1,0 +1,98 @@
+"""Documents -> chunk rows: what ``longembed index`` stores for each document, embedded as eval embeds it.
+
+* BM25 only: one row per document, no vector (the passage is the whole document);
+* one vector per document: ``encode(texts, prompt=document prompt, normalize_embeddings=True)``, the
+  vectors scaled to unit length again, as eval's cache does; the passage is the first window the model
+  read (its first Lt tokens);
+* chunks: ``encode_chunks(texts, chunking, late=..., prompt=..., normalize_embeddings=True)``, one row
+  per chunk with its character span.
+
+The same :class:`DocumentEmbedder` runs in the build's process (``--engine local``) and in each Ray
+actor (``--engine ray``), so both engines write the same rows.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from longembed.encoder import LongContextEncoder, load_encoder
+from longembed.search.sources import Document
+from longembed.search.store import ChunkRows
+from longembed.search.strategy import IndexStrategy
+
+
+def load_strategy_encoder(strategy: IndexStrategy, device: str | None = None) -> LongContextEncoder:
+    """The strategy's encoder, built as ``longembed eval`` builds it."""
+    options: dict[str, Any] = dict(strategy.encoder_options)
+    if device is not None:
+        options["device"] = device
+    return load_encoder(strategy.model, method=strategy.method, max_length=strategy.max_length, **options)
+
+
+def resolved_prompts(strategy: IndexStrategy, encoder: LongContextEncoder | None) -> dict[str, str]:
+    """The prefixes of queries and documents: the strategy's, else the model's (eval's rule)."""
+    model = {"query": "", "document": ""} if encoder is None else encoder.retrieval_prompts()
+    return {"query": model["query"] if strategy.query_prompt is None else strategy.query_prompt,
+            "document": model["document"] if strategy.document_prompt is None else strategy.document_prompt}
+
+
+class DocumentEmbedder:
+    """Turns documents into :class:`~longembed.search.store.ChunkRows` with one encoder (None: BM25)."""
+
+    def __init__(self, strategy: IndexStrategy, encoder: LongContextEncoder | None, batch_size: int = 16) -> None:
+        self.strategy = strategy
+        self.encoder = encoder
+        self.batch_size = batch_size
+        self.prompt = resolved_prompts(strategy, encoder)["document"]
+
+    def rows(self, documents: Sequence[Document]) -> ChunkRows:
+        texts = [d.text for d in documents]
+        if self.encoder is None:
+            return _rows(documents, [[(0, len(t))] for t in texts], None)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # a document cut at Lt: the passage span says where
+            if self.strategy.chunked:
+                encoded = self.encoder.encode_chunks(
+                    texts, self.strategy.chunking, late=self.strategy.late, batch_size=self.batch_size,
+                    prompt=self.prompt, normalize_embeddings=True,
+                )
+                return _rows(documents, [spans for _, spans in encoded], np.concatenate([v for v, _ in encoded]))
+            vectors = np.asarray(self.encoder.encode(texts, batch_size=self.batch_size, prompt=self.prompt,
+                                                     normalize_embeddings=True), dtype=np.float32)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        vectors = vectors / np.where(norms > 0, norms, 1.0)
+        return _rows(documents, [[(0, self.first_window_end(t))] for t in texts], vectors)
+
+    def first_window_end(self, text: str) -> int:
+        """The character where the model stopped reading ``text`` (its end when it read all of it)."""
+        assert self.encoder is not None
+        tokenizer = self.encoder.tokenizer
+        budget = self.encoder.max_length - tokenizer.num_special_tokens_to_add() - \
+            len(tokenizer(self.prompt, add_special_tokens=False)["input_ids"])
+        offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+        return len(text) if len(offsets) <= budget else int(offsets[max(budget, 1) - 1][1])
+
+
+def _rows(documents: Sequence[Document], spans: Sequence[Sequence[tuple[int, int]]],
+          vectors: np.ndarray | None) -> ChunkRows:
+    rows = ChunkRows([], [], [], [], [], [], [], [], vectors)
+    for document, document_spans in zip(documents, spans, strict=True):
+        if not document_spans:
+            raise ValueError(f"{document.source}: document {document.id!r} gave no chunk to embed")
+        sha = document.sha256
+        for number, (start, end) in enumerate(document_spans):
+            rows.ids.append(document.id)
+            rows.sources.append(document.source)
+            rows.chunks.append(number)
+            rows.starts.append(int(start))
+            rows.ends.append(int(end))
+            rows.sha256s.append(sha)
+            rows.texts.append(document.text[start:end])
+            rows.documents.append(document.text if number == 0 else None)
+    if vectors is not None and len(vectors) != len(rows.ids):
+        raise ValueError(f"{len(vectors)} vectors for {len(rows.ids)} chunks")
+    return rows

@@ -1,0 +1,264 @@
+"""Searching an index: :func:`open_index` -> :class:`SearchIndex` -> :meth:`SearchIndex.search`.
+
+A search ranks documents exactly as ``longembed eval`` ranks them, through the same code
+(:mod:`longembed.retrieval`): a document's dense score is its best chunk's cosine similarity (MaxSim),
+BM25 is eval's (bm25s, Lucene's variant, the same tokenizer, stemmer and stopwords, over whole
+documents), fusion is eval's RRF or linear mix, and ties are broken by eval's rule.  The dense side is
+an exact scan of every vector (a matrix product); the index and the model are loaded once, in
+:func:`open_index`, so a process that searches many times pays for them once.
+
+A :class:`SearchIndex` is read-only after it opens, and :meth:`~SearchIndex.search` keeps no state
+between calls, so one instance serves concurrent searches (a lock guards the encoder's forward pass).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from longembed.encoder import LongContextEncoder
+from longembed.retrieval.bm25 import BM25Model
+from longembed.retrieval.model_files import model_identity, same_files
+from longembed.retrieval.rank_fusion import competition_ranks, fuse_with_tie_break
+from longembed.retrieval.ranking import max_over_rows, rank_order, strictly_decreasing
+from longembed.search.embedding import load_strategy_encoder
+from longembed.search.store import IndexStore, table_metadata
+from longembed.search.strategy import IndexStrategy
+
+#: characters of the document shown before and after a passage
+CONTEXT_CHARS = 300
+
+
+@dataclass(frozen=True)
+class Passage:
+    text: str
+    start: int
+    end: int
+    before: str
+    after: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "start": self.start, "end": self.end, "before": self.before, "after": self.after}
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    rank: int
+    id: str
+    score: float
+    source: str
+    passage: Passage
+    systems: dict[str, dict[str, float | int | None]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rank": self.rank, "id": self.id, "score": self.score, "source": self.source,
+                "passage": self.passage.to_dict(), "systems": self.systems}
+
+
+@dataclass(frozen=True)
+class SearchResponse:
+    query: str
+    k: int
+    index: dict[str, Any]
+    results: list[SearchResult]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"query": self.query, "k": self.k, "index": self.index, "results": [r.to_dict() for r in self.results]}
+
+
+@dataclass
+class _Rows:
+    """The index's documents and chunks as arrays, documents in the table's order."""
+
+    doc_ids: list[str]
+    sources: list[str]
+    texts: list[str]
+    rows: np.ndarray  # chunks per document
+    starts: np.ndarray
+    ends: np.ndarray
+    vectors: np.ndarray | None
+
+
+def open_index(path: str | Path, device: str | None = None) -> SearchIndex:
+    """The index at ``path``, with its model loaded (FileNotFoundError: no index there; ValueError: the
+    model's files differ from those that built it)."""
+    if not IndexStore.exists(path):
+        raise FileNotFoundError(f"--index {path}: no index there (build one with: longembed index SOURCE... "
+                                f"--index {path})")
+    return SearchIndex(path, device)
+
+
+class SearchIndex:
+    """One index, opened at its last complete version (see the module docstring)."""
+
+    def __init__(self, path: str | Path, device: str | None = None) -> None:
+        self.path = str(path)
+        table = IndexStore(path).complete_table()
+        self.version = int(table.version)
+        self.built_at = _version_time(table, self.version)
+        self.metadata = table_metadata(table)
+        self.strategy = IndexStrategy.from_dict(self.metadata["config"], self.metadata["strategy"])
+        self.prompts = self.metadata["prompts"]
+        self._data = _read_rows(table.to_arrow(), not self.strategy.lexical_only)
+        if not self._data.doc_ids:
+            raise ValueError(f"{self.path}: the index holds no documents")
+        self._bm25 = BM25Model()
+        self._bm25_index = self._bm25.index(self._data.texts) if "bm25" in self.strategy.systems else None
+        self._lock = threading.Lock()
+        self.encoder: LongContextEncoder | None = None
+        if not self.strategy.lexical_only:
+            self.encoder = load_strategy_encoder(self.strategy, device)
+            recorded = (self.metadata.get("model") or {}).get("identity")
+            if recorded is not None and not same_files(recorded, model_identity(self.encoder)):
+                raise ValueError(f"{self.path}: the model {self.strategy.model} is not the one that built this "
+                                 "index (its files differ): rebuild the index, or use the model it recorded")
+
+    # ------------------------------------------------------------------ facts
+    def facts(self) -> dict[str, Any]:
+        fusion = self.strategy.fusion
+        model = self.metadata.get("model") or {}
+        return {
+            "documents": len(self._data.doc_ids),
+            "chunks": int(self._data.rows.sum()),
+            "model": model.get("name", "bm25"),
+            "method": model.get("method"),
+            "max_length": model.get("max_length"),
+            "strategy": self.strategy.name,
+            "systems": self.strategy.systems,
+            "fusion": None if fusion is None else {"method": fusion.method, **(
+                {"k": fusion.k} if fusion.method == "rrf" else {"weight": fusion.weight})},
+            "built_at": self.built_at,
+            "longembed_version": self.metadata.get("longembed_version"),
+        }
+
+    # ------------------------------------------------------------------ search
+    def search(self, query: str, k: int = 10, ids: Sequence[str] | None = None,
+               path_prefix: str | None = None) -> SearchResponse:
+        """The ``k`` best documents for ``query`` (optionally only those of ``ids`` or whose source starts
+        with ``path_prefix``), ranked as eval ranks them."""
+        (results,) = self.search_many([query], k, ids, path_prefix)
+        return SearchResponse(query, k, self.facts(), results)
+
+    def search_many(self, queries: Sequence[str], k: int = 10, ids: Sequence[str] | None = None,
+                    path_prefix: str | None = None) -> list[list[SearchResult]]:
+        """:meth:`search`'s results for many queries at once (their vectors encoded in batches, as eval)."""
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        if any(not isinstance(q, str) or not q.strip() for q in queries):
+            raise ValueError("a query is empty")
+        allowed = self._allowed(ids, path_prefix)
+        systems = self._system_scores(list(queries), allowed)
+        return [self._results(q, systems, k) for q in range(len(queries))]
+
+    def _allowed(self, ids: Sequence[str] | None, path_prefix: str | None) -> np.ndarray:
+        allowed = np.ones(len(self._data.doc_ids), dtype=bool)
+        if ids is not None:
+            wanted = set(ids)
+            allowed &= np.array([d in wanted for d in self._data.doc_ids])
+        if path_prefix is not None:
+            allowed &= np.array([s.startswith(path_prefix) for s in self._data.sources])
+        return allowed
+
+    def _system_scores(self, queries: list[str], allowed: np.ndarray) -> dict[str, Any]:
+        """Each system's (queries x documents) scores, the best chunk of each, and the ranking's scores."""
+        out: dict[str, Any] = {}
+        if self.encoder is not None:
+            chunk_scores = self._query_vectors(queries) @ self._data.vectors.T  # type: ignore[union-attr]
+            dense = max_over_rows(chunk_scores, self._data.rows)
+            out["dense"] = np.where(allowed, dense, -np.inf)
+            out["best_chunk"] = _best_chunks(chunk_scores, self._data.rows)
+        if self._bm25_index is not None:
+            lexical = np.stack([self._bm25.query_scores(self._bm25_index, q) for q in queries]).astype(np.float64)
+            out["bm25"] = np.where(allowed, lexical, -np.inf)
+        fusion = self.strategy.fusion
+        if fusion is not None:
+            out["score"], out["tie_break"] = fuse_with_tie_break(fusion, out["dense"], out["bm25"])
+        else:
+            out["score"], out["tie_break"] = out[self.strategy.systems[0]], None
+        return out
+
+    def _query_vectors(self, queries: list[str]) -> np.ndarray:
+        assert self.encoder is not None
+        with self._lock:
+            vectors = np.asarray(self.encoder.encode(queries, batch_size=16, prompt=self.prompts["query"],
+                                                     normalize_embeddings=True), dtype=np.float32)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.where(norms > 0, norms, 1.0)
+
+    def _results(self, q: int, systems: dict[str, Any], k: int) -> list[SearchResult]:
+        data = self._data
+        scores = systems["score"][q : q + 1]
+        tie_break = None if systems["tie_break"] is None else systems["tie_break"][q : q + 1]
+        (order,) = rank_order(scores, ["q"], data.doc_ids, top_k=k, tie_break=tie_break)
+        order = [int(d) for d in order if np.isfinite(scores[0, d])]
+        ranks = {name: competition_ranks(np.where(systems[name][q : q + 1] > 0, systems[name][q : q + 1], -np.inf)
+                                         if name == "bm25" else systems[name][q : q + 1])[0]
+                 for name in self.strategy.systems}
+        shown = strictly_decreasing([scores[0, d] for d in order])
+        results = []
+        for position, (d, score) in enumerate(zip(order, shown, strict=True), start=1):
+            per_system = {}
+            for name in self.strategy.systems:
+                ranked = np.isfinite(ranks[name][d])
+                per_system[name] = {"rank": int(ranks[name][d]) if ranked else None,
+                                    "score": float(systems[name][q, d]) if ranked else None}
+            chunk = int(systems["best_chunk"][q, d]) if "best_chunk" in systems else self._first_chunk(d)
+            results.append(SearchResult(position, data.doc_ids[d], score, data.sources[d], self._passage(d, chunk),
+                                        per_system))
+        return results
+
+    def _first_chunk(self, d: int) -> int:
+        return int(self._data.rows[:d].sum())
+
+    def _passage(self, d: int, chunk: int) -> Passage:
+        text = self._data.texts[d]
+        start, end = int(self._data.starts[chunk]), int(self._data.ends[chunk])
+        return Passage(text[start:end], start, end, text[max(0, start - CONTEXT_CHARS) : start],
+                       text[end : end + CONTEXT_CHARS])
+
+
+def _best_chunks(chunk_scores: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Per query and document, the (global) row of the document's best chunk (the first of equals)."""
+    starts = np.concatenate([[0], np.cumsum(rows)[:-1]])
+    best = np.empty((chunk_scores.shape[0], len(rows)), dtype=np.int64)
+    for d, (start, count) in enumerate(zip(starts.tolist(), rows.tolist(), strict=True)):
+        best[:, d] = start + np.argmax(chunk_scores[:, start : start + count], axis=1)
+    return best
+
+
+def _read_rows(table: Any, dense: bool) -> _Rows:
+    """The table's rows grouped by document (documents in the order of their chunk 0 rows; chunks in
+    order), the vectors as one float32 matrix."""
+    ids = table["id"].to_pylist()
+    chunks = np.asarray(table["chunk"].to_numpy(zero_copy_only=False), dtype=np.int64)
+    firsts = np.flatnonzero(chunks == 0)
+    doc_ids = [ids[i] for i in firsts]
+    position = {d: p for p, d in enumerate(doc_ids)}
+    owner = np.asarray([position[i] for i in ids], dtype=np.int64)
+    order = np.lexsort((chunks, owner))
+    documents = table["document"].to_pylist()
+    sources = table["source"].to_pylist()
+    vectors = None
+    if dense:
+        column = table["vector"].combine_chunks()
+        width = column.type.list_size
+        vectors = np.asarray(column.values.to_numpy(zero_copy_only=False), dtype=np.float32).reshape(-1, width)[order]
+    return _Rows(
+        doc_ids=doc_ids, sources=[sources[i] for i in firsts], texts=[documents[i] for i in firsts],
+        rows=np.bincount(owner, minlength=len(doc_ids)),
+        starts=np.asarray(table["start"].to_numpy(zero_copy_only=False))[order],
+        ends=np.asarray(table["end"].to_numpy(zero_copy_only=False))[order], vectors=vectors,
+    )
+
+
+def _version_time(table: Any, version: int) -> str | None:
+    for entry in table.list_versions():
+        if int(entry["version"]) == version:
+            stamp = entry["timestamp"]
+            return stamp.strftime("%Y-%m-%dT%H:%M:%SZ") if stamp.tzinfo is None else stamp.isoformat()
+    return None

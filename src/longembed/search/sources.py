@@ -1,0 +1,146 @@
+"""What ``longembed index`` reads: documents from folders, ``.jsonl`` files and BEIR corpora.
+
+* a folder, read recursively: every ``.txt`` and ``.md`` file is one document, its id the file's path
+  relative to the folder (``essays/startupideas.txt``); its ``.jsonl`` files are read as below;
+  ``--glob`` chooses other files (``**/*.txt``);
+* a ``.jsonl`` file: one document per line, with an id field and a text field (``--id-field``,
+  ``--text-field``; default ``id`` (or BEIR's ``_id``) and ``text``);
+* a BEIR ``corpus.jsonl`` (a file of that name, in a folder or given alone): read exactly as ``eval
+  --task-dir`` reads it (:func:`longembed.tasks.task_dir.read_corpus`: a non-empty title prepended), so
+  an index of a task folder holds the documents eval scored.
+
+Bad input is one line naming the file (and line, and field): an unreadable file, text that is not
+UTF-8, an empty document, an id given twice.  Everything is read and checked before anything is
+written, so bad input never costs what is already indexed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from longembed.tasks.task_dir import read_corpus
+from longembed.textfiles import read_utf8, utf8_lines
+
+#: The files a folder contributes without --glob: one document per text file, one per .jsonl line.
+TEXT_SUFFIXES = (".txt", ".md")
+JSONL_SUFFIX = ".jsonl"
+BEIR_CORPUS = "corpus.jsonl"
+
+
+@dataclass(frozen=True)
+class Document:
+    """One document to index: its id, the file it came from, its text and the sha256 of that text (what
+    an incremental build compares)."""
+
+    id: str
+    source: str
+    text: str
+
+    @property
+    def sha256(self) -> str:
+        return text_sha256(self.text)
+
+
+def text_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    """How sources are read: ``glob`` (a folder's files; default its .txt, .md and .jsonl), and the
+    id and text fields of a .jsonl file's lines."""
+
+    glob: str | None = None
+    id_field: str = "id"
+    text_field: str = "text"
+
+
+def read_sources(sources: Sequence[str | Path], options: SourceOptions = SourceOptions()) -> list[Document]:
+    """Every document of ``sources``, in order (folders sorted by path); an id given twice, by two
+    sources or by one, is an error naming both places."""
+    documents: list[Document] = []
+    where: dict[str, str] = {}
+    for source in sources:
+        for document in _read_source(Path(source), options):
+            if document.id in where:
+                raise ValueError(f"{document.source}: document id {document.id!r} is given twice "
+                                 f"(first by {where[document.id]})")
+            where[document.id] = document.source
+            documents.append(document)
+    if not documents:
+        raise ValueError(f"no documents in {', '.join(map(str, sources))}"
+                         + (f" matching --glob {options.glob}" if options.glob else " (.txt, .md or .jsonl files)"))
+    return documents
+
+
+def _read_source(path: Path, options: SourceOptions) -> Iterator[Document]:
+    if path.is_dir():
+        for file in _folder_files(path, options.glob):
+            yield from _read_file(file, file.relative_to(path).as_posix(), options)
+    elif path.is_file():
+        yield from _read_file(path, path.name, options)
+    else:
+        raise FileNotFoundError(f"{path}: no such file or folder")
+
+
+def _folder_files(folder: Path, glob: str | None) -> list[Path]:
+    if glob is not None:
+        return sorted(p for p in folder.glob(glob) if p.is_file())
+    suffixes = (*TEXT_SUFFIXES, JSONL_SUFFIX)
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in suffixes
+                  and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+
+
+def _read_file(file: Path, relative: str, options: SourceOptions) -> Iterator[Document]:
+    """A .jsonl file's lines (a BEIR corpus.jsonl read as eval reads it), else the file as one document."""
+    _check_readable(file)
+    if file.name == BEIR_CORPUS:
+        for doc_id, text in read_corpus(file).items():
+            yield Document(doc_id, str(file), text)
+    elif file.suffix.lower() == JSONL_SUFFIX:
+        yield from _jsonl_documents(file, options)
+    else:
+        text = read_utf8(file)
+        if not text.strip():
+            raise ValueError(f"{file}: the document is empty")
+        yield Document(relative, relative, text)
+
+
+def _check_readable(file: Path) -> None:
+    try:
+        with open(file, "rb"):
+            pass
+    except OSError as exc:
+        raise OSError(f"{file}: cannot be read ({exc.strerror or exc})") from None
+
+
+def _jsonl_documents(file: Path, options: SourceOptions) -> Iterator[Document]:
+    id_fields = (options.id_field, "_id") if options.id_field == "id" else (options.id_field,)
+    for number, line in utf8_lines(file):
+        if not line.strip():
+            continue
+        where = f"{file}:{number}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{where}: not JSON ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise ValueError(f"{where}: expected a JSON object, got {type(row).__name__}")
+        key = next((f for f in id_fields if row.get(f) is not None), None)
+        if key is None:
+            raise ValueError(f"{where}: no {' or '.join(repr(f) for f in id_fields)} field (set --id-field)")
+        doc_id = row[key]
+        if isinstance(doc_id, bool) or not isinstance(doc_id, str | int) or not str(doc_id).strip():
+            raise ValueError(f"{where}: field {key!r} must be a non-empty string or an integer, not {doc_id!r}")
+        text = row.get(options.text_field)
+        if text is None:
+            raise ValueError(f"{where}: no {options.text_field!r} field (set --text-field)")
+        if not isinstance(text, str):
+            raise ValueError(f"{where}: field {options.text_field!r} must be a string, not {type(text).__name__}")
+        if not text.strip():
+            raise ValueError(f"{where}: field {options.text_field!r} is empty (document {str(doc_id)!r})")
+        yield Document(str(doc_id), str(file), text)

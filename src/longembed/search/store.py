@@ -1,0 +1,173 @@
+"""An index on disk: one LanceDB table of chunk rows, its metadata, and the version searches read.
+
+The table ``chunks`` holds one row per vector (a chunk, or the whole document; for BM25-only indexes
+one row per document): the document's ``id``, its ``source`` file, the ``chunk`` number, the chunk's
+character span ``start``..``end`` in the document, the document's ``sha256``, the chunk's ``text``,
+the whole ``document`` text (on a document's chunk 0 only: BM25 and the passage's context read it) and
+the ``vector``.  The table's schema metadata records what built it (:data:`METADATA_KEY`: the strategy,
+the model's files, the prompts, longembed's version), so a search encodes queries as the documents were
+encoded, or refuses.
+
+Every change is a new Lance version (an append, a delete).  A build ends by moving the tag
+:data:`COMPLETE_TAG` to its last version; a search opens the tagged version, so it always sees the last
+complete build, never one half done, and a build killed midway leaves the tag where it was.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+try:  # the ``search`` extra
+    import lancedb
+    import pyarrow as pa
+
+    LANCEDB_IMPORT_ERROR: ImportError | None = None
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    LANCEDB_IMPORT_ERROR = exc
+    lancedb = pa = None  # type: ignore[assignment]
+
+TABLE = "chunks"
+COMPLETE_TAG = "complete"
+METADATA_KEY = b"longembed"
+INDEX_FORMAT = "longembed-index/1"
+INSTALL_HINT = "longembed index/search need LanceDB: pip install 'longembed[search]'"
+#: ids deleted per Lance delete (one predicate each)
+DELETE_BATCH = 500
+
+
+def require_lancedb() -> None:
+    if LANCEDB_IMPORT_ERROR is not None:
+        raise ImportError(f"{INSTALL_HINT} ({LANCEDB_IMPORT_ERROR})")
+
+
+def schema(dimensions: int | None, metadata: dict[str, Any]) -> pa.Schema:
+    """The chunk table's columns (no ``vector`` for a BM25-only index), the metadata attached."""
+    fields = [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("source", pa.string()),
+        pa.field("chunk", pa.int32(), nullable=False),
+        pa.field("start", pa.int64(), nullable=False),
+        pa.field("end", pa.int64(), nullable=False),
+        pa.field("sha256", pa.string(), nullable=False),
+        pa.field("text", pa.string()),
+        pa.field("document", pa.string()),
+    ]
+    if dimensions is not None:
+        fields.append(pa.field("vector", pa.list_(pa.float32(), dimensions)))
+    return pa.schema(fields, metadata={METADATA_KEY: json.dumps(metadata, sort_keys=True).encode()})
+
+
+@dataclass
+class ChunkRows:
+    """Rows to append: parallel lists (one entry per chunk) and the vectors, (chunks, dimensions)."""
+
+    ids: list[str]
+    sources: list[str]
+    chunks: list[int]
+    starts: list[int]
+    ends: list[int]
+    sha256s: list[str]
+    texts: list[str]
+    documents: list[str | None]
+    vectors: np.ndarray | None
+
+    def table(self, target: pa.Schema) -> pa.Table:
+        columns: dict[str, Any] = {
+            "id": self.ids, "source": self.sources, "chunk": self.chunks, "start": self.starts, "end": self.ends,
+            "sha256": self.sha256s, "text": self.texts, "document": self.documents,
+        }
+        if "vector" in target.names:
+            assert self.vectors is not None
+            dimensions = target.field("vector").type.list_size
+            flat = pa.array(np.ascontiguousarray(self.vectors, dtype=np.float32).reshape(-1))
+            columns["vector"] = pa.FixedSizeListArray.from_arrays(flat, dimensions)
+        return pa.table(columns, schema=target)
+
+
+class IndexStore:
+    """The LanceDB database of one index folder (or object-storage URI: ``s3://bucket/index``)."""
+
+    def __init__(self, path: str | Path) -> None:
+        require_lancedb()
+        self.path = str(path)
+        self.db = lancedb.connect(self.path)
+
+    @staticmethod
+    def exists(path: str | Path) -> bool:
+        """Whether ``path`` holds an index table (a local check; a URI is taken to exist)."""
+        local = Path(str(path))
+        return "://" in str(path) or (local / f"{TABLE}.lance").is_dir()
+
+    def has_table(self) -> bool:
+        return TABLE in self.db.list_tables().tables
+
+    def create(self, dimensions: int | None, metadata: dict[str, Any]) -> Any:
+        """A new, empty chunk table (replacing any: ``--rebuild``)."""
+        if self.has_table():
+            self.db.drop_table(TABLE)
+        return self.db.create_table(TABLE, schema=schema(dimensions, metadata))
+
+    def table(self) -> Any:
+        """The chunk table at its latest version (what a build writes to)."""
+        return self.db.open_table(TABLE)
+
+    def complete_table(self) -> Any:
+        """The chunk table at the last complete build's version (what a search reads)."""
+        if not self.has_table():
+            raise FileNotFoundError(f"{self.path}: not an index (no '{TABLE}' table; build one with longembed index)")
+        table = self.db.open_table(TABLE)
+        version = complete_version(table)
+        if version is None:
+            raise FileNotFoundError(f"{self.path}: no build of this index has finished yet (run longembed index "
+                                    "again to finish it)")
+        table.checkout(version)
+        return table
+
+
+def complete_version(table: Any) -> int | None:
+    """The version the :data:`COMPLETE_TAG` names (None before the first build finished)."""
+    tags = table.tags.list()
+    return int(tags[COMPLETE_TAG]["version"]) if COMPLETE_TAG in tags else None
+
+
+def mark_complete(table: Any) -> int:
+    """Move the complete tag to the table's latest version; the version."""
+    table.checkout_latest()
+    version = int(table.version)
+    if complete_version(table) is None:
+        table.tags.create(COMPLETE_TAG, version)
+    else:
+        table.tags.update(COMPLETE_TAG, version)
+    return version
+
+
+def table_metadata(table: Any) -> dict[str, Any]:
+    """What the table's schema records of its build (see :data:`METADATA_KEY`)."""
+    raw = (table.schema.metadata or {}).get(METADATA_KEY)
+    if raw is None:
+        raise ValueError(f"{table.name}: the table records no longembed metadata (not a longembed index)")
+    return json.loads(raw)
+
+
+def documents_in(table: Any) -> dict[str, tuple[str, str]]:
+    """id -> (sha256, source) of every document the table version holds (its chunk 0 rows)."""
+    rows = table.search().where("chunk = 0").select(["id", "sha256", "source"]).limit(None).to_arrow() \
+        if table.count_rows() else None
+    if rows is None:
+        return {}
+    return {i: (s, src) for i, s, src in zip(rows["id"].to_pylist(), rows["sha256"].to_pylist(),
+                                            rows["source"].to_pylist(), strict=True)}
+
+
+def delete_documents(table: Any, ids: Iterable[str]) -> None:
+    """Delete every row of these documents (a Lance version per :data:`DELETE_BATCH` ids)."""
+    ids = list(ids)
+    for start in range(0, len(ids), DELETE_BATCH):
+        quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in ids[start : start + DELETE_BATCH])
+        table.delete(f"id IN ({quoted})")
