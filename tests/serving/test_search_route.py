@@ -1,9 +1,11 @@
 """``serve --index``: ``POST /search``, ``GET /search/index`` and the page's files, behind the server's key,
 limits and metrics.
 
-The index here is :class:`search_fakes.FakeSearchIndex` (the contract's API): the server must answer
-exactly what the index answers, refuse bad bodies with a 400/413 naming the field, and keep serving
-while a search runs.
+Most tests use :class:`search_fakes.FakeSearchIndex` (the contract's API, cheap, and able to hold a search
+in flight): the server must answer exactly what the index answers, refuse bad bodies with a 400/413
+naming the field, and keep serving while a search runs.  The last ones use a real index built by
+``longembed index``: ``POST /search`` must equal ``longembed search --json``, and ``serve --index``
+refuses a missing index or model flags that are not the index's.
 """
 
 from __future__ import annotations
@@ -11,24 +13,22 @@ from __future__ import annotations
 import json
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from conftest import real_model_folder
 from fastapi.testclient import TestClient
 from search_fakes import FakeSearchIndex
+from search_support import DOCUMENTS, MAX_LENGTH, METHOD, build_real_index
 
 from longembed import load_encoder
+from longembed.cli.main import build_parser, main
+from longembed.cli.serve import check_model_flags
+from longembed.search import open_index
 from longembed.serving import ServerSettings, create_app
 from longembed.serving import search_route as route
 from longembed.serving.search_route import add_search_routes
 
-DOCUMENTS = {
-    "essays/founders.txt": "How it started. " * 20 + "Y Combinator was founded in 2005 by Paul Graham, Jessica "
-    "Livingston, Robert Morris and Trevor Blackwell, in Cambridge, Massachusetts. " + "The first batch. " * 20,
-    "essays/python.txt": "Python is a programming language. Lisp is another language; hackers like both. " * 6,
-    "essays/cities.txt": "Cities tell you what they value: Cambridge says you should be smarter. " * 6,
-    "notes/xss.txt": '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script> founded batch. ' * 3,
-}
 HOSTS = ("testserver",)
 
 
@@ -190,3 +190,69 @@ def test_a_running_search_does_not_block_the_server_and_a_flood_gets_429(encoder
         gate.set()
         held.join(30)
         assert client.post("/search", json={"query": "founded"}).status_code == 200
+
+
+# ------------------------------------------------------------------ a real index (longembed index / search)
+@pytest.fixture(scope="module")
+def minilm():
+    return real_model_folder("all-MiniLM-L6-v2")
+
+
+@pytest.fixture(scope="module")
+def real_index_dir(tmp_path_factory, minilm):
+    return build_real_index(tmp_path_factory.mktemp("search"), minilm)
+
+
+@pytest.fixture(scope="module")
+def real(real_index_dir):
+    """The app ``serve --index`` builds: the index's own encoder behind every route."""
+    index = open_index(real_index_dir)
+    app = create_app(index.encoder, ServerSettings(allowed_hosts=HOSTS))
+    add_search_routes(app, index)
+    with TestClient(app) as client:
+        yield client
+
+
+def test_search_route_equals_the_search_command(real, real_index_dir, capsys) -> None:
+    """``POST /search`` answers exactly what ``longembed search --json`` prints: values and key order."""
+    for question, k, prefix in (("who founded Y Combinator?", 10, None), ("which language do hackers like", 2, None),
+                                ("Cambridge says you should be smarter", 10, "essays/")):
+        capsys.readouterr()
+        flags = ["--index", str(real_index_dir), question, "-k", str(k), *(["--path-prefix", prefix] if prefix else [])]
+        assert main(["search", *flags, "--json"]) == 0
+        printed = json.loads(capsys.readouterr().out)
+        answered = real.post("/search", json={"query": question, "k": k, **({"path_prefix": prefix} if prefix else {})})
+        assert answered.status_code == 200, answered.text
+        assert ordered(json.loads(answered.text)) == ordered(printed)
+        assert printed["results"] and len(printed["results"]) <= k
+    top = real.post("/search", json={"query": "who founded Y Combinator?"}).json()["results"][0]
+    assert top["id"] == "essays/founders.txt" and "Y Combinator was founded" in top["passage"]["text"]
+    assert real.get("/search/index").json() == printed["index"]
+
+
+def test_concurrent_searches_on_a_real_index_equal_one_at_a_time(real) -> None:
+    questions = ["who founded Y Combinator?", "which language do hackers like", "what do cities value",
+                 "script onerror", "the first batch", "Lisp"] * 2
+    alone = [real.post("/search", json={"query": q}).json() for q in questions]
+    with ThreadPoolExecutor(6) as pool:
+        together = list(pool.map(lambda q: real.post("/search", json={"query": q}).json(), questions))
+    assert together == alone
+
+
+def test_serve_refuses_a_missing_index_and_model_flags_that_are_not_the_indexs(real_index_dir, tmp_path,
+                                                                              minilm, capsys) -> None:
+    """Exit 2 with one line naming the problem, before any server starts."""
+    assert main(["serve", "--index", str(tmp_path / "nothing")]) == 2
+    assert "no index there" in capsys.readouterr().err
+    assert main(["serve", "--index", str(real_index_dir), "--method", "gp", "--max-length", "2048"]) == 2
+    error = capsys.readouterr().err
+    assert "--method gp (the index: pi)" in error and "--max-length 2048 (the index: 1024)" in error
+    assert main(["serve", "--index", str(real_index_dir), "--temperature", "0.9"]) == 2
+    assert "--temperature cannot change it" in capsys.readouterr().err
+    facts = open_index(real_index_dir).facts()
+    parse = build_parser(["serve"]).parse_args
+    check_model_flags(parse(["serve", "--index", "i"]), facts)  # none given: the index's model
+    check_model_flags(parse(["serve", "--index", "i", "--model", str(minilm), "--method", METHOD,
+                             "--max-length", str(MAX_LENGTH)]), facts)  # the index's own, spelled out
+    with pytest.raises(ValueError, match="--model multilingual-e5-small"):
+        check_model_flags(parse(["serve", "--index", "i", "--model", "/m/multilingual-e5-small"]), facts)
