@@ -139,6 +139,11 @@ def test_a_question_finds_its_document_with_the_passage_on_the_first_screen(brow
     for value in (str(index["documents"]), str(index["chunks"]), index["model"], index["strategy"], index["built_at"]):
         assert value in facts
     assert page.locator("#results .result").count() == len(DOCUMENTS)
+    second = page.locator("#results .result").nth(1)  # below the first: a short context, opened on demand
+    assert second.locator(".passage.short").is_visible() and second.locator(".passage:not(.short)").is_hidden()
+    second.locator("button.more").click()
+    assert second.locator(".passage:not(.short)").is_visible() and second.locator(".passage.short").is_hidden()
+    assert "characters" in second.locator(".passage:not(.short) .where").inner_text()
     assert "?q=who" in page.url  # the question is in the address, to share or reload
     assert page.requested and all(url.startswith(live + "/") for url in page.requested), page.requested
     page.close()
@@ -150,7 +155,7 @@ def test_a_documents_html_is_shown_as_text_never_run(browser, live) -> None:
     ask(page, "img script onerror window xss")
     item = page.locator('#results .result[data-id="notes/xss.txt"]')
     assert item.count() == 1
-    assert "<script>window.__xss=2</script>" in item.locator(".passage").inner_text()
+    assert "<script>window.__xss=2</script>" in item.locator("mark").last.text_content()
     assert page.locator("#results img, #results script").count() == 0
     assert page.evaluate("window.__xss") is None
     page.close()

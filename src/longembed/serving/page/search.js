@@ -110,7 +110,7 @@ const FUSION_NAMES = { rrf: "reciprocal rank fusion", linear: "a linear mix of m
 function fusionText(fusion) {
   if (!fusion) return "";
   const options = Object.entries(fusion).filter(([name]) => name !== "method")
-    .map(([name, value]) => `${name} = ${value}`).join(", ");
+    .map(([name, value]) => `${name}\u00a0=\u00a0${value}`).join(", ");
   const method = FUSION_NAMES[fusion.method] || fusion.method;
   return options ? `${method} (${options})` : String(method);
 }
@@ -199,17 +199,52 @@ function showResults(answer, seconds) {
     : "No document matches (the filters, if any, left none).");
 }
 
+// Characters of context shown around the passage of every result but the first (all of it once opened).
+const SHORT_CONTEXT = 110;
+
 function resultItem(result, facts) {
   const item = el("li", "result");
   item.dataset.id = result.id;
   const head = el("div", "result-head");
   head.append(el("span", "rank", result.rank), el("span", "doc-id", result.id));
   if (result.source && result.source !== result.id) head.append(el("span", "source", result.source));
-  const fused = el("span", "score", number(result.score, 4));
-  fused.title = (facts.systems || []).length > 1 ? `fused score (${fusionText(facts.fusion)})` : "score";
-  head.append(fused);
-  item.append(head, systemsLine(result), passageBlock(result.passage));
+  const fusedSystems = (facts.systems || []).length > 1;
+  const score = el("span", "score", `${fusedSystems ? "fused" : "score"} ${number(result.score, 4)}`);
+  score.title = fusedSystems ? `fused score (${fusionText(facts.fusion)})` : "score";
+  head.append(score);
+  item.append(head, systemsLine(result));
+  if (result.rank === 1) {
+    item.append(passageBlock(result.passage, false));
+    return item;
+  }
+  // below the first result: a short context, the passage's first lines, and a button that shows it all
+  const short = passageBlock(result.passage, true);
+  const full = passageBlock(result.passage, false);
+  full.hidden = true;
+  const toggle = el("button", "quiet more", "show the whole passage");
+  toggle.type = "button";
+  toggle.addEventListener("click", () => {
+    const opening = full.hidden;
+    full.hidden = !opening;
+    short.hidden = opening;
+    toggle.textContent = opening ? "show less" : "show the whole passage";
+  });
+  item.append(short, full, toggle);
   return item;
+}
+
+function tail(text, n) {
+  if (text.length <= n) return text;
+  const cut = text.slice(text.length - n);
+  const space = cut.indexOf(" ");
+  return "…" + (space >= 0 && space < 30 ? cut.slice(space + 1) : cut);
+}
+
+function head(text, n) {
+  if (text.length <= n) return text;
+  const cut = text.slice(0, n);
+  const space = cut.lastIndexOf(" ");
+  return (space > n - 30 ? cut.slice(0, space) : cut) + "…";
 }
 
 function systemsLine(result) {
@@ -225,15 +260,21 @@ function systemsLine(result) {
   return line;
 }
 
-function passageBlock(passage) {
-  const block = el("p", "passage");
+function passageBlock(passage, short) {
+  const block = el("div", short ? "passage short" : "passage");
   if (!passage) return block;
-  const clipped = passage.start > (passage.before || "").length;
-  block.append(el("span", "context", (clipped ? "…" : "") + (passage.before || "")));
-  block.append(el("mark", null, passage.text));
-  block.append(el("span", "context", passage.after || ""));
-  const where = el("span", "where", ` characters ${passage.start}–${passage.end}`);
-  block.append(where);
+  const before = passage.before || "", after = passage.after || "";
+  const text = el("p", "passage-text");
+  if (short) {
+    text.append(el("span", "context", tail(before, SHORT_CONTEXT)), el("mark", null, passage.text),
+      el("span", "context", head(after, SHORT_CONTEXT)));
+  } else {
+    const clipped = passage.start > before.length;
+    text.append(el("span", "context", (clipped ? "…" : "") + before), el("mark", null, passage.text),
+      el("span", "context", after));
+  }
+  block.append(text);
+  if (!short) block.append(el("span", "where", `characters ${passage.start}–${passage.end} of the document`));
   return block;
 }
 
