@@ -48,12 +48,12 @@ def chosen_strategy(args: argparse.Namespace, flags: object) -> IndexStrategy:
     if args.from_advice is not None:
         return strategy_from_advice(args.from_advice)
     model = args.model or "default"
+    resolve_method(args)
     if model == BM25 or args.strategy == BM25:
         ignored = given_encoder_flags(args)
         if ignored:
             print(f"note: {', '.join(ignored)} ignored for BM25 (it has no encoder)")
         return IndexStrategy(BM25)
-    resolve_method(args)
     fusion = Fusion.from_options(flags.fuse, flags.fuse_method, flags.fuse_weight, flags.fuse_k)  # type: ignore[attr-defined]
     values = {f.name: getattr(flags, f.name) for f in dataclasses.fields(flags)}  # type: ignore[arg-type]
     base = IndexStrategy(

@@ -28,6 +28,9 @@ def _bm25s() -> ModuleType:
     cached embedding rerun (which imports this module but never scores BM25) should not pay."""
     import bm25s
 
+    # bm25s sets its logger to DEBUG when imported, which prints "Building index from IDs objects" for
+    # every index built: quieted here, after that import (the module-level line below runs before it)
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
     return bm25s
 
 

@@ -83,15 +83,23 @@ def max_over_rows(scores: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
     return np.maximum.reduceat(scores, starts, axis=1)
 
 
+#: The least relative step between consecutive scores of a run file: 2^-20, 8 float32 ulps, because some
+#: readers hold scores as float32 (pytrec_eval tells 1 + 1e-7 from 1, not 1 + 1e-8).
+RUN_SCORE_STEP = 2.0**-20
+#: The least absolute step (a step from a score of 0).
+RUN_SCORE_FLOOR = 1e-30
+
+
 def strictly_decreasing(scores: Sequence[float]) -> list[float]:
-    """Scores listed in rank order, each tie (or inversion) lowered to the largest float below the
-    score before it: a run file whose order every reader takes as given.  Finite scores only."""
+    """Scores listed in rank order, each lowered where needed to lie at least :data:`RUN_SCORE_STEP`
+    (relative) below the one before it: a run file whose order every reader, float32 or float64, takes
+    as given.  A score already that far below its predecessor is kept as it is.  Finite scores only."""
     out: list[float] = []
     for score in scores:
         value = float(score)
         if not np.isfinite(value):
             raise ValueError(f"a run file needs finite scores, got {value}")
-        if out and value >= out[-1]:
-            value = float(np.nextafter(out[-1], -np.inf))
+        if out:
+            value = min(value, out[-1] - max(abs(out[-1]) * RUN_SCORE_STEP, RUN_SCORE_FLOOR))
         out.append(value)
     return out
