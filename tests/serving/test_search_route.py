@@ -15,6 +15,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 import pytest
 from conftest import real_model_folder
 from fastapi.testclient import TestClient
@@ -172,8 +173,8 @@ def test_searches_are_counted_and_timed(http) -> None:
 
 
 def test_a_running_search_does_not_block_the_server_and_a_flood_gets_429(encoder, monkeypatch) -> None:
-    """Searches run in worker threads: while one is held, /health answers; past the waiting limit, 429."""
-    monkeypatch.setattr(route, "MAX_WAITING_SEARCHES", 1)
+    """Searches run in worker threads: while one is held, /health answers; past the in-flight limit, 429."""
+    monkeypatch.setattr(route, "MAX_SEARCHES_IN_FLIGHT", 1)
     gate = threading.Event()
     index = FakeSearchIndex(DOCUMENTS, gate=gate)
     with TestClient(search_app(encoder, index)) as client:
@@ -230,13 +231,22 @@ def test_search_route_equals_the_search_command(real, real_index_dir, capsys) ->
     assert real.get("/search/index").json() == printed["index"]
 
 
-def test_concurrent_searches_on_a_real_index_equal_one_at_a_time(real) -> None:
+def test_concurrent_searches_and_embeddings_on_a_real_index_equal_one_at_a_time(real) -> None:
+    """Searches (in worker threads) and /embed (the batcher's thread) share the index's encoder."""
     questions = ["who founded Y Combinator?", "which language do hackers like", "what do cities value",
                  "script onerror", "the first batch", "Lisp"] * 2
     alone = [real.post("/search", json={"query": q}).json() for q in questions]
+    vectors = real.post("/embed", json={"inputs": questions}).json()
+
+    def call(i: int):
+        if i % 2:
+            return real.post("/embed", json={"inputs": [questions[i // 2]]}).json()[0]
+        return real.post("/search", json={"query": questions[i // 2]}).json()
+
     with ThreadPoolExecutor(6) as pool:
-        together = list(pool.map(lambda q: real.post("/search", json={"query": q}).json(), questions))
-    assert together == alone
+        together = list(pool.map(call, range(2 * len(questions))))
+    assert together[0::2] == alone
+    np.testing.assert_allclose(np.array(together[1::2]), np.array(vectors), atol=1e-5)
 
 
 def test_serve_refuses_a_missing_index_and_model_flags_that_are_not_the_indexs(real_index_dir, tmp_path,

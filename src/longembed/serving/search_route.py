@@ -8,8 +8,9 @@ OpenAI's shape (``{"error": {"message", "type", "param", "code"}}``, ``param`` n
 
 A search runs the index's own ``search`` (the code path of the command line, so the answers are the
 same) in a worker thread, so the event loop keeps serving while it embeds the query and scores the
-index; at most :data:`SEARCH_THREADS` run at once (the machine's cores are the model's), and more than
-:data:`MAX_WAITING_SEARCHES` waiting is a 429, as a full embedding queue is.  The query is not sent
+index; at most :data:`SEARCH_THREADS` run at once (the machine's cores are the model's), and a search
+arriving while :data:`MAX_SEARCHES_IN_FLIGHT` are running or waiting is a 429, as a full embedding queue
+is.  The query is not sent
 through the embedding batcher: it is one short input, and a second code path for the query vector
 could make the server's results drift from the command line's.
 
@@ -42,8 +43,8 @@ from longembed.serving.validation import ApiError, openai_error, read_json
 
 #: Searches running at once, each in a worker thread.
 SEARCH_THREADS = 2
-#: Searches that may wait for a thread before more are refused (429).
-MAX_WAITING_SEARCHES = 64
+#: Searches in flight (running, or waiting for a thread) before more are refused (429).
+MAX_SEARCHES_IN_FLIGHT = 64
 #: The page's files (``src/longembed/serving/page``) and their media types.
 PAGE_FILES = {"index.html": "text/html; charset=utf-8", "search.css": "text/css; charset=utf-8",
               "search.js": "text/javascript; charset=utf-8"}
@@ -76,7 +77,7 @@ class SearchWork:
     index: SearchableIndex
     service: EmbeddingService
     running: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(SEARCH_THREADS))
-    waiting: int = 0
+    in_flight: int = 0
 
     @property
     def query_limit(self) -> int:
@@ -100,18 +101,18 @@ class SearchWork:
 
     async def search(self, checked: SearchRequest) -> dict[str, Any]:
         """The index's answer (``to_dict()``), searched in a worker thread once one is free."""
-        if self.waiting >= MAX_WAITING_SEARCHES:
-            raise ApiError(429, f"{MAX_WAITING_SEARCHES} searches are already waiting: retry shortly",
+        if self.in_flight >= MAX_SEARCHES_IN_FLIGHT:
+            raise ApiError(429, f"{MAX_SEARCHES_IN_FLIGHT} searches are already running or waiting: retry shortly",
                            code="queue_full")
         await self.check_query_length(checked.query)
-        self.waiting += 1
+        self.in_flight += 1
         try:
             async with self.running:
                 response = await run_in_threadpool(
                     self.index.search, checked.query, k=checked.k, ids=checked.ids, path_prefix=checked.path_prefix
                 )
         finally:
-            self.waiting -= 1
+            self.in_flight -= 1
         return response.to_dict()
 
 
