@@ -1,15 +1,19 @@
-"""``longembed serve``: an OpenAI-compatible (and TEI-shaped) embedding server for an extended model."""
+"""``longembed serve``: an OpenAI-compatible (and TEI-shaped) embedding server for an extended model, and
+with ``--index DIR`` a search server for that index (``POST /search`` and a search page at ``/``)."""
 
 from __future__ import annotations
 
 import argparse
 import os
 from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
+import longembed.search as search
 import longembed.serving as serving
 from longembed.cli.model_defaults import resolve_method
 from longembed.cli.options import encoder_options, settings_from_args
-from longembed.encoder import load_encoder
+from longembed.encoder import LongContextEncoder, load_encoder
 from longembed.serving import ServerSettings
 
 #: The environment variable that gives the server its API key.
@@ -41,15 +45,49 @@ def api_key_of(args: argparse.Namespace, environ: Mapping[str, str]) -> str | No
 
 def run(args: argparse.Namespace) -> int:
     api_key = api_key_of(args, os.environ)  # before anything slow: a bad key is an error at once
-    resolve_method(args)
     serving.require_serving_extra()
     # the key may come from the environment, so that it stays out of the process list
     settings = settings_from_args(ServerSettings, args, api_key=api_key)
-    encoder = load_encoder(args.model, method=args.method, max_length=args.max_length, device=args.device,
-                           **encoder_options(args))
+    # longembed.search (and its database) is imported only for --index: a plain server starts without it
+    index = search.open_index(args.index, device=args.device) if args.index is not None else None
+    encoder = served_encoder(args, index)
     access = "API key required" if settings.api_key else (
         "no API key (--no-auth)" if args.no_auth else f"no API key (set --api-key or ${API_KEY_ENV}, or --no-auth)")
     print(f"serving {encoder!r} on http://{args.host}:{args.port} (overflow={settings.overflow}; {access})",
           flush=True)
-    serving.build_server(encoder, settings, host=args.host, port=args.port).run()
+    if index is not None:
+        facts = index.facts()
+        print(f"searching {args.index} ({facts['documents']} documents, {facts['chunks']} chunks, "
+              f"{facts['strategy']}): POST /search, and the search page at http://{args.host}:{args.port}/",
+              flush=True)
+    serving.build_server(encoder, settings, host=args.host, port=args.port, index=index).run()
     return 0
+
+
+def served_encoder(args: argparse.Namespace, index: search.SearchIndex | None) -> LongContextEncoder:
+    """The index's own encoder when it has one (one model in memory for the embedding routes and the
+    search; model flags, when given, must be the index's), else the model the flags name."""
+    if index is not None and index.encoder is not None:
+        check_model_flags(args, index.facts())
+        return index.encoder
+    args.model = args.model or "default"
+    resolve_method(args)
+    return load_encoder(args.model, method=args.method, max_length=args.max_length, device=args.device,
+                        **encoder_options(args))
+
+
+def check_model_flags(args: argparse.Namespace, facts: dict[str, Any]) -> None:
+    """A ValueError naming the flags that differ from the index's model, method and max_length (the
+    queries must be embedded as its documents were), or that the index's encoder does not take."""
+    given = {"model": None if args.model is None else Path(str(args.model).rstrip("/")).name,
+             "method": args.method, "max_length": args.max_length}
+    wrong = [name for name, value in given.items() if value is not None and value != facts.get(name)]
+    if wrong:
+        differences = ", ".join(f"--{name.replace('_', '-')} {given[name]} (the index: {facts.get(name)})"
+                                for name in wrong)
+        raise ValueError(f"--index {args.index} was built with another model than the flags give: {differences}; "
+                         "leave the model flags out to serve the index's own model")
+    options = [f"--{name.replace('_', '-')}" for name in encoder_options(args)]
+    if options:
+        raise ValueError(f"--index {args.index} serves the encoder the index was built with; "
+                         f"{', '.join(options)} cannot change it (rebuild the index with them instead)")

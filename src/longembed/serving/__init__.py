@@ -8,7 +8,8 @@ ASGI app for any encoder; :func:`build_server` wraps it in uvicorn.  The modules
 (Prometheus), ``scheduling`` (which inputs run next: fair or fifo), ``throughput`` (measured
 tokens/s, for Retry-After), ``validation`` and ``token_validation`` (request checks and error shapes), ``service``
 (plan, queue, count), ``chunks`` (late and naive chunks, token states, token lists), ``responses``
-(bodies), ``app`` (routes), ``server`` (uvicorn), ``settings``.  Names are imported on first use
+(bodies), ``app`` (routes), ``server`` (uvicorn), ``settings``; with ``--index``, ``search_route`` and
+``search_request`` (``POST /search`` and the search page, whose files are in ``page/``).  Names are imported on first use
 (``longembed.lazy``), so the command line's ``--help`` reads the choices without the web stack.
 """
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from longembed.serving.batcher import DynamicBatcher
     from longembed.serving.choices import OVERFLOW_POLICIES
     from longembed.serving.overflow import OverflowPlanner
+    from longembed.serving.search_route import add_search_routes
     from longembed.serving.server import bound_port, build_server
     from longembed.serving.service import EmbeddingService
     from longembed.serving.settings import ServerSettings

@@ -20,6 +20,7 @@ import uvicorn
 from longembed.encoder import LongContextEncoder
 from longembed.serving.app import ServerSettings, create_app
 from longembed.serving.batcher import DynamicBatcher
+from longembed.serving.search_route import SearchableIndex, add_search_routes
 
 #: The part of --shutdown-seconds kept for writing the last answers after the batcher's deadline
 #: (at most ANSWER_SECONDS); uvicorn gets at least MIN_GRACEFUL_SECONDS to write them, even with S = 0.
@@ -49,14 +50,18 @@ def build_server(
     host: str = "127.0.0.1",
     port: int = 8080,
     log_level: str = "info",
+    index: SearchableIndex | None = None,
 ) -> DrainingServer:
     """A uvicorn server for ``encoder`` (``server.run()`` blocks; ``server.should_exit = True`` stops it).
 
     On shutdown it stops accepting connections, finishes what can finish within
     ``settings.shutdown_seconds`` and answers the rest 503 (see the module docstring).
+    With an ``index`` (``serve --index``) the app also searches it (:mod:`longembed.serving.search_route`).
     """
     settings = settings or ServerSettings()
     app = create_app(encoder, settings, bound_host=None if host in ("0.0.0.0", "::", "") else host)
+    if index is not None:
+        add_search_routes(app, index)
     config = uvicorn.Config(
         app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=max(settings.shutdown_seconds, MIN_GRACEFUL_SECONDS),
         lifespan="on",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from longembed.cli.options import CommandHandler, add_encoder_arguments, add_settings_arguments
 from longembed.overflow import overflow_names, resolve_overflow
@@ -72,4 +73,18 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
                       "$LONGEMBED_API_KEY is an error, not an open server)")
     add_settings_arguments(group, ServerSettings, exclude=("overflow", "api_key"))  # every other field is a flag
     add_encoder_arguments(parser, exclude=("on_overflow",))  # the server plans overflow itself (--overflow)
+    add_index_arguments(parser)
     parser.set_defaults(func=CommandHandler("longembed.cli.serve", "run"))
+
+
+def add_index_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--index DIR``: search an index too (``POST /search`` and the search page at ``/``).  With an
+    index of vectors the server serves the index's own model, so ``--model`` has no default here
+    (:func:`longembed.cli.serve.served_encoder` fills it in)."""
+    group = parser.add_argument_group("search")
+    group.add_argument(
+        "--index", type=Path, default=None, metavar="DIR",
+        help="an index built by longembed index: adds POST /search (body: query, k, and the filters ids and "
+        "path_prefix) and a search page at /; the server then serves the index's own model (--model, --method "
+        "and --max-length may be left out, and must be the index's when given)")
+    parser.set_defaults(model=None)

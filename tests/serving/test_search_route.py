@@ -1,0 +1,268 @@
+"""``serve --index``: ``POST /search``, ``GET /search/index`` and the page's files, behind the server's key,
+limits and metrics.
+
+Most tests use :class:`search_fakes.FakeSearchIndex` (the contract's API, cheap, and able to hold a search
+in flight): the server must answer exactly what the index answers, refuse bad bodies with a 400/413
+naming the field, and keep serving while a search runs.  The last ones use a real index built by
+``longembed index``: ``POST /search`` must equal ``longembed search --json``, and ``serve --index``
+refuses a missing index or model flags that are not the index's.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+from conftest import real_model_folder
+from fastapi.testclient import TestClient
+from search_fakes import FakeSearchIndex
+from search_support import DOCUMENTS, MAX_LENGTH, METHOD, build_real_index
+
+from longembed import load_encoder
+from longembed.cli.main import build_parser, main
+from longembed.cli.serve import check_model_flags
+from longembed.search import open_index
+from longembed.serving import ServerSettings, create_app
+from longembed.serving import search_route as route
+from longembed.serving.search_route import add_search_routes
+
+HOSTS = ("testserver",)
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    return load_encoder(real_model_folder("all-MiniLM-L6-v2"), "pi", max_length=1024)
+
+
+def search_app(encoder, index=None, **settings):
+    app = create_app(encoder, ServerSettings(allowed_hosts=HOSTS, **settings))
+    add_search_routes(app, index or FakeSearchIndex(DOCUMENTS))
+    return app
+
+
+@pytest.fixture(scope="module")
+def http(encoder):
+    with TestClient(search_app(encoder, max_body_bytes=20_000)) as client:
+        yield client
+
+
+def ordered(value):
+    """A JSON value with every object as a list of (key, value) pairs: equal only in the same key order."""
+    if isinstance(value, dict):
+        return [(k, ordered(v)) for k, v in value.items()]
+    if isinstance(value, list):
+        return [ordered(v) for v in value]
+    return value
+
+
+def test_search_answers_exactly_what_the_index_answers(http) -> None:
+    """The body, with its key order, is the index's ``to_dict()``; the filters reach the index."""
+    index: FakeSearchIndex = http.app.state.search.index
+    for body in ({"query": "who founded Y Combinator?"},
+                 {"query": "which language do hackers like", "k": 2},
+                 {"query": "founded", "k": 3, "ids": ["essays/founders.txt", "notes/xss.txt"]},
+                 {"query": "Cambridge", "path_prefix": "essays/"}):
+        response = http.post("/search", json=body)
+        assert response.status_code == 200, response.text
+        expected = index.search(body["query"], k=body.get("k", 10), ids=body.get("ids"),
+                                path_prefix=body.get("path_prefix")).to_dict()
+        assert ordered(json.loads(response.text)) == ordered(expected)
+    filtered = http.post("/search", json={"query": "founded", "ids": ["notes/xss.txt"]}).json()["results"]
+    assert [r["id"] for r in filtered] == ["notes/xss.txt"]
+    prefixed = http.post("/search", json={"query": "Cambridge", "path_prefix": "essays/c"}).json()["results"]
+    assert [r["id"] for r in prefixed] == ["essays/cities.txt"]
+    assert http.post("/search", json={"query": "who founded Y Combinator?"}).json()["results"][0]["id"] \
+        == "essays/founders.txt"
+
+
+@pytest.mark.parametrize(("body", "status", "param"), [
+    ({}, 400, "query"),
+    ({"query": 3}, 400, "query"),
+    ({"query": "   "}, 400, "query"),
+    ({"query": "x", "k": 0}, 400, "k"),
+    ({"query": "x", "k": 101}, 400, "k"),
+    ({"query": "x", "k": "5"}, 400, "k"),
+    ({"query": "x", "k": True}, 400, "k"),
+    ({"query": "x", "ids": []}, 400, "ids"),
+    ({"query": "x", "ids": "essays/a.txt"}, 400, "ids"),
+    ({"query": "x", "ids": ["a", 1]}, 400, "ids"),
+    ({"query": "x", "path_prefix": ""}, 400, "path_prefix"),
+    ({"query": "x", "path_prefix": ["essays/"]}, 400, "path_prefix"),
+    ({"query": "x", "top_k": 3}, 400, "top_k"),
+    ({"query": "the " * 1100}, 413, "query"),  # more than max_length (1024) tokens
+])
+def test_bad_bodies_get_a_4xx_naming_the_field(http, body, status, param) -> None:
+    response = http.post("/search", json=body)
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["param"] == param and f"'{param}" in error["message"]
+
+
+def test_query_length_follows_the_overflow_policy_and_never_reads_a_huge_query_whole(encoder) -> None:
+    """Under ``--overflow error`` a query over Lo (512) is refused, the index's query prompt included; a 5 MB
+    query is refused from a prefix."""
+    index = FakeSearchIndex(DOCUMENTS)
+    with TestClient(search_app(encoder, index, overflow="error")) as client:
+        refused = client.post("/search", json={"query": "the " * 600})
+        assert refused.status_code == 413 and "512" in refused.json()["error"]["message"]
+        assert client.post("/search", json={"query": "the " * 400}).status_code == 200
+        huge = client.post("/search", json={"query": "the " * 1_300_000})
+        assert huge.status_code == 413 and "more than 512 tokens" in huge.json()["error"]["message"]
+    assert len(index.calls) == 1  # only the query that fits reached the index
+    prompted = FakeSearchIndex(DOCUMENTS, prompts={"query": "the " * 200, "document": ""})
+    with TestClient(search_app(encoder, prompted, overflow="error")) as client:  # the index's query prompt counts
+        assert client.post("/search", json={"query": "the " * 400}).status_code == 413
+
+
+def test_body_type_and_size_limits_are_the_servers(http) -> None:
+    plain = http.post("/search", content=b'{"query": "x"}', headers={"content-type": "text/plain"})
+    assert plain.status_code == 415
+    large = http.post("/search", json={"query": "founded", "ids": ["x" * 100] * 300})  # > 20 kB
+    assert large.status_code == 413 and "20000" in large.json()["error"]["message"]
+    assert http.post("/search", content=b"{not json", headers={"content-type": "application/json"}).status_code == 400
+
+
+def test_the_api_key_guards_search_and_facts_but_not_the_page(encoder) -> None:
+    with TestClient(search_app(encoder, api_key="s3cret")) as client:
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            assert client.post("/search", json={"query": "x"}, headers=headers).status_code == 401
+            assert client.get("/search/index", headers=headers).status_code == 401
+        key = {"Authorization": "Bearer s3cret"}
+        assert client.post("/search", json={"query": "founded"}, headers=key).status_code == 200
+        assert client.get("/search/index", headers=key).json()["documents"] == len(DOCUMENTS)
+        page = [client.get(path) for path in ("/", "/page/search.js", "/page/search.css")]
+        assert [p.status_code for p in page] == [200, 200, 200]
+        # the page says nothing about the index: no document, model or count in it
+        assert not any(word in p.text for p in page for word in ("essays/", "all-MiniLM", "founders"))
+
+
+def test_the_page_is_self_contained_and_confined_to_this_server(http) -> None:
+    html = http.get("/")
+    assert html.headers["content-type"].startswith("text/html")
+    policy = html.headers["content-security-policy"]
+    assert "default-src 'none'" in policy and "connect-src 'self'" in policy and "script-src 'self'" in policy
+    for name, media in (("search.js", "text/javascript"), ("search.css", "text/css")):
+        assert http.get(f"/page/{name}").headers["content-type"].startswith(media)
+    assert http.get("/page/index.html").status_code == 404 and http.get("/page/../app.py").status_code == 404
+    # nothing but this server's own paths: no http(s) URL, no protocol-relative URL, no import
+    for name in ("search.js", "search.css"):
+        text = http.get(f"/page/{name}").text
+        assert "http" not in text and "//" not in text.replace("// ", "") and "@import" not in text
+    assert "http" not in html.text.lower().replace('http-equiv', '')
+
+
+def metric(client, name: str) -> float:
+    for line in client.get("/metrics").text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    return 0.0
+
+
+def test_searches_are_counted_and_timed(http) -> None:
+    ok, bad = 'longembed_requests_total{route="search",status="200"}', \
+        'longembed_requests_total{route="search",status="400"}'
+    timed = 'longembed_request_seconds_count{route="search"}'
+    before = (metric(http, ok), metric(http, bad), metric(http, timed))
+    http.post("/search", json={"query": "founded"})
+    http.post("/search", json={"query": ""})
+    assert (metric(http, ok), metric(http, bad), metric(http, timed)) == (before[0] + 1, before[1] + 1, before[2] + 2)
+
+
+def test_a_running_search_does_not_block_the_server_and_a_flood_gets_429(encoder, monkeypatch) -> None:
+    """Searches run in worker threads: while one is held, /health answers; past the in-flight limit, 429."""
+    monkeypatch.setattr(route, "MAX_SEARCHES_IN_FLIGHT", 1)
+    gate = threading.Event()
+    index = FakeSearchIndex(DOCUMENTS, gate=gate)
+    with TestClient(search_app(encoder, index)) as client:
+        held = threading.Thread(target=lambda: client.post("/search", json={"query": "founded"}))
+        held.start()
+        deadline = time.monotonic() + 30
+        while not index.calls:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        started = time.monotonic()  # a search run on the event loop would hold this for the gate's 30 s
+        assert client.get("/health").status_code == 200 and time.monotonic() - started < 10
+        flood = client.post("/search", json={"query": "founded"})
+        assert flood.status_code == 429 and flood.json()["error"]["code"] == "queue_full"
+        gate.set()
+        held.join(30)
+        assert client.post("/search", json={"query": "founded"}).status_code == 200
+
+
+# ------------------------------------------------------------------ a real index (longembed index / search)
+@pytest.fixture(scope="module")
+def minilm():
+    return real_model_folder("all-MiniLM-L6-v2")
+
+
+@pytest.fixture(scope="module")
+def real_index_dir(tmp_path_factory, minilm):
+    return build_real_index(tmp_path_factory.mktemp("search"), minilm)
+
+
+@pytest.fixture(scope="module")
+def real(real_index_dir):
+    """The app ``serve --index`` builds: the index's own encoder behind every route."""
+    index = open_index(real_index_dir)
+    app = create_app(index.encoder, ServerSettings(allowed_hosts=HOSTS))
+    add_search_routes(app, index)
+    with TestClient(app) as client:
+        yield client
+
+
+def test_search_route_equals_the_search_command(real, real_index_dir, capsys) -> None:
+    """``POST /search`` answers exactly what ``longembed search --json`` prints: values and key order."""
+    for question, k, prefix in (("who founded Y Combinator?", 10, None), ("which language do hackers like", 2, None),
+                                ("Cambridge says you should be smarter", 10, "essays/")):
+        capsys.readouterr()
+        flags = ["--index", str(real_index_dir), question, "-k", str(k), *(["--path-prefix", prefix] if prefix else [])]
+        assert main(["search", *flags, "--json"]) == 0
+        printed = json.loads(capsys.readouterr().out)
+        answered = real.post("/search", json={"query": question, "k": k, **({"path_prefix": prefix} if prefix else {})})
+        assert answered.status_code == 200, answered.text
+        assert ordered(json.loads(answered.text)) == ordered(printed)
+        assert printed["results"] and len(printed["results"]) <= k
+    top = real.post("/search", json={"query": "who founded Y Combinator?"}).json()["results"][0]
+    assert top["id"] == "essays/founders.txt" and "Y Combinator was founded" in top["passage"]["text"]
+    assert real.get("/search/index").json() == printed["index"]
+
+
+def test_concurrent_searches_and_embeddings_on_a_real_index_equal_one_at_a_time(real) -> None:
+    """Searches (in worker threads) and /embed (the batcher's thread) share the index's encoder."""
+    questions = ["who founded Y Combinator?", "which language do hackers like", "what do cities value",
+                 "script onerror", "the first batch", "Lisp"] * 2
+    alone = [real.post("/search", json={"query": q}).json() for q in questions]
+    vectors = real.post("/embed", json={"inputs": questions}).json()
+
+    def call(i: int):
+        if i % 2:
+            return real.post("/embed", json={"inputs": [questions[i // 2]]}).json()[0]
+        return real.post("/search", json={"query": questions[i // 2]}).json()
+
+    with ThreadPoolExecutor(6) as pool:
+        together = list(pool.map(call, range(2 * len(questions))))
+    assert together[0::2] == alone
+    np.testing.assert_allclose(np.array(together[1::2]), np.array(vectors), atol=1e-5)
+
+
+def test_serve_refuses_a_missing_index_and_model_flags_that_are_not_the_indexs(real_index_dir, tmp_path,
+                                                                              minilm, capsys) -> None:
+    """Exit 2 with one line naming the problem, before any server starts."""
+    assert main(["serve", "--index", str(tmp_path / "nothing")]) == 2
+    assert "no index there" in capsys.readouterr().err
+    assert main(["serve", "--index", str(real_index_dir), "--method", "gp", "--max-length", "2048"]) == 2
+    error = capsys.readouterr().err
+    assert "--method gp (the index: pi)" in error and "--max-length 2048 (the index: 1024)" in error
+    assert main(["serve", "--index", str(real_index_dir), "--temperature", "0.9"]) == 2
+    assert "--temperature cannot change it" in capsys.readouterr().err
+    facts = open_index(real_index_dir).facts()
+    parse = build_parser(["serve"]).parse_args
+    check_model_flags(parse(["serve", "--index", "i"]), facts)  # none given: the index's model
+    check_model_flags(parse(["serve", "--index", "i", "--model", str(minilm), "--method", METHOD,
+                             "--max-length", str(MAX_LENGTH)]), facts)  # the index's own, spelled out
+    with pytest.raises(ValueError, match="--model multilingual-e5-small"):
+        check_model_flags(parse(["serve", "--index", "i", "--model", "/m/multilingual-e5-small"]), facts)
