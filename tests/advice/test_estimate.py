@@ -129,3 +129,12 @@ def test_the_estimates_error_is_said_per_strategy() -> None:
     text = estimate_error(AdviceEstimate(rows, 0.0, 110.0, None, ""))
     assert text == "estimate: the encoding runs took 2.5 min against 110 s estimated (+34%): truncate +20%, pi-4096 +35%"
     assert "nothing was encoded" in estimate_error(AdviceEstimate(rows[2:], 0.0, 0.0, None, ""))
+
+
+def test_an_estimate_that_rounds_to_zero_is_still_set_against_its_run() -> None:
+    # a tiny model on a quiet machine: the estimate rounds to 0.0 s, yet the run encoded 512 tokens
+    rows = [StrategyEstimate("truncate", 4, 4, 0, 512, 0.0, actual_seconds=0.3),
+            StrategyEstimate("bm25", 4, 0, 0, 0, 0.0, actual_seconds=0.1)]
+    text = estimate_error(AdviceEstimate(rows, 0.0, 0.0, None, ""))
+    assert text.startswith("estimate: the encoding runs took")
+    assert "truncate estimated 0 s" in text and "bm25" not in text

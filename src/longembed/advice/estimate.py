@@ -121,7 +121,7 @@ def strategy_row(planned: DenseEstimate | None, candidate: Candidate, seconds: f
 def estimate_error(estimate: AdviceEstimate) -> str:
     """"the encoding runs took 5.1 min against 4.2 min estimated (+22%): truncate +5%, ...": the
     estimate's error over the strategies that encoded something, and per strategy."""
-    rows = [r for r in estimate.strategies if r.actual_seconds is not None and r.seconds > 0]
+    rows = [r for r in estimate.strategies if r.actual_seconds is not None and r.tokens_to_encode > 0]
     if not rows:
         return "estimate: nothing was encoded (every vector came from the cache)"
     estimated, actual = sum(r.seconds for r in rows), sum(r.actual_seconds or 0.0 for r in rows)
@@ -131,7 +131,10 @@ def estimate_error(estimate: AdviceEstimate) -> str:
 
 
 def error_percent(estimated: float, actual: float) -> str:
-    """How far off the estimate was, as a share of it: "+22%"."""
+    """How far off the estimate was, as a share of it: "+22%" (an estimate that rounds to 0 s, as a
+    tiny model's can, has no share: "estimated 0 s")."""
+    if estimated <= 0:
+        return "estimated 0 s"
     return f"{100 * (actual - estimated) / estimated:+.0f}%"
 
 
