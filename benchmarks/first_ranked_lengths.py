@@ -8,7 +8,7 @@ how many queries rank a document of each quintile first, against how many querie
 (the count perfect retrieval gives).  It needs no model: the rankings are the run's.
 
     python benchmarks/first_ranked_lengths.py --task qmsum --data-dir ../shared/data \\
-        docs/results/runs/minilm-pi-4k-real docs/results/runs/retrofit-minilm-alibi-600-real-4k \\
+        results/runs/minilm-pi-4k-real results/runs/retrofit-minilm-alibi-600-real-4k \\
         --out benchmarks/results/first_ranked_lengths_qmsum.json
 
 A model whose vectors do not collapse puts about as many first documents in each quintile as the

@@ -2,7 +2,7 @@
 
     python benchmarks/late_chunking_position.py --model /work/models/nomic-embed-text-v1.5 --method truncate \\
         --data-dir ../shared/data --cache-dir /work/repro11/cache --tasks needle --lengths 512,1024,2048 \\
-        --out docs/results/late/nomic-2k/position
+        --out results/late/nomic-2k/position
 
 Passkey and needle documents are one filler text with one planted sentence (the key or the needle,
 on its own line); the planted sentence is the only difference between documents.  For one vector,

@@ -7,7 +7,7 @@ starts (in words from the document's start) and groups the scores by that offset
 model: the scores are the run's.
 
     python benchmarks/passkey_key_position.py --data-dir ../shared/data \\
-        docs/results/runs/retrofit-minilm-alibi-600-syn-200 docs/results/runs/minilm-truncate-200 \\
+        results/runs/retrofit-minilm-alibi-600-syn-200 results/runs/minilm-truncate-200 \\
         --lengths 1024 2048 4096 --out benchmarks/results/passkey_key_position.json
 
 A model that reads a whole document should not care where the key is; truncation to 512 tokens

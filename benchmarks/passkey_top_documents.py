@@ -10,7 +10,7 @@ The first-ranked documents come from a run's results.json (``--run``: runs keep 
 diagnostic; no model needed), or from the model (``--model``: documents and queries encoded through
 the embedding cache, so an evaluated run costs nothing more):
 
-    python benchmarks/passkey_top_documents.py --run docs/results/runs/retrofit-minilm-alibi-600-syn-200 \
+    python benchmarks/passkey_top_documents.py --run results/runs/retrofit-minilm-alibi-600-syn-200 \
         --data-dir ../shared/data --lengths 1024 2048 4096
     python benchmarks/passkey_top_documents.py --model runs/retrofit/minilm-alibi --data-dir ../shared/data \
         --lengths 1024 4096 --queries-per-length 200

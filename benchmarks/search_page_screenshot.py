@@ -1,10 +1,10 @@
-"""A screenshot of the search page (docs/search-page.png): serve an index, ask a question in Debian's
+"""A screenshot of the search page (docs/assets/search-page.png): serve an index, ask a question in Debian's
 chromium (driven by Playwright, never Playwright's own browsers), save the first screen as a PNG.
 
     longembed index ../shared/data/paul_graham_essays/PaulGrahamEssays --index runs/pg-index \\
         --model default --method pi --max-length 4096 --strategy late-chunks+bm25
     python benchmarks/search_page_screenshot.py --index runs/pg-index \\
-        --question "why do Lisp programmers get so much done?" --out docs/search-page.png
+        --question "why do Lisp programmers get so much done?" --out docs/assets/search-page.png
 
 The server runs as ``longembed serve --index`` on a free port of 127.0.0.1 and is stopped at the end;
 the script fails if the page requested anything from elsewhere.
@@ -76,7 +76,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--index", type=Path, required=True, help="an index built by longembed index")
     parser.add_argument("--question", required=True)
-    parser.add_argument("--out", type=Path, default=Path("docs/search-page.png"))
+    parser.add_argument("--out", type=Path, default=Path("docs/assets/search-page.png"))
     parser.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
     args = parser.parse_args()
     port = free_port()

@@ -8,7 +8,7 @@ difference significant (Holm-adjusted when it compared more than two runs).  Eve
 from the runs' results.json and the comparison.json; nothing is recomputed or typed by hand.
 
     python benchmarks/wide_table.py runs/minilm-truncate-200 runs/minilm-pi-4k-200 runs/minilm-rp-4k-200 \\
-        --comparison docs/results/intervals/minilm-truncate-pi-rp-4k-200 --pairs "rp 4096 - pi 4096"
+        --comparison results/intervals/minilm-truncate-pi-rp-4k-200 --pairs "rp 4096 - pi 4096"
 """
 
 from __future__ import annotations

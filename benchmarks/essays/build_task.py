@@ -6,13 +6,13 @@ name, a number, an example) and half "paraphrase" (an idea of one essay asked in
 the essay that answers it and a short quote of that essay as ``evidence``.  This script checks every
 quote is in its essay (whitespace aside), then builds the folder with ``longembed task-dir``'s Python API
 (:func:`longembed.tasks.task_dir_builder.build_task_dir`; the same as ``longembed task-dir --docs
-DATA/PaulGrahamEssays --questions benchmarks/essays/questions.jsonl --out docs/essays/task``).
+DATA/PaulGrahamEssays --questions benchmarks/essays/questions.jsonl --out results/essays/task``).
 
 The essays are not ours to redistribute (``../shared/data/README.md``: the data is not to be copied into
 the repository), so the built folder (its corpus.jsonl holds the essays' text) is rebuilt from the data,
-not committed: ``docs/essays/task/`` is in .gitignore.
+not committed: ``results/essays/task/`` is in .gitignore.
 
-    python benchmarks/essays/build_task.py [--data ../shared/data/paul_graham_essays] [--out docs/essays/task]
+    python benchmarks/essays/build_task.py [--data ../shared/data/paul_graham_essays] [--out results/essays/task]
 
 ``--data`` defaults to ``$LONGEMBED_DATA_DIR/paul_graham_essays``, else ``../shared/data/paul_graham_essays``
 next to the repository.
