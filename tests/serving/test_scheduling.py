@@ -340,3 +340,114 @@ def test_a_random_mix_is_served_completely_in_any_policy() -> None:
         for counts, future in zip(requests, futures, strict=True):
             assert future.result(0).ravel().tolist() == [float(n) for n in counts]
         assert all(sum(int(x.split(":")[1]) for x in call) <= 1000 for call in calls)
+
+
+# ------------------------------------------------------------------ between the calls of a running batch
+def test_fair_admits_only_requests_cheaper_than_what_the_batch_has_left() -> None:
+    """Between two calls: the waiting requests cheaper than the running batch's cheapest, cheapest
+    first, within one call's budget; fifo admits nothing (a batch is one call)."""
+    queue = Queue(Fair())
+    queue.add("long", LONG, LONG)
+    queue.add("medium", 900)
+    queue.add("short", SHORT)
+    queue.add("twin", LONG)  # exactly as dear as what is left: not cheaper, waits for the next batch
+    names = lambda items: [i.name for i in items]  # noqa: E731
+    assert names(Fair().admit(queue.requests, LONG, 4096)) == ["short", "medium"]
+    assert names(Fair().admit(queue.requests, LONG, 500)) == ["short"]  # medium does not fit the call
+    assert names(Fair().admit(queue.requests, 900, 4096)) == ["short"]
+    assert names(Fair().admit(queue.requests, SHORT, 4096)) == []
+    assert Fifo().admit(queue.requests, LONG, 4096) == []
+
+
+def arriving_batcher(clock: FakeClock, arrivals: dict[int, list[tuple[str, list[int]]]], **options):
+    """A stepped batcher whose model call number ``c`` (counted from 0) submits ``arrivals[c]``
+    while it runs (requests that arrive during that call); (batcher, calls, futures by name, the
+    numbers of the calls that ran inputs admitted between two calls of a batch)."""
+    batcher, calls = stepped_batcher(clock, **options)
+    futures: dict[str, object] = {}
+    admitted_calls: set[int] = set()
+    encode, admit = batcher.encode, batcher._admit
+
+    def arriving(inputs, *rest):
+        for name, counts in arrivals.get(len(calls), []):
+            futures[name] = submit(batcher, name, *counts)
+        return encode(inputs, *rest)
+
+    def admitting(remaining):
+        admitted = admit(remaining)
+        admitted_calls.update(range(len(calls), len(calls) + len(batcher._calls(admitted))))
+        return admitted
+
+    batcher.encode, batcher._admit = arriving, admitting
+    return batcher, calls, futures, admitted_calls
+
+
+def test_a_short_request_arriving_mid_batch_runs_after_the_current_call_not_the_whole_batch() -> None:
+    """A batch of four 400-token inputs runs as four calls of one (sub_batch_tokens 400); a short
+    request arriving during the first runs right after it, before the three left; with one call per
+    batch (sub_batch_tokens = the budget: the server before this change) it waited for all four."""
+    for sub_batch, expected in ((400, [["long.0:400"], ["short.0:10"], ["long.1:400"], ["long.2:400"],
+                                       ["long.3:400"]]),
+                                (None, [["long.0:400", "long.1:400", "long.2:400", "long.3:400"], ["short.0:10"]])):
+        clock = FakeClock()
+        batcher, calls, futures, _ = arriving_batcher(clock, {0: [("short", [10])]}, max_batch_tokens=1600,
+                                                      sub_batch_tokens=sub_batch)
+        long = submit(batcher, "long", 400, 400, 400, 400)
+        while batcher.step():
+            pass
+        assert calls == expected
+        assert futures["short"].result(0).ravel().tolist() == [10.0]
+        assert long.result(0).ravel().tolist() == [400.0] * 4
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    longs=st.lists(st.lists(st.integers(200, 400), min_size=1, max_size=4), min_size=1, max_size=5),
+    arrivals=st.dictionaries(st.integers(0, 30), st.integers(1, 3), max_size=12),
+)
+def test_a_short_request_waits_at_most_the_call_running_when_it_arrived(longs, arrivals) -> None:
+    """Long requests wait; short ones (10 tokens) arrive during random calls.  Each short request is
+    in the call right after the one it arrived during, or, if it arrived during a call that itself
+    ran between two calls of a batch (an admitted one), at most two calls later; every input comes
+    back with its own vector (the calls of a batch change nothing but the order)."""
+    clock = FakeClock()
+    shorts = {c: [(f"s{c}.{k}", [10]) for k in range(n)] for c, n in arrivals.items()}
+    batcher, calls, futures, admitted_calls = arriving_batcher(clock, shorts, max_batch_tokens=1200,
+                                                               sub_batch_tokens=400)
+    long_futures = [submit(batcher, f"long{r}", *counts) for r, counts in enumerate(longs)]
+    while batcher.step():
+        pass
+    for arrived, names in shorts.items():
+        for name, _ in names:
+            if name not in futures:
+                continue  # that call never ran
+            ran = next(c for c, call in enumerate(calls) if any(x.startswith(name + ".") for x in call))
+            assert arrived < ran <= arrived + (2 if arrived in admitted_calls else 1), (name, calls)
+            assert futures[name].result(0).ravel().tolist() == [10.0]
+    for counts, future in zip(longs, long_futures, strict=True):
+        assert future.result(0).ravel().tolist() == [float(n) for n in counts]
+    assert all(sum(int(x.split(":")[1]) for x in call) <= 400 or len(call) == 1 for call in calls)
+
+
+def test_admissions_never_starve_the_running_batch() -> None:
+    """Short requests arrive during every call, forever: each gap of the batch admits one call of
+    them (all that arrived since the last), and the batch's long inputs still finish, one call each."""
+    clock = FakeClock()
+    stream = {c: [(f"s{c}", [10])] for c in range(1000)}
+    batcher, calls, _, _ = arriving_batcher(clock, stream, max_batch_tokens=1200, sub_batch_tokens=400)
+    long = submit(batcher, "long", 400, 400, 400)
+    batcher.step()
+    assert long.result(0).ravel().tolist() == [400.0] * 3
+    assert calls == [["long.0:400"], ["s0.0:10"], ["long.1:400"], ["s1.0:10", "s2.0:10"], ["long.2:400"]]
+
+
+def test_metrics_record_each_call_and_the_longest() -> None:
+    from longembed.serving.batcher import BatchRecord
+    from longembed.serving.metrics import ServerMetrics
+
+    metrics = ServerMetrics()
+    metrics.record_batch(BatchRecord(3, 900, 2.5, [0.5, 2.0]))
+    metrics.record_batch(BatchRecord(1, 10, 0.25, [0.25]))
+    text = metrics.exposition().decode()
+    assert "longembed_model_call_seconds_count 3.0" in text and "longembed_model_call_seconds_sum 2.75" in text
+    assert "longembed_model_call_seconds_max 2.0" in text

@@ -9,7 +9,12 @@ model runs those ids; the batcher itself only needs each input's token count.
 
 Which inputs make the next batch is the scheduling policy's choice (:mod:`longembed.serving.
 scheduling`): ``fair`` (cheapest request first, with aging: short requests are not starved by long
-ones, and nothing waits forever) or ``fifo`` (arrival order).
+ones, and nothing waits forever) or ``fifo`` (arrival order).  Under ``fair`` a batch runs as model
+calls of at most ``sub_batch_tokens`` tokens, shortest first, each answered when it ends, and
+between two calls the requests that arrived meanwhile and are cheaper than what the batch has left
+are run first (the policy's :meth:`~longembed.serving.scheduling.Fair.admit`): a short request
+waits for the call running when it arrived, not for the whole batch.  No call is taken while
+closing.
 
 Saying no early and clearly (each refusal carries ``retry_after``, the seconds after which a retry
 may succeed, estimated from the waiting tokens and the measured :class:`~longembed.serving.
@@ -122,11 +127,13 @@ class _Item:
 
 @dataclass
 class BatchRecord:
-    """What one batch held (for metrics)."""
+    """What one batch held (for metrics), inputs taken between its calls included; ``call_seconds``:
+    each model call's duration (a call is the longest work a waiting request can be stuck behind)."""
 
     n_inputs: int
     n_tokens: int
     seconds: float
+    call_seconds: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -134,8 +141,9 @@ class DynamicBatcher:
     """Embeds submitted inputs in token-budgeted batches on a background thread.
 
     ``scheduler``: a policy name (``"fair"``, ``"fifo"``) or a :class:`~longembed.serving.scheduling.
-    Policy`; ``max_queue_seconds``: the longest a request may wait for its first batch (None: no
-    limit); ``clock``: seconds, monotonic (tests pass a fake one)."""
+    Policy`; ``sub_batch_tokens``: the most padded tokens of one model call when the policy answers
+    short inputs first (None: ``max_batch_tokens``); ``max_queue_seconds``: the longest a request may
+    wait for its first batch (None: no limit); ``clock``: seconds, monotonic (tests pass a fake one)."""
 
     encode: EncodeFunction
     max_batch_tokens: int
@@ -143,6 +151,7 @@ class DynamicBatcher:
     on_batch: Callable[[BatchRecord], None] | None = None
     encode_states: StatesFunction | None = None
     scheduler: str | Policy = "fair"
+    sub_batch_tokens: int | None = None
     max_queue_seconds: float | None = None
     clock: Callable[[], float] = time.monotonic
     throughput: Throughput = field(default_factory=Throughput)
@@ -162,6 +171,9 @@ class DynamicBatcher:
     def __post_init__(self) -> None:
         if self.max_batch_tokens < 1 or self.max_queue_tokens < 1:
             raise ValueError("max_batch_tokens and max_queue_tokens must be positive")
+        if self.sub_batch_tokens is not None and self.sub_batch_tokens < 1:
+            raise ValueError(f"sub_batch_tokens must be positive (or None), got {self.sub_batch_tokens}")
+        self.call_tokens = min(self.sub_batch_tokens or self.max_batch_tokens, self.max_batch_tokens)
         if self.max_queue_seconds is not None and self.max_queue_seconds <= 0:
             raise ValueError(f"max_queue_seconds must be positive (or None), got {self.max_queue_seconds}")
         self.policy: Policy = policy_named(self.scheduler) if isinstance(self.scheduler, str) else self.scheduler
@@ -336,18 +348,21 @@ class DynamicBatcher:
 
     def _next_batch(self) -> list[_Item]:
         """The policy's next batch, taken out of the queue (the lock is held)."""
-        jobs = list(self._jobs.values())
-        batch = self.policy.select(jobs, self.max_batch_tokens, self._batches_formed)
-        taken = set(map(id, batch))
-        for job in {id(item.job): item.job for item in batch}.values():
+        batch = self.policy.select(list(self._jobs.values()), self.max_batch_tokens, self._batches_formed)
+        self._take(batch)
+        self._batches_formed += 1
+        return batch
+
+    def _take(self, items: list[_Item]) -> None:
+        """Take ``items`` out of the queue; their requests have started (the lock is held)."""
+        taken = set(map(id, items))
+        for job in {id(item.job): item.job for item in items}.values():
             job.started = True
             job.pending = [item for item in job.pending if id(item) not in taken]
             if not job.pending:
                 del self._jobs[job.future]
-        self._queued_tokens -= sum(item.n_tokens for item in batch)
-        self._queued_inputs -= len(batch)
-        self._batches_formed += 1
-        return batch
+        self._queued_tokens -= sum(item.n_tokens for item in items)
+        self._queued_inputs -= len(items)
 
     def _work(self) -> None:
         while True:
@@ -408,43 +423,74 @@ class DynamicBatcher:
             _fail(job, error)
 
     def _run(self, batch: list[_Item]) -> None:
-        """Embed ``batch``: each kind / prompt / normalization as its own call; when the policy
-        answers short inputs first, as one call per length sub-batch (the ones the encoder would form
-        under the same budget), shortest first, each answered as soon as it is done, so a short input
-        is not held until the long ones finish."""
-        start = self.clock()
-        groups: dict[tuple[str, str, bool], list[_Item]] = {}
-        for item in batch:
-            groups.setdefault((item.job.kind, item.job.prompt, item.job.normalize), []).append(item)
-        for (kind, prompt, normalize), items in groups.items():
-            if not self.policy.answers_short_first:
-                self._encode_and_deliver(kind, prompt, normalize, items)
-                continue
-            lengths = [item.n_tokens for item in items]
-            for indices in reversed(length_batches(lengths, len(items), self.max_batch_tokens)):
-                self._encode_and_deliver(kind, prompt, normalize, [items[i] for i in indices])
-        seconds, n_tokens = self.clock() - start, sum(i.n_tokens for i in batch)
+        """Embed ``batch`` call by call (:meth:`_calls`), each answered as soon as it is done; between
+        two calls, run first what the policy admits (cheaper requests that arrived meanwhile)."""
+        start, n_inputs, n_tokens, call_seconds = self.clock(), len(batch), sum(i.n_tokens for i in batch), []
+        calls = self._calls(batch)
+        for position, call in enumerate(calls):
+            call_seconds.append(self._encode_and_deliver(call))
+            admitted = self._admit(calls[position + 1:]) if position + 1 < len(calls) else []
+            for extra in self._calls(admitted):
+                call_seconds.append(self._encode_and_deliver(extra))
+            n_inputs, n_tokens = n_inputs + len(admitted), n_tokens + sum(i.n_tokens for i in admitted)
+        seconds = self.clock() - start
         with self._condition:
             self.throughput.record(n_tokens, seconds)
         if self.on_batch is not None:
-            self.on_batch(BatchRecord(len(batch), n_tokens, seconds))
+            self.on_batch(BatchRecord(n_inputs, n_tokens, seconds, [s for s in call_seconds if s is not None]))
 
-    def _encode_and_deliver(self, kind: str, prompt: str, normalize: bool, items: list[_Item]) -> None:
+    def _calls(self, items: list[_Item]) -> list[list[_Item]]:
+        """The model calls that embed ``items``: one per kind / prompt / normalization; when the policy
+        answers short inputs first, one per length sub-batch under ``call_tokens`` (the ones the
+        encoder would form under that budget), shortest first."""
+        groups: dict[tuple[str, str, bool], list[_Item]] = {}
+        for item in items:
+            groups.setdefault((item.job.kind, item.job.prompt, item.job.normalize), []).append(item)
+        if not self.policy.answers_short_first:
+            return list(groups.values())
+        calls = []
+        for group in groups.values():
+            lengths = [item.n_tokens for item in group]
+            calls += [[group[i] for i in indices] for indices in length_batches(lengths, len(group), self.call_tokens)]
+        return sorted(calls, key=lambda call: max(item.n_tokens for item in call))
+
+    def _admit(self, remaining: list[list[_Item]]) -> list[_Item]:
+        """Between two calls: the waiting inputs the policy runs before the ``remaining`` calls (those
+        of requests cheaper than every request with inputs left in them), taken out of the queue."""
+        with self._condition:
+            if self._closing or not self._jobs:
+                return []
+            left: dict[int, int] = {}
+            for item in (item for call in remaining for item in call if not item.job.future.done()):
+                left[id(item.job)] = left.get(id(item.job), item.job.pending_tokens) + item.n_tokens
+            if not left:
+                return []
+            waiting = [job for job in self._jobs.values() if id(job) not in left]
+            admitted = self.policy.admit(waiting, min(left.values()), self.call_tokens)
+            self._take(admitted)
+            self._running = self._running + admitted
+            return admitted
+
+    def _encode_and_deliver(self, items: list[_Item]) -> float | None:
+        """Run one model call on ``items`` (all of one kind, prompt and normalization) and answer its
+        inputs; the call's seconds (None: nothing left to run)."""
         items = [item for item in items if not item.job.future.done()]  # cancelled or failed meanwhile
         if not items:
-            return
-        inputs = [i.input for i in items]
+            return None
+        job, inputs, start = items[0].job, [i.input for i in items], self.clock()
+        budget = self.call_tokens if self.policy.answers_short_first else self.max_batch_tokens
         try:
-            if kind == "states":
-                vectors = self.encode_states(inputs, self.max_batch_tokens)
+            if job.kind == "states":
+                vectors = self.encode_states(inputs, budget)
             else:
-                vectors = self.encode(inputs, prompt, normalize, self.max_batch_tokens)
+                vectors = self.encode(inputs, job.prompt, job.normalize, budget)
         except Exception as exc:  # a failure fails the requests it touches, not the server
             for item in items:
                 _fail(item.job, exc)
-            return
+            return self.clock() - start
         for item, vector in zip(items, vectors, strict=True):
             self._deliver(item, vector)
+        return self.clock() - start
 
     @staticmethod
     def _deliver(item: _Item, vector: np.ndarray) -> None:

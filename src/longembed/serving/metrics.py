@@ -20,6 +20,7 @@ class ServerMetrics:
     """Requests, tokens, overflow outcomes, batch sizes and latency."""
 
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    _longest_call: float = field(default=0.0, init=False)
 
     def __post_init__(self) -> None:
         r = self.registry
@@ -32,6 +33,11 @@ class ServerMetrics:
         self.batch_inputs = Histogram("longembed_batch_inputs", "Inputs per model batch", buckets=_INPUT_BUCKETS, registry=r)
         self.batch_tokens = Histogram("longembed_batch_tokens", "Tokens per model batch", buckets=_TOKEN_BUCKETS, registry=r)
         self.batch_seconds = Histogram("longembed_batch_seconds", "Seconds per model batch", buckets=_SECOND_BUCKETS, registry=r)
+        self.call_seconds = Histogram(
+            "longembed_model_call_seconds", "Seconds per model call (a batch runs as one or more calls; a call is the "
+            "longest work a waiting request can be stuck behind)", buckets=_SECOND_BUCKETS, registry=r)
+        self.longest_call = Gauge("longembed_model_call_seconds_max", "The longest model call since the server started",
+                                  registry=r)
         self.latency = Histogram(
             "longembed_request_seconds", "Request latency in seconds", ["route"], buckets=_SECOND_BUCKETS, registry=r
         )
@@ -46,6 +52,11 @@ class ServerMetrics:
         self.batch_inputs.observe(batch.n_inputs)
         self.batch_tokens.observe(batch.n_tokens)
         self.batch_seconds.observe(batch.seconds)
+        for seconds in batch.call_seconds:
+            self.call_seconds.observe(seconds)
+        if batch.call_seconds:
+            self._longest_call = max(self._longest_call, *batch.call_seconds)
+            self.longest_call.set(self._longest_call)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -90,6 +90,7 @@ class EmbeddingService:
             on_batch=self.metrics.record_batch,
             encode_states=self._states,
             scheduler=s.scheduler,
+            sub_batch_tokens=s.sub_batch_tokens,
             max_queue_seconds=s.queue_seconds or None,
         )
         self.dimensions = s.dimensions or MATRYOSHKA_DIMENSIONS.get(folder_name(self.encoder), ())
@@ -130,6 +131,7 @@ class EmbeddingService:
             "max_batch_tokens": s.max_batch_tokens,
             "max_queue_tokens": self.batcher.max_queue_tokens,
             "scheduler": s.scheduler,
+            "sub_batch_tokens": s.sub_batch_tokens,
             "queue_seconds": s.queue_seconds or None,
             "max_client_batch_size": s.max_client_batch_size,
             "max_body_bytes": s.max_body_bytes,

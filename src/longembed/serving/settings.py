@@ -59,6 +59,11 @@ class ServerSettings:
     scheduler: str = _setting(
         "which waiting inputs run next: fair (cheapest request first, with aging: short requests are not "
         "starved by long ones, and none waits forever) or fifo (arrival order)", "fair", SCHEDULERS)
+    sub_batch_tokens: int = _setting(
+        "under --scheduler fair, the most padded tokens of one model call: a batch runs as calls of at most this "
+        "many tokens, shortest first, and cheaper requests that arrive meanwhile are run between its calls, so a "
+        "short request waits for about one call, not a whole batch (an input longer than this runs alone; "
+        "smaller calls cost a little throughput; fifo runs a batch as one call)", 4096)
     queue_seconds: float = _setting(
         "longest a request may wait for the model; a request that would wait longer (estimated from the queue "
         "and the measured tokens/s) gets 429 with Retry-After at once. A client may ask for less with the "
@@ -66,7 +71,7 @@ class ServerSettings:
 
     def __post_init__(self) -> None:
         resolve_overflow(self.overflow, "server")
-        for name in ("max_batch_tokens", "max_client_batch_size", "max_body_bytes", "max_document_tokens",
+        for name in ("max_batch_tokens", "sub_batch_tokens", "max_client_batch_size", "max_body_bytes", "max_document_tokens",
                      "max_chunks_per_request", "max_token_vectors"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
