@@ -1,7 +1,7 @@
 """Short requests behind long ones (issue 40): the 10-long / 40-short mix, per scheduling policy.
 
-    python benchmarks/serve_fairness.py --model default --method pi --max-length 2048 \\
-        --seconds 60 --long-clients 10 --short-clients 40 --schedulers fifo,fair --rounds 2 \\
+    OMP_NUM_THREADS=2 python benchmarks/serve_fairness.py --model default --method pi --max-length 2048 \\
+        --seconds 120 --long-clients 10 --short-clients 40 --schedulers fifo,fair --rounds 2 \\
         --out benchmarks/results/serve_fairness.json
 
 For each round and each policy in ``--schedulers`` (alternated, so that "before" (``fifo``, the old
@@ -19,11 +19,21 @@ oldest-first order) and "after" (``fair``) share the machine's conditions), a ``
 Reported per run: short requests' latency p50/p99 (their wait: queue, batch and their own encode),
 long requests' throughput (the tokens the model ran, from ``longembed_batch_tokens``, less the short
 requests' tokens, per second of the load phase until its last answer; counted per batch, not per
-finished request, so that a few long requests more or less do not decide it),
-the mean model batch duration under load (the server's ``longembed_batch_seconds``), requests done,
-429s, 503s and errors.  The goal (issue 40): under ``fair``, short p99 <= one batch's duration plus
-a short request's own encode (mean batch seconds + idle p50), and long throughput at least 90% of
-``fifo``'s in the same round.  Timing is only meaningful with nothing else running on the cores.
+finished request, so that a few long requests more or less do not decide it), the mean batch
+duration under load (``longembed_batch_seconds``: a batch, inputs taken between its calls
+included), the mean and longest model call (``longembed_model_call_seconds``), requests done, 429s,
+503s and errors.
+
+The goal (issue 40): under ``fair``, short p99 <= one batch's duration plus a short request's own
+encode, and long throughput at least 90% of ``fifo``'s in the same round.  "One batch's duration"
+is the largest unit of work a short request can be stuck behind: the longest model call
+(``longembed_model_call_seconds_max``; a server cannot interrupt a call, and between calls ``fair``
+runs the cheaper requests that arrived, so a call is what a short request waits for; under ``fifo``
+a batch is one call, so there it is the longest batch).  The maximum is since the server started,
+so it includes the warm-up (one long request, run alone: never longer than a call under load).
+``short_goal_s`` = longest call + idle p50; ``short_p99_within_goal`` checks it.  The earlier, looser
+statement (mean batch + idle p50: ``short_goal_mean_batch_s``) is reported too.  Timing is only
+meaningful with nothing else running on the cores.
 """
 
 from __future__ import annotations
@@ -70,6 +80,8 @@ def start_server(args: argparse.Namespace, scheduler: str, port: int) -> subproc
     ]
     if args.queue_seconds is not None:
         command += ["--queue-seconds", str(args.queue_seconds)]
+    if args.sub_batch_tokens is not None:
+        command += ["--sub-batch-tokens", str(args.sub_batch_tokens)]
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 300
@@ -163,25 +175,42 @@ def one_run(args: argparse.Namespace, scheduler: str, long_bodies, short_bodies)
     long_tokens = after["longembed_batch_tokens_sum"] - before["longembed_batch_tokens_sum"] - short_tokens
     batches = after["longembed_batch_seconds_count"] - before["longembed_batch_seconds_count"]
     batch_seconds = (after["longembed_batch_seconds_sum"] - before["longembed_batch_seconds_sum"]) / max(batches, 1)
-    idle_p50 = percentile(idle, 50)
+    calls = after["longembed_model_call_seconds_count"] - before["longembed_model_call_seconds_count"]
+    call_seconds = (after["longembed_model_call_seconds_sum"] - before["longembed_model_call_seconds_sum"]) / max(calls, 1)
+    longest_call = after["longembed_model_call_seconds_max"]
+    idle_p50, short_p99 = percentile(idle, 50), percentile(short, 99)
     return {
         "scheduler": scheduler,
         "short_idle_p50_s": round(idle_p50, 3),
         "short_requests": len(short),
         "short_p50_s": round(percentile(short, 50), 3),
-        "short_p99_s": round(percentile(short, 99), 3),
+        "short_p99_s": round(short_p99, 3),
         "long_requests": sum(d.kind == "long" for d in tally.done),
         "long_tokens_per_s": round(long_tokens / wall, 1),
         "load_seconds": round(wall, 1),
         "batches": int(batches),
         "batch_seconds_mean": round(batch_seconds, 3),
-        "short_goal_s": round(batch_seconds + idle_p50, 3),
-        "short_p99_within_goal": percentile(short, 99) <= batch_seconds + idle_p50,
+        "model_calls": int(calls),
+        "call_seconds_mean": round(call_seconds, 3),
+        "call_seconds_max": round(longest_call, 3),
+        "short_goal_s": round(longest_call + idle_p50, 3),
+        "short_p99_within_goal": short_p99 <= longest_call + idle_p50,
+        "short_p99_over_goal": round(short_p99 / (longest_call + idle_p50), 3),
+        "short_goal_mean_batch_s": round(batch_seconds + idle_p50, 3),
+        "short_p99_within_mean_batch_goal": short_p99 <= batch_seconds + idle_p50,
         "refused_429": tally.refused_429,
         "refused_503": tally.refused_503,
         "errors": len(tally.errors),
         "first_errors": tally.errors[:5],
     }
+
+
+def goal_met(by_round: dict[int, dict[str, dict]]) -> bool | None:
+    """Issue 40's goal in every round: fair's short p99 within one batch (the longest model call) plus
+    its own encode, and fair's long throughput at least 90% of fifo's (None: no round ran both)."""
+    checks = [r["fair"]["short_p99_within_goal"] and r["fair"]["long_tokens_per_s"] >= 0.9 * r["fifo"]["long_tokens_per_s"]
+              for r in by_round.values() if "fair" in r and "fifo" in r]
+    return all(checks) if checks else None
 
 
 def main() -> int:
@@ -191,6 +220,8 @@ def main() -> int:
     parser.add_argument("--max-length", type=int, default=2048)
     parser.add_argument("--max-batch-tokens", type=int, default=16384)
     parser.add_argument("--queue-seconds", type=float, default=None, help="the server's --queue-seconds (default: its own)")
+    parser.add_argument("--sub-batch-tokens", type=int, default=None,
+                        help="the server's --sub-batch-tokens (fair only; default: its own)")
     parser.add_argument("--seconds", type=float, default=60, help="length of the load phase of each run")
     parser.add_argument("--long-clients", type=int, default=10)
     parser.add_argument("--short-clients", type=int, default=40)
@@ -226,6 +257,7 @@ def main() -> int:
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
         "runs": runs,
         "long_throughput_fair_over_fifo": [round(r, 3) for r in ratios],
+        "goal_met": goal_met(by_round),
     }
     print(json.dumps(summary, indent=2))
     if args.out:

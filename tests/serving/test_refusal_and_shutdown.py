@@ -20,7 +20,7 @@ from conftest import real_model_folder, words
 from fastapi.testclient import TestClient
 
 from longembed import load_encoder
-from longembed.serving import ServerSettings, create_app
+from longembed.serving import ServerSettings, bound_port, build_server, create_app
 from longembed.serving.service import QUEUE_SECONDS_HEADER
 
 SLOW_SERVER = Path(__file__).with_name("slow_server.py")
@@ -121,3 +121,39 @@ def test_sigterm_with_work_queued_ends_within_shutdown_seconds_with_clean_answer
             assert response.json()["error_type"] == "Unhealthy" and "shut" in response.json()["error"]
             assert int(response.headers["Retry-After"]) >= 1
     assert "Traceback" not in output and "Exception in ASGI application" not in output, output
+
+
+def test_a_request_still_tokenizing_at_the_shutdown_deadline_gets_503_not_500(encoder) -> None:
+    """Tokenizing takes 4 s (the planner is slowed down); shutdown begins while it runs, with
+    --shutdown-seconds 1.  The client must get a 503 JSON error with Retry-After within the promise,
+    not the bare 500 uvicorn sent when its graceful timeout cancelled the request (the old code)."""
+    shutdown_seconds = 1.0
+    server = build_server(encoder, ServerSettings(shutdown_seconds=shutdown_seconds), port=0, log_level="warning")
+    service = server.config.app.state.service
+    real_plan, planning = service.planner.plan, threading.Event()
+
+    def slow_plan(*args):
+        planning.set()
+        time.sleep(4.0)
+        return real_plan(*args)
+
+    service.planner.plan = slow_plan
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        assert thread.is_alive(), "the server did not start"
+        time.sleep(0.05)
+    url = f"http://127.0.0.1:{bound_port(server)}/v1/embeddings"
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(httpx.post, url, json={"model": "m", "input": "hello"}, timeout=30)
+        assert planning.wait(30)
+        start = time.monotonic()
+        server.should_exit = True
+        response = pending.result(30)
+        answered = time.monotonic() - start
+    thread.join(30)
+    assert response.status_code == 503, (response.status_code, response.text)
+    assert response.json()["error"]["code"] == "shutting_down" and "shut down" in response.json()["error"]["message"]
+    assert int(response.headers["Retry-After"]) >= 1
+    assert answered < shutdown_seconds + 1.0  # within the promise (uvicorn's own timeout is 1 s here)
+    assert not thread.is_alive()

@@ -55,7 +55,8 @@ def start(server) -> threading.Thread:
 
 @pytest.fixture(scope="module")
 def live(encoder):
-    settings = ServerSettings(max_client_batch_size=16, max_body_bytes=400_000, max_batch_tokens=4096)
+    settings = ServerSettings(max_client_batch_size=16, max_body_bytes=400_000, max_batch_tokens=4096,
+                              sub_batch_tokens=1024)  # a batch runs as several calls: answers must not change
     server = build_server(encoder, settings, port=0, log_level="warning")
     thread = start(server)
     yield f"http://127.0.0.1:{bound_port(server)}"
@@ -630,14 +631,14 @@ def test_every_server_setting_is_a_serve_flag_and_round_trips(monkeypatch) -> No
                   "--max-chunks-per-request", "99", "--max-token-vectors", "777", "--dimensions", "64,32",
                   "--allow-any-dimensions", "--served-model-name", "m", "--api-key", "k",
                   "--allowed-hosts", "a.example, *.b.example", "--cors-origins", "http://x", "--shutdown-seconds", "2.5")
-    given_scheduling = parse("--scheduler", "fifo", "--queue-seconds", "12.5")
+    given_scheduling = parse("--scheduler", "fifo", "--queue-seconds", "12.5", "--sub-batch-tokens", "512")
     assert given == ServerSettings(
         overflow="truncate", max_batch_tokens=4096, max_queue_tokens=9000, max_client_batch_size=8,
         max_body_bytes=1000, max_document_tokens=5000, max_chunks_per_request=99, max_token_vectors=777,
         dimensions=(64, 32), allow_any_dimensions=True, served_model_name="m", api_key="k",
         allowed_hosts=("a.example", "*.b.example"), cors_origins=("http://x",), shutdown_seconds=2.5,
     )
-    assert given_scheduling == ServerSettings(scheduler="fifo", queue_seconds=12.5)
+    assert given_scheduling == ServerSettings(scheduler="fifo", queue_seconds=12.5, sub_batch_tokens=512)
     assert {f.name for f in dataclasses.fields(ServerSettings)} == {
         f.name for f in dataclasses.fields(ServerSettings)
         if getattr(given, f.name) != getattr(ServerSettings(), f.name)

@@ -29,6 +29,7 @@ to find it in the log, never the exception's text.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import uuid
@@ -48,7 +49,7 @@ from longembed.encoder import LongContextEncoder
 from longembed.serving.chunks import ChunkWork
 from longembed.serving.metrics import CONTENT_TYPE
 from longembed.serving.responses import chunks_response, openai_response, tei_response, token_states_response
-from longembed.serving.service import ClientGone, Embedded, EmbeddingService
+from longembed.serving.service import ClientGone, Embedded, EmbeddingService, shutdown_refusal
 from longembed.serving.settings import ServerSettings
 from longembed.serving.token_validation import (
     ChunkRequest,
@@ -91,11 +92,13 @@ async def respond(
     start = time.perf_counter()
     try:
         service.authorize(request)
-        response = await call()
+        response = await service.until_shutdown_deadline(call())
     except ApiError as error:
-        response = shape(error)
-        if getattr(error, "retry_after", None) is not None:  # a refusal to retry later (429, 503)
-            response.headers["Retry-After"] = str(error.retry_after)
+        response = refusal(error, shape)
+    except asyncio.CancelledError:  # uvicorn's graceful timeout ended first (the deadline is before it)
+        if not service.batcher.closing:
+            raise
+        response = refusal(shutdown_refusal(), shape)
     except (ClientDisconnect, ClientGone):  # nobody reads an answer: count it, no traceback, no 500
         service.metrics.client_disconnects.labels(route).inc()
         logger.info("%s: the client disconnected before its answer was ready", route)
@@ -106,6 +109,14 @@ async def respond(
         response = shape(ApiError(500, f"internal server error (error id {error_id}; see the server log)"))
     service.metrics.requests.labels(route, str(response.status_code)).inc()
     service.metrics.latency.labels(route).observe(time.perf_counter() - start)
+    return response
+
+
+def refusal(error: ApiError, shape: Callable[[ApiError], JSONResponse]) -> JSONResponse:
+    """``error`` in the route's ``shape``, with ``Retry-After`` when it is a refusal to retry later."""
+    response = shape(error)
+    if getattr(error, "retry_after", None) is not None:  # 429, 503
+        response.headers["Retry-After"] = str(error.retry_after)
     return response
 
 

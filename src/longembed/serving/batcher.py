@@ -264,6 +264,11 @@ class DynamicBatcher:
         return self._closing
 
     @property
+    def past_deadline(self) -> bool:
+        """Closing, and the shutdown deadline has passed: every request not answered yet gets 503."""
+        return self._deadline is not None and self.clock() >= self._deadline
+
+    @property
     def batches_formed(self) -> int:
         return self._batches_formed
 

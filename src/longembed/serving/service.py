@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from fastapi import Request
@@ -40,6 +40,8 @@ from longembed.serving.validation import ApiError, EmbedRequest, RequestValidato
 DISCONNECT_POLL_SECONDS = 0.25
 #: The request header that lowers the server's --queue-seconds for one request.
 QUEUE_SECONDS_HEADER = "X-Longembed-Queue-Seconds"
+
+T = TypeVar("T")
 
 
 class RetryLater(ApiError):
@@ -211,6 +213,25 @@ class EmbeddingService:
         self.metrics.inputs.labels(route).inc(len(inputs))
         self.metrics.tokens.labels(route).inc(sum(p.n_tokens for p in inputs))
 
+    async def until_shutdown_deadline(self, work: Awaitable[T]) -> T:
+        """``work``'s result, or, if the shutdown deadline passes first (the request is still reading
+        its body, tokenizing or assembling its answer), a 503 with Retry-After at once.  Without it
+        uvicorn cancels such a request when its graceful timeout ends, and the client gets a bare
+        500 with a traceback in the log.  The abandoned work is cancelled; a thread it runs in ends
+        on its own (its result is dropped)."""
+        task = asyncio.ensure_future(work)
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=DISCONNECT_POLL_SECONDS)
+                if done:
+                    return task.result()
+                if self.batcher.past_deadline:
+                    raise shutdown_refusal()
+        finally:
+            if not task.done():
+                task.cancel()
+                task.add_done_callback(_drop_result)
+
     async def wait(self, future: Any, request: Request | None) -> Any:
         """The future's result; if the client disconnects first, its queued inputs are cancelled; a
         request still waiting for the model past its limit fails (QueueTimeout)."""
@@ -225,6 +246,18 @@ class EmbeddingService:
                 waiting.cancel()
                 raise ClientGone()
         return await waiting
+
+
+def shutdown_refusal() -> RetryLater:
+    """The 503 of a request the server has no time left for (its shutdown deadline passed)."""
+    error = ShuttingDown("the server shut down (--shutdown-seconds) before this request was finished")
+    return RetryLater(503, error, "shutting_down")
+
+
+def _drop_result(task: asyncio.Future) -> None:
+    """Retrieve an abandoned task's outcome (asyncio would log an exception nobody retrieved)."""
+    if not task.cancelled():
+        task.exception()
 
 
 def queue_seconds(request: Request | None) -> float | None:
