@@ -27,6 +27,7 @@ from typing import Any
 
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
+from longembed.durable import durable_replace_folder
 from longembed.export import refuse_overlap
 from longembed.permissions import weights_follow_umask
 from longembed.weight_files import check_weight_files
@@ -185,8 +186,10 @@ class AtomicCheckpoints:
     transformers writes a checkpoint file by file straight into ``checkpoint-<step>``: a run killed in the
     middle leaves a folder that looks like a checkpoint but cannot be resumed from.  Here the Trainer's
     own ``_save_checkpoint`` writes into ``<output_dir>/.incomplete/``, and the finished folder is renamed
-    into place (one ``rename``, atomic on one filesystem); only then are old checkpoints deleted, keeping
-    the newest ``save_total_limit``.  The weight files are also given the mode ordinary files get
+    into place (one ``rename``, atomic on one filesystem; durable too: its files and folders are fsynced
+    before, the folder and its parent after, as PostgreSQL's ``durable_rename`` does,
+    :mod:`longembed.durable`); only then are old checkpoints deleted, keeping the newest
+    ``save_total_limit``, so a power loss never leaves fewer complete checkpoints than before.  The weight files are also given the mode ordinary files get
     (:func:`~longembed.permissions.weights_follow_umask`).
     """
 
@@ -214,8 +217,8 @@ class AtomicCheckpoints:
         final = run_dir / name
         if final.exists():  # an incomplete folder of the same step, left by an older longembed
             shutil.rmtree(final)
-        os.replace(written, final)
-        shutil.rmtree(staging, ignore_errors=True)
+        durable_replace_folder(written, final)  # flushed before and after, as PostgreSQL renames: only
+        shutil.rmtree(staging, ignore_errors=True)  # then may older checkpoints go
         keep_newest_checkpoints(run_dir, self.args.save_total_limit)  # type: ignore[attr-defined]
 
 
