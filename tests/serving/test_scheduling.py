@@ -451,3 +451,25 @@ def test_metrics_record_each_call_and_the_longest() -> None:
     text = metrics.exposition().decode()
     assert "longembed_model_call_seconds_count 3.0" in text and "longembed_model_call_seconds_sum 2.75" in text
     assert "longembed_model_call_seconds_max 2.0" in text
+
+
+def test_the_wait_estimate_of_a_request_taken_between_calls_is_the_running_call() -> None:
+    """1,000 tokens/s measured; a batch of four 400-token calls starts.  A short request would be
+    taken at the next gap, so it waits about the running call (0.4 s), not the batch (1.6 s): an
+    early 429 on its X-Longembed-Queue-Seconds must not count the whole batch.  A request dearer
+    than what the batch has left still waits for all of it."""
+    clock = FakeClock()
+    batcher, _ = stepped_batcher(clock, max_batch_tokens=1600, sub_batch_tokens=400)
+    submit(batcher, "warm", 100)
+    batcher.step()
+    estimates, encode = [], batcher.encode
+
+    def spy(inputs, *rest):
+        if not estimates:
+            estimates.extend([batcher.estimated_wait(10), batcher.estimated_wait(2000)])
+        return encode(inputs, *rest)
+
+    batcher.encode = spy
+    submit(batcher, "long", 400, 400, 400, 400)
+    batcher.step()
+    assert estimates == [pytest.approx(0.4), pytest.approx(1.6)]

@@ -13,8 +13,8 @@ ones, and nothing waits forever) or ``fifo`` (arrival order).  Under ``fair`` a 
 calls of at most ``sub_batch_tokens`` tokens, shortest first, each answered when it ends, and
 between two calls the requests that arrived meanwhile and are cheaper than what the batch has left
 are run first (the policy's :meth:`~longembed.serving.scheduling.Fair.admit`): a short request
-waits for the call running when it arrived, not for the whole batch.  No call is taken while
-closing.
+waits for the call running when it arrived, not for the whole batch.  While closing nothing is
+taken between calls (what waits is run or refused when the next batch is formed).
 
 Saying no early and clearly (each refusal carries ``retry_after``, the seconds after which a retry
 may succeed, estimated from the waiting tokens and the measured :class:`~longembed.serving.
@@ -162,6 +162,8 @@ class DynamicBatcher:
     _arrivals: int = field(default=0, init=False)
     _running: list[_Item] = field(default_factory=list, init=False)
     _running_since: float = field(default=0.0, init=False)
+    _calls_left: list[list[_Item]] = field(default_factory=list, init=False)  # the running batch's next calls
+    _call: tuple[int, float] = field(default=(0, 0.0), init=False)  # the running call: its tokens, its start
     _condition: threading.Condition = field(default_factory=threading.Condition, init=False)
     _closing: bool = field(default=False, init=False)
     _deadline: float | None = field(default=None, init=False)
@@ -247,9 +249,13 @@ class DynamicBatcher:
         queued = self.throughput.seconds_for(ahead)
         if queued is None:
             return None
-        running = sum(item.n_tokens for item in self._running)
-        left = max(0.0, self.throughput.seconds_for(running) - (self.clock() - self._running_since)) if running else 0.0
-        return left + queued
+        if not self._running:
+            return queued
+        if not self._closing and tokens < min(self._left_costs(self._calls_left).values(), default=0):
+            running, since = self._call  # it is taken at the next gap between calls
+        else:
+            running, since = sum(item.n_tokens for item in self._running), self._running_since
+        return max(0.0, self.throughput.seconds_for(running) - (self.clock() - since)) + queued
 
     @property
     def queued_tokens(self) -> int:
@@ -408,7 +414,7 @@ class DynamicBatcher:
             self._run(batch)
         finally:
             with self._condition:
-                self._running = []
+                self._running, self._calls_left = [], []
 
     def _too_late(self, batch: list[_Item], now: float) -> bool:
         """Closing, and this batch would not finish before the deadline (by the throughput estimate)."""
@@ -433,6 +439,8 @@ class DynamicBatcher:
         start, n_inputs, n_tokens, call_seconds = self.clock(), len(batch), sum(i.n_tokens for i in batch), []
         calls = self._calls(batch)
         for position, call in enumerate(calls):
+            with self._condition:
+                self._calls_left = calls[position + 1:]
             call_seconds.append(self._encode_and_deliver(call))
             admitted = self._admit(calls[position + 1:]) if position + 1 < len(calls) else []
             for extra in self._calls(admitted):
@@ -465,9 +473,7 @@ class DynamicBatcher:
         with self._condition:
             if self._closing or not self._jobs:
                 return []
-            left: dict[int, int] = {}
-            for item in (item for call in remaining for item in call if not item.job.future.done()):
-                left[id(item.job)] = left.get(id(item.job), item.job.pending_tokens) + item.n_tokens
+            left = self._left_costs(remaining)
             if not left:
                 return []
             waiting = [job for job in self._jobs.values() if id(job) not in left]
@@ -476,6 +482,15 @@ class DynamicBatcher:
             self._running = self._running + admitted
             return admitted
 
+    @staticmethod
+    def _left_costs(calls: list[list[_Item]]) -> dict[int, int]:
+        """The requests with inputs in ``calls`` (by id), each with its tokens not run yet (those in
+        ``calls`` and those still queued): what a cheaper request is compared with."""
+        left: dict[int, int] = {}
+        for item in (item for call in calls for item in call if not item.job.future.done()):
+            left[id(item.job)] = left.get(id(item.job), item.job.pending_tokens) + item.n_tokens
+        return left
+
     def _encode_and_deliver(self, items: list[_Item]) -> float | None:
         """Run one model call on ``items`` (all of one kind, prompt and normalization) and answer its
         inputs; the call's seconds (None: nothing left to run)."""
@@ -483,6 +498,8 @@ class DynamicBatcher:
         if not items:
             return None
         job, inputs, start = items[0].job, [i.input for i in items], self.clock()
+        with self._condition:
+            self._call = (sum(item.n_tokens for item in items), start)
         budget = self.call_tokens if self.policy.answers_short_first else self.max_batch_tokens
         try:
             if job.kind == "states":
