@@ -115,16 +115,10 @@ def add_settings_arguments(
     with the field's default and its metadata's help, choices and metavar; a bool is a switch, a tuple
     a comma-separated list.  :func:`settings_from_args` builds the dataclass back from the flags.
 
-    More metadata, for the run specs (:class:`~longembed.evaluation.spec.EvalSpec`, ...): ``flags`` (the
-    option strings, when not ``--field-name``), ``flag=False`` (not a flag of its own: the encoder's
-    flags or the caller set it), ``negate`` (a True-by-default bool whose flag turns it off, e.g.
-    ``--no-cache``), ``switches`` (``{"--late": True, "--naive": False}``: mutually exclusive flags
-    setting one value), ``list`` (comma- or space-separated values; ints may be written 4k),
-    ``repeat`` (a flag given once per value, e.g. ``--task-dir A --task-dir B``: the values in order,
-    None when never given, so the field's default must be None),
-    ``type``, ``required``, ``show_default`` (False: the help already says it) and ``group`` (the
-    argument group, made once in ``groups`` or taken from it).  ``exclude`` / ``only``: fields left out /
-    the only fields added (a command that adds some flags itself, e.g. in a mutually exclusive group)."""
+    The fields are declared with :func:`~longembed.flag_fields.flag_field`, whose docstring lists the
+    metadata read here (``flags``, ``flag=False``, ``negate``, ``switches``, ``list``, ``repeat``, ``type``,
+    ``required``, ``show_default``, ``group``: the argument group, made once in ``groups`` or taken from
+    it).  ``exclude`` / ``only``: fields left out / the only fields added (a command that adds some flags itself, e.g. in a mutually exclusive group)."""
     hints = typing.get_type_hints(settings)
     groups = {} if groups is None else groups
     for field in dataclasses.fields(settings):

@@ -12,11 +12,12 @@ transformers.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from longembed.evaluation.choices import FUSE_METHODS, FUSE_SOURCES, GRANULARITIES
+from longembed.flag_fields import flag_field
 from longembed.retrieval.fusion import Fusion
 from longembed.tasks import DEFAULT_TASKS, Task
 from longembed.tasks.needle import HAYSTACK_MODES, SHARED_HAYSTACKS, check_haystacks
@@ -33,9 +34,9 @@ HYBRID = "hybrid retrieval (the dense ranking fused with BM25's)"
 
 
 def option(default: Any, help: str, group: str | None = BENCHMARK, **flag: Any) -> Any:
-    """A spec field whose metadata is its flag (see :func:`longembed.cli.options.add_settings_arguments`);
-    the help texts say their defaults themselves."""
-    return field(default=default, metadata={"help": help, "group": group, "show_default": False, **flag})
+    """:func:`~longembed.flag_fields.flag_field` with the run specs' conventions: the flag sits in the
+    ``group`` of ``--help`` (benchmark by default), and its help text says its default itself."""
+    return flag_field(help, default, group=group, show_default=False, **flag)
 
 
 def data_options(output_help: str) -> dict[str, Any]:
