@@ -18,6 +18,7 @@ ROOT = Path(longembed.__file__).resolve().parent
 CORE = {
     "config", "loading", "quantization", "inputs", "overflow", "encoder", "encoder_protocol", "pooling", "batching",
     "chunking", "extension", "models", "lazy", "noise", "permissions", "textfiles", "weight_files", "flag_fields",
+    "sentence_transformers_folder",
 }
 #: Which top-level parts each part may import (besides itself and the package root).
 ALLOWED = {
