@@ -110,7 +110,9 @@ class EvalSpec:
         True, "key the cache on longembed's version, not on the hash of its encoder code "
         "(reuse vectors across code edits you know do not change them)", flags=("--cache-ignore-code",), negate=True,
     )
-    chunk_size: int = option(64, "texts per cache write (default 64)")
+    chunk_size: int = option(64, "texts encoded between two writes of the embedding cache (default 64; a killed "
+                             "run loses at most that many)", flags=("--cache-write-every",), metavar="N",
+                             deprecated_flags=("--chunk-size",))
     estimate: bool = option(True, "skip the warm-up that times the encoder (counts are still printed)",
                             flags=("--no-estimate",), negate=True)
     dry_run: bool = option(False, "print the plan and the cost estimate, then stop (nothing encoded or written)")
