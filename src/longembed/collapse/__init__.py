@@ -3,7 +3,8 @@
 Building blocks (see each module): ``spectral`` (sigma_a of attention matrices, dense and
 blockwise), ``sigma`` (sigma_a of an encoder on real texts, through its attention-observer hook),
 ``corpus`` (long real documents), ``buckets`` (texts cut to exact token lengths), ``metrics``
-(pairwise cosine, spread, norms), ``plots``, ``defaults`` (lengths and sample sizes), and ``study`` (``longembed collapse``).
+(pairwise cosine, spread, norms), ``plots``, ``defaults`` (lengths and sample sizes), and ``study``
+(``longembed collapse``).
 """
 
 from __future__ import annotations
