@@ -21,8 +21,8 @@ import time
 import warnings
 from pathlib import Path
 
-from longembed.advice.candidates import ModelFacts, plan_candidates
 from longembed.advice.costs import CostMeter, cost_sample
+from longembed.advice.strategies import ModelFacts, plan_candidates
 from longembed.encoder import load_encoder
 from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.evaluation.scoring import Unit

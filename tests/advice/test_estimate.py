@@ -8,7 +8,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from longembed.advice.candidates import ModelFacts, plan_candidates
 from longembed.advice.data import AdviceData, PreparedTask, Selection
 from longembed.advice.estimate import (
     DenseEstimate,
@@ -18,6 +17,7 @@ from longembed.advice.estimate import (
     side_seconds,
     strategy_seconds,
 )
+from longembed.advice.strategies import ModelFacts, plan_candidates
 from longembed.evaluation.estimate import CostModel
 from longembed.results import Estimate, SideEstimate, UnitEstimate
 from longembed.results.advice import AdviceEstimate, StrategyEstimate

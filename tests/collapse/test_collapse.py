@@ -29,8 +29,8 @@ from longembed.collapse import (
 from longembed.collapse.buckets import segment_starts
 from longembed.collapse.corpus import Document
 from longembed.collapse.plots import plot_collapse
-from longembed.collapse.run import run_collapse
 from longembed.collapse.sigma import attention_sigma_a
+from longembed.collapse.study import run_collapse
 from longembed.results import BucketStats, CollapseResults
 
 
@@ -578,7 +578,7 @@ def test_run_collapse_checks_its_arguments_before_any_work(tmp_path, kwargs, mes
 
 def test_collapse_run_stopped_midway_is_marked_incomplete(tokenizer, tmp_path, monkeypatch):
     """A run that fails after its first bucket leaves a collapse.json marked incomplete."""
-    import longembed.collapse.run as run_module
+    import longembed.collapse.study as run_module
 
     _write_fake_data(tmp_path / "data", n_essays=6)
     folder = _tiny_bert_with(tokenizer, tmp_path / "bert")

@@ -12,7 +12,7 @@ import pytest
 
 from longembed.results import RunResults, SweepResults
 from longembed.results.codec import from_data, to_data
-from longembed.results.run import CacheUse, Counts, Estimate, TaskResult, UnitResult
+from longembed.results.run_results import CacheUse, Counts, Estimate, TaskResult, UnitResult
 
 OLD = Path(__file__).parent / "fixtures" / "results_9ebbcc4"
 

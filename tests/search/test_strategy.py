@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from longembed.advice.candidates import ModelFacts, plan_candidates
+from longembed.advice.strategies import ModelFacts, plan_candidates
 from longembed.cli.main import build_parser, main
 from longembed.cli.parsers.index import STRATEGY_FIELDS
 from longembed.evaluation.spec import EvalSpec

@@ -12,7 +12,7 @@ import pytest
 
 from longembed.tasks import RetrievalData, TaskDirTask, get_task, write_task_dir
 from longembed.tasks.base import Passage
-from longembed.tasks.hub import load_hub_config
+from longembed.tasks.hf_hub import load_hub_config
 from longembed.tasks.task_dir import task_dir_tasks
 
 CORPUS = [

@@ -44,6 +44,7 @@ from longembed.training.data import (
     split_held_out,
     squad_pairs,
 )
+from longembed.training.jina.config import JinaRecipeConfig
 from longembed.training.mlm.config import MLMConfig
 from longembed.training.positions import pose_position_ids
 from longembed.training.retrofit.config import RetrofitConfig
@@ -152,7 +153,7 @@ def test_contrastive_config_round_trips_and_checks() -> None:
      (RetrofitConfig(max_steps=5, slope_scale=0.5), "retrofit")],
 )
 def test_every_flat_training_config_round_trips_overrides_and_names_unknown_options(config, kind: str) -> None:
-    """The three flat configs share FlatConfig: JSON round trip, named overrides that keep the checks, and an
+    """The three flat configs share TrainingConfig (a FlatConfig): JSON round trip, named overrides that keep the checks, and an
     unknown name refused with the config's kind and its known fields."""
     assert type(config).from_dict(json.loads(json.dumps(config.to_dict()))) == config
     changed = config.with_overrides(seed=7)
@@ -162,6 +163,62 @@ def test_every_flat_training_config_round_trips_overrides_and_names_unknown_opti
             bad()
     with pytest.raises(ValueError, match="batch_size"):
         config.with_overrides(batch_size=0)  # __post_init__ runs on the copy
+
+
+#: Each config's to_dict() as written before the configs shared TrainingConfig (saved run records hold these).
+_SAVED_BEFORE_THE_BASE = {
+    ContrastiveConfig: {"batch_size": 512, "learning_rate": 0.0005, "warmup_steps": 100, "epochs": 3.0, "max_steps": None,
+                        "weight_decay": 0.01, "temperature": 0.01, "symmetric": False, "hard_negatives": 7,
+                        "max_seq_length": None, "save_steps": 100, "logging_steps": 10, "seed": 0, "precision": "fp32",
+                        "device": None},
+    MLMConfig: {"training_length": 128, "batch_size": 32, "gradient_accumulation_steps": 1, "learning_rate": 0.001,
+                "warmup_steps": 60, "max_steps": 600, "adam_beta1": 0.9, "adam_beta2": 0.98, "adam_epsilon": 1e-06,
+                "weight_decay": 0.01, "max_grad_norm": 1.0, "mlm_probability": 0.3, "whole_word_mask": True,
+                "mask_replace_prob": 0.8, "random_replace_prob": 0.1, "save_steps": 100, "logging_steps": 20,
+                "seed": 0, "precision": "fp32", "device": None},
+    RetrofitConfig: {"max_steps": 2000, "batch_size": 16, "max_seq_length": None, "min_seq_length": 64,
+                     "learning_rate": 0.0001, "warmup_steps": 100, "weight_decay": 0.01, "token_weight": 1.0,
+                     "slope_scale": 1.0, "pairs_weight": 0.0, "pairs_batch_size": 16, "pairs_temperature": 0.05,
+                     "hard_negatives": 1, "held_out_articles": 5, "save_steps": 100, "logging_steps": 10, "seed": 0,
+                     "precision": "fp32", "device": None},
+}
+
+
+@pytest.mark.parametrize("kind", list(_SAVED_BEFORE_THE_BASE), ids=lambda k: k.__name__)
+def test_configs_saved_before_the_shared_base_load_unchanged_with_the_same_defaults(kind) -> None:
+    """The shared TrainingConfig changed no default and no name: an old record loads, equals the default
+    config and writes back the same values."""
+    saved = _SAVED_BEFORE_THE_BASE[kind]
+    assert kind().to_dict() == saved
+    assert kind.from_dict(saved) == kind() and kind.from_dict(saved).to_dict() == saved
+
+
+def test_published_retrofit_records_and_the_jina_recipe_load_unchanged() -> None:
+    """Every committed retrofit record's config loads and writes back the same values; so does a recipe."""
+    records = sorted((Path(__file__).resolve().parents[2] / "results").rglob("longembed_retrofit.json"))
+    assert records
+    for path in records:
+        saved = json.loads(path.read_text())["config"]
+        assert RetrofitConfig.from_dict(saved).to_dict() == saved, path
+    recipe = JinaRecipeConfig().to_dict()
+    assert recipe["mlm"] == _SAVED_BEFORE_THE_BASE[MLMConfig]
+    assert JinaRecipeConfig.from_dict(json.loads(json.dumps(recipe))) == JinaRecipeConfig()
+
+
+@pytest.mark.parametrize(("kind", "field", "value", "message"), [
+    (ContrastiveConfig, "learning_rate", 0.0, "learning_rate must be positive"),
+    (MLMConfig, "warmup_steps", -1, "warmup_steps and weight_decay >= 0"),
+    (RetrofitConfig, "weight_decay", -0.1, "warmup_steps and weight_decay >= 0"),
+    (ContrastiveConfig, "precision", "fp8", "precision must be one of"),
+    (MLMConfig, "max_steps", None, "max_steps must be a positive integer"),  # MLM and retrofit need a step count
+    (RetrofitConfig, "max_steps", None, "max_steps must be a positive integer"),
+    (ContrastiveConfig, "max_steps", 0, "max_steps must be a positive integer"),
+    (MLMConfig, "logging_steps", True, "logging_steps must be a positive integer"),
+])
+def test_the_shared_checks_hold_for_every_training_config(kind, field: str, value, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        kind(**{field: value})
+    assert ContrastiveConfig(max_steps=None).max_steps is None  # contrastive runs may count epochs instead
 
 
 # ----------------------------------------------------------------------------- tuning end to end

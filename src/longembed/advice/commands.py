@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from longembed.advice.candidates import Candidate
+from longembed.advice.strategies import Candidate
 from longembed.results.advice import BM25, HYBRID
 
 #: The configuration keys every strategy has, in order (the eval strategy flags).

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from longembed.advice.candidates import Candidate
+from longembed.advice.strategies import Candidate
 from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.evaluation.scoring import Unit
 from longembed.results.advice import StrategyCost

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from longembed.advice.candidates import Candidate
 from longembed.advice.data import AdviceData, Selection
+from longembed.advice.strategies import Candidate
 from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.evaluation.estimate import CostModel, format_duration, text_seconds
 from longembed.results import Estimate

@@ -47,7 +47,7 @@ from longembed.results import Comparison, RunResults, compare
 from longembed.results.advice import Recommendation, StrategyCost, StrategyResult, VersusBest
 from longembed.results.comparison import AVERAGE, TASK, UNIT, Difference, PairComparison
 from longembed.results.paired import ALPHA, holm
-from longembed.results.run import Interval
+from longembed.results.run_results import Interval
 
 COST_ORDER = "encode seconds per 1k tokens, then index bytes, then query latency"
 #: Two-sided confidence of the displayed intervals; the bounds are Bonferroni-adjusted from it.

@@ -1,5 +1,5 @@
 """What one ``longembed advise`` is asked to do: :class:`AdviseSpec`, the options of
-:func:`~longembed.advice.run.advise` and the flags of the command (each field's metadata is its flag,
+:func:`~longembed.advice.advisor.advise` and the flags of the command (each field's metadata is its flag,
 as in :mod:`longembed.evaluation.spec`).
 
 Only light imports here: ``longembed advise --help`` imports neither torch, transformers nor numpy.

@@ -17,8 +17,8 @@ import argparse
 import dataclasses
 import sys
 
+from longembed.advice.advisor import advise, estimate_advice
 from longembed.advice.markdown import strategy_table
-from longembed.advice.run import advise, estimate_advice
 from longembed.advice.spec import AdviseSpec
 from longembed.cli.options import encoder_options, existing_folder, settings_from_args
 from longembed.evaluation.runner import default_data_dir

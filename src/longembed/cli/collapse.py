@@ -10,8 +10,8 @@ import logging
 
 from longembed.cli.model_defaults import resolve_method
 from longembed.cli.options import encoder_options, existing_folder, settings_from_args
-from longembed.collapse.run import run_collapse
 from longembed.collapse.spec import CollapseSpec
+from longembed.collapse.study import run_collapse
 from longembed.report.formatting import fmt
 from longembed.results import COLLAPSE_FILE
 

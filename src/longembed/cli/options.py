@@ -16,6 +16,7 @@ import json
 import re
 import types
 import typing
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,16 +116,10 @@ def add_settings_arguments(
     with the field's default and its metadata's help, choices and metavar; a bool is a switch, a tuple
     a comma-separated list.  :func:`settings_from_args` builds the dataclass back from the flags.
 
-    More metadata, for the run specs (:class:`~longembed.evaluation.spec.EvalSpec`, ...): ``flags`` (the
-    option strings, when not ``--field-name``), ``flag=False`` (not a flag of its own: the encoder's
-    flags or the caller set it), ``negate`` (a True-by-default bool whose flag turns it off, e.g.
-    ``--no-cache``), ``switches`` (``{"--late": True, "--naive": False}``: mutually exclusive flags
-    setting one value), ``list`` (comma- or space-separated values; ints may be written 4k),
-    ``repeat`` (a flag given once per value, e.g. ``--task-dir A --task-dir B``: the values in order,
-    None when never given, so the field's default must be None),
-    ``type``, ``required``, ``show_default`` (False: the help already says it) and ``group`` (the
-    argument group, made once in ``groups`` or taken from it).  ``exclude`` / ``only``: fields left out /
-    the only fields added (a command that adds some flags itself, e.g. in a mutually exclusive group)."""
+    The fields are declared with :func:`~longembed.flag_fields.flag_field`, whose docstring lists the
+    metadata read here (``flags``, ``flag=False``, ``negate``, ``switches``, ``list``, ``repeat``, ``type``,
+    ``required``, ``show_default``, ``group``: the argument group, made once in ``groups`` or taken from
+    it).  ``exclude`` / ``only``: fields left out / the only fields added (a command that adds some flags itself, e.g. in a mutually exclusive group)."""
     hints = typing.get_type_hints(settings)
     groups = {} if groups is None else groups
     for field in dataclasses.fields(settings):
@@ -139,7 +134,10 @@ def add_settings_arguments(
             _add_switches(group, field)
             continue
         flags = meta.get("flags") or ("--" + field.name.replace("_", "-"),)
-        group.add_argument(*flags, **_flag_options(field, _base_type(hints[field.name])))
+        options = _flag_options(field, _base_type(hints[field.name]))
+        group.add_argument(*flags, **options)
+        for old_flag in meta.get("deprecated_flags", ()):
+            _add_deprecated_alias(group, old_flag, flags[0], options)
 
 
 def _flag_options(field: dataclasses.Field, base: Any) -> dict[str, Any]:
@@ -171,6 +169,27 @@ def _flag_options(field: dataclasses.Field, base: Any) -> dict[str, Any]:
     if kwargs.get("required"):
         kwargs.pop("default")
     return kwargs
+
+
+class _DeprecatedFlag(argparse.Action):
+    """A flag's old name, hidden from ``--help``: it sets the same value as the new name and warns."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, replacement: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, **kwargs)
+        self.replacement = replacement
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        warnings.warn(f"{option_string} is deprecated and will be removed; use {self.replacement}",
+                      FutureWarning, stacklevel=1)
+        setattr(namespace, self.dest, values)
+
+
+def _add_deprecated_alias(group: Any, old_flag: str, new_flag: str, options: dict[str, Any]) -> None:
+    """``old_flag`` as a hidden alias of ``new_flag`` (a flag that takes one value)."""
+    kept = {key: options[key] for key in ("dest", "type", "choices", "metavar") if key in options}
+    group.add_argument(old_flag, action=_DeprecatedFlag, replacement=new_flag, default=argparse.SUPPRESS,
+                       help=argparse.SUPPRESS, **kept)
 
 
 def _add_switches(group: Any, field: dataclasses.Field) -> None:

@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from longembed.collapse.choices import (
+from longembed.collapse.corpus import SOURCES
+from longembed.collapse.defaults import (
     DEFAULT_LENGTHS,
     DEFAULT_SHORT_EDGES,
     DEFAULT_SIGMA_A_TEXTS,
     DEFAULT_TEXTS_PER_BUCKET,
 )
-from longembed.collapse.corpus import SOURCES
 from longembed.evaluation.spec import option
 
 COLLAPSE = "collapse"

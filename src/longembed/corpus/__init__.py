@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 from longembed.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from longembed.corpus.embed import ENGINES, CorpusResult, embed_corpus
     from longembed.corpus.job import CHUNK_ROWS, EmbedJob, ShardEmbedder, ShardReport
     from longembed.corpus.plan import CorpusPlan, plan_corpus
     from longembed.corpus.ray_engine import RaySettings
-    from longembed.corpus.run import ENGINES, CorpusResult, embed_corpus
     from longembed.corpus.shards import Shard, ShardReader, find_shards
     from longembed.corpus.writer import read_embeddings
 

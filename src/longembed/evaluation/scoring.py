@@ -37,7 +37,7 @@ from longembed.results import (
     hub_line,
 )
 from longembed.results.intervals import bootstrap_interval, stratified_bootstrap_interval
-from longembed.results.run import SECONDARY_METRICS
+from longembed.results.run_results import SECONDARY_METRICS
 from longembed.retrieval.bm25 import BM25Model
 from longembed.retrieval.fusion import Fusion
 from longembed.retrieval.rank_fusion import fuse_with_tie_break
@@ -395,6 +395,6 @@ def task_summary(name: str, task: TaskResult) -> str:
 
 def hub_warnings(name: str, task: TaskResult) -> list[str]:
     """A line for each of the task's units whose most often first-ranked document is a hub
-    (:data:`~longembed.results.hubs.HUB_RULE`): "hub at passkey/2048: passkey-2048-doc017 is ranked
+    (:data:`~longembed.results.hubness.HUB_RULE`): "hub at passkey/2048: passkey-2048-doc017 is ranked
     first for 96 of 200 queries (relevant to 1); ...".  Empty when none is."""
     return [hub_line(name, length, stats) for length, stats in task.hubs().items()]

@@ -12,11 +12,12 @@ transformers.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from longembed.evaluation.choices import FUSE_METHODS, FUSE_SOURCES, GRANULARITIES
+from longembed.flag_fields import flag_field
 from longembed.retrieval.fusion import Fusion
 from longembed.tasks import DEFAULT_TASKS, Task
 from longembed.tasks.needle import HAYSTACK_MODES, SHARED_HAYSTACKS, check_haystacks
@@ -33,9 +34,9 @@ HYBRID = "hybrid retrieval (the dense ranking fused with BM25's)"
 
 
 def option(default: Any, help: str, group: str | None = BENCHMARK, **flag: Any) -> Any:
-    """A spec field whose metadata is its flag (see :func:`longembed.cli.options.add_settings_arguments`);
-    the help texts say their defaults themselves."""
-    return field(default=default, metadata={"help": help, "group": group, "show_default": False, **flag})
+    """:func:`~longembed.flag_fields.flag_field` with the run specs' conventions: the flag sits in the
+    ``group`` of ``--help`` (benchmark by default), and its help text says its default itself."""
+    return flag_field(help, default, group=group, show_default=False, **flag)
 
 
 def data_options(output_help: str) -> dict[str, Any]:
@@ -109,7 +110,9 @@ class EvalSpec:
         True, "key the cache on longembed's version, not on the hash of its encoder code "
         "(reuse vectors across code edits you know do not change them)", flags=("--cache-ignore-code",), negate=True,
     )
-    chunk_size: int = option(64, "texts per cache write (default 64)")
+    chunk_size: int = option(64, "texts encoded between two writes of the embedding cache (default 64; a killed "
+                             "run loses at most that many)", flags=("--cache-write-every",), metavar="N",
+                             deprecated_flags=("--chunk-size",))
     estimate: bool = option(True, "skip the warm-up that times the encoder (counts are still printed)",
                             flags=("--no-estimate",), negate=True)
     dry_run: bool = option(False, "print the plan and the cost estimate, then stop (nothing encoded or written)")

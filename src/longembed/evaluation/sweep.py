@@ -50,11 +50,11 @@ from typing import Any
 
 from longembed.encoder import load_encoder
 from longembed.evaluation.cached_encoder import CachedEncoder
-from longembed.evaluation.candidates import BASELINE, Candidate, choose, parse_candidates
 from longembed.evaluation.encoders import EncoderFactory
 from longembed.evaluation.provenance import library_versions
 from longembed.evaluation.runner import cached_encoder, evaluate_model, resolve_lengths, resolve_tasks
 from longembed.evaluation.spec import EvalSpec
+from longembed.evaluation.sweep_candidates import BASELINE, Candidate, choose, parse_candidates
 from longembed.evaluation.sweep_spec import SweepSpec
 from longembed.results import RunConfig, RunResults, SweepResults
 from longembed.results.sweep import (

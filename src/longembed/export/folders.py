@@ -16,9 +16,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from longembed.permissions import NEW_FOLDER_MODE, creation_mode, weights_follow_umask
+from longembed.sentence_transformers_folder import MODULES_FILE
 
 #: Files that make a folder a model folder (one ``--overwrite`` may replace).
-MODEL_FOLDER_MARKERS = ("modules.json", "config.json")
+MODEL_FOLDER_MARKERS = (MODULES_FILE, "config.json")
 
 
 def check_destination(output: Path, protected: list[Path], overwrite: bool) -> None:

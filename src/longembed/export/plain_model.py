@@ -49,6 +49,12 @@ from longembed.extension.positions import AbsolutePositions, RotaryPositions
 from longembed.extension.scaling import fixed_scale
 from longembed.loading import ModelSource, load_transformer, resolve_model
 from longembed.permissions import weights_follow_umask
+from longembed.sentence_transformers_folder import (
+    TRANSFORMER_CONFIG_FILE,
+    is_sentence_transformers_folder,
+    set_max_seq_length,
+    write_modules,
+)
 
 _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json")
 
@@ -226,35 +232,17 @@ def _copy_folder(source: ModelSource, output: Path) -> Path:
     root = source.folder or source.transformer_path
     shutil.copytree(root, output, ignore=shutil.ignore_patterns("checkpoints", ".git*"), dirs_exist_ok=True)
     transformer_dir = output / source.transformer_path.relative_to(root)
-    if not (output / "modules.json").is_file():
-        _write_modules(output, source, transformer_dir)
+    if not is_sentence_transformers_folder(output):  # a plain folder: pool as longembed does
+        hidden = json.loads((transformer_dir / "config.json").read_text())["hidden_size"]
+        write_modules(output, source.pooling, hidden, normalize=source.normalize)
     return transformer_dir
-
-
-def _write_modules(output: Path, source: ModelSource, transformer_dir: Path) -> None:
-    """modules.json + pooling (+ normalize) for a plain Hugging Face folder, so ST pools as longembed does."""
-    hidden = json.loads((transformer_dir / "config.json").read_text())["hidden_size"]
-    modules = [
-        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-    ]
-    if source.normalize:
-        modules.append({"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"})
-    (output / "1_Pooling").mkdir(exist_ok=True)
-    mode = {"mean": "mean_tokens", "cls": "cls_token", "last": "lasttoken"}[source.pooling]
-    (output / "1_Pooling" / "config.json").write_text(
-        json.dumps({"word_embedding_dimension": hidden, f"pooling_mode_{mode}": True}, indent=2) + "\n"
-    )
-    (output / "modules.json").write_text(json.dumps(modules, indent=2) + "\n")
 
 
 def _set_max_seq_length(output: Path, transformer_dir: Path, max_length: int) -> None:
     """Let sentence-transformers and the tokenizer take Lt tokens (they would cut at 256 or 512)."""
     for folder in {output, transformer_dir}:
-        st_config = folder / "sentence_bert_config.json"
-        values = json.loads(st_config.read_text()) if st_config.is_file() else {}
-        if st_config.is_file() or folder == transformer_dir:
-            st_config.write_text(json.dumps({**values, "max_seq_length": max_length}, indent=2) + "\n")
+        if (folder / TRANSFORMER_CONFIG_FILE).is_file() or folder == transformer_dir:
+            set_max_seq_length(folder, max_length)
         tokenizer_config = folder / "tokenizer_config.json"
         if tokenizer_config.is_file():
             values = json.loads(tokenizer_config.read_text())

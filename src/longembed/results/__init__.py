@@ -26,9 +26,9 @@ from longembed.results.files import (
     unwritable_folder,
     write_json,
 )
-from longembed.results.hubs import HUB_RULE, FirstRanked, first_ranked_summary, hub_line
-from longembed.results.pooling import pool_runs
-from longembed.results.run import (
+from longembed.results.hubness import HUB_RULE, FirstRanked, first_ranked_summary, hub_line
+from longembed.results.pooled_runs import pool_runs
+from longembed.results.run_results import (
     RESULTS_FILE,
     RESULTS_FORMAT,
     CacheUse,

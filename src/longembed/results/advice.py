@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 from longembed.results.codec import Record, to_data
 from longembed.results.files import load_result_file, write_json
-from longembed.results.run import Interval
+from longembed.results.run_results import Interval
 
 ADVICE_FORMAT = "longembed-advice/2"
 ADVICE_FILE = "advice.json"
@@ -86,7 +86,7 @@ class StrategyResult(Record):
     ``run``: its run folder relative to the advice folder (``runs/<name>``: ``longembed report`` and
     ``compare`` read it).  ``score``: the run's average (percent) with its 95% interval.
     ``versus_best``: None for the best strategy itself.  ``hubs``: the run's hubs, task (and length) ->
-    the hub described (:mod:`longembed.results.hubs`): a strategy whose vectors crowd together on your
+    the hub described (:mod:`longembed.results.hubness`): a strategy whose vectors crowd together on your
     documents.
     """
 

@@ -39,7 +39,7 @@ from longembed.results.comparison import (
     PairComparison,
 )
 from longembed.results.paired import ALPHA, difference_interval, holm, mean_terms, normalised, sign_flip_test
-from longembed.results.run import Interval, RunResults, TaskResult, UnitResult
+from longembed.results.run_results import Interval, RunResults, TaskResult, UnitResult
 
 RunSource = RunResults | str | Path
 #: A unit's result: a synthetic task's length, or a real task itself.

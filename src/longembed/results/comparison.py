@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from longembed.results.codec import Record, to_data
 from longembed.results.files import load_result_file, write_json
-from longembed.results.run import Interval
+from longembed.results.run_results import Interval
 
 COMPARISON_FORMAT = "longembed-comparison/1"
 COMPARISON_FILE = "comparison.json"

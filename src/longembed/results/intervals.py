@@ -4,7 +4,7 @@ A benchmark score is a mean over queries; which queries a task happens to hold i
 its uncertainty (50 per length on passkey and needle).  Resampling the queries with replacement and
 reading the 2.5th and 97.5th percentiles of the resampled means gives a 95% interval (Efron and
 Tibshirani 1993, the percentile method; ``scipy.stats.bootstrap(method="percentile")`` computes the
-same).  The interval's type, :class:`~longembed.results.run.Interval`, lives with the results it
+same).  The interval's type, :class:`~longembed.results.run_results.Interval`, lives with the results it
 belongs to (numpy-free).  An average over tasks resamples within each task, so every task keeps its own weight
 (a stratified bootstrap).  Everything is seeded: the same scores give the same interval.
 """
@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from longembed.results.run import Interval
+from longembed.results.run_results import Interval
 
 #: Resamples per interval: the percentiles of 10,000 resampled means move by well under 0.5 points.
 DEFAULT_RESAMPLES = 10_000

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from longembed.results.intervals import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, stratified_bootstrap_interval
-from longembed.results.run import Interval
+from longembed.results.run_results import Interval
 
 #: Up to this many non-zero differences the sign-flip test enumerates all 2^n patterns (65,536 at 16).
 EXACT_MAX = 16

@@ -13,6 +13,7 @@ from typing import Any
 
 from longembed.encoder_protocol import Encoder
 from longembed.loading import DEFAULT_MODEL, default_model_path
+from longembed.sentence_transformers_folder import is_sentence_transformers_folder
 
 _SMALL_FILE = 2 << 20  # model files up to 2 MiB are hashed whole; larger ones by size + head + tail
 _HEAD = 1 << 20
@@ -61,7 +62,7 @@ def model_identity(encoder: Encoder) -> dict[str, Any] | None:
     folder = model_folder(encoder.config.model)
     if folder is None and source is not None:
         transformer = Path(source.transformer_path)
-        folder = transformer.parent if (transformer.parent / "modules.json").is_file() else transformer
+        folder = transformer.parent if is_sentence_transformers_folder(transformer.parent) else transformer
     if folder is None or not folder.is_dir():
         return None
     files: dict[str, Any] = {}

@@ -21,7 +21,7 @@ from longembed.retrieval.fusion import Fusion
 
 BM25 = "bm25"
 GRANULARITIES = ("document", "chunks")
-#: The strategy names of ``longembed advise`` (longembed.advice.candidates).
+#: The strategy names of ``longembed advise`` (longembed.advice.strategies).
 TRUNCATE, NAIVE_CHUNKS, LATE_CHUNKS, FUSION_SUFFIX = "truncate", "naive-chunks", "late-chunks", "+bm25"
 #: The keys of an advice strategy's ``config``: eval's strategy flags (``fuse_method`` is ``--fuse-method``).
 CONFIG_KEYS = ("model", "method", "max_length", "granularity", "chunking", "late", "naive", "fuse", "fuse_method",

@@ -42,7 +42,7 @@ from longembed.tasks.base import (
     TaskMetadata,
     word_budget,
 )
-from longembed.tasks.hub import HubTask
+from longembed.tasks.hf_hub import HubTask
 from longembed.tasks.registry import (
     HUB_CONFIGS,
     TASKS,

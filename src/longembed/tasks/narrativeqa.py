@@ -2,13 +2,13 @@
 
 LongEmbed uses the test split: 10,449 questions over 355 books and movie scripts (50,474 words on
 average). The data cannot be rebuilt from anything available offline, so this task reads only the
-LongEmbed hub layout (``dwzhu/LongEmbed``, config ``narrativeqa``; see :mod:`longembed.tasks.hub`).
+LongEmbed hub layout (``dwzhu/LongEmbed``, config ``narrativeqa``; see :mod:`longembed.tasks.hf_hub`).
 """
 
 from __future__ import annotations
 
 from longembed.tasks.base import TaskMetadata
-from longembed.tasks.hub import hub_source, hub_task_builder
+from longembed.tasks.hf_hub import hub_source, hub_task_builder
 from longembed.tasks.registry import register_task
 
 CONFIG = "narrativeqa"

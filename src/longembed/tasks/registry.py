@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from longembed.tasks.base import Task, TaskMetadata
-from longembed.tasks.hub import HubTask, hub_task_builder
+from longembed.tasks.hf_hub import HubTask, hub_task_builder
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@
     DIR/qrels/test.tsv   a header line, then query-id <TAB> corpus-id <TAB> score        (BEIR)
     or DIR/qrels.jsonl   {"qid": "q1", "doc_id": "d1", "score": 1}  (score optional: 1)   (LongEmbed)
 
-This is BEIR's layout (which mteb reads) with LongEmbed's hub layout (:mod:`longembed.tasks.hub`) as
-the other form of the judgements; rows may use either layout's id field names (hub.py's lists: a
+This is BEIR's layout (which mteb reads) with LongEmbed's hub layout (:mod:`longembed.tasks.hf_hub`) as
+the other form of the judgements; rows may use either layout's id field names (hf_hub.py's lists: a
 LongEmbed hub config folder is a task folder too). Any file may be gzipped (``corpus.jsonl.gz``,
 ``qrels/test.tsv.gz``). Another qrels file (``qrels/dev.tsv``) is chosen by naming it: ``--task-dir
 DIR/qrels/dev.tsv`` or ``TaskDirTask(DIR, qrels="qrels/dev.tsv")``; a folder holding both forms is
@@ -39,7 +39,13 @@ from pathlib import Path
 from typing import Any
 
 from longembed.tasks.base import RetrievalData, TaskMetadata, check_length, iter_jsonl, require_fields
-from longembed.tasks.hub import DOC_ID_FIELDS, QRELS_DOC_FIELDS, QRELS_QUERY_FIELDS, QUERY_ID_FIELDS, id_field
+from longembed.tasks.hf_hub import (
+    DOC_ID_FIELDS,
+    QRELS_DOC_FIELDS,
+    QRELS_QUERY_FIELDS,
+    QUERY_ID_FIELDS,
+    id_field,
+)
 from longembed.tasks.registry import task_metadata
 from longembed.textfiles import unicode_problem, utf8_lines
 
@@ -254,7 +260,7 @@ def read_queries(path: Path) -> dict[str, str]:
 
 
 def _row_id(row: Any, names: tuple[str, ...], where: str) -> str:
-    """The row's id (hub.py's field names), which must be a non-empty string or an integer."""
+    """The row's id (hf_hub.py's field names), which must be a non-empty string or an integer."""
     if not isinstance(row, dict):
         raise ValueError(f"{where}: expected a JSON object, got {type(row).__name__}")
     value = id_field(row, names, where)

@@ -9,7 +9,7 @@ Offline, ``hotpotqa`` stands in for it.
 from __future__ import annotations
 
 from longembed.tasks.base import TaskMetadata
-from longembed.tasks.hub import hub_source, hub_task_builder
+from longembed.tasks.hf_hub import hub_source, hub_task_builder
 from longembed.tasks.registry import register_task
 
 CONFIG = "2wikimqa"

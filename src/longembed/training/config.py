@@ -52,25 +52,24 @@ def require_positive_integers(config: Any, names: Sequence[str]) -> None:
 
 
 @dataclass
-class ContrastiveConfig(FlatConfig):
-    """Hyperparameters of a contrastive run, named as in the papers; round-trips through JSON.
+class TrainingConfig(FlatConfig):
+    """The fields and checks every training run shares (contrastive, MLM, retrofit): the optimizer's
+    schedule (``batch_size``, ``learning_rate``, ``warmup_steps``, ``weight_decay``, ``max_steps``), the
+    bookkeeping (checkpoints every ``save_steps``, the loss logged every ``logging_steps``), ``seed``,
+    ``precision`` (fp16 needs CUDA) and ``device`` (None: cuda if available).
 
-    Defaults are LongEmbed's further tuning (Appendix B and Table 4: lr 5e-4, 100 warm-up steps,
-    3 epochs, batch 512, tau 0.01, weight decay 0.01, 7 hard negatives).
+    A subclass sets its own defaults by declaring a field again, lists its other fields that must be
+    positive integers in ``positive_integers`` (``max_steps`` there when it may not be None), and adds
+    its own checks in :meth:`check`.
     """
 
-    config_kind: ClassVar[str] = "contrastive training"
+    positive_integers: ClassVar[tuple[str, ...]] = ()
 
-    batch_size: int = 512
-    learning_rate: float = 5e-4
+    batch_size: int = 16
+    learning_rate: float = 1e-4
     warmup_steps: int = 100
-    epochs: float = 3.0
-    max_steps: int | None = None
     weight_decay: float = 0.01
-    temperature: float = 0.01
-    symmetric: bool = False
-    hard_negatives: int = 7
-    max_seq_length: int | None = None
+    max_steps: int | None = None
     save_steps: int = 100
     logging_steps: int = 10
     seed: int = 0
@@ -78,18 +77,45 @@ class ContrastiveConfig(FlatConfig):
     device: str | None = None
 
     def __post_init__(self) -> None:
-        require_positive_integers(self, ("batch_size", "save_steps", "logging_steps"))
-        if self.max_steps is not None and (not isinstance(self.max_steps, int) or self.max_steps < 1):
-            raise ValueError(f"max_steps must be a positive integer, got {self.max_steps!r}")
-        if not 0 < self.temperature <= 1:
-            raise ValueError(f"temperature (the InfoNCE tau) must be in (0, 1], got {self.temperature}")
-        if self.learning_rate <= 0 or self.epochs <= 0 or self.warmup_steps < 0 or self.weight_decay < 0:
-            raise ValueError("learning_rate and epochs must be positive, warmup_steps and weight_decay >= 0")
-        if self.hard_negatives < 0:
-            raise ValueError(f"hard_negatives must be >= 0, got {self.hard_negatives}")
+        require_positive_integers(self, ("batch_size", "save_steps", "logging_steps", *self.positive_integers))
+        if self.max_steps is not None:
+            require_positive_integers(self, ("max_steps",))
+        if not self.learning_rate > 0 or self.warmup_steps < 0 or self.weight_decay < 0:
+            raise ValueError("learning_rate must be positive, warmup_steps and weight_decay >= 0")
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+        self.check()
 
+    def check(self) -> None:
+        """The subclass's own checks (after the shared ones); raise a ValueError naming the field."""
+
+
+@dataclass
+class ContrastiveConfig(TrainingConfig):
+    """Hyperparameters of a contrastive run, named as in the papers; round-trips through JSON.
+
+    Defaults are LongEmbed's further tuning (Appendix B and Table 4: lr 5e-4, 100 warm-up steps,
+    3 epochs, batch 512, tau 0.01, weight decay 0.01, 7 hard negatives); ``max_steps`` None: ``epochs``
+    decide the length of the run.
+    """
+
+    config_kind: ClassVar[str] = "contrastive training"
+
+    batch_size: int = 512
+    learning_rate: float = 5e-4
+    epochs: float = 3.0
+    temperature: float = 0.01
+    symmetric: bool = False
+    hard_negatives: int = 7
+    max_seq_length: int | None = None
+
+    def check(self) -> None:
+        if not 0 < self.temperature <= 1:
+            raise ValueError(f"temperature (the InfoNCE tau) must be in (0, 1], got {self.temperature}")
+        if self.epochs <= 0:
+            raise ValueError(f"epochs must be positive, got {self.epochs}")
+        if self.hard_negatives < 0:
+            raise ValueError(f"hard_negatives must be >= 0, got {self.hard_negatives}")
 
 
 def default_tuning_config(**overrides: Any) -> ContrastiveConfig:

@@ -41,6 +41,7 @@ from longembed.extension.methods import APE, detect_position_scheme
 from longembed.extension.positions import AbsolutePositions
 from longembed.loading import ModelSource, resolve_device, resolve_model
 from longembed.permissions import weights_follow_umask
+from longembed.sentence_transformers_folder import is_sentence_transformers_folder
 from longembed.training.choices import TUNABLE_METHODS
 from longembed.training.config import ContrastiveConfig, default_tuning_config
 from longembed.training.contrastive import SentenceTransformer, require_training_extra, train_contrastive
@@ -185,7 +186,7 @@ def _extended_model(
     """The model extended to Lt rows (written once to ``initial``, reused on resume), with every weight
     frozen but the new rows; and the mask of the table rows that are original (kept)."""
     method, lo, max_length = table.method, table.original_length, table.table_length
-    if not (initial / "modules.json").is_file():
+    if not is_sentence_transformers_folder(initial):
         shutil.rmtree(initial, ignore_errors=True)
         write_extended_table_model(source, method, max_length, initial)
     st_model = SentenceTransformer(str(initial), device=str(resolve_device(config.device)))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from longembed.corpus.choices import ENGINES
+from longembed.corpus.engines import ENGINES
 
 
 def add_corpus_arguments(parser: argparse.ArgumentParser) -> None:

@@ -13,7 +13,7 @@ import dataclasses
 from pathlib import Path
 
 from longembed.cli.options import MODEL_HELP, CommandHandler, add_encoder_arguments, add_settings_arguments
-from longembed.corpus.choices import ENGINES
+from longembed.corpus.engines import ENGINES
 from longembed.evaluation.spec import EvalSpec
 
 #: The EvalSpec fields that decide what an index holds and how it scores.

@@ -7,14 +7,13 @@ over the model's weights + mean pooling (section 5).
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from longembed.loading import default_model_path
+from longembed.sentence_transformers_folder import set_max_seq_length, transformer_path, write_modules
 from longembed.training.contrastive import SentenceTransformer, require_training_extra
 from longembed.training.jina.config import DEFAULT_TOKENIZER
 from longembed.training.mlm.model import is_alibi_folder
@@ -26,24 +25,11 @@ except ImportError:  # pragma: no cover - exercised only without the extra (requ
     Transformer = Pooling = None  # type: ignore[assignment,misc]
 
 RECORD_FILE = "longembed_jina.json"
-#: The files sentence-transformers needs beside a model's own weights, config and tokenizer.
-SENTENCE_TRANSFORMERS_FILES = (
-    "modules.json",
-    "sentence_bert_config.json",
-    "config_sentence_transformers.json",
-)
-POOLING_DIR = "1_Pooling"
 
 
 def transformer_folder(folder: Path | str) -> Path:
     """The folder that holds config.json (a sentence-transformers folder's Transformer module path)."""
-    folder = Path(folder)
-    modules = folder / "modules.json"
-    if modules.is_file():
-        for module in json.loads(modules.read_text()):
-            if module.get("type", "").endswith("Transformer"):
-                return folder / module.get("path", "")
-    return folder
+    return transformer_path(folder)
 
 
 def sentence_model(folder: Path | str, max_seq_length: int, device: str = "cpu") -> SentenceTransformer:
@@ -61,21 +47,15 @@ def sentence_model(folder: Path | str, max_seq_length: int, device: str = "cpu")
     return SentenceTransformer(modules=[transformer, pooling], device=device)
 
 
-def write_sentence_transformers_files(folder: Path, device: str = "cpu") -> None:
-    """Add sentence-transformers' files (modules.json, mean pooling, ...) beside a model folder's own.
-
-    sentence-transformers writes them itself (into a scratch folder, from which only its own files are
-    copied), so they have the installed version's format; the model's weights (with the MLM head),
-    config and tokenizer are left as they are.
+def write_sentence_transformers_files(folder: Path, device: str | None = None) -> None:
+    """Add sentence-transformers' files (modules.json, mean pooling, max_seq_length) beside a model
+    folder's own (section 5: mean pooling), so that ``SentenceTransformer(folder)`` and ``load_encoder``
+    open it; the model's weights (with the MLM head), config and tokenizer are left as they are.
+    ``device`` is not used (no model is loaded to write them); it is kept for earlier callers.
     """
-    model = sentence_model(folder, readable_length_of(folder), device)
-    with tempfile.TemporaryDirectory() as scratch:
-        model.save(scratch)
-        for name in SENTENCE_TRANSFORMERS_FILES:
-            if (Path(scratch) / name).is_file():
-                shutil.copy2(Path(scratch) / name, folder / name)
-        shutil.rmtree(folder / POOLING_DIR, ignore_errors=True)
-        shutil.copytree(Path(scratch) / POOLING_DIR, folder / POOLING_DIR)
+    config = json.loads((Path(folder) / "config.json").read_text())
+    write_modules(folder, "mean", int(config["hidden_size"]))
+    set_max_seq_length(folder, readable_length_of(Path(folder)))
 
 
 def readable_length(model_config: Any) -> int:

@@ -11,6 +11,7 @@ from typing import Any
 
 from longembed.models.jina_bert import JinaBertForMaskedLM
 from longembed.permissions import weights_follow_umask
+from longembed.sentence_transformers_folder import is_sentence_transformers_folder
 from longembed.training.config import ContrastiveConfig
 from longembed.training.contrastive import require_training_extra, train_contrastive
 from longembed.training.data import TrainingPair, pairs_digest
@@ -69,7 +70,7 @@ def train_jina(
     config = (config or JinaRecipeConfig()).with_overrides(stage, max_steps, device, precision)
     output = Path(output)
     init = Path(init) if init is not None else None
-    if init is not None and not (init / "config.json").is_file() and not (init / "modules.json").is_file():
+    if init is not None and not (init / "config.json").is_file() and not is_sentence_transformers_folder(init):
         raise FileNotFoundError(f"--init {init} is not a model folder (no config.json)")
     if stage != "mlm" and init is None:
         raise ValueError(f"stage {stage!r} fine-tunes a model: give --init, the folder of the previous stage")
@@ -121,7 +122,7 @@ def _train_mlm_stage(
     model.save_pretrained(output)
     weights_follow_umask(output)
     tokenizer.save_pretrained(output)
-    write_sentence_transformers_files(output, device_or_default(mlm.device))
+    write_sentence_transformers_files(output)
     record = {
         "stage": "mlm",
         "init": str(init) if init is not None else None,

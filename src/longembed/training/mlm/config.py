@@ -9,8 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from longembed.training.choices import PRECISIONS
-from longembed.training.config import FlatConfig, require_positive_integers
+from longembed.training.config import TrainingConfig, require_positive_integers
 
 POSITIONS = ("alibi", "absolute")
 
@@ -51,7 +50,7 @@ class MLMModelConfig:
 
 
 @dataclass
-class MLMConfig(FlatConfig):
+class MLMConfig(TrainingConfig):
     """Stage I hyperparameters, named as in the paper (section 4.3); round-trips through JSON.
 
     Paper values: sequences of 512 tokens, global batch 4096, eta 1e-3 / 6e-4 / 4e-4 (small / base /
@@ -60,44 +59,29 @@ class MLMConfig(FlatConfig):
     """
 
     config_kind: ClassVar[str] = "MLM"
+    positive_integers: ClassVar[tuple[str, ...]] = ("training_length", "gradient_accumulation_steps", "max_steps")
 
-    training_length: int = 128
     batch_size: int = 32
-    gradient_accumulation_steps: int = 1
     learning_rate: float = 1e-3
     warmup_steps: int = 60
     max_steps: int = 600
+    logging_steps: int = 20
+    training_length: int = 128
+    gradient_accumulation_steps: int = 1
     adam_beta1: float = 0.9
     adam_beta2: float = 0.98
     adam_epsilon: float = 1e-6
-    weight_decay: float = 0.01
     max_grad_norm: float = 1.0
     mlm_probability: float = 0.3
     whole_word_mask: bool = True
     mask_replace_prob: float = 0.8
     random_replace_prob: float = 0.1
-    save_steps: int = 100
-    logging_steps: int = 20
-    seed: int = 0
-    precision: str = "fp32"
-    device: str | None = None
 
-    def __post_init__(self) -> None:
-        require_positive_integers(
-            self,
-            ("training_length", "batch_size", "gradient_accumulation_steps", "max_steps", "save_steps", "logging_steps"),
-        )
+    def check(self) -> None:
         if self.training_length < 8:
             raise ValueError(f"training_length must be at least 8 tokens, got {self.training_length}")
-        if (
-            self.learning_rate <= 0
-            or self.warmup_steps < 0
-            or self.weight_decay < 0
-            or self.max_grad_norm < 0
-        ):
-            raise ValueError(
-                "learning_rate must be positive; warmup_steps, weight_decay and max_grad_norm >= 0"
-            )
+        if self.max_grad_norm < 0:
+            raise ValueError(f"max_grad_norm must be >= 0, got {self.max_grad_norm}")
         if not (0 <= self.adam_beta1 < 1 and 0 <= self.adam_beta2 < 1 and self.adam_epsilon > 0):
             raise ValueError("AdamW needs 0 <= beta1, beta2 < 1 and epsilon > 0")
         if not 0 < self.mlm_probability < 1:
@@ -108,5 +92,3 @@ class MLMConfig(FlatConfig):
             or self.mask_replace_prob + self.random_replace_prob > 1
         ):
             raise ValueError("mask_replace_prob and random_replace_prob must be >= 0 and sum to at most 1")
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")

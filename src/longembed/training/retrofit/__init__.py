@@ -43,7 +43,7 @@ beyond Lo with nothing else added.  The design, and why:
   (cosine) and both are scored on question -> paragraph retrieval (nDCG@10).  ``plot`` draws the loss curve.
 
 Modules: ``config`` (RetrofitConfig, plain data), ``student``, ``data``, ``targets``, ``pairs``, ``trainer``,
-``folder``, ``fidelity``, ``plot``, ``run`` (:func:`retrofit_alibi`: plan -> targets -> train -> write).  Names are
+``folder``, ``fidelity``, ``plot``, ``pipeline`` (:func:`retrofit_alibi`: plan -> targets -> train -> write).  Names are
 imported on first use, so the command line's ``--help`` reads ``config`` without torch.
 """
 
@@ -55,7 +55,12 @@ from longembed.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from longembed.training.retrofit.config import RetrofitConfig
-    from longembed.training.retrofit.run import RECORD_FILE, RetrofitResult, RetrofitSummary, retrofit_alibi
+    from longembed.training.retrofit.pipeline import (
+        RECORD_FILE,
+        RetrofitResult,
+        RetrofitSummary,
+        retrofit_alibi,
+    )
     from longembed.training.retrofit.student import (
         POSITION_TABLE,
         build_student,

@@ -9,15 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from longembed.training.choices import PRECISIONS
-from longembed.training.config import FlatConfig, require_positive_integers
+from longembed.training.config import TrainingConfig, require_positive_integers
 
 #: The shortest training text: [CLS], at least one token, [SEP].
 MIN_TEXT_TOKENS = 3
 
 
 @dataclass
-class RetrofitConfig(FlatConfig):
+class RetrofitConfig(TrainingConfig):
     """Hyperparameters of a retrofit by distillation; ``to_dict``/``from_dict`` round-trip them.
 
     - ``max_steps`` optimizer steps of ``batch_size`` texts; every text of a batch has the same
@@ -42,14 +41,12 @@ class RetrofitConfig(FlatConfig):
     """
 
     config_kind: ClassVar[str] = "retrofit"
+    positive_integers: ClassVar[tuple[str, ...]] = ("max_steps", "min_seq_length", "pairs_batch_size")
 
-    max_steps: int = 2000
     batch_size: int = 16
+    max_steps: int = 2000
     max_seq_length: int | None = None
     min_seq_length: int = 64
-    learning_rate: float = 1e-4
-    warmup_steps: int = 100
-    weight_decay: float = 0.01
     token_weight: float = 1.0
     slope_scale: float = 1.0
     pairs_weight: float = 0.0
@@ -57,16 +54,8 @@ class RetrofitConfig(FlatConfig):
     pairs_temperature: float = 0.05
     hard_negatives: int = 1
     held_out_articles: int = 5
-    save_steps: int = 100
-    logging_steps: int = 10
-    seed: int = 0
-    precision: str = "fp32"
-    device: str | None = None
 
-    def __post_init__(self) -> None:
-        require_positive_integers(
-            self, ("max_steps", "batch_size", "min_seq_length", "save_steps", "logging_steps", "pairs_batch_size")
-        )
+    def check(self) -> None:
         if self.max_seq_length is not None:
             require_positive_integers(self, ("max_seq_length",))
         if self.min_seq_length < MIN_TEXT_TOKENS:
@@ -75,8 +64,6 @@ class RetrofitConfig(FlatConfig):
             raise ValueError(
                 f"max_seq_length {self.max_seq_length} is shorter than min_seq_length {self.min_seq_length}"
             )
-        if not self.learning_rate > 0 or self.warmup_steps < 0 or self.weight_decay < 0:
-            raise ValueError("learning_rate must be positive, warmup_steps and weight_decay >= 0")
         if not self.token_weight >= 0:
             raise ValueError(f"token_weight must be >= 0, got {self.token_weight}")
         if not self.slope_scale > 0:
@@ -89,5 +76,3 @@ class RetrofitConfig(FlatConfig):
             raise ValueError(f"held_out_articles must be an integer >= 0, got {self.held_out_articles!r}")
         if not isinstance(self.hard_negatives, int) or isinstance(self.hard_negatives, bool) or self.hard_negatives < 0:
             raise ValueError(f"hard_negatives must be an integer >= 0, got {self.hard_negatives!r}")
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")

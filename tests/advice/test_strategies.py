@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from longembed import load_encoder
-from longembed.advice.candidates import EXTENSION_FOR_SCHEME, ModelFacts, plan_candidates
+from longembed.advice.strategies import EXTENSION_FOR_SCHEME, ModelFacts, plan_candidates
 from longembed.evaluation.spec import EvalSpec
 from longembed.extension.methods import METHODS
 from longembed.results.advice import BM25, DENSE, HYBRID

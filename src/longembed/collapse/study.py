@@ -29,11 +29,11 @@ from typing import Any
 import numpy as np
 
 from longembed.collapse.buckets import Bucket, build_length_buckets, build_short_buckets
-from longembed.collapse.choices import (
+from longembed.collapse.corpus import SOURCES, load_long_documents
+from longembed.collapse.defaults import (
     DEFAULT_LENGTHS,
     DEFAULT_SHORT_EDGES,
 )
-from longembed.collapse.corpus import SOURCES, load_long_documents
 from longembed.collapse.metrics import embedding_statistics
 from longembed.collapse.plots import plot_collapse
 from longembed.collapse.sigma import attention_sigma_a

@@ -4,7 +4,7 @@
     >>> job = EmbedJob("path/to/all-MiniLM-L6-v2", method="pi", max_length=2048)
     >>> result = embed_corpus("shards/", "vectors/", job, engine="ray", ray=RaySettings(actors=2))
 
-Progress is one log line per finished shard (logger ``longembed.corpus.run``); empty ``.txt`` lines
+Progress is one log line per finished shard (logger ``longembed.corpus.embed``); empty ``.txt`` lines
 are skipped with a warning; a shard with bad input is reported in ``result.failed`` while the
 others are written, so a rerun after fixing it embeds only that shard.
 """
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from longembed.corpus.arrow import require_arrow
-from longembed.corpus.choices import ENGINES
+from longembed.corpus.engines import ENGINES
 from longembed.corpus.job import EmbedJob, ShardReport
 from longembed.corpus.local import embed_shards_locally
 from longembed.corpus.plan import CorpusPlan, plan_corpus

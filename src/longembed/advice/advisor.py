@@ -8,7 +8,7 @@
 What one advice does, and where each step lives:
 
 1. **Plan**: the model's position scheme, pooling and window decide the strategies
-   (:mod:`.candidates`); the data is read once (:mod:`.data`).
+   (:mod:`.strategies`); the data is read once (:mod:`.data`).
 2. **Estimate** (:mod:`.estimate`): every strategy's run planned dry, seconds from a timed warm-up;
    printed before anything is encoded; over ``budget_seconds`` the data is sampled, and that is said.
 3. **Run**: each strategy is an ordinary ``evaluate_model`` run into ``OUTPUT/runs/<strategy>/``,
@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from longembed.advice.candidates import TRUNCATE, Candidate, ModelFacts, plan_candidates
 from longembed.advice.commands import DataFlags, strategy_commands, strategy_config
 from longembed.advice.costs import CostMeter, Measured, cost_sample, machine
 from longembed.advice.data import AdviceData, Selection, load_data
@@ -44,6 +43,7 @@ from longembed.advice.estimate import (
 )
 from longembed.advice.recommend import choose_best, compare_with_best, more_queries_text, recommend
 from longembed.advice.spec import AdviseSpec
+from longembed.advice.strategies import TRUNCATE, Candidate, ModelFacts, plan_candidates
 from longembed.advice.write import write_advice
 from longembed.encoder import load_encoder
 from longembed.evaluation.cached_encoder import CachedEncoder

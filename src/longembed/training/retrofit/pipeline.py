@@ -170,7 +170,7 @@ def retrofit_alibi(
 
     summary = _train(student, plan, targets, checkpoint_dir, config, resume_from, show_progress, callbacks)
     summary.teacher_seconds = round(teacher_seconds, 1)
-    write_student_folder(student, plan.tokenizer, source, output, str(device))
+    write_student_folder(student, plan.tokenizer, source, output)
     record = {
         "format_version": FORMAT_VERSION,
         "teacher": {"name": source.name, "files": plan.identity["teacher"], "window": teacher_window(bert_config)},

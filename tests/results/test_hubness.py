@@ -1,4 +1,4 @@
-"""``longembed.results.hubs``: the first-ranked summary against a naive count, the hub rule at its
+"""``longembed.results.hubness``: the first-ranked summary against a naive count, the hub rule at its
 boundaries, and the record's round trip through results.json's codec."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from longembed.results import HUB_RULE, FirstRanked, first_ranked_summary
-from longembed.results.hubs import HUB_FACTOR, HUB_MIN_QUERIES, HUB_MIN_SHARE, skewness
+from longembed.results.hubness import HUB_FACTOR, HUB_MIN_QUERIES, HUB_MIN_SHARE, skewness
 
 
 def naive_summary(first: dict[str, str], qrels: dict[str, dict[str, int]],

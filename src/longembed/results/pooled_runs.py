@@ -19,7 +19,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
-from longembed.results.run import RunResults, TaskResult
+from longembed.results.run_results import RunResults, TaskResult
 
 PooledSource = RunResults | str | Path
 

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from longembed.results.codec import Record, to_data
 from longembed.results.files import load_result_file, write_json
-from longembed.results.hubs import FirstRanked
+from longembed.results.hubness import FirstRanked
 
 RESULTS_FORMAT = "longembed-results/1"
 RESULTS_FILE = "results.json"
@@ -118,7 +118,7 @@ class UnitResult(Record):
     score's 95% interval.  ``data_sha256``: a fingerprint of the unit's corpus, queries and qrels, so
     two runs can be checked to have scored the same data.  ``first_ranked``: each query's first-ranked
     document id, and ``first_ranked_stats`` their summary, which tells a hub (one document ranked first
-    for many queries that do not ask for it; :mod:`longembed.results.hubs`) from merely poor vectors
+    for many queries that do not ask for it; :mod:`longembed.results.hubness`) from merely poor vectors
     (both None in files written before longembed kept them).  ``secondary_per_query`` and
     ``secondary_intervals``: the same for the other metrics ``eval`` prints (:data:`SECONDARY_METRICS`,
     accuracy@1 and recall@10), metric -> query id -> score and metric -> interval (None in older files).
@@ -172,7 +172,7 @@ class TaskResult(Record):
 
     def hubs(self) -> dict[int | None, FirstRanked]:
         """Length (None for a real task) -> the first-ranked summary of each unit whose top document
-        is a hub (:data:`longembed.results.hubs.HUB_RULE`); empty when none is, or none was kept."""
+        is a hub (:data:`longembed.results.hubness.HUB_RULE`); empty when none is, or none was kept."""
         return {
             length: unit.first_ranked_stats
             for length, unit in self.units().items()
@@ -290,7 +290,7 @@ class RunResults(Record):
 
     def hubs(self) -> dict[tuple[str, int | None], FirstRanked]:
         """(task, length or None) -> the first-ranked summary of every unit whose top document is a hub
-        (:data:`longembed.results.hubs.HUB_RULE`); empty when none is, or the file kept no summaries."""
+        (:data:`longembed.results.hubness.HUB_RULE`); empty when none is, or the file kept no summaries."""
         return {(name, length): stats for name, task in self.tasks.items() for length, stats in task.hubs().items()}
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """The report's section on first-ranked documents: how concentrated each run's top results are, and
-which units have a hub (:mod:`longembed.results.hubs`)."""
+which units have a hub (:mod:`longembed.results.hubness`)."""
 
 from __future__ import annotations
 
