@@ -1,7 +1,8 @@
 """LongContextEncoder: one encoder, every context-window extension method as a switch.
 
     >>> enc = load_encoder("nomic-embed-text-v1.5", method="selfextend", max_length=8192)
-    >>> enc.encode(["a long text ..."], batch_size=4, prompt_name="document")
+    >>> enc.encode_document(["a long text ..."], batch_size=4)  # the model's "document" prompt
+    >>> enc.encode_query(["a question"])                          # its "query" prompt
 
 The encoder loads an unmodified model, selects longembed's attention function on that model
 instance only, and passes per-batch instructions (an ``AttentionPlan``) through the model's
@@ -38,7 +39,7 @@ from longembed.chunking.spans import (
 )
 from longembed.chunking.tokens import TokenEmbeddings, assemble_tokens, plan_windows, window_inputs
 from longembed.config import EncoderConfig, check_scale_factor, check_temperature
-from longembed.encoder_protocol import retrieval_prompts
+from longembed.encoder_protocol import retrieval_prompts, role_prompt_name
 from longembed.extension.attention import AttentionPlan
 from longembed.extension.methods import build_method
 from longembed.extension.pcw import mean_over_windows
@@ -200,6 +201,52 @@ class LongContextEncoder:
             max_tokens_per_batch, temperature, _stacklevel=3,
         )
         return out[0] if isinstance(texts, str) else out
+
+    def encode_query(
+        self, sentences: str | Sequence[str], prompt_name: str | None = None, prompt: str | None = None, **kwargs: Any
+    ) -> np.ndarray | list[np.ndarray]:
+        """Embed queries: :meth:`encode` with the model's query prompt, as sentence-transformers'
+        ``encode_query`` does.
+
+        Args:
+            sentences: one text or a list of texts.
+            prompt_name: a prompt of the model to use instead; default: its "query" prompt, none if it
+                has none.
+            prompt: a literal prefix to use instead (then no model prompt is added).
+            **kwargs: any other argument of :meth:`encode` (batch_size, normalize_embeddings, ...).
+
+        Returns:
+            What :meth:`encode` returns: float32 (len(sentences), dim), or one vector for a str.
+
+        Raises:
+            ValueError: as :meth:`encode` (an unknown prompt_name, both prompt and prompt_name, ...).
+        """
+        if prompt_name is None and prompt is None:
+            prompt_name = role_prompt_name(self.prompts, "query")
+        return self.encode(sentences, prompt=prompt, prompt_name=prompt_name, **kwargs)
+
+    def encode_document(
+        self, sentences: str | Sequence[str], prompt_name: str | None = None, prompt: str | None = None, **kwargs: Any
+    ) -> np.ndarray | list[np.ndarray]:
+        """Embed documents: :meth:`encode` with the model's document prompt, as sentence-transformers'
+        ``encode_document`` does.
+
+        Args:
+            sentences: one text or a list of texts.
+            prompt_name: a prompt of the model to use instead; default: its first prompt among
+                "document", "passage" (E5's name) and "corpus", none if it has none.
+            prompt: a literal prefix to use instead (then no model prompt is added).
+            **kwargs: any other argument of :meth:`encode` (batch_size, normalize_embeddings, ...).
+
+        Returns:
+            What :meth:`encode` returns: float32 (len(sentences), dim), or one vector for a str.
+
+        Raises:
+            ValueError: as :meth:`encode` (an unknown prompt_name, both prompt and prompt_name, ...).
+        """
+        if prompt_name is None and prompt is None:
+            prompt_name = role_prompt_name(self.prompts, "document")
+        return self.encode(sentences, prompt=prompt, prompt_name=prompt_name, **kwargs)
 
     def tokenize(
         self, texts: str | Sequence[str], prompt: str | None = None, prompt_name: str | None = None
