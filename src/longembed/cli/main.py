@@ -17,7 +17,7 @@ import os
 import sys
 
 from longembed import __version__
-from longembed.noise import show_longembed_warnings_plainly
+from longembed.noise import show_longembed_warnings_plainly, silence_known_library_noise
 
 #: subcommand -> its modules: ``longembed.cli.parsers.<module>`` (``register_cli``) and ``longembed.cli.<module>``.
 SUBCOMMANDS = {
@@ -69,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run a subcommand; a user error prints one line ``longembed CMD: error: ...`` and exits 2; a reader
     that closed stdout early (``| head``) ends the command quietly with :data:`BROKEN_PIPE_STATUS`."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    silence_known_library_noise()
     show_longembed_warnings_plainly()
     args = build_parser(argv).parse_args(argv)
     try:
