@@ -22,6 +22,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from longembed.config import EncoderConfig
     from longembed.encoder import EncodeStats, LongContextEncoder, load_encoder
+    from longembed.errors import UserError
     from longembed.extension.methods import METHODS
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, __file__, also=("__version__",))

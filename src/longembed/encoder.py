@@ -40,6 +40,7 @@ from longembed.chunking.spans import (
 from longembed.chunking.tokens import TokenEmbeddings, assemble_tokens, plan_windows, window_inputs
 from longembed.config import EncoderConfig, check_scale_factor, check_temperature
 from longembed.encoder_protocol import retrieval_prompts, role_prompt_name
+from longembed.errors import UserError
 from longembed.extension.attention import AttentionPlan
 from longembed.extension.methods import build_method
 from longembed.extension.pcw import mean_over_windows
@@ -188,7 +189,7 @@ class LongContextEncoder:
         character offsets).
         """
         if output_value not in OUTPUT_VALUES:
-            raise ValueError(f"output_value must be one of {OUTPUT_VALUES}, got {output_value!r}")
+            raise UserError(f"output_value must be one of {OUTPUT_VALUES}, got {output_value!r}")
         if output_value == "token_embeddings":
             tokens = self.encode_tokens(
                 texts, batch_size=batch_size, show_progress_bar=show_progress_bar, prompt=prompt,
@@ -271,7 +272,7 @@ class LongContextEncoder:
         if temperature is not None:
             temperature = check_temperature(temperature)
         if batch_size < 1:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
+            raise UserError(f"batch_size must be positive, got {batch_size}")
         prepared = self._prepare_tokenized(inputs, stacklevel=_stacklevel + 1)
         norm = self.normalize if normalize_embeddings is None else normalize_embeddings
         per_sequence = self._run(
@@ -309,7 +310,7 @@ class LongContextEncoder:
         if temperature is not None:
             temperature = check_temperature(temperature)
         if batch_size < 1:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
+            raise UserError(f"batch_size must be positive, got {batch_size}")
         inputs = self.tokenize(texts, prompt, prompt_name)
         require_offsets(inputs, self.tokenizer)
         if window_overlap is None:
@@ -345,9 +346,9 @@ class LongContextEncoder:
             temperature = check_temperature(temperature)
         longest = max((len(s) for s in sequences), default=0)
         if longest > self.window_length:
-            raise ValueError(f"a sequence has {longest} tokens, more than one model input holds ({self.window_length})")
+            raise UserError(f"a sequence has {longest} tokens, more than one model input holds ({self.window_length})")
         if any(len(s) == 0 for s in sequences):
-            raise ValueError("an empty token sequence has no states")
+            raise UserError("an empty token sequence has no states")
         return self._run_states([list(s) for s in sequences], len(sequences) or 1, max_tokens_per_batch, False,
                                 temperature)
 
@@ -356,7 +357,7 @@ class LongContextEncoder:
         checked = check_texts(texts)
         if not isinstance(chunking, str | TokenChunking | SentenceChunking):
             if len(chunking) != len(checked):
-                raise ValueError(f"chunking gives spans for {len(chunking)} texts, but there are {len(checked)} texts")
+                raise UserError(f"chunking gives spans for {len(chunking)} texts, but there are {len(checked)} texts")
             return [check_spans(t, spans, f"chunking[{i}]") for i, (t, spans) in enumerate(zip(checked, chunking, strict=True))]
         rule = parse_chunking(chunking)
         if isinstance(rule, SentenceChunking):
@@ -398,7 +399,7 @@ class LongContextEncoder:
         norm = self.normalize if normalize_embeddings is None else normalize_embeddings
         if late:
             if self.pooling != "mean":
-                raise ValueError(
+                raise UserError(
                     f"late chunking mean-pools each chunk's token states, but this model pools with "
                     f"{self.pooling!r} (its vectors were trained that way); use late=False (naive chunking), "
                     "or load it with pooling='mean' if you accept a pooling it was not trained with"
@@ -465,12 +466,12 @@ class LongContextEncoder:
     def resolve_prompt(self, prompt: str | None = None, prompt_name: str | None = None) -> str:
         """The prefix put before each text: ``prompt`` literally, or the model's prompt named ``prompt_name``."""
         if prompt is not None and prompt_name is not None:
-            raise ValueError("pass either prompt or prompt_name, not both")
+            raise UserError("pass either prompt or prompt_name, not both")
         if prompt_name is None:
             return prompt or ""
         if prompt_name not in self.prompts:
             known = ", ".join(repr(k) for k in self.prompts) or "none"
-            raise ValueError(
+            raise UserError(
                 f"unknown prompt_name {prompt_name!r}; this model's prompts: {known} (or pass prompt=)"
             )
         return self.prompts[prompt_name]

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 from longembed.config import EncoderConfig
+from longembed.errors import UserTypeError
 
 if TYPE_CHECKING:
     from longembed.loading import ModelSource
@@ -108,7 +109,7 @@ def check_encoder(encoder: Any) -> Encoder:
     if isinstance(encoder, Encoder):
         return encoder
     members = [name for name in ENCODER_MEMBERS if not hasattr(encoder, name)]
-    raise TypeError(f"{type(encoder).__name__} is not an Encoder: it has no {', '.join(sorted(members))}")
+    raise UserTypeError(f"{type(encoder).__name__} is not an Encoder: it has no {', '.join(sorted(members))}")
 
 
 #: The members of :class:`Encoder`, for error messages.

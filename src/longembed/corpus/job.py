@@ -27,6 +27,7 @@ from longembed.config import EncoderConfig
 from longembed.corpus.shards import Shard, ShardReader, text_unit
 from longembed.corpus.writer import shard_metadata, write_vectors
 from longembed.encoder import LongContextEncoder, load_encoder
+from longembed.errors import UserError
 from longembed.loading import default_method
 
 #: Documents encoded per encode() call (and per parquet row group): bounds memory on any shard size;
@@ -62,7 +63,7 @@ class EmbedJob:
         if Path(self.model).expanduser().exists():
             self.model = str(Path(self.model).expanduser().resolve())
         if self.chunk_rows < 1:
-            raise ValueError(f"chunk_rows must be at least 1, got {self.chunk_rows}")
+            raise UserError(f"chunk_rows must be at least 1, got {self.chunk_rows}")
 
     def fingerprint(self, kind: str | None = None) -> dict[str, Any]:
         """Everything that decides the ids and vectors (not device, batch size, chunking or threads):
