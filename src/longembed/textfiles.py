@@ -100,12 +100,12 @@ def lines_through(prefix: bytes) -> int:
 
 def not_utf8_error(
     path: Path, line: int, line_offset: int, raw: bytes, exc: UnicodeDecodeError, start: int | None = None
-) -> ValueError:
-    """The ValueError for bad bytes at ``start`` (default ``exc.start``) of ``raw``, the line that starts
+) -> UserError:
+    """The error (a :class:`~longembed.errors.UserError`, so a ValueError) for bad bytes at ``start`` (default ``exc.start``) of ``raw``, the line that starts
     at byte ``line_offset`` of the file."""
     start = exc.start if start is None else start
     bad = raw[start : start + 1].hex()
-    return ValueError(
+    return UserError(
         f"{path}:{line}: not UTF-8 text (byte 0x{bad} at byte offset {line_offset + start} of the file); "
         "save the file as UTF-8"
     )

@@ -107,17 +107,17 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # overflow is reported in the summary below
-        vectors = encoder.encode(
+        vectors, stats = encoder.encode(
             docs,
             batch_size=args.batch_size,
             show_progress_bar=True,
             prompt=args.prompt,
             prompt_name=args.prompt_name,
             normalize_embeddings=False if args.no_normalize else None,
+            return_stats=True,
         )
     elapsed = time.perf_counter() - start
     atomic_write_bytes(output, lambda handle: np.save(handle, vectors))
-    stats = encoder.last_stats
     print(f"{encoder!r}")
     print(
         f"embedded {len(docs)} documents ({stats.n_sequences} sequences) -> {output} "

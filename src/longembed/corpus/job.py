@@ -169,14 +169,14 @@ class ShardEmbedder:
         for ids, texts in reader.chunks(self.job.chunk_rows):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)  # truncation is counted and reported instead
-                vectors = self.encoder.encode(
+                vectors, stats = self.encoder.encode(
                     texts,
                     batch_size=self.job.batch_size,
                     prompt=self.job.prompt,
                     prompt_name=self.job.prompt_name,
                     normalize_embeddings=self.job.normalize,
+                    return_stats=True,
                 )
-            stats = self.encoder.last_stats
             truncated = np.zeros(len(ids), dtype=bool)
             truncated[stats.truncated_indices] = True
             report.truncated += stats.n_truncated

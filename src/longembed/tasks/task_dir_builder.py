@@ -52,7 +52,7 @@ _TASK_ENTRIES = {*CORPUS_FILES, *QUERIES_FILES, "qrels", "qrels.jsonl", "qrels.j
 _BOM = "\ufeff"
 
 
-class TaskDirProblems(ValueError):
+class TaskDirProblems(UserError):
     """Every problem found in the documents and the questions, each ``file:line: what`` (one per line)."""
 
     def __init__(self, problems: Sequence[str]) -> None:
