@@ -40,7 +40,7 @@ from longembed.chunking.spans import (
 )
 from longembed.chunking.tokens import TokenEmbeddings, assemble_tokens, plan_windows, window_inputs
 from longembed.config import EncoderConfig, check_scale_factor, check_temperature
-from longembed.encoder_protocol import retrieval_prompts, role_prompt_name
+from longembed.encoder_protocol import EncoderMetadata, retrieval_prompts, role_prompt_name
 from longembed.errors import UserError
 from longembed.extension.attention import AttentionPlan
 from longembed.extension.methods import build_method
@@ -153,6 +153,16 @@ class LongContextEncoder:
         return model
 
     # ------------------------------------------------------------------ public API
+    @property
+    def metadata(self) -> EncoderMetadata:
+        """Who this encoder is, for results and cache keys (:class:`~longembed.encoder_protocol.EncoderMetadata`)."""
+        return EncoderMetadata(
+            config=self.config, tokenizer=self.tokenizer, prompts=self.prompts, source=self.source,
+            device=self.device, method=self.method, position_scheme=self.position_scheme,
+            max_length=self.max_length, original_length=self.original_length, pooling=self.pooling,
+            normalize=self.normalize,
+        )
+
     @property
     def embedding_dim(self) -> int:
         return self.model_config.hidden_size
