@@ -100,11 +100,17 @@ class TextScorer(Protocol):
 
 @dataclass(frozen=True)
 class ScorerMetadata:
-    """What a run records of a :class:`TextScorer`: its settings (results' ``config.encoder``) and its
-    provenance (results' ``versions.model``)."""
+    """What a run records of a :class:`TextScorer`: its settings (results' ``config.encoder``, whose
+    ``model`` names it), its provenance (results' ``versions.model``), and the name messages use."""
 
     config: dict[str, Any]
     provenance: dict[str, Any]
+    display_name: str = ""
+
+    @property
+    def name(self) -> str:
+        """How messages name the model: ``display_name``, else ``config["model"]``."""
+        return self.display_name or str(self.config.get("model", "the model"))
 
 
 @dataclass

@@ -240,7 +240,7 @@ def plan_run(model: Encoder | CachedEncoder | TextScorer, spec: EvalSpec) -> Run
                           data_dir=None if data_path is None else str(data_path), task_options=synthetic.record())
     versions = library_versions()
     if isinstance(model, TextScorer):
-        name = model.metadata.config.get("model", type(model).__name__)
+        name = model.metadata.name
         if level.chunked:
             raise UserError(f"{name} scores whole documents: granularity='chunks' needs an encoder")
         if fusion is not None:
@@ -248,7 +248,7 @@ def plan_run(model: Encoder | CachedEncoder | TextScorer, spec: EvalSpec) -> Run
         scorer: CachedEncoder | TextScorer = model
         sides, max_length = {}, None
         described.encoder, versions["model"] = dict(model.metadata.config), dict(model.metadata.provenance)
-        described.similarity = name
+        described.similarity = model.metadata.config.get("model", name)
     else:
         scorer = model if isinstance(model, CachedEncoder) else cached_encoder(model, spec)
         sides = _sides(scorer, spec)

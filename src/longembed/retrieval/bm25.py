@@ -77,7 +77,7 @@ class BM25Model:
         config = {"model": "bm25", "k1": self.k1, "b": self.b, "variant": self.method, "stopwords": self.stopwords,
                   "stemmer": self.stemmer_name}
         provenance = {"name": "bm25", "bm25s": _version("bm25s"), "PyStemmer": _version("PyStemmer")}
-        return ScorerMetadata(config=config, provenance=provenance)
+        return ScorerMetadata(config=config, provenance=provenance, display_name="BM25")
 
     def _tokenize(self, texts: Sequence[str], return_ids: bool) -> Any:
         return _bm25s().tokenize(
