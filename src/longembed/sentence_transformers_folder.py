@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from longembed.errors import UserError
+
 MODULES_FILE = "modules.json"
 #: The Transformer module's settings (``max_seq_length``), beside its weights.
 TRANSFORMER_CONFIG_FILE = "sentence_bert_config.json"
@@ -64,7 +66,7 @@ def read_modules(folder: Path | str) -> list[dict[str, Any]]:
     path = Path(folder) / MODULES_FILE
     modules = json.loads(path.read_text())
     if not isinstance(modules, list) or not all(isinstance(m, dict) for m in modules):
-        raise ValueError(f"{path}: expected a list of modules, got {type(modules).__name__}")
+        raise UserError(f"{path}: expected a list of modules, got {type(modules).__name__}")
     return modules
 
 
@@ -107,7 +109,7 @@ def read_pooling(config_file: Path) -> str:
     if config.get("pooling_mode") in POOLING_SWITCHES:
         modes = [config["pooling_mode"]]
     if len(modes) != 1:
-        raise ValueError(
+        raise UserError(
             f"{config_file}: unsupported pooling configuration {config}; pass pooling= one of {tuple(POOLING_SWITCHES)}"
         )
     return modes[0]
@@ -133,7 +135,7 @@ def write_modules(
     ``embedding_dimension``, and a Normalize module when ``normalize``."""
     folder = Path(folder)
     if pooling not in POOLING_SWITCHES:
-        raise ValueError(f"pooling must be one of {tuple(POOLING_SWITCHES)}, got {pooling!r}")
+        raise UserError(f"pooling must be one of {tuple(POOLING_SWITCHES)}, got {pooling!r}")
     modules = [_module(0, "Transformer", transformer), _module(1, "Pooling", POOLING_DIR)]
     if normalize:
         modules.append(_module(2, "Normalize", NORMALIZE_DIR))

@@ -113,6 +113,7 @@ class _Counting:
 
     def __init__(self, max_length: int) -> None:
         self.encoder = SimpleNamespace(max_length=max_length)
+        self.max_length = max_length  # a CachedEncoder answers it from the wrapped encoder's metadata
 
     def missing(self, texts, *args, **kwargs):
         return 0, list(texts)

@@ -25,11 +25,13 @@ scores, so it cannot). NaN scores rank last.
 from __future__ import annotations
 
 import math
+import warnings
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from longembed.errors import UserError
 from longembed.retrieval.ranking import rank
 
 DEFAULT_K_VALUES: tuple[int, ...] = (1, 3, 5, 10, 100)
@@ -105,10 +107,10 @@ def per_query_metrics(
     relevant document or an empty ranking scores 0 (it still counts in the mean, as in BEIR/mteb).
     """
     if not qrels:
-        raise ValueError("qrels are empty")
+        raise UserError("qrels are empty")
     k_values = sorted(set(k_values))
     if not k_values or k_values[0] < 1:
-        raise ValueError(f"k_values must be positive integers, got {k_values}")
+        raise UserError(f"k_values must be positive integers, got {k_values}")
     names = [f"{m}@{k}" for m in ("ndcg", "mrr", "recall") for k in k_values] + ["accuracy@1"]
     per_query: dict[str, dict[str, float]] = {name: {} for name in names}
     for qid, judged in qrels.items():
@@ -124,7 +126,7 @@ def _query_metrics(
     relevant = {d: float(r) for d, r in judged.items() if r > 0}
     ranked = list(ranking)
     if len(set(ranked)) != len(ranked):
-        raise ValueError(f"the ranking of query {qid!r} lists a document twice")
+        raise UserError(f"the ranking of query {qid!r} lists a document twice")
     values = {f"{m}@{k}": 0.0 for m in ("ndcg", "mrr", "recall") for k in k_values}
     values["accuracy@1"] = 0.0
     if not relevant or not ranked:
@@ -141,18 +143,38 @@ def _query_metrics(
     return values
 
 
-def evaluate(
+def retrieval_metrics(
     qrels: Mapping[str, Mapping[str, int]],
     ranking: Mapping[str, Sequence[str]],
     k_values: Sequence[int] = DEFAULT_K_VALUES,
 ) -> dict[str, float]:
     """Mean ``ndcg@k``, ``mrr@k``, ``recall@k`` (for each k) and ``accuracy@1`` over the queries of ``qrels``.
 
-    ``ranking`` maps a query id to its documents, best first (e.g. the output of :func:`rank`); a
-    ranking only needs to be as long as the largest k. Values are in [0, 1]: the means of
-    :func:`per_query_metrics`, summed in the order of ``qrels``.
+    Args:
+        qrels: query id -> {document id: relevance grade}; every query in it is scored.
+        ranking: query id -> its documents, best first (e.g. the output of :func:`rank`); a ranking
+            only needs to be as long as the largest k.
+        k_values: the cut-offs of ndcg, mrr and recall.
+
+    Returns:
+        Metric name -> value in [0, 1]: the means of :func:`per_query_metrics`, summed in the order of
+        ``qrels``.
+
+    Raises:
+        UserError: an empty qrels, or a ranking that lists a document twice.
     """
     return mean_metrics(per_query_metrics(qrels, ranking, k_values))
+
+
+def evaluate(
+    qrels: Mapping[str, Mapping[str, int]],
+    ranking: Mapping[str, Sequence[str]],
+    k_values: Sequence[int] = DEFAULT_K_VALUES,
+) -> dict[str, float]:
+    """Deprecated name of :func:`retrieval_metrics` (it read like :func:`~longembed.evaluation.evaluate_model`)."""
+    warnings.warn("longembed.evaluation.evaluate is deprecated: use retrieval_metrics (same arguments)",
+                  DeprecationWarning, stacklevel=2)
+    return retrieval_metrics(qrels, ranking, k_values)
 
 
 def mean_metrics(per_query: Mapping[str, Mapping[str, float]]) -> dict[str, float]:

@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from longembed.batching import length_batches
+from longembed.errors import UserError
 from longembed.serving.scheduling import Policy, policy_named
 from longembed.serving.throughput import Throughput
 
@@ -172,12 +173,12 @@ class DynamicBatcher:
 
     def __post_init__(self) -> None:
         if self.max_batch_tokens < 1 or self.max_queue_tokens < 1:
-            raise ValueError("max_batch_tokens and max_queue_tokens must be positive")
+            raise UserError("max_batch_tokens and max_queue_tokens must be positive")
         if self.sub_batch_tokens is not None and self.sub_batch_tokens < 1:
-            raise ValueError(f"sub_batch_tokens must be positive (or None), got {self.sub_batch_tokens}")
+            raise UserError(f"sub_batch_tokens must be positive (or None), got {self.sub_batch_tokens}")
         self.call_tokens = min(self.sub_batch_tokens or self.max_batch_tokens, self.max_batch_tokens)
         if self.max_queue_seconds is not None and self.max_queue_seconds <= 0:
-            raise ValueError(f"max_queue_seconds must be positive (or None), got {self.max_queue_seconds}")
+            raise UserError(f"max_queue_seconds must be positive (or None), got {self.max_queue_seconds}")
         self.policy: Policy = policy_named(self.scheduler) if isinstance(self.scheduler, str) else self.scheduler
 
     # ---------------------------------------------------------------- client side
@@ -197,9 +198,9 @@ class DynamicBatcher:
         fails with :class:`QueueTimeout` if the request is still waiting at its limit.
         """
         if len(inputs) != len(token_counts) or not inputs:
-            raise ValueError("submit needs one token count per input, and at least one input")
+            raise UserError("submit needs one token count per input, and at least one input")
         if kind not in KINDS or (kind == "states" and self.encode_states is None):
-            raise ValueError(f"this batcher cannot run {kind!r} work (kinds: {KINDS}; states need encode_states)")
+            raise UserError(f"this batcher cannot run {kind!r} work (kinds: {KINDS}; states need encode_states)")
         tokens = sum(token_counts)
         if tokens > self.max_queue_tokens:
             raise RequestTooLarge(

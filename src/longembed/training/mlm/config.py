@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from longembed.errors import UserError
 from longembed.training.config import TrainingConfig, require_positive_integers
 
 POSITIONS = ("alibi", "absolute")
@@ -36,17 +37,17 @@ class MLMModelConfig:
 
     def __post_init__(self) -> None:
         if self.positions not in POSITIONS:
-            raise ValueError(f"positions must be one of {POSITIONS}, got {self.positions!r}")
+            raise UserError(f"positions must be one of {POSITIONS}, got {self.positions!r}")
         require_positive_integers(
             self, ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
         )
         if self.hidden_size % self.num_attention_heads:
-            raise ValueError(
+            raise UserError(
                 f"hidden_size {self.hidden_size} is not a multiple of num_attention_heads {self.num_attention_heads}"
             )
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             if not 0 <= getattr(self, name) < 1:
-                raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
+                raise UserError(f"{name} must be in [0, 1), got {getattr(self, name)}")
 
 
 @dataclass
@@ -79,16 +80,16 @@ class MLMConfig(TrainingConfig):
 
     def check(self) -> None:
         if self.training_length < 8:
-            raise ValueError(f"training_length must be at least 8 tokens, got {self.training_length}")
+            raise UserError(f"training_length must be at least 8 tokens, got {self.training_length}")
         if self.max_grad_norm < 0:
-            raise ValueError(f"max_grad_norm must be >= 0, got {self.max_grad_norm}")
+            raise UserError(f"max_grad_norm must be >= 0, got {self.max_grad_norm}")
         if not (0 <= self.adam_beta1 < 1 and 0 <= self.adam_beta2 < 1 and self.adam_epsilon > 0):
-            raise ValueError("AdamW needs 0 <= beta1, beta2 < 1 and epsilon > 0")
+            raise UserError("AdamW needs 0 <= beta1, beta2 < 1 and epsilon > 0")
         if not 0 < self.mlm_probability < 1:
-            raise ValueError(f"mlm_probability must be in (0, 1), got {self.mlm_probability}")
+            raise UserError(f"mlm_probability must be in (0, 1), got {self.mlm_probability}")
         if (
             self.mask_replace_prob < 0
             or self.random_replace_prob < 0
             or self.mask_replace_prob + self.random_replace_prob > 1
         ):
-            raise ValueError("mask_replace_prob and random_replace_prob must be >= 0 and sum to at most 1")
+            raise UserError("mask_replace_prob and random_replace_prob must be >= 0 and sum to at most 1")
