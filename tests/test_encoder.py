@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import inspect
+import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -138,18 +140,18 @@ def test_pcw_is_the_mean_of_end_aligned_token_windows(tiny_models):
     windows = [[cls, *ids[a:b], sep] for a, b in spans]
     with torch.no_grad():
         expected = torch.stack([plain._forward([w])[0] for w in windows]).mean(0).numpy()
-    got = encoder.encode([text], normalize_embeddings=False)[0]
-    np.testing.assert_allclose(got, expected, atol=1e-5)
-    assert encoder.last_stats.n_sequences == 3
+    got, stats = encoder.encode([text], normalize_embeddings=False, return_stats=True)
+    np.testing.assert_allclose(got[0], expected, atol=1e-5)
+    assert stats.n_sequences == 3
 
 
 def test_overflow_is_reported_or_rejected(tiny_models):
     encoder = encoder_for(tiny_models, "bert", "truncate")
     texts = [words(5), words(200, seed=1), words(3), words(300, seed=2)]
     with pytest.warns(UserWarning, match="2 of 4 inputs exceed max_length=32"):
-        out = encoder.encode(texts)
+        out, stats = encoder.encode(texts, return_stats=True)
     assert out.shape[0] == 4
-    assert encoder.last_stats.n_truncated == 2 and encoder.last_stats.truncated_indices == [1, 3]
+    assert stats.n_truncated == 2 and stats.truncated_indices == [1, 3]
     # the truncated text embeds as its first Lo tokens, with the closing special token kept
     ids = encoder.tokenizer(texts[1])["input_ids"]
     kept = ids[: LO - 1] + ids[-1:]
@@ -378,3 +380,41 @@ def test_token_states_runs_id_sequences_as_they_are(tiny_models):
                                atol=1e-5)
     with pytest.raises(ValueError, match="more than one model input holds"):
         enc.token_states([list(range(2 * LO + 1))])
+
+
+def test_each_call_gets_its_own_stats_when_threads_share_an_encoder(tiny_models):
+    """encode(..., return_stats=True) returns the call's own stats: two threads encoding at once on one
+    encoder (as the server's and the corpus workers' do) never see each other's (issue 44)."""
+    encoder = encoder_for(tiny_models, "bert", "truncate")
+    # thread a: nothing truncated, 3 inputs; thread b: 2 of 2 truncated
+    jobs = {"a": [words(4, seed=i) for i in range(3)], "b": [words(200, seed=7), words(300, seed=8)]}
+    expected = {"a": (3, []), "b": (2, [0, 1])}
+    start = threading.Barrier(2)
+    seen: dict[str, list] = {"a": [], "b": []}
+
+    def work(name: str) -> None:
+        start.wait()
+        for _ in range(20):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                _, stats = encoder.encode(jobs[name], batch_size=1, return_stats=True)
+            seen[name].append((stats.n_inputs, stats.truncated_indices))
+
+    threads = [threading.Thread(target=work, args=(name,)) for name in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for name in jobs:
+        assert seen[name] == [expected[name]] * 20
+
+
+def test_last_stats_still_works_with_a_deprecation_warning(tiny_models):
+    encoder = encoder_for(tiny_models, "bert", "truncate")
+    with pytest.warns(UserWarning):
+        _, stats = encoder.encode([words(5), words(200, seed=1)], return_stats=True)
+    with pytest.warns(DeprecationWarning, match="return_stats=True"):
+        assert encoder.last_stats == stats
+    encoder.encode_tokens([words(5)])
+    with pytest.warns(DeprecationWarning):
+        assert encoder.last_stats.n_inputs == 1 and encoder.last_stats.n_sequences == 1

@@ -17,17 +17,17 @@ import longembed
 ROOT = Path(longembed.__file__).resolve().parent
 CORE = {
     "config", "loading", "quantization", "inputs", "overflow", "encoder", "encoder_protocol", "pooling", "batching",
-    "chunking", "extension", "models", "lazy", "noise", "permissions", "textfiles", "weight_files",
+    "chunking", "extension", "models", "lazy", "noise", "permissions", "textfiles", "weight_files", "errors",
 }
 #: Which top-level parts each part may import (besides itself and the package root).
 ALLOWED = {
     "__init__": CORE,  # the package root exports the encoder API
     **{part: CORE for part in CORE},
-    "results": {"permissions"},
+    "results": {"permissions", "errors"},
     "tasks": CORE,
     "retrieval": CORE,
     "evaluation": CORE | {"tasks", "results", "retrieval"},
-    "report": {"tasks", "results"},
+    "report": {"tasks", "results", "errors"},
     "collapse": CORE | {"tasks", "results", "evaluation", "report"},
     "advice": CORE | {"tasks", "results", "evaluation", "report", "retrieval"},
     "export": CORE,

@@ -251,8 +251,8 @@ def test_truncate_keeps_the_first_lo_tokens(plain, texts, name):
     expected = p.run(ids[: p.lo - 1] + ids[-1:])
     encoder = make_encoder(name, "truncate")
     with pytest.warns(UserWarning, match="truncated"):
-        got = encode(encoder, name, [text], normalize_embeddings=False)
-    assert encoder.last_stats.n_truncated == 1
+        got, stats = encode(encoder, name, [text], normalize_embeddings=False, return_stats=True)
+    assert stats.n_truncated == 1
     np.testing.assert_allclose(got[0], expected, atol=ATOL, rtol=0)
 
 
@@ -336,8 +336,9 @@ def test_pcw_equals_the_mean_of_end_aligned_windows(plain, texts, name):
     windows = pcw_windows(p, text)
     vectors = np.stack([p.run(w) for w in windows])
     encoder = make_encoder(name, "pcw")
-    raw = encode(encoder, name, [text], normalize_embeddings=False)[0]
-    assert encoder.last_stats.n_sequences == len(windows)
+    raw, stats = encode(encoder, name, [text], normalize_embeddings=False, return_stats=True)
+    raw = raw[0]
+    assert stats.n_sequences == len(windows)
     np.testing.assert_allclose(
         raw,
         vectors.mean(axis=0),

@@ -6,15 +6,15 @@
 
 The names below are imported on first use (``longembed.lazy``), so ``import longembed`` and the
 command line's ``--help`` do not pay for torch and transformers; ``from longembed import
-load_encoder`` works as usual.  Importing the package also filters a few known library messages that
-say nothing to a user (``longembed.noise``).
+load_encoder`` works as usual.  Importing the package changes no other library's logging: the
+command line filters a few known library messages (``longembed.noise``), a program may do the same
+with ``longembed.noise.silence_known_library_noise()``.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from longembed import noise
 from longembed.lazy import lazy_exports
 
 __version__ = "0.1.0"
@@ -22,8 +22,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from longembed.config import EncoderConfig
     from longembed.encoder import EncodeStats, LongContextEncoder, load_encoder
+    from longembed.errors import UserError
     from longembed.extension.methods import METHODS
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, __file__, also=("__version__",))
-
-noise.silence_known_library_noise()

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from longembed.errors import UserError
+
 #: An item joins a batch only if the batch's longest input is at most this many times its length:
 #: padding a 50-token input to a 4k-token batch would cost a whole 4k-token forward for nothing.
 MAX_PADDING_RATIO = 2.0
@@ -22,7 +24,7 @@ def length_batches(
     ``max_padding_ratio`` times its length; an item longer than the budget gets a batch of its own.
     """
     if batch_size < 1 or max_tokens < 1:
-        raise ValueError(f"batch_size and max_tokens must be positive, got {batch_size}, {max_tokens}")
+        raise UserError(f"batch_size and max_tokens must be positive, got {batch_size}, {max_tokens}")
     order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
     batches: list[list[int]] = []
     current: list[int] = []

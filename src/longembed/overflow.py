@@ -26,6 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from longembed.errors import UserError
+
 Context = Literal["encoder", "server"]
 
 
@@ -77,4 +79,4 @@ def resolve_overflow(value: str | OverflowPolicy, context: Context, field: str =
         name = OVERFLOW_ALIASES[context].get(value, value)
         if name in OVERFLOW_POLICIES:
             return OVERFLOW_POLICIES[name]
-    raise ValueError(f"{field} must be one of {', '.join(overflow_names(context))}; got {value!r}")
+    raise UserError(f"{field} must be one of {', '.join(overflow_names(context))}; got {value!r}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from longembed.errors import UserError
+
 
 def pool(hidden: torch.Tensor, mask: torch.Tensor, mode: str) -> torch.Tensor:
     """(B, n, d) token states and (B, n) mask of real tokens -> (B, d).
@@ -20,7 +22,7 @@ def pool(hidden: torch.Tensor, mask: torch.Tensor, mode: str) -> torch.Tensor:
         return hidden[:, 0]
     if mode == "last":
         return hidden[torch.arange(hidden.shape[0], device=hidden.device), last_real_index(mask)]
-    raise ValueError(f"unknown pooling {mode!r}; choose mean, cls or last")
+    raise UserError(f"unknown pooling {mode!r}; choose mean, cls or last")
 
 
 def last_real_index(mask: torch.Tensor) -> torch.Tensor:

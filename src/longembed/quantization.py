@@ -23,6 +23,7 @@ import importlib.util
 import torch
 
 from longembed.config import QUANTIZATION_SCHEMES
+from longembed.errors import MissingExtraError, UserError
 
 
 def torchao_installed() -> bool:
@@ -33,7 +34,7 @@ def torchao_installed() -> bool:
 def require_quantization_backend() -> None:
     """Fail with the install command when torchao is missing."""
     if not torchao_installed():
-        raise ImportError(
+        raise MissingExtraError(
             "quantization='int8' needs torchao: pip install 'longembed[quantization]' "
             "(or pip install torchao)"
         )
@@ -46,14 +47,14 @@ def quantize_linear_layers(model: torch.nn.Module, scheme: str) -> torch.nn.Modu
     model already in reduced precision would be rounded twice.
     """
     if scheme not in QUANTIZATION_SCHEMES:
-        raise ValueError(f"quantization must be one of {', '.join(QUANTIZATION_SCHEMES)}, got {scheme!r}")
+        raise UserError(f"quantization must be one of {', '.join(QUANTIZATION_SCHEMES)}, got {scheme!r}")
     require_quantization_backend()
     dtypes = {p.dtype for p in model.parameters() if p.is_floating_point()}
     if dtypes != {torch.float32}:
-        raise ValueError(f"int8 quantization starts from float32 weights; this model holds {sorted(map(str, dtypes))}")
+        raise UserError(f"int8 quantization starts from float32 weights; this model holds {sorted(map(str, dtypes))}")
     linear = sum(isinstance(m, torch.nn.Linear) for m in model.modules())
     if linear == 0:
-        raise ValueError(f"{type(model).__name__} has no nn.Linear layer to quantize")
+        raise UserError(f"{type(model).__name__} has no nn.Linear layer to quantize")
     # torchao (an optional extra, slow to import) is imported when a model is quantized, not before.
     from torchao.quantization import Int8DynamicActivationInt8WeightConfig, quantize_
 

@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from longembed.errors import UserError
+
 
 def open_binary(path: Path) -> BinaryIO:
     """``path`` opened for reading bytes; a ``.gz`` file decompressed."""
@@ -37,7 +39,7 @@ def binary_lines(path: Path) -> Iterator[bytes]:
             for number, raw in enumerate(handle, start=1):  # noqa: B007 - read after the loop, on an error
                 yield raw
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-        raise ValueError(
+        raise UserError(
             f"{path}:{number + 1}: not a readable gzip file ({exc or 'cut short'}); compress it again, or "
             "drop the .gz suffix if it is plain text"
         ) from None
@@ -49,11 +51,11 @@ def parse_json_line(line: str, where: str) -> Any:
     try:
         return json.loads(line)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{where}: not valid JSON ({exc.msg})") from None
+        raise UserError(f"{where}: not valid JSON ({exc.msg})") from None
     except RecursionError:
-        raise ValueError(f"{where}: not valid JSON (nested too deeply)") from None
+        raise UserError(f"{where}: not valid JSON (nested too deeply)") from None
     except ValueError as exc:  # e.g. an integer beyond sys.get_int_max_str_digits()
-        raise ValueError(f"{where}: not valid JSON ({exc})") from None
+        raise UserError(f"{where}: not valid JSON ({exc})") from None
 
 
 def utf8_lines(path: Path | str) -> Iterator[tuple[int, str]]:
@@ -98,12 +100,12 @@ def lines_through(prefix: bytes) -> int:
 
 def not_utf8_error(
     path: Path, line: int, line_offset: int, raw: bytes, exc: UnicodeDecodeError, start: int | None = None
-) -> ValueError:
-    """The ValueError for bad bytes at ``start`` (default ``exc.start``) of ``raw``, the line that starts
+) -> UserError:
+    """The error (a :class:`~longembed.errors.UserError`, so a ValueError) for bad bytes at ``start`` (default ``exc.start``) of ``raw``, the line that starts
     at byte ``line_offset`` of the file."""
     start = exc.start if start is None else start
     bad = raw[start : start + 1].hex()
-    return ValueError(
+    return UserError(
         f"{path}:{line}: not UTF-8 text (byte 0x{bad} at byte offset {line_offset + start} of the file); "
         "save the file as UTF-8"
     )

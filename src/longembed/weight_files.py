@@ -13,6 +13,8 @@ import json
 import struct
 from pathlib import Path
 
+from longembed.errors import UserError
+
 #: The weight files transformers reads from a folder, in its order of preference.
 SAFETENSORS_FILE = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
@@ -32,7 +34,7 @@ def check_weight_files(folder: Path) -> None:
         for name in _indexed_files(index):
             shard = folder / name
             if not shard.is_file():
-                raise ValueError(f"{shard} is missing ({index.name} lists it): the model is incomplete; {AGAIN}")
+                raise UserError(f"{shard} is missing ({index.name} lists it): the model is incomplete; {AGAIN}")
             check_safetensors_file(shard)
 
 
@@ -42,12 +44,12 @@ def check_safetensors_file(path: Path) -> None:
     with path.open("rb") as handle:
         head = handle.read(8)
         if len(head) < 8:
-            raise ValueError(f"{path}: incomplete or corrupt weight file ({size} bytes, not even a header); {AGAIN}")
+            raise UserError(f"{path}: incomplete or corrupt weight file ({size} bytes, not even a header); {AGAIN}")
         (header_length,) = struct.unpack("<Q", head)
         if header_length > LARGEST_HEADER:
-            raise ValueError(f"{path}: corrupt weight file (not a safetensors header); {AGAIN}")
+            raise UserError(f"{path}: corrupt weight file (not a safetensors header); {AGAIN}")
         if 8 + header_length > size:
-            raise ValueError(
+            raise UserError(
                 f"{path}: incomplete weight file ({size:,} bytes, cut inside its {header_length:,}-byte header); "
                 f"{AGAIN}"
             )
@@ -56,15 +58,15 @@ def check_safetensors_file(path: Path) -> None:
         header = json.loads(raw)
         ends = [int(entry["data_offsets"][1]) for key, entry in header.items() if key != "__metadata__"]
     except (ValueError, TypeError, KeyError, IndexError, AttributeError):
-        raise ValueError(f"{path}: corrupt weight file (its safetensors header does not parse); {AGAIN}") from None
+        raise UserError(f"{path}: corrupt weight file (its safetensors header does not parse); {AGAIN}") from None
     expected = 8 + header_length + max(ends, default=0)
     if size < expected:
-        raise ValueError(
+        raise UserError(
             f"{path}: incomplete weight file ({size:,} of the {expected:,} bytes its header describes: a download "
             f"or copy cut short); {AGAIN}"
         )
     if size > expected:
-        raise ValueError(
+        raise UserError(
             f"{path}: corrupt weight file ({size:,} bytes where its header describes {expected:,}); {AGAIN}"
         )
 
@@ -75,4 +77,4 @@ def _indexed_files(index: Path) -> list[str]:
         weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
         return sorted(set(weight_map.values()))
     except (ValueError, TypeError, KeyError, AttributeError):
-        raise ValueError(f"{index}: corrupt checkpoint index (no readable weight_map); {AGAIN}") from None
+        raise UserError(f"{index}: corrupt checkpoint index (no readable weight_map); {AGAIN}") from None

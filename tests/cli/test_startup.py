@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from longembed import noise
-from longembed.cli.main import SUBCOMMANDS
+from longembed.cli.main import SUBCOMMANDS, main
 
 HEAVY = ("torch", "transformers", "numpy", "fastapi", "sentence_transformers", "datasets", "pyarrow", "ray")
 
@@ -74,7 +74,8 @@ def test_library_noise_is_filtered_and_real_warnings_are_kept() -> None:
     warning of the same loggers that is not the known noise still shows."""
     done = run_python(
         "import logging\n"
-        "import longembed\n"
+        "import longembed.noise\n"
+        "longembed.noise.silence_known_library_noise()  # what the command line does first\n"
         "import torchao  # noqa: F401  (the quantization extra; transformers imports it too)\n"
         "import transformers.modeling_utils  # noqa: F401\n"
         "from longembed.encoder import load_encoder\n"
@@ -86,6 +87,33 @@ def test_library_noise_is_filtered_and_real_warnings_are_kept() -> None:
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 2, done.stderr
     assert "torchao has a real problem" in lines[0] and "pytree has a real problem" in lines[1]
+
+
+def test_importing_longembed_leaves_other_libraries_loggers_alone() -> None:
+    """A library must not change another library's logging as an import side effect (issue 44):
+    the filters are attached by the command line only."""
+    names = list(noise.FILTERS)
+    done = run_python(
+        "import json, logging\n"
+        f"names = {names!r}\n"
+        "before = [list(logging.getLogger(n).filters) for n in names]\n"
+        "import longembed\n"
+        "from longembed import load_encoder  # noqa: F401  (the lazy exports, torch and transformers)\n"
+        "import longembed.encoder  # noqa: F401\n"
+        "after = [list(logging.getLogger(n).filters) for n in names]\n"
+        "print(json.dumps(before == after and all(not f for f in after)))\n"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "true"
+
+
+def test_the_command_line_attaches_the_filters(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in noise.FILTERS:
+        monkeypatch.setattr(logging.getLogger(name), "filters", [])
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    for name, keep in noise.FILTERS.items():
+        assert keep in logging.getLogger(name).filters
 
 
 def _record(logger: str, message: str, *args: object) -> logging.LogRecord:

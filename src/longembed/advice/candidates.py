@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from longembed.chunking.spans import TokenChunking, parse_chunking
+from longembed.errors import UserError
 from longembed.extension.methods import ALIBI, APE, ROPE, check_method
 from longembed.results.advice import BM25, DENSE, HYBRID
 
@@ -80,7 +81,7 @@ def plan_candidates(
     """
     lo = model.original_length
     if max_length is not None and max_length < lo:
-        raise ValueError(f"--max-length {max_length} is below the model's window Lo = {lo}: advice about "
+        raise UserError(f"--max-length {max_length} is below the model's window Lo = {lo}: advice about "
                          f"documents that short needs no extension (leave --max-length out)")
     _check_chunking(chunking, lo)
     left_out: dict[str, str] = {}
@@ -111,15 +112,15 @@ def _extension_methods(
     lo = model.original_length
     if max_length is None or max_length == lo:
         if methods:
-            raise ValueError(f"--methods extend the model's window to --max-length, which must be above its Lo = {lo}")
+            raise UserError(f"--methods extend the model's window to --max-length, which must be above its Lo = {lo}")
         left_out["extension"] = f"no --max-length above the model's window (Lo = {lo}): nothing to extend"
         return []
     if methods is None:
         methods = [EXTENSION_FOR_SCHEME[model.position_scheme]]
     if TRUNCATE in methods:
-        raise ValueError("truncate is always a candidate: list only extension methods in --methods")
+        raise UserError("truncate is always a candidate: list only extension methods in --methods")
     if len(set(methods)) != len(methods):
-        raise ValueError(f"--methods lists a method twice: {list(methods)}")
+        raise UserError(f"--methods lists a method twice: {list(methods)}")
     for method in methods:
         check_method(method, model.position_scheme)
     return list(methods)
@@ -129,5 +130,5 @@ def _check_chunking(chunking: str, lo: int) -> None:
     """Token chunks must fit the plain model's window (naive chunks are embedded without extension)."""
     rule = parse_chunking(chunking)
     if isinstance(rule, TokenChunking) and rule.size >= lo:
-        raise ValueError(f"chunking {chunking!r} makes chunks of {rule.size} tokens, and the model's window is "
+        raise UserError(f"chunking {chunking!r} makes chunks of {rule.size} tokens, and the model's window is "
                          f"Lo = {lo} (special tokens and prompt included): choose tokens:SIZE with SIZE < {lo}")

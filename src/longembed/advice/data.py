@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from longembed.advice.spec import MIN_SAMPLED_QUERIES, AdviseSpec
+from longembed.errors import UserError
 from longembed.evaluation.task_options import SYNTHETIC_TASKS
 from longembed.results.advice import SampledTask
 from longembed.tasks import SYNTHETIC_LENGTHS, Blocks, RetrievalData, Task, TaskDataMissing, get_task
@@ -172,7 +173,7 @@ def load_data(spec: AdviseSpec, window: int, say: Callable[[str], None]) -> Advi
     names = list(spec.tasks or (SYNTHETIC_TASKS if spec.haystack is not None else ()))
     synthetic = [n for n in names if n in SYNTHETIC_TASKS]
     if spec.haystack is not None and not synthetic:
-        raise ValueError(f"--haystack builds passkey and needle, and --tasks lists neither ({', '.join(names)})")
+        raise UserError(f"--haystack builds passkey and needle, and --tasks lists neither ({', '.join(names)})")
     data_dir = None if spec.data_dir is None else Path(spec.data_dir).expanduser()
     real: list[PreparedTask] = []
     skipped: dict[str, str] = {}
@@ -191,9 +192,9 @@ def load_data(spec: AdviseSpec, window: int, say: Callable[[str], None]) -> Advi
     lengths = synthetic_lengths(spec, window) if synthetic else None
     synthetic = [n for n in synthetic if _generates(n, spec, data_dir, lengths, skipped, say)]  # type: ignore[arg-type]
     if not real and not synthetic:
-        raise ValueError("no task could be read: " + "; ".join(f"{n}: {why}" for n, why in skipped.items()))
+        raise UserError("no task could be read: " + "; ".join(f"{n}: {why}" for n, why in skipped.items()))
     if not synthetic and (spec.lengths is not None or spec.queries_per_length != PAPER_QUERIES):
-        raise ValueError("--lengths and --queries-per-length apply to passkey and needle, and neither runs")
+        raise UserError("--lengths and --queries-per-length apply to passkey and needle, and neither runs")
     return AdviceData(real, synthetic, lengths if synthetic else None, spec.queries_per_length, skipped)
 
 
@@ -221,11 +222,11 @@ def synthetic_lengths(spec: AdviseSpec, window: int) -> list[int]:
     if spec.haystack is not None:
         served = load_haystack(spec.haystack).longest_length()
         if served is None:
-            raise ValueError(f"haystack {spec.haystack}: too few words for even the shortest length "
+            raise UserError(f"haystack {spec.haystack}: too few words for even the shortest length "
                              f"({SYNTHETIC_LENGTHS[0]} tokens)")
         longest = min(window, served)
     lengths = [n for n in SYNTHETIC_LENGTHS if n <= longest]
     if not lengths:
-        raise ValueError(f"no LongEmbed length fits {longest} tokens (the shortest is {SYNTHETIC_LENGTHS[0]}): "
+        raise UserError(f"no LongEmbed length fits {longest} tokens (the shortest is {SYNTHETIC_LENGTHS[0]}): "
                          "give --lengths")
     return lengths

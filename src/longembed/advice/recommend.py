@@ -43,6 +43,7 @@ from collections.abc import Mapping, Sequence
 from statistics import NormalDist
 
 from longembed.advice.spec import MARGIN
+from longembed.errors import UserError
 from longembed.results import Comparison, RunResults, compare
 from longembed.results.advice import Recommendation, StrategyCost, StrategyResult, VersusBest
 from longembed.results.comparison import AVERAGE, TASK, UNIT, Difference, PairComparison
@@ -65,7 +66,7 @@ def cost_key(cost: StrategyCost) -> tuple[float, int, float]:
 def choose_best(scores: Mapping[str, float], costs: Mapping[str, StrategyCost]) -> str:
     """The strategy with the highest score (equal scores: the cheaper one)."""
     if not scores:
-        raise ValueError("no strategy has a score")
+        raise UserError("no strategy has a score")
     return min(scores, key=lambda name: (-scores[name], cost_key(costs[name])))
 
 
@@ -82,7 +83,7 @@ def compare_with_best(
     simultaneous bound, the verdict against ``margin`` and, when undecided, the queries that would
     decide; also the full 95% :class:`~longembed.results.Comparison` (written as comparison.md)."""
     if margin <= 0:
-        raise ValueError(f"the margin must be positive (points of the score), got {margin}")
+        raise UserError(f"the margin must be positive (points of the score), got {margin}")
     names = list(runs)
     comparison = compare([runs[n] for n in names], baseline=runs[best], labels=names, seed=seed, confidence=CONFIDENCE)
     m = len(comparison.pairs)
@@ -106,7 +107,7 @@ def headline(pair: PairComparison) -> Difference:
         found = [d for d in pair.differences if d.level == level]
         if len(found) == 1:
             return found[0]
-    raise ValueError(f"{pair.b} vs {pair.a}: no single test compares the runs' scores "
+    raise UserError(f"{pair.b} vs {pair.a}: no single test compares the runs' scores "
                      f"({[(d.task, d.length, d.level) for d in pair.differences]})")
 
 
@@ -141,7 +142,7 @@ def recommend(strategies: Sequence[StrategyResult], margin: float = MARGIN, more
     the headline; ``more_queries``: how this data could grow (said when it cannot decide)."""
     best = [s for s in strategies if s.versus_best is None]
     if len(best) != 1:
-        raise ValueError(f"exactly one strategy must be the best (no versus_best), got {[s.name for s in best]}")
+        raise UserError(f"exactly one strategy must be the best (no versus_best), got {[s.name for s in best]}")
     top = best[0]
     others = [s for s in strategies if s.versus_best is not None]
     within = [s for s in others if s.versus_best.verdict == WITHIN]  # type: ignore[union-attr]

@@ -46,6 +46,7 @@ from longembed.advice.recommend import choose_best, compare_with_best, more_quer
 from longembed.advice.spec import AdviseSpec
 from longembed.advice.write import write_advice
 from longembed.encoder import load_encoder
+from longembed.errors import UserError
 from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.evaluation.encoders import EncoderFactory
 from longembed.evaluation.estimate import CostModel, longest_sequence, measure_cost_model
@@ -94,7 +95,7 @@ def advise(
     began = time.perf_counter()
     spec = _with_options(spec, options)
     if spec.dry_run:
-        raise ValueError("advise with dry_run runs nothing and returns no advice: call estimate_advice(...) for the "
+        raise UserError("advise with dry_run runs nothing and returns no advice: call estimate_advice(...) for the "
                          "estimate alone")
     plan = plan_advice(model, spec, max_length, dict(encoder_options or {}), device)
     selection, estimate, sampling = fit_budget(plan.data, plan.estimate, spec.budget_seconds, spec.seed, plan.say)
@@ -145,7 +146,7 @@ def plan_advice(
 ) -> AdvicePlan:
     """The model read (configuration and tokenizer only), its strategies, their encoders, the data."""
     if str(model) == "bm25":
-        raise ValueError("--model bm25: BM25 is always one of the strategies advise compares; give the embedding "
+        raise UserError("--model bm25: BM25 is always one of the strategies advise compares; give the embedding "
                          "model to advise about (a folder, a hub id, or 'default')")
     factory = EncoderFactory(model, TRUNCATE, None, device, options, load_encoder)
     say = spec.log or (lambda _message: None)
@@ -274,7 +275,7 @@ class AdvicePlan:
             if candidate.name in rows:
                 rows[candidate.name].actual_seconds = round(time.perf_counter() - began, 1)
             if not results.tasks:
-                raise ValueError(f"strategy {candidate.name}: no task could run ({results.skipped})")
+                raise UserError(f"strategy {candidate.name}: no task could run ({results.skipped})")
             runs[candidate.name] = results
         return runs
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from longembed.errors import UserError
 from longembed.evaluation.spec import data_options, option
 from longembed.tasks.query_sets import check_queries_per_length
 
@@ -99,20 +100,20 @@ class AdviseSpec:
 
     def __post_init__(self) -> None:
         if not (self.task_dirs or self.haystack is not None or self.tasks):
-            raise ValueError("advise needs your data: --task-dir DIR (a retrieval task), --haystack DIR (passkey and "
+            raise UserError("advise needs your data: --task-dir DIR (a retrieval task), --haystack DIR (passkey and "
                              "needle built from your documents), or --data-dir D --tasks ... (benchmark tasks)")
         if self.task_names and not self.task_dirs:
-            raise ValueError("--task-name names a --task-dir's task, and no --task-dir is given")
+            raise UserError("--task-name names a --task-dir's task, and no --task-dir is given")
         if self.output_dir is None:
-            raise ValueError("advise needs an output folder (--output DIR): its runs, advice.md and advice.json go there")
+            raise UserError("advise needs an output folder (--output DIR): its runs, advice.md and advice.json go there")
         if not self.margin > 0:
-            raise ValueError(f"--margin must be positive (points of the score), got {self.margin}")
+            raise UserError(f"--margin must be positive (points of the score), got {self.margin}")
         if self.budget_seconds is not None and not self.budget_seconds > 0:
-            raise ValueError(f"--budget-seconds must be positive, got {self.budget_seconds}")
+            raise UserError(f"--budget-seconds must be positive, got {self.budget_seconds}")
         for name in ("sample_documents", "latency_queries", "batch_size"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+                raise UserError(f"{name} must be a whole number >= 1, got {value!r}")
         check_queries_per_length(self.queries_per_length)
         if self.methods is not None and not self.methods:
-            raise ValueError("methods is empty: give at least one extension method, or leave it out")
+            raise UserError("methods is empty: give at least one extension method, or leave it out")

@@ -14,9 +14,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from longembed.chunking.tokens import TokenEmbeddings
+from longembed.errors import UserError
 
 
-class EmptyChunk(ValueError):
+class EmptyChunk(UserError):
     """A chunk span that covers no token of its text (``index``: its place among the spans), e.g. a
     span of zero-width characters, which tokenizers drop."""
 

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from longembed.errors import UserError, UserTypeError
+
 Span = tuple[int, int]
 
 
@@ -51,7 +53,7 @@ def parse_chunking(spec: str | Chunking) -> Chunking:
     if isinstance(spec, TokenChunking | SentenceChunking):
         return spec
     if not isinstance(spec, str):
-        raise TypeError(f"chunking must be a string such as 'tokens:256' or a list of spans per text, got {spec!r}")
+        raise UserTypeError(f"chunking must be a string such as 'tokens:256' or a list of spans per text, got {spec!r}")
     kind, _, rest = spec.strip().partition(":")
     numbers = rest.split(":") if rest else []
     try:
@@ -61,13 +63,13 @@ def parse_chunking(spec: str | Chunking) -> Chunking:
     if kind == "tokens" and len(values) in (1, 2) and len(values) == len(numbers):
         size, overlap = values[0], values[1] if len(values) == 2 else 0
         if size < 1 or not 0 <= overlap < size:
-            raise ValueError(f"chunking {spec!r}: need size >= 1 and 0 <= overlap < size")
+            raise UserError(f"chunking {spec!r}: need size >= 1 and 0 <= overlap < size")
         return TokenChunking(size, overlap)
     if kind == "sentences" and len(values) == 1 and len(numbers) == 1:
         if values[0] < 1:
-            raise ValueError(f"chunking {spec!r}: need at least one sentence per chunk")
+            raise UserError(f"chunking {spec!r}: need at least one sentence per chunk")
         return SentenceChunking(values[0])
-    raise ValueError(
+    raise UserError(
         f"unknown chunking {spec!r}; use 'tokens:SIZE', 'tokens:SIZE:OVERLAP', 'sentences:N' "
         "or a list of (start, end) character spans per text"
     )
@@ -77,7 +79,7 @@ def token_chunk_spans(offsets: Sequence[Span], size: int, overlap: int = 0) -> l
     """Character spans of chunks of ``size`` tokens (``overlap`` shared with the next), given each
     token's (start, end) character offsets in the text.  The last chunk ends with the last token."""
     if size < 1 or not 0 <= overlap < size:
-        raise ValueError(f"need size >= 1 and 0 <= overlap < size, got {size}, {overlap}")
+        raise UserError(f"need size >= 1 and 0 <= overlap < size, got {size}, {overlap}")
     spans: list[Span] = []
     stride = size - overlap
     for start in range(0, len(offsets), stride):
@@ -121,7 +123,7 @@ def _append_stripped(text: str, start: int, end: int, spans: list[Span]) -> None
 def sentence_chunk_spans(text: str, n: int) -> list[Span]:
     """Character spans of chunks of ``n`` consecutive sentences (the last may have fewer)."""
     if n < 1:
-        raise ValueError(f"need at least one sentence per chunk, got {n}")
+        raise UserError(f"need at least one sentence per chunk, got {n}")
     sentences = sentence_spans(text)
     return [(sentences[i][0], sentences[min(i + n, len(sentences)) - 1][1]) for i in range(0, len(sentences), n)]
 
@@ -130,9 +132,9 @@ def check_spans(text: str, spans: Any, where: str) -> list[Span]:
     """``spans`` as a list of (start, end) int pairs inside ``text`` holding some non-space character,
     else a ValueError naming ``where`` and the bad span."""
     if isinstance(spans, str) or not isinstance(spans, Sequence):
-        raise TypeError(f"{where}: expected a list of (start, end) character spans, got {type(spans).__name__}")
+        raise UserTypeError(f"{where}: expected a list of (start, end) character spans, got {type(spans).__name__}")
     if not spans:
-        raise ValueError(f"{where}: no spans: give at least one (start, end) span per text")
+        raise UserError(f"{where}: no spans: give at least one (start, end) span per text")
     out: list[Span] = []
     for j, span in enumerate(spans):
         if (
@@ -141,11 +143,11 @@ def check_spans(text: str, spans: Any, where: str) -> list[Span]:
             or len(span) != 2
             or not all(isinstance(v, int) and not isinstance(v, bool) for v in span)
         ):
-            raise TypeError(f"{where}, span {j}: expected a (start, end) pair of ints, got {span!r}")
+            raise UserTypeError(f"{where}, span {j}: expected a (start, end) pair of ints, got {span!r}")
         start, end = int(span[0]), int(span[1])
         if not 0 <= start < end <= len(text):
-            raise ValueError(f"{where}, span {j} = {span!r}: need 0 <= start < end <= {len(text)} (the text's length)")
+            raise UserError(f"{where}, span {j} = {span!r}: need 0 <= start < end <= {len(text)} (the text's length)")
         if not text[start:end].strip():
-            raise ValueError(f"{where}, span {j} = {span!r} holds only whitespace: no token to embed")
+            raise UserError(f"{where}, span {j} = {span!r} holds only whitespace: no token to embed")
         out.append((start, end))
     return out

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from longembed.errors import UserError
 from longembed.extension.pcw import window_spans
 from longembed.inputs import TokenizedInput
 
@@ -57,9 +58,9 @@ def plan_windows(n_body: int, room: int, overlap: int = 0) -> list[Window]:
     """Windows of at most ``room`` body tokens with ``overlap`` shared tokens (the last one aligned to
     the end, so it is full); each shared stretch is split at its middle between its two windows."""
     if room < 1:
-        raise ValueError(f"no room for the text in a window ({room} tokens left by the prompt and special tokens)")
+        raise UserError(f"no room for the text in a window ({room} tokens left by the prompt and special tokens)")
     if not 0 <= overlap < room:
-        raise ValueError(f"window overlap must be in [0, {room}) tokens here, got {overlap}")
+        raise UserError(f"window overlap must be in [0, {room}) tokens here, got {overlap}")
     spans = window_spans(n_body, room, overlap)
     windows = []
     for k, (start, stop) in enumerate(spans):

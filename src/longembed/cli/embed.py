@@ -21,6 +21,7 @@ from longembed.cli.model_defaults import resolve_method
 from longembed.cli.options import encoder_options
 from longembed.corpus.shards import TEXT_SUFFIXES, text_unit
 from longembed.encoder import load_encoder
+from longembed.errors import MissingFileError, OutputExistsError, UserError, UserFileError
 from longembed.inputs import unicode_problem
 from longembed.results import atomic_write_bytes, unwritable_folder
 from longembed.tasks.base import iter_jsonl
@@ -36,7 +37,7 @@ def read_documents(path: Path, field: str = "text", unit: str | None = None) -> 
     """Documents from a .txt/.md file (``unit`` "file", the default: the whole file; "line": one per
     non-empty line) or a .jsonl file (one per line), with errors naming file:line."""
     if not path.is_file():
-        raise FileNotFoundError(f"input file not found: {path}")
+        raise MissingFileError(f"input file not found: {path}")
     suffix = path.suffix.lower()
     docs: list[str] = []
     if suffix in TEXT_SUFFIXES and text_unit(unit, suffix) == "file":
@@ -56,22 +57,22 @@ def read_documents(path: Path, field: str = "text", unit: str | None = None) -> 
         text_unit(unit, suffix)  # --unit file is an error here
         for number, record in iter_jsonl(path):
             if not isinstance(record, dict) or not isinstance(record.get(field), str):
-                raise ValueError(f"{path}:{number}: expected an object with a string field {field!r}")
+                raise UserError(f"{path}:{number}: expected an object with a string field {field!r}")
             if not record[field].strip():
-                raise ValueError(f"{path}:{number}: the {field!r} text is empty; drop the line")
+                raise UserError(f"{path}:{number}: the {field!r} text is empty; drop the line")
             _check_text(record[field], f"{path}:{number}")
             docs.append(record[field])
     else:
-        raise ValueError(f"{path}: unsupported input type {suffix!r}; use .txt or .md (text) or .jsonl")
+        raise UserError(f"{path}: unsupported input type {suffix!r}; use .txt or .md (text) or .jsonl")
     if not docs:
-        raise ValueError(f"{path}: no documents found")
+        raise UserError(f"{path}: no documents found")
     return docs
 
 
 def _check_text(text: str, where: str) -> None:
     problem = unicode_problem(text)
     if problem:
-        raise ValueError(f"{where}: the text {problem}")
+        raise UserError(f"{where}: the text {problem}")
 
 
 def output_path(path: Path, overwrite: bool = False) -> Path:
@@ -79,18 +80,18 @@ def output_path(path: Path, overwrite: bool = False) -> Path:
     file without ``overwrite``, or a folder that cannot take a new file is a clear error now rather than
     after the whole encode."""
     if path.is_dir():
-        raise ValueError(f"-o {path} is a folder; give a file name, e.g. {path / 'vectors.npy'}")
+        raise UserError(f"-o {path} is a folder; give a file name, e.g. {path / 'vectors.npy'}")
     if path.suffix != ".npy":
         path = path.with_name(path.name + ".npy")
     if path.is_dir():
-        raise ValueError(f"-o {path} is a folder; give a file name, e.g. {path / 'vectors.npy'}")
+        raise UserError(f"-o {path} is a folder; give a file name, e.g. {path / 'vectors.npy'}")
     if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} exists; pass --overwrite to replace it")
+        raise OutputExistsError(f"{path} exists; pass --overwrite to replace it")
     problem = unwritable_folder(path.parent)
     if problem:
-        raise PermissionError(f"cannot write {path}: {problem}")
+        raise UserFileError(f"cannot write {path}: {problem}")
     if path.exists() and not os.access(path, os.W_OK):
-        raise PermissionError(f"cannot write {path}: the file is not writable")
+        raise UserFileError(f"cannot write {path}: the file is not writable")
     return path
 
 
@@ -106,17 +107,17 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # overflow is reported in the summary below
-        vectors = encoder.encode(
+        vectors, stats = encoder.encode(
             docs,
             batch_size=args.batch_size,
             show_progress_bar=True,
             prompt=args.prompt,
             prompt_name=args.prompt_name,
             normalize_embeddings=False if args.no_normalize else None,
+            return_stats=True,
         )
     elapsed = time.perf_counter() - start
     atomic_write_bytes(output, lambda handle: np.save(handle, vectors))
-    stats = encoder.last_stats
     print(f"{encoder!r}")
     print(
         f"embedded {len(docs)} documents ({stats.n_sequences} sequences) -> {output} "

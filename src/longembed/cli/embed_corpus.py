@@ -12,6 +12,7 @@ import argparse
 
 from longembed.cli.options import encoder_options
 from longembed.corpus import CorpusResult, EmbedJob, RaySettings, embed_corpus
+from longembed.errors import UserError
 
 RAY_FLAGS = {"actors": "--actors", "cpus_per_actor": "--cpus-per-actor", "gpus_per_actor": "--gpus-per-actor",
              "ray_address": "--ray-address"}
@@ -45,7 +46,7 @@ def run_corpus(args: argparse.Namespace) -> int:
     _print_summary(args, settings, result)
     if result.failed:
         lines = "\n".join(f"  {r.shard}: {r.error}" for r in result.failed)
-        raise ValueError(
+        raise UserError(
             f"{len(result.failed)} of {len(result.reports)} shard(s) failed and were not written; the others "
             f"were. Fix these and rerun: only they will be embedded.\n{lines}"
         )
@@ -56,7 +57,7 @@ def reject_ray_flags(args: argparse.Namespace) -> None:
     """A ValueError when a Ray flag is given without ``--engine ray`` (it would silently do nothing)."""
     given = [flag for name, flag in RAY_FLAGS.items() if getattr(args, name) is not None]
     if args.engine != "ray" and given:
-        raise ValueError(f"{', '.join(given)} only apply with --engine ray")
+        raise UserError(f"{', '.join(given)} only apply with --engine ray")
 
 
 def _ray_settings(args: argparse.Namespace) -> RaySettings | None:

@@ -34,6 +34,7 @@ from longembed.cli.options import (
     settings_from_args,
 )
 from longembed.encoder import LongContextEncoder, load_encoder
+from longembed.errors import MissingFileError, UserError
 from longembed.evaluation.runner import default_data_dir, evaluate_model
 from longembed.evaluation.spec import EvalSpec
 from longembed.report.tables import results_summary
@@ -53,10 +54,10 @@ def resolve_task_list(
     if needles is None:
         return names
     if not Path(needles).is_file():
-        raise FileNotFoundError(f"--needles {needles}: no such file")
+        raise MissingFileError(f"--needles {needles}: no such file")
     names = list(default) if names is None else names
     if "needle" not in names:
-        raise ValueError("--needles applies to the needle task, which is not among --tasks")
+        raise UserError("--needles applies to the needle task, which is not among --tasks")
     spec = spec or EvalSpec()
     task = get_task("needle", needles_path=needles, queries_per_length=spec.queries_per_length,
                     haystack=spec.haystack, haystacks=spec.needle_haystacks, candidates=spec.candidates)

@@ -18,6 +18,7 @@ from longembed.cli.model_defaults import resolve_method
 from longembed.cli.options import encoder_options, given_encoder_flags, settings_from_args
 from longembed.cli.parsers.index import IndexStrategyFlags
 from longembed.encoder import LongContextEncoder
+from longembed.errors import UserError
 from longembed.evaluation.estimate import format_duration, longest_sequence, measure_cost_model, text_seconds
 from longembed.retrieval.fusion import Fusion
 from longembed.search.build import BuildPlan, build_index
@@ -54,7 +55,7 @@ def chosen_strategy(args: argparse.Namespace, flags: object) -> IndexStrategy:
                                                ("--granularity chunks", flags.granularity == "chunks"))  # type: ignore[attr-defined]
                       if given]
         if dense_only:
-            raise ValueError(f"{' and '.join(dense_only)} need an embedding model: --model bm25 is BM25 alone "
+            raise UserError(f"{' and '.join(dense_only)} need an embedding model: --model bm25 is BM25 alone "
                              "(for a hybrid give --model MODEL --fuse bm25)")
         ignored = given_encoder_flags(args)
         if ignored:

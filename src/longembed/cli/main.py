@@ -15,9 +15,11 @@ import importlib
 import logging
 import os
 import sys
+import traceback
 
 from longembed import __version__
-from longembed.noise import show_longembed_warnings_plainly
+from longembed.errors import UserError
+from longembed.noise import show_longembed_warnings_plainly, silence_known_library_noise
 
 #: subcommand -> its modules: ``longembed.cli.parsers.<module>`` (``register_cli``) and ``longembed.cli.<module>``.
 SUBCOMMANDS = {
@@ -52,6 +54,10 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         description="Embed and search documents longer than an embedding model's context window.",
     )
     parser.add_argument("--version", action="version", version=f"longembed {__version__}")
+    parser.add_argument(
+        "--debug", action="store_true",
+        help="show the traceback of a user error too (anywhere on the line; or set LONGEMBED_DEBUG=1)",
+    )
     subparsers = parser.add_subparsers(dest="command", required=True)
     chosen = chosen_subcommand(sys.argv[1:] if argv is None else argv)
     for name, module in SUBCOMMANDS.items():
@@ -65,10 +71,35 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 BROKEN_PIPE_STATUS = 128 + 13
 
 
+#: The flag, accepted anywhere on the command line, that shows user errors' tracebacks.
+DEBUG_FLAG = "--debug"
+
+
+def debug_requested(argv: list[str]) -> bool:
+    """Whether ``--debug`` is on the command line or ``LONGEMBED_DEBUG`` is set (to anything but "" or "0")."""
+    return DEBUG_FLAG in argv or os.environ.get("LONGEMBED_DEBUG", "") not in ("", "0")
+
+
+def is_user_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is something the user can fix: a :class:`~longembed.errors.UserError`, or the
+    operating system's refusal of a path the user gave (a missing file, permission denied: an
+    ``OSError`` that names its file).  Anything else is a bug and keeps its traceback."""
+    return isinstance(exc, UserError) or (isinstance(exc, OSError) and exc.filename is not None)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run a subcommand; a user error prints one line ``longembed CMD: error: ...`` and exits 2; a reader
-    that closed stdout early (``| head``) ends the command quietly with :data:`BROKEN_PIPE_STATUS`."""
+    """Run a subcommand.
+
+    A user error (:func:`is_user_error`) prints one line ``longembed CMD: error: ...`` and exits 2
+    (``--debug`` / ``LONGEMBED_DEBUG=1``: after its traceback); any other exception propagates with
+    its traceback (exit 1).  A reader that closed stdout early (``| head``) ends the command quietly
+    with :data:`BROKEN_PIPE_STATUS`.
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    debug = debug_requested(argv)
+    argv = [arg for arg in argv if arg != DEBUG_FLAG]  # global, wherever it was given
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    silence_known_library_noise()
     show_longembed_warnings_plainly()
     args = build_parser(argv).parse_args(argv)
     try:
@@ -78,7 +109,11 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         silence_stdout()
         return BROKEN_PIPE_STATUS
-    except (ValueError, TypeError, FileNotFoundError, OSError, ImportError) as exc:
+    except Exception as exc:
+        if not is_user_error(exc):
+            raise
+        if debug:
+            traceback.print_exc()
         print(f"longembed {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from longembed.config import EncoderConfig
+from longembed.errors import MissingFileError, UserError
 
 MODEL_HELP = EncoderConfig.__dataclass_fields__["model"].metadata["help"]
 #: Fields given to load_encoder by position, not as options.
@@ -288,7 +289,7 @@ def add_cache_arguments(group: Any) -> None:
 def existing_folder(path: Path | None, flag: str) -> Path | None:
     """``path`` if it is None or a folder, else a clear error naming the flag."""
     if path is not None and not Path(path).is_dir():
-        raise FileNotFoundError(f"{flag} {path} is not a folder")
+        raise MissingFileError(f"{flag} {path} is not a folder")
     return path
 
 
@@ -303,7 +304,7 @@ def parse_length(text: str) -> int:
     """``"512"`` -> 512, ``"4k"`` -> 4096 (k = 1024, as in LongEmbed's lengths)."""
     match = re.fullmatch(r"(\d+)\s*([kK]?)", text.strip())
     if not match:
-        raise ValueError(f"not a length: {text!r} (use e.g. 512 or 4k)")
+        raise UserError(f"not a length: {text!r} (use e.g. 512 or 4k)")
     return int(match.group(1)) * (1024 if match.group(2) else 1)
 
 

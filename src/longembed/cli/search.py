@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from longembed.errors import UserError
 from longembed.search.index import SearchResponse, open_index
 from longembed.search.runfile import RUN_DEPTH, write_run
 
@@ -19,9 +20,9 @@ SHOWN_CHARS = 240
 
 def run(args: argparse.Namespace) -> int:
     if (args.queries is None) == (args.query is None):
-        raise ValueError("give a question, or --queries FILE --run OUT")
+        raise UserError("give a question, or --queries FILE --run OUT")
     if (args.queries is None) != (args.run is None):
-        raise ValueError("--queries and --run go together (a run file of every query)")
+        raise UserError("--queries and --run go together (a run file of every query)")
     index = open_index(args.index, device=args.device)
     if args.queries is not None:
         count = write_run(index, args.queries, args.run, k=args.k or RUN_DEPTH)

@@ -14,6 +14,7 @@ import longembed.serving as serving
 from longembed.cli.model_defaults import resolve_method
 from longembed.cli.options import encoder_options, settings_from_args
 from longembed.encoder import LongContextEncoder, load_encoder
+from longembed.errors import UserError
 from longembed.serving import ServerSettings
 
 #: The environment variable that gives the server its API key.
@@ -39,7 +40,7 @@ def api_key_of(args: argparse.Namespace, environ: Mapping[str, str]) -> str | No
     else:
         return None
     if not key.strip():
-        raise ValueError(f"{source} is empty: give a key, or --no-auth to serve without one on purpose")
+        raise UserError(f"{source} is empty: give a key, or --no-auth to serve without one on purpose")
     return key
 
 
@@ -85,9 +86,9 @@ def check_model_flags(args: argparse.Namespace, facts: dict[str, Any]) -> None:
     if wrong:
         differences = ", ".join(f"--{name.replace('_', '-')} {given[name]} (the index: {facts.get(name)})"
                                 for name in wrong)
-        raise ValueError(f"--index {args.index} was built with another model than the flags give: {differences}; "
+        raise UserError(f"--index {args.index} was built with another model than the flags give: {differences}; "
                          "leave the model flags out to serve the index's own model")
     options = [f"--{name.replace('_', '-')}" for name in encoder_options(args)]
     if options:
-        raise ValueError(f"--index {args.index} serves the encoder the index was built with; "
+        raise UserError(f"--index {args.index} serves the encoder the index was built with; "
                          f"{', '.join(options)} cannot change it (rebuild the index with them instead)")

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from longembed.cli.model_defaults import resolve_method
 from longembed.cli.options import default_output, encoder_options, existing_folder, settings_from_args
+from longembed.errors import UserError
 from longembed.evaluation.runner import default_data_dir
 from longembed.evaluation.sweep import sweep_temperature
 from longembed.evaluation.sweep_spec import SweepSpec
@@ -32,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the sweep, write sweep.json / sweep.md / sweep.png, print the tables."""
     resolve_method(args)
     if args.model == "bm25":
-        raise ValueError("--model bm25 has no attention temperature: sweep an embedding model")
+        raise UserError("--model bm25 has no attention temperature: sweep an embedding model")
     spec = settings_from_args(SweepSpec, args)
     data_dir = existing_folder(spec.data_dir if spec.data_dir is not None else default_data_dir(), "--data-dir")
     output = spec.output_dir or Path(f"{default_output(args.model, args.method, args.max_length)}-sweep")

@@ -17,6 +17,7 @@ import argparse
 import json
 
 from longembed.cli.options import existing_folder
+from longembed.errors import UserError
 from longembed.evaluation.runner import default_data_dir
 from longembed.training.jina import RECORD_FILE, JinaRecipeConfig, train_jina
 
@@ -29,7 +30,7 @@ def run_jina(args: argparse.Namespace) -> int:
         print(f"wrote {config.save(args.write_config)}")
         return 0
     if args.output is None:
-        raise ValueError("give --output, the folder to write the stage to")
+        raise UserError("give --output, the folder to write the stage to")
     existing_folder(args.init, "--init")
     data_dir = existing_folder(
         args.data_dir if args.data_dir is not None else default_data_dir(), "--data-dir"

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from longembed.errors import UserError, UserTypeError
 from longembed.inputs import tokenize
 
 from .corpus import Document
@@ -87,7 +88,7 @@ class Bucket:
 
 def _require_fast(tokenizer: Any) -> None:
     if not getattr(tokenizer, "is_fast", False):
-        raise TypeError(
+        raise UserTypeError(
             "cutting by token needs a fast (Rust) tokenizer with offset mappings; "
             f"got {type(tokenizer).__name__}"
         )
@@ -154,7 +155,7 @@ def cut_to_tokens(text: str, tokenizer: Any, n_tokens: int) -> str | None:
         cut near the n-th token re-tokenizes to exactly ``n_tokens``).
     """
     if n_tokens < 1:
-        raise ValueError("n_tokens must be >= 1")
+        raise UserError("n_tokens must be >= 1")
     starts, ends = _offsets(text, tokenizer)
     if len(starts) < n_tokens:
         return None
@@ -257,13 +258,13 @@ def build_length_buckets(
 
 def _check_bucket_options(lengths: Sequence[int], max_texts_per_bucket: int, start: str) -> None:
     if not lengths:
-        raise ValueError("no lengths given")
+        raise UserError("no lengths given")
     if min(lengths) < 1:
-        raise ValueError("lengths must be >= 1")
+        raise UserError("lengths must be >= 1")
     if max_texts_per_bucket < 1:
-        raise ValueError("max_texts_per_bucket must be >= 1")
+        raise UserError("max_texts_per_bucket must be >= 1")
     if start not in ("random", "beginning"):
-        raise ValueError(f"unknown start {start!r}: use 'random' or 'beginning'")
+        raise UserError(f"unknown start {start!r}: use 'random' or 'beginning'")
 
 
 def _documents_with_tokens(
@@ -369,9 +370,9 @@ def build_short_buckets(
         One span bucket per interval (``length`` = lower edge, ``upper`` = upper edge).
     """
     if len(edges) < 2 or any(b <= a for a, b in zip(edges, edges[1:], strict=False)):
-        raise ValueError(f"edges must be increasing with at least two values, got {list(edges)}")
+        raise UserError(f"edges must be increasing with at least two values, got {list(edges)}")
     if per_bucket < 1:
-        raise ValueError("per_bucket must be >= 1")
+        raise UserError("per_bucket must be >= 1")
     rng = random.Random(seed)
     order = _interleave_sources(documents, rng)
     with_bounds = [(doc, segment_starts(doc.text)) for doc in order]

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from longembed.errors import MissingFileError, UserError
 from longembed.tasks import needle, qmsum, squality
 
 __all__ = ["SOURCES", "Document", "load_long_documents"]
@@ -40,7 +41,7 @@ class Document:
 
 def _require_dir(path: Path, source: str, data_dir: Path) -> Path:
     if not path.is_dir():
-        raise FileNotFoundError(
+        raise MissingFileError(
             f"{source}: expected the folder {path} (inside data dir {data_dir}); "
             "see the data README for the expected layout"
         )
@@ -51,7 +52,7 @@ def _essays(data_dir: Path) -> Iterator[Document]:
     folder = _require_dir(data_dir / needle.ESSAY_SUBDIR, "essays", data_dir)
     files = sorted(folder.glob("*.txt"))
     if not files:
-        raise FileNotFoundError(f"essays: no *.txt files in {folder}")
+        raise MissingFileError(f"essays: no *.txt files in {folder}")
     for f in files:
         yield Document("essays", f"essays/{f.stem}", f.read_text(encoding="utf-8"))
 
@@ -66,7 +67,7 @@ def _qmsum(data_dir: Path) -> Iterator[Document]:
     folder = _require_dir(data_dir / qmsum.SUBDIR, "qmsum", data_dir)
     files = qmsum.meeting_files(folder)
     if not files:
-        raise FileNotFoundError(f"qmsum: no {{{','.join(qmsum.SPLITS)}}}/*.json files in {folder}")
+        raise MissingFileError(f"qmsum: no {{{','.join(qmsum.SPLITS)}}}/*.json files in {folder}")
     for f in files:
         text = qmsum.meeting_document(qmsum.read_meeting(f))
         yield Document("qmsum", f"qmsum/{f.parent.name}/{f.stem}", text)
@@ -108,11 +109,11 @@ def load_long_documents(data_dir: str | Path, sources: Sequence[str] = SOURCES) 
     data_dir = Path(data_dir)
     unknown = [s for s in sources if s not in _LOADERS]
     if unknown:
-        raise ValueError(f"unknown source(s) {unknown}: choose from {list(SOURCES)}")
+        raise UserError(f"unknown source(s) {unknown}: choose from {list(SOURCES)}")
     if not sources:
-        raise ValueError("no sources given")
+        raise UserError("no sources given")
     if not data_dir.is_dir():
-        raise FileNotFoundError(
+        raise MissingFileError(
             f"data dir {data_dir} does not exist (expected the shared data folder layout)"
         )
     docs: list[Document] = []

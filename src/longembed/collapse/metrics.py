@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from longembed.errors import UserError
+
 __all__ = ["embedding_statistics"]
 
 _EPS = 1e-12
@@ -35,9 +37,9 @@ def embedding_statistics(raw_embeddings: np.ndarray) -> dict[str, float]:
     """
     x = np.asarray(raw_embeddings, dtype=np.float64)
     if x.ndim != 2:
-        raise ValueError(f"expected (n, d) embeddings, got shape {x.shape}")
+        raise UserError(f"expected (n, d) embeddings, got shape {x.shape}")
     if not np.isfinite(x).all():
-        raise ValueError("embeddings contain NaN or inf")
+        raise UserError("embeddings contain NaN or inf")
     n = x.shape[0]
     norms = np.linalg.norm(x, axis=1)
     unit = x / np.maximum(norms, _EPS)[:, None]

@@ -41,6 +41,7 @@ from longembed.collapse.spec import CollapseSpec
 from longembed.collapse.spectral import SIGMA_A_METHOD
 from longembed.config import check_temperature
 from longembed.encoder import load_encoder
+from longembed.errors import UserError, UserTypeError
 from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.evaluation.encoders import EncoderFactory
 from longembed.evaluation.estimate import fit_cost_model, format_duration, measure_cost_model
@@ -69,27 +70,27 @@ def check_arguments(
 ) -> list[float]:
     """Every argument checked before any data or model loads; returns the temperatures as floats."""
     if not temperatures:
-        raise ValueError("give at least one temperature")
+        raise UserError("give at least one temperature")
     taus = [check_temperature(t) for t in temperatures]
     if len(set(taus)) != len(taus):
-        raise ValueError(f"repeated temperature in {taus}")
+        raise UserError(f"repeated temperature in {taus}")
     if not lengths and not short_edges:
-        raise ValueError("give at least one length (or short edges)")
+        raise UserError("give at least one length (or short edges)")
     bad = [n for n in lengths if isinstance(n, bool) or not isinstance(n, int) or n < 1]
     if bad:
-        raise ValueError(f"lengths must be positive token counts, got {bad}")
+        raise UserError(f"lengths must be positive token counts, got {bad}")
     if short_edges and (len(short_edges) < 2 or any(b <= a for a, b in zip(short_edges, short_edges[1:], strict=False))
                         or min(short_edges) < 0):
-        raise ValueError(f"short edges must be at least two increasing token counts >= 0, got {list(short_edges)}")
+        raise UserError(f"short edges must be at least two increasing token counts >= 0, got {list(short_edges)}")
     if texts_per_bucket < 2:
-        raise ValueError("texts_per_bucket must be >= 2 (pairwise statistics need two texts)")
+        raise UserError("texts_per_bucket must be >= 2 (pairwise statistics need two texts)")
     if sigma_a_texts is not None and sigma_a_texts < 1:
-        raise ValueError("sigma_a_texts must be >= 1 (or None for all texts)")
+        raise UserError("sigma_a_texts must be >= 1 (or None for all texts)")
     if batch_size < 1:
-        raise ValueError("batch_size must be >= 1")
+        raise UserError("batch_size must be >= 1")
     unknown = [s for s in sources if s not in SOURCES]
     if unknown or not sources:
-        raise ValueError(f"sources must be some of {list(SOURCES)}, got {list(sources)}")
+        raise UserError(f"sources must be some of {list(SOURCES)}, got {list(sources)}")
     return taus
 
 
@@ -290,11 +291,11 @@ def plan_collapse(spec: CollapseSpec, factory: EncoderFactory) -> CollapsePlan:
     """Check the arguments (before any model or data loads), build the cached encoder, load the
     documents, choose the lengths, build the buckets and print the estimate."""
     if spec.data_dir is None or spec.output_dir is None:
-        raise TypeError("run_collapse needs data_dir and output_dir")
+        raise UserTypeError("run_collapse needs data_dir and output_dir")
     taus = check_arguments(spec.temperatures, spec.lengths, spec.short_edges, spec.texts_per_bucket,
                            spec.sigma_a_texts, spec.batch_size, spec.sources)
     if "temperature" in factory.options:
-        raise ValueError("pass TempScale taus as temperatures=[...], not as an encoder option")
+        raise UserError("pass TempScale taus as temperatures=[...], not as an encoder option")
     cached = cached_encoder(factory(), EvalSpec(cache_dir=spec.cache_dir, use_cache=spec.use_cache,
                                                 batch_size=spec.batch_size, show_progress=spec.show_progress_bar,
                                                 log=spec.say))
@@ -352,7 +353,7 @@ def _build_buckets(plan: CollapsePlan) -> None:
         plan.buckets.extend(build_short_buckets(span_docs, tokenizer, usable, spec.texts_per_bucket, spec.seed))
     plan.edges = usable if len(usable) >= 2 else []
     if not any(b.texts for b in plan.buckets):
-        raise ValueError(
+        raise UserError(
             f"nothing to measure: no bucket has texts (lengths {list(spec.lengths)} with max_length {capacity}; "
             f"skipped: {plan.skipped})"
         )

@@ -33,6 +33,8 @@ from typing import Literal
 import torch
 from torch import Tensor
 
+from longembed.errors import UserError
+
 __all__ = ["SIGMA_A_METHOD", "sigma_a_blockwise", "sigma_a_dense"]
 
 SIGMA_A_METHOD = (
@@ -62,7 +64,7 @@ def sigma_a_dense(attn: Tensor) -> Tensor:
         ``attn``'s dtype (float32 for half-precision inputs, which are computed in float32).
     """
     if attn.ndim < 2 or attn.shape[-1] != attn.shape[-2]:
-        raise ValueError(f"expected (..., n, n) attention matrices, got shape {tuple(attn.shape)}")
+        raise UserError(f"expected (..., n, n) attention matrices, got shape {tuple(attn.shape)}")
     work = attn if attn.dtype in (torch.float32, torch.float64) else attn.float()
     centred = work - work.mean(dim=-2, keepdim=True)  # (I - 11^T/n) A
     flat = centred.reshape(-1, *centred.shape[-2:])
@@ -101,7 +103,7 @@ class _BlockOperator:
         a = self.attention_rows(start, stop)
         self.calls += 1
         if a.ndim != 3 or a.shape[1] != stop - start or a.shape[2] != self.n:
-            raise ValueError(
+            raise UserError(
                 f"attention_rows({start}, {stop}) must return (H, {stop - start}, {self.n}), "
                 f"got {tuple(a.shape)}"
             )
@@ -176,11 +178,11 @@ def sigma_a_blockwise(
         ``(H,)`` float64 tensor of sigma_a per head (and the info dict if asked).
     """
     if n < 1:
-        raise ValueError("n must be >= 1")
+        raise UserError("n must be >= 1")
     if iters < 1:
-        raise ValueError("iters must be >= 1")
+        raise UserError("iters must be >= 1")
     if method not in ("lanczos", "power"):
-        raise ValueError(f"unknown method {method!r}: use 'lanczos' or 'power'")
+        raise UserError(f"unknown method {method!r}: use 'lanczos' or 'power'")
     op = _BlockOperator(attention_rows, n, block, cache_bytes)
     if n == 1:  # a 1x1 matrix minus its mean is 0
         out = torch.zeros(op.n_heads, dtype=torch.float64)

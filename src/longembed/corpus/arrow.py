@@ -7,6 +7,8 @@ ImportError that says what to install.
 
 from __future__ import annotations
 
+from longembed.errors import MissingExtraError
+
 try:  # the ``ray`` extra
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -22,6 +24,6 @@ INSTALL_HINT = "pip install 'longembed[ray]'"
 def require_arrow() -> None:
     """Raise a clear ImportError when pyarrow (the ``ray`` extra) is missing."""
     if ARROW_IMPORT_ERROR is not None:
-        raise ImportError(
+        raise MissingExtraError(
             f"embedding a corpus into parquet files needs pyarrow ({ARROW_IMPORT_ERROR}): {INSTALL_HINT}"
         )

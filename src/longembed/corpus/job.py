@@ -27,6 +27,7 @@ from longembed.config import EncoderConfig
 from longembed.corpus.shards import Shard, ShardReader, text_unit
 from longembed.corpus.writer import shard_metadata, write_vectors
 from longembed.encoder import LongContextEncoder, load_encoder
+from longembed.errors import UserError
 from longembed.loading import default_method
 
 #: Documents encoded per encode() call (and per parquet row group): bounds memory on any shard size;
@@ -62,7 +63,7 @@ class EmbedJob:
         if Path(self.model).expanduser().exists():
             self.model = str(Path(self.model).expanduser().resolve())
         if self.chunk_rows < 1:
-            raise ValueError(f"chunk_rows must be at least 1, got {self.chunk_rows}")
+            raise UserError(f"chunk_rows must be at least 1, got {self.chunk_rows}")
 
     def fingerprint(self, kind: str | None = None) -> dict[str, Any]:
         """Everything that decides the ids and vectors (not device, batch size, chunking or threads):
@@ -168,14 +169,14 @@ class ShardEmbedder:
         for ids, texts in reader.chunks(self.job.chunk_rows):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)  # truncation is counted and reported instead
-                vectors = self.encoder.encode(
+                vectors, stats = self.encoder.encode(
                     texts,
                     batch_size=self.job.batch_size,
                     prompt=self.job.prompt,
                     prompt_name=self.job.prompt_name,
                     normalize_embeddings=self.job.normalize,
+                    return_stats=True,
                 )
-            stats = self.encoder.last_stats
             truncated = np.zeros(len(ids), dtype=bool)
             truncated[stats.truncated_indices] = True
             report.truncated += stats.n_truncated

@@ -22,6 +22,7 @@ from longembed.corpus.job import EmbedJob
 from longembed.corpus.shards import Shard, find_shards
 from longembed.corpus.unique_ids import check_unique_ids
 from longembed.corpus.writer import output_file, read_written, stray_outputs
+from longembed.errors import UserError, UserFileError
 from longembed.results import unwritable_folder
 
 logger = logging.getLogger(__name__)
@@ -61,16 +62,16 @@ def check_output_folder(input_path: Path, output: Path) -> Path:
     (checked now, not after the first shard is encoded)."""
     output = Path(output)
     if output.exists() and not output.is_dir():
-        raise ValueError(f"-o {output} is a file; a corpus is written to a folder of .parquet files")
+        raise UserError(f"-o {output} is a file; a corpus is written to a folder of .parquet files")
     if output.suffix == ".npy":
-        raise ValueError(f"-o {output}: a corpus is written to a folder of .parquet files, not a .npy file")
+        raise UserError(f"-o {output}: a corpus is written to a folder of .parquet files, not a .npy file")
     source = Path(input_path).resolve()
     target = output.resolve()
     if source.is_dir() and (target == source or source in target.parents):
-        raise ValueError(f"-o {output} is inside the input folder {input_path}; write the vectors elsewhere")
+        raise UserError(f"-o {output} is inside the input folder {input_path}; write the vectors elsewhere")
     problem = unwritable_folder(output)
     if problem:
-        raise PermissionError(f"cannot write to -o {output}: {problem}")
+        raise UserFileError(f"cannot write to -o {output}: {problem}")
     return output
 
 
@@ -88,7 +89,7 @@ def plan_corpus(input_path: Path, output: Path, job: EmbedJob) -> CorpusPlan:
     for shard in shards:
         target = output_file(output, shard)
         if target in targets:
-            raise ValueError(f"shards {targets[target]} and {shard.name} would both be written to {target}")
+            raise UserError(f"shards {targets[target]} and {shard.name} would both be written to {target}")
         targets[target] = shard.name
         reason = _redo_reason(shard, target, configs[shard.kind])
         if reason is None:
@@ -117,7 +118,7 @@ def _redo_reason(shard: Shard, target: Path, config: dict) -> str | None:
         return "the file cannot be read back (damaged)"
     if written.config != config:
         changed = differences(config, written.config)
-        raise ValueError(
+        raise UserError(
             f"{target} holds vectors made with another configuration (different {', '.join(changed)}); "
             "write to a new -o folder, or delete the old one"
         )

@@ -30,6 +30,7 @@ from pathlib import Path
 from longembed.corpus.arrow import INSTALL_HINT
 from longembed.corpus.job import LOAD_ERROR, EmbedJob, ShardEmbedder, ShardReport
 from longembed.corpus.shards import Shard
+from longembed.errors import MissingExtraError, UserError
 
 try:  # the ``ray`` extra; ray.data is loaded by ray on first use
     import ray
@@ -53,9 +54,9 @@ class RaySettings:
 
     def __post_init__(self) -> None:
         if self.actors < 1:
-            raise ValueError(f"--actors must be at least 1, got {self.actors}")
+            raise UserError(f"--actors must be at least 1, got {self.actors}")
         if self.cpus_per_actor <= 0 or self.gpus_per_actor < 0:
-            raise ValueError("--cpus-per-actor must be positive and --gpus-per-actor not negative")
+            raise UserError("--cpus-per-actor must be positive and --gpus-per-actor not negative")
 
     @property
     def torch_threads(self) -> int:
@@ -66,7 +67,7 @@ class RaySettings:
 def require_ray() -> None:
     """Raise a clear ImportError when ray (the ``ray`` extra) is missing."""
     if RAY_IMPORT_ERROR is not None:
-        raise ImportError(f"--engine ray needs ray[data] ({RAY_IMPORT_ERROR}): {INSTALL_HINT}")
+        raise MissingExtraError(f"--engine ray needs ray[data] ({RAY_IMPORT_ERROR}): {INSTALL_HINT}")
 
 
 def connect(settings: RaySettings) -> bool:
@@ -104,7 +105,7 @@ def check_resources(settings: RaySettings) -> None:
         if settings.address or os.environ.get("RAY_ADDRESS"):
             warnings.warn(message + " (waiting for the cluster to grow)", stacklevel=2)
         else:
-            raise ValueError(message)
+            raise UserError(message)
 
 
 def embed_shards_on_ray(
@@ -145,5 +146,5 @@ def embed_shards_on_ray(
         context.enable_progress_bars = progress_bars
     load_errors = sorted({r.error for r in reports if r.error.startswith(LOAD_ERROR)})
     if load_errors:  # the model or its options are wrong: one error, not one per shard
-        raise ValueError(f"on the Ray actors: {load_errors[0]}")
+        raise UserError(f"on the Ray actors: {load_errors[0]}")
     return reports

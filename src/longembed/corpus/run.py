@@ -31,6 +31,7 @@ from longembed.corpus.ray_engine import (
     require_ray,
 )
 from longembed.corpus.writer import remove_partial_files
+from longembed.errors import UserError
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +75,7 @@ def embed_corpus(
     shuts it down at the end).  ``on_report`` replaces the default progress line per shard.
     """
     if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+        raise UserError(f"engine must be one of {ENGINES}, got {engine!r}")
     require_arrow()
     if engine == "ray":
         require_ray()

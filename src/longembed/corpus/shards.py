@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from longembed.corpus.arrow import pa, pq, require_arrow
+from longembed.errors import MissingFileError, UserError
 from longembed.inputs import unicode_problem
 from longembed.textfiles import (
     binary_lines,
@@ -85,10 +86,10 @@ def find_shards(input_path: Path) -> list[Shard]:
     input_path = Path(input_path)
     if input_path.is_file():
         if input_path.suffix.lower() not in SHARD_SUFFIXES:
-            raise ValueError(f"{input_path}: unsupported shard type {input_path.suffix!r}; use {_types()}")
+            raise UserError(f"{input_path}: unsupported shard type {input_path.suffix!r}; use {_types()}")
         return [Shard(input_path.resolve(), input_path.name)]
     if not input_path.is_dir():
-        raise FileNotFoundError(f"input not found: {input_path}")
+        raise MissingFileError(f"input not found: {input_path}")
     shards, others = [], []
     for path in sorted(input_path.rglob("*")):
         relative = path.relative_to(input_path)
@@ -99,18 +100,18 @@ def find_shards(input_path: Path) -> list[Shard]:
         else:
             others.append(relative.as_posix())
     if others:
-        raise ValueError(
+        raise UserError(
             f"{input_path} holds {len(others)} file(s) that are not shards ({', '.join(others[:5])}); every "
             f"file must be {_types()} (names starting with '.' or '_' are ignored)"
         )
     if not shards:
-        raise ValueError(f"{input_path}: no shards found ({_types()})")
+        raise UserError(f"{input_path}: no shards found ({_types()})")
     kinds: dict[str, list[str]] = {}
     for shard in shards:
         kinds.setdefault("text" if shard.kind in TEXT_SUFFIXES else shard.kind, []).append(shard.name)
     if len(kinds) > 1:
         found = "; ".join(f"{len(names)} {kind} ({', '.join(names[:3])})" for kind, names in sorted(kinds.items()))
-        raise ValueError(f"{input_path} mixes shard types: {found}; put one type of shard in a folder")
+        raise UserError(f"{input_path} mixes shard types: {found}; put one type of shard in a folder")
     _refuse_linked_shards(input_path, shards)
     return shards
 
@@ -122,7 +123,7 @@ def _refuse_linked_shards(input_path: Path, shards: list[Shard]) -> None:
         stat = shard.path.stat()
         first = files.setdefault((stat.st_dev, stat.st_ino), shard)
         if first is not shard:
-            raise ValueError(
+            raise UserError(
                 f"{input_path}: {first.name} and {shard.name} are the same file ({first.path}, through a link); "
                 "it would be embedded twice: remove one of the two names"
             )
@@ -136,11 +137,11 @@ def text_unit(unit: str | None, kind: str) -> str | None:
     """How a shard of type ``kind`` is split: for .txt/.md ``unit`` ("file", the default, or "line"); None
     for .jsonl (a record per line) and .parquet (a row each), where ``unit="file"`` is an error."""
     if unit is not None and unit not in UNITS:
-        raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
+        raise UserError(f"unit must be one of {UNITS}, got {unit!r}")
     if kind in TEXT_SUFFIXES:
         return unit or "file"
     if unit == "file":
-        raise ValueError(f"--unit file applies to .txt/.md files; a {kind} file holds one document per "
+        raise UserError(f"--unit file applies to .txt/.md files; a {kind} file holds one document per "
                          f"{'row' if kind == '.parquet' else 'line'}")
     return None
 
@@ -172,12 +173,12 @@ class ShardReader:
         seen: dict[str, str] = {}
         for where, doc_id, text in self._records():
             if doc_id in seen:
-                raise ValueError(f"{where}: duplicate id {doc_id!r} (first at {seen[doc_id]})")
+                raise UserError(f"{where}: duplicate id {doc_id!r} (first at {seen[doc_id]})")
             seen[doc_id] = where
             for what, value in (("text", text), ("id", doc_id)):
                 problem = unicode_problem(value)
                 if problem:
-                    raise ValueError(f"{where}: the {what} {problem}")
+                    raise UserError(f"{where}: the {what} {problem}")
             yield doc_id, text
 
     def ids(self) -> Iterator[tuple[str, str]]:
@@ -208,7 +209,7 @@ class ShardReader:
         path = self.shard.path
         text = read_utf8(path)
         if not text.strip():
-            raise ValueError(f"{path}: the file is empty (no text to embed); drop it or add its text")
+            raise UserError(f"{path}: the file is empty (no text to embed); drop it or add its text")
         yield str(path), self.shard.id_prefix, text
 
     def _txt(self) -> Iterator[tuple[str, str, str]]:
@@ -241,7 +242,7 @@ class ShardReader:
             where = f"{path}:{number}"
             record = parse_json_line(line, where)
             if not isinstance(record, dict):
-                raise ValueError(f"{where}: expected a JSON object, got {type(record).__name__}")
+                raise UserError(f"{where}: expected a JSON object, got {type(record).__name__}")
             yield where, self._id(record, where), self._text(record, where)
 
     def _parquet(self) -> Iterator[tuple[str, str, str]]:
@@ -250,16 +251,16 @@ class ShardReader:
         try:
             handle = pq.ParquetFile(path)
         except (pa.ArrowException, OSError) as exc:
-            raise ValueError(f"{path}: not a readable parquet file ({exc})") from None
+            raise UserError(f"{path}: not a readable parquet file ({exc})") from None
         schema = handle.schema_arrow
         for field, what in ((self.id_field, "id"), (self.text_field, "text")):
             if field not in schema.names:
-                raise ValueError(f"{path}: no column {field!r} (the {what}; columns: {schema.names})")
+                raise UserError(f"{path}: no column {field!r} (the {what}; columns: {schema.names})")
         if not _is_text(schema.field(self.text_field).type):
-            raise ValueError(f"{path}: column {self.text_field!r} is {schema.field(self.text_field).type}, not string")
+            raise UserError(f"{path}: column {self.text_field!r} is {schema.field(self.text_field).type}, not string")
         id_type = schema.field(self.id_field).type
         if not (_is_text(id_type) or pa.types.is_integer(id_type)):
-            raise ValueError(f"{path}: column {self.id_field!r} is {id_type}; ids must be strings or integers")
+            raise UserError(f"{path}: column {self.id_field!r} is {id_type}; ids must be strings or integers")
         row = 0
         for batch in handle.iter_batches(batch_size=4096, columns=[self.id_field, self.text_field]):
             columns = batch.to_pydict()
@@ -272,23 +273,23 @@ class ShardReader:
     def _id(self, record: dict[str, Any], where: str) -> str:
         value = record.get(self.id_field)
         if self.id_field not in record or value is None:
-            raise ValueError(
+            raise UserError(
                 f"{where}: missing field {self.id_field!r} (every .jsonl or .parquet document needs an id; "
                 "--id-field names the field)"
             )
         if isinstance(value, int) and not isinstance(value, bool):
             return str(value)
         if not isinstance(value, str) or not value:
-            raise ValueError(f"{where}: the id {value!r} is not a non-empty string or an integer")
+            raise UserError(f"{where}: the id {value!r} is not a non-empty string or an integer")
         return value
 
     def _text(self, record: dict[str, Any], where: str) -> str:
         value = record.get(self.text_field)
         if not isinstance(value, str):
             what = "missing" if value is None else f"a {type(value).__name__}"
-            raise ValueError(f"{where}: expected a string field {self.text_field!r}, got {what}")
+            raise UserError(f"{where}: expected a string field {self.text_field!r}, got {what}")
         if not value.strip():
-            raise ValueError(f"{where}: the {self.text_field!r} text is empty; drop the line")
+            raise UserError(f"{where}: the {self.text_field!r} text is empty; drop the line")
         return value
 
 

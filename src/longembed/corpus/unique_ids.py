@@ -15,6 +15,7 @@ from pathlib import Path
 
 from longembed.corpus.shards import Shard, ShardReader
 from longembed.corpus.writer import read_ids
+from longembed.errors import UserError
 
 
 def check_unique_ids(
@@ -35,7 +36,7 @@ def check_unique_ids(
             first = owner.setdefault(doc_id, index)
             if first != index:
                 other = sources[first][0]
-                raise ValueError(
+                raise UserError(
                     f"id {doc_id!r} is in two shards: {_where(other, doc_id, text_field, id_field, unit)} and "
                     f"{_where(shard, doc_id, text_field, id_field, unit)}; ids key the vectors and must be unique across "
                     "the corpus: rename or remove one of them"

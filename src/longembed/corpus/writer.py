@@ -26,6 +26,7 @@ import numpy as np
 
 from longembed.corpus.arrow import pa, pq, require_arrow
 from longembed.corpus.shards import Shard
+from longembed.errors import MissingFileError, UserError
 from longembed.results import atomic_write_bytes
 
 OUTPUT_FORMAT = "longembed-corpus-1"
@@ -103,7 +104,7 @@ def read_written(path: Path) -> WrittenShard | None:
     except json.JSONDecodeError:
         record = {}
     if record.get("format") != OUTPUT_FORMAT:
-        raise ValueError(f"{path} was not written by longembed embed; move it away or choose another -o folder")
+        raise UserError(f"{path} was not written by longembed embed; move it away or choose another -o folder")
     return WrittenShard(meta.num_rows, record["documents"], record["source_bytes"], record["config"],
                         record.get("source_sha256"))
 
@@ -152,7 +153,7 @@ def read_embeddings(path: Path) -> tuple[list[str], np.ndarray]:
         p for p in path.rglob("*.parquet") if not p.name.startswith(".")
     )
     if not files:
-        raise FileNotFoundError(f"no embeddings (.parquet) at {path}")
+        raise MissingFileError(f"no embeddings (.parquet) at {path}")
     ids: list[str] = []
     blocks = []
     for file in files:

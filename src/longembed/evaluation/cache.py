@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from longembed.errors import UserError
 from longembed.results.files import atomic_write_bytes, atomic_write_text
 
 logger = logging.getLogger(__name__)
@@ -101,7 +102,7 @@ class CacheNamespace:
     def _shard_dir(self, shard: str) -> Path:
         parts = [p for p in shard.split("/") if p]
         if not parts or any(p in (".", "..") for p in parts):
-            raise ValueError(f"invalid shard name {shard!r}")
+            raise UserError(f"invalid shard name {shard!r}")
         return self.path.joinpath(*parts)
 
     def _write_fingerprint(self) -> None:
@@ -140,7 +141,7 @@ class CacheNamespace:
         counts as a new part, atomically."""
         stacked, rows = stack_entries(vectors)
         if len(rows if rows is not None else stacked) != len(keys) or len(tokens) != len(keys):
-            raise ValueError(f"{len(keys)} keys, {len(tokens)} token counts and vectors of shape {stacked.shape}")
+            raise UserError(f"{len(keys)} keys, {len(tokens)} token counts and vectors of shape {stacked.shape}")
         self._write_fingerprint()
         key_array = np.asarray(list(keys), dtype=_KEY_DTYPE)
         token_array = np.asarray(list(tokens), dtype=np.int64)
@@ -206,7 +207,7 @@ def stack_entries(vectors: np.ndarray | Sequence[np.ndarray]) -> tuple[np.ndarra
         dim = entries[0].shape[0] if entries else 0
         return np.ascontiguousarray(np.stack(entries) if entries else np.zeros((0, dim), np.float32)), None
     if not all(e.ndim == 2 for e in entries):
-        raise ValueError("cache entries must all be vectors or all be (chunks, dim) matrices")
+        raise UserError("cache entries must all be vectors or all be (chunks, dim) matrices")
     rows = np.asarray([len(e) for e in entries], dtype=np.int64)
     return np.ascontiguousarray(np.concatenate(entries)), rows
 

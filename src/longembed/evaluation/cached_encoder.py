@@ -28,6 +28,7 @@ from tqdm.auto import tqdm
 
 from longembed.config import EncoderConfig, check_temperature
 from longembed.encoder_protocol import Encoder, check_encoder
+from longembed.errors import UserError
 from longembed.evaluation.cache import CacheNamespace, EmbeddingCache, text_key
 from longembed.evaluation.cached_encoding import CachedEncoding, count_missing, encode_cached
 from longembed.evaluation.provenance import cache_fingerprint, library_versions, model_identity
@@ -70,7 +71,7 @@ class CachedEncoder:
         log: Callable[[str], None] | None = print,
     ):
         if batch_size < 1 or chunk_size < 1:
-            raise ValueError("batch_size and chunk_size must be positive")
+            raise UserError("batch_size and chunk_size must be positive")
         self.encoder = check_encoder(encoder)
         self.batch_size = batch_size
         self.chunk_size = chunk_size
@@ -115,7 +116,7 @@ class CachedEncoder:
         no ``temperature=`` can only use its own."""
         tau = self.configured_temperature if value is None else check_temperature(value, name)
         if tau != self.configured_temperature and not self._per_call_temperature:
-            raise ValueError(
+            raise UserError(
                 f"{name} {tau} differs from the encoder's ({self.configured_temperature}) but its encode() "
                 "takes no temperature= argument"
             )
@@ -227,7 +228,7 @@ class CachedEncoder:
         or naive chunking (``LongContextEncoder.encode_chunks``).
         """
         if (chunking is None) == (spans is None):
-            raise ValueError("give exactly one of chunking and spans")
+            raise UserError("give exactly one of chunking and spans")
         tau = self.temperature(temperature)
         keys = None if spans is None else chunk_keys(texts, spans)
         spans_of = {} if spans is None else {text_key(t): list(s) for t, s in zip(texts, spans, strict=True)}

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from longembed.errors import UserError
 from longembed.evaluation.cache import CacheNamespace, ShardEntries, stack_entries, text_key
 
 
@@ -78,7 +79,7 @@ def plan_lookup(texts: Sequence[str], keys: Sequence[str] | None, entries: Shard
     """Keys (the texts' own, or ``keys``), distinct texts, and which of them are cached or missing."""
     keys = [text_key(t) for t in texts] if keys is None else list(keys)
     if len(keys) != len(texts):
-        raise ValueError(f"{len(keys)} keys for {len(texts)} texts")
+        raise UserError(f"{len(keys)} keys for {len(texts)} texts")
     unique: dict[str, str] = {}
     for key, text in zip(keys, texts, strict=True):
         unique.setdefault(key, text)
@@ -113,7 +114,7 @@ def encode_missing(
             else [np.asarray(e, dtype=np.float32) for e in encoded]
         )
         if len(vectors) != len(chunk_texts):
-            raise ValueError(f"the encoder returned {len(vectors)} vectors for {len(chunk_texts)} texts")
+            raise UserError(f"the encoder returned {len(vectors)} vectors for {len(chunk_texts)} texts")
         tokens = count_tokens(chunk_texts)
         store(chunk_keys, vectors, tokens)
         for i, key in enumerate(chunk_keys):

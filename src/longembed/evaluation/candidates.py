@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from longembed.config import check_temperature
+from longembed.errors import UserError
 
 #: Keys a candidate settings dict may have.
 CANDIDATE_KEYS = (
@@ -46,16 +47,16 @@ class Candidate:
         """
         unknown = sorted(set(settings) - set(CANDIDATE_KEYS))
         if unknown:
-            raise ValueError(f"unknown candidate setting(s) {unknown}; valid: {list(CANDIDATE_KEYS)}")
+            raise UserError(f"unknown candidate setting(s) {unknown}; valid: {list(CANDIDATE_KEYS)}")
         both = check_temperature(settings.get("temperature", 1.0), "temperature")
         query = check_temperature(settings.get("query_temperature", both), "query_temperature")
         document = check_temperature(settings.get("document_temperature", both), "document_temperature")
         decay = settings.get("temperature_decay", 0.0)
         if isinstance(decay, bool) or not isinstance(decay, int | float) or not 0 <= decay <= 4:
-            raise ValueError(f"temperature_decay must be in [0, 4], got {decay!r}")
+            raise UserError(f"temperature_decay must be in [0, 4], got {decay!r}")
         reference = settings.get("temperature_reference", DEFAULT_REFERENCE)
         if isinstance(reference, bool) or not isinstance(reference, int) or reference < 2:
-            raise ValueError(f"temperature_reference must be an integer >= 2 (tokens), got {reference!r}")
+            raise UserError(f"temperature_reference must be an integer >= 2 (tokens), got {reference!r}")
         if decay == 0:
             return cls(query, document)
         return cls(query, document, float(decay), reference)
@@ -137,7 +138,7 @@ def parse_candidates(
     if include_baseline and BASELINE not in seen:
         out.insert(0, (BASELINE, "baseline (added)"))
     if not out:
-        raise ValueError("no candidates to sweep")
+        raise UserError("no candidates to sweep")
     return out
 
 
@@ -151,9 +152,9 @@ def choose(
     earliest given. So a temperature is only adopted when it beats "no change" on the selection task.
     """
     if not scores:
-        raise ValueError("no selection scores")
+        raise UserError("no selection scores")
     if tie_tolerance < 0:
-        raise ValueError(f"tie_tolerance must be >= 0, got {tie_tolerance}")
+        raise UserError(f"tie_tolerance must be >= 0, got {tie_tolerance}")
     best = max(score for _, score in scores)
     tied = [(i, c) for i, (c, score) in enumerate(scores) if score >= best - tie_tolerance - 1e-9]
     winner = min(tied, key=lambda pair: (pair[1].change(), pair[0]))[1]

@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from longembed.errors import UserError
 from longembed.retrieval.ranking import rank
 
 DEFAULT_K_VALUES: tuple[int, ...] = (1, 3, 5, 10, 100)
@@ -105,10 +106,10 @@ def per_query_metrics(
     relevant document or an empty ranking scores 0 (it still counts in the mean, as in BEIR/mteb).
     """
     if not qrels:
-        raise ValueError("qrels are empty")
+        raise UserError("qrels are empty")
     k_values = sorted(set(k_values))
     if not k_values or k_values[0] < 1:
-        raise ValueError(f"k_values must be positive integers, got {k_values}")
+        raise UserError(f"k_values must be positive integers, got {k_values}")
     names = [f"{m}@{k}" for m in ("ndcg", "mrr", "recall") for k in k_values] + ["accuracy@1"]
     per_query: dict[str, dict[str, float]] = {name: {} for name in names}
     for qid, judged in qrels.items():
@@ -124,7 +125,7 @@ def _query_metrics(
     relevant = {d: float(r) for d, r in judged.items() if r > 0}
     ranked = list(ranking)
     if len(set(ranked)) != len(ranked):
-        raise ValueError(f"the ranking of query {qid!r} lists a document twice")
+        raise UserError(f"the ranking of query {qid!r} lists a document twice")
     values = {f"{m}@{k}": 0.0 for m in ("ndcg", "mrr", "recall") for k in k_values}
     values["accuracy@1"] = 0.0
     if not relevant or not ranked:

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from longembed.encoder_protocol import Encoder
+from longembed.errors import UserError
 from longembed.evaluation.cached_encoder import CachedEncoder, chunk_keys, chunk_quantity
 from longembed.evaluation.estimate import SideToEncode, estimate_cost
 from longembed.evaluation.provenance import (
@@ -92,11 +93,11 @@ def resolve_tasks(
             task = get_task(name, **(synthetic_options.task_kwargs(name) if synthetic_options else {}))
         name = task.metadata.name
         if name in seen:
-            raise ValueError(f"task {name!r} is listed twice")
+            raise UserError(f"task {name!r} is listed twice")
         seen.add(name)
         out.append(task)
     if not out:
-        raise ValueError("no tasks to evaluate")
+        raise UserError("no tasks to evaluate")
     return out
 
 
@@ -127,9 +128,9 @@ def resolve_lengths(lengths: Sequence[int] | None) -> list[int]:
     out = sorted({int(n) for n in lengths})
     bad = [n for n in out if n not in SYNTHETIC_LENGTHS]
     if bad:
-        raise ValueError(f"lengths {bad} are not LongEmbed lengths; choose from {list(SYNTHETIC_LENGTHS)}")
+        raise UserError(f"lengths {bad} are not LongEmbed lengths; choose from {list(SYNTHETIC_LENGTHS)}")
     if not out:
-        raise ValueError("no lengths to evaluate")
+        raise UserError("no lengths to evaluate")
     return out
 
 
@@ -249,9 +250,9 @@ def plan_run(model: Encoder | CachedEncoder | BM25Model, spec: EvalSpec) -> RunP
     versions = library_versions()
     if isinstance(model, BM25Model):
         if level.chunked:
-            raise ValueError("BM25 scores whole documents: granularity='chunks' needs an encoder")
+            raise UserError("BM25 scores whole documents: granularity='chunks' needs an encoder")
         if fusion is not None:
-            raise ValueError("fuse='bm25' fuses an encoder's ranking with BM25's: the model is BM25 already")
+            raise UserError("fuse='bm25' fuses an encoder's ranking with BM25's: the model is BM25 already")
         scorer: CachedEncoder | BM25Model = model
         sides, max_length = {}, None
         described.encoder, versions["model"] = _bm25_config(model)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from longembed.chunking.spans import parse_chunking
+from longembed.errors import UserError
 from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.evaluation.cached_encoding import CachedEncoding
 from longembed.evaluation.choices import GRANULARITIES
@@ -79,7 +80,7 @@ class Granularity:
 
     def __post_init__(self) -> None:
         if self.level not in GRANULARITIES:
-            raise ValueError(f"granularity must be one of {GRANULARITIES}, got {self.level!r}")
+            raise UserError(f"granularity must be one of {GRANULARITIES}, got {self.level!r}")
         parse_chunking(self.chunking)
 
     @property

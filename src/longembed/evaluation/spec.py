@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from longembed.errors import UserError
 from longembed.evaluation.choices import FUSE_METHODS, FUSE_SOURCES, GRANULARITIES
 from longembed.retrieval.fusion import Fusion
 from longembed.tasks import DEFAULT_TASKS, Task
@@ -146,7 +147,7 @@ class EvalSpec:
 
     def __post_init__(self) -> None:
         if self.batch_size < 1 or self.chunk_size < 1:
-            raise ValueError("batch_size and chunk_size must be positive")
+            raise UserError("batch_size and chunk_size must be positive")
         check_queries_per_length(self.queries_per_length)
         check_candidates(self.candidates, self.queries_per_length)
         check_haystacks(self.needle_haystacks)

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from longembed.encoder import load_encoder
+from longembed.errors import UserError
 from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.evaluation.candidates import BASELINE, Candidate, choose, parse_candidates
 from longembed.evaluation.encoders import EncoderFactory
@@ -231,12 +232,12 @@ def _fixed_options(model: str | Path, encoder_options: Mapping[str, Any] | None)
     """The encoder options every candidate shares: the given ones without the TempScale options the
     candidates set (defaults, or a reference without decay, change nothing: they are dropped)."""
     if str(model) == "bm25":
-        raise ValueError("BM25 has no attention temperature: sweep an embedding model")
+        raise UserError("BM25 has no attention temperature: sweep an embedding model")
     options = dict(encoder_options or {})
     defaults = {"temperature": (None, 1.0), "temperature_decay": (None, 0, 0.0)}
     clashing = sorted(k for k, allowed in defaults.items() if options.get(k) not in allowed)
     if clashing:
-        raise ValueError(
+        raise UserError(
             f"encoder_options set {clashing}, which the sweep's candidates set: put them in candidates"
         )
     for name in SWEPT_OPTIONS:
@@ -248,19 +249,19 @@ def plan_sweep(spec: SweepSpec, factory: EncoderFactory) -> SweepPlan:
     """Check the protocol (the selection task is not a scoring task), the candidates and the data."""
     say = spec.log or (lambda _message: None)
     if spec.select_task is None:
-        raise ValueError("a sweep needs select_task: the one task tau is chosen on")
+        raise UserError("a sweep needs select_task: the one task tau is chosen on")
     select = resolve_tasks([spec.select_task.strip() if isinstance(spec.select_task, str) else spec.select_task])[0]
     score = resolve_tasks(list(spec.score_tasks))
     score_names = [t.metadata.name for t in score]
     if select.metadata.name in score_names:
-        raise ValueError(
+        raise UserError(
             f"the selection task {select.metadata.name!r} is also a scoring task: a tau chosen on a task cannot "
             "be scored on it honestly; remove it from score_tasks"
         )
     lengths = resolve_lengths(spec.lengths)
     candidates = parse_candidates(spec.candidate_settings(), spec.include_baseline)
     if spec.tie_tolerance < 0:
-        raise ValueError(f"tie_tolerance must be >= 0, got {spec.tie_tolerance}")
+        raise UserError(f"tie_tolerance must be >= 0, got {spec.tie_tolerance}")
     data_path = Path(spec.data_dir).expanduser() if spec.data_dir is not None else None
     _check_runnable(select, score, data_path, lengths, say)
     pool = _EncoderPool(factory, EvalSpec(cache_dir=spec.cache_dir, use_cache=spec.use_cache,
@@ -277,10 +278,10 @@ def _check_runnable(
     unavailable = _check_data([select, *score], data_path, lengths)
     select_name, score_names = select.metadata.name, [t.metadata.name for t in score]
     if select_name in unavailable:
-        raise ValueError(f"the selection task {select_name!r} cannot run: {unavailable[select_name]}")
+        raise UserError(f"the selection task {select_name!r} cannot run: {unavailable[select_name]}")
     if all(name in unavailable for name in score_names):
         reasons = "; ".join(f"{n}: {unavailable[n]}" for n in score_names)
-        raise ValueError(f"none of the scoring tasks can run ({reasons})")
+        raise UserError(f"none of the scoring tasks can run ({reasons})")
     for name in score_names:
         if name in unavailable:
             say(f"note: scoring task {name} will be skipped: {unavailable[name]}")
@@ -311,7 +312,7 @@ def run_selection(plan: SweepPlan) -> SelectionOutcome:
         results = plan.run(candidate, [plan.select], "select")
         if name not in results.tasks:
             reason = results.skipped.get(name, "it produced no score")
-            raise ValueError(f"the selection task {name!r} could not run: {reason}")
+            raise UserError(f"the selection task {name!r} could not run: {reason}")
         runs[candidate] = results
         so_far = [(c, runs[c].tasks[name].score) for c, _ in parsed if c in runs]
         plan.pool.pin(choose(so_far, plan.spec.tie_tolerance)[0])

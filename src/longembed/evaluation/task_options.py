@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from longembed.errors import UserError
 from longembed.evaluation.spec import EvalSpec
 from longembed.tasks import Task
 from longembed.tasks.haystack import Haystack, load_haystack
@@ -100,14 +101,14 @@ class SyntheticOptions:
             untaken = [key for key in self.changed() if OPTION_TASKS[key] == takers and not set(names) & set(takers)]
             if untaken:
                 flags = ", ".join(f"--{key.replace('_', '-')}" for key in untaken)
-                raise ValueError(f"{flags}: {_only(takers)} ({', '.join(names)})")
+                raise UserError(f"{flags}: {_only(takers)} ({', '.join(names)})")
 
     def _check_task(self, task: Task) -> None:
         """A ValueError if the passkey or needle task object ``task`` was built with other options."""
         name = task.metadata.name
         queries = getattr(task, "queries_per_length", PAPER_QUERIES)
         if queries != self.queries_per_length:
-            raise ValueError(
+            raise UserError(
                 f"the {name} task given has {queries} queries per length but the run asks for "
                 f"{self.queries_per_length}: give the task by name, or build it with the run's options"
             )
@@ -115,19 +116,19 @@ class SyntheticOptions:
         theirs = None if haystack is None else haystack.sha256
         ours = None if self.haystack is None else self.haystack.sha256
         if theirs != ours:
-            raise ValueError(
+            raise UserError(
                 f"the {name} task given was built with another haystack than the run's "
                 f"({haystack.path if haystack else 'none'} vs {self.haystack.path if self.haystack else 'none'})"
             )
         candidates = getattr(task, "candidates", ALL_CANDIDATES)
         if candidates != self.candidates:
-            raise ValueError(
+            raise UserError(
                 f"the {name} task given ranks {candidates!r} candidates but the run asks for "
                 f"{self.candidates!r}: give the task by name, or build it with the run's options"
             )
         modes = getattr(task, "haystacks", SHARED_HAYSTACKS)
         if name == "needle" and modes != self.needle_haystacks:
-            raise ValueError(
+            raise UserError(
                 f"the needle task given builds its documents with {modes} haystacks but the run asks for "
                 f"{self.needle_haystacks}: give the task by name, or build it with the run's options"
             )

@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from longembed.errors import OutputExistsError, UserError
 from longembed.permissions import NEW_FOLDER_MODE, creation_mode, weights_follow_umask
 
 #: Files that make a folder a model folder (one ``--overwrite`` may replace).
@@ -30,12 +31,12 @@ def check_destination(output: Path, protected: list[Path], overwrite: bool) -> N
     """
     refuse_overlap(output, protected)
     if output.is_file():
-        raise FileExistsError(f"--output {output} is a file; give a folder")
+        raise OutputExistsError(f"--output {output} is a file; give a folder")
     if output.is_dir() and any(output.iterdir()):
         if not overwrite:
-            raise FileExistsError(f"{output} exists and is not empty; pass overwrite=True (--overwrite) to replace it")
+            raise OutputExistsError(f"{output} exists and is not empty; pass overwrite=True (--overwrite) to replace it")
         if not any((output / marker).is_file() for marker in MODEL_FOLDER_MARKERS):
-            raise ValueError(
+            raise UserError(
                 f"{output} is not a model folder (no {' or '.join(MODEL_FOLDER_MARKERS)}); --overwrite replaces "
                 "only a previous export: remove the folder yourself or choose another --output"
             )
@@ -47,9 +48,9 @@ def refuse_overlap(output: Path, protected: list[Path]) -> None:
     target = output.resolve()
     for folder in (p.resolve() for p in protected):
         if target == folder or target in folder.parents:
-            raise ValueError(f"--output {output} holds the source model {folder}; choose a folder outside it")
+            raise UserError(f"--output {output} holds the source model {folder}; choose a folder outside it")
         if folder in target.parents:
-            raise ValueError(f"--output {output} is inside the source model {folder}; choose a folder outside it")
+            raise UserError(f"--output {output} is inside the source model {folder}; choose a folder outside it")
 
 
 @contextlib.contextmanager

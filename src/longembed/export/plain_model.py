@@ -35,6 +35,7 @@ import torch
 from transformers import AutoConfig, AutoModel
 
 from longembed.config import EncoderConfig, check_scale_factor
+from longembed.errors import UserError
 from longembed.export.folders import check_destination, staged_folder
 from longembed.extension.ape import EXTENDED_TABLE_FILE, ExtendedTable, extended_position_table
 from longembed.extension.methods import (
@@ -100,21 +101,21 @@ def _planned_export(
         _check_extended_folder(source, table, method, max_length)
         return functools.partial(_copy_folder, source)
     if method is None or max_length is None:
-        raise ValueError(f"give the method and max_length to export ({exportable_methods()})")
+        raise UserError(f"give the method and max_length to export ({exportable_methods()})")
     config = EncoderConfig.from_options(model, method, max_length, **options)
     _refuse_inexpressible(config)
     model_config = AutoConfig.from_pretrained(source.transformer_path)
     scheme = config.position_scheme or detect_position_scheme(model_config)
     reason = METHODS[method].export_reason(scheme)
     if reason is not None:
-        raise ValueError(
+        raise UserError(
             f"method {method!r} on a {scheme.upper()} model has no plain-model equivalent ({reason}); "
             f"exportable: {exportable_methods()}"
         )
     positions = AbsolutePositions if scheme == APE else RotaryPositions
     lo = positions("truncate", model_config, config.original_length).original_length
     if max_length <= lo:
-        raise ValueError(f"max_length={max_length} is not beyond this model's Lo={lo}: nothing to extend")
+        raise UserError(f"max_length={max_length} is not beyond this model's Lo={lo}: nothing to extend")
     check_scale_factor(max_length, lo)
     if scheme == APE:
         return lambda folder: write_extended_table_model(source, method, max_length, folder)
@@ -129,7 +130,7 @@ def write_extended_table_model(
     positions = AbsolutePositions("truncate", transformer.config, original_length)
     offset, lo = positions.offset, positions.original_length
     if max_length <= lo:
-        raise ValueError(f"max_length={max_length} is not beyond this model's Lo={lo}: nothing to extend")
+        raise UserError(f"max_length={max_length} is not beyond this model's Lo={lo}: nothing to extend")
     check_scale_factor(max_length, lo)
     weight = transformer.embeddings.position_embeddings.weight.detach()
     rows, _ = extended_position_table(weight[offset : offset + lo], method, max_length)
@@ -141,7 +142,7 @@ def write_extended_table_model(
     extended = AutoModel.from_config(new_config)
     missing, unexpected = extended.load_state_dict(state, strict=False)
     if unexpected or any(not _is_buffer(extended, key) for key in missing):
-        raise ValueError(f"cannot rebuild the model with a longer table (missing {missing}, unexpected {unexpected})")
+        raise UserError(f"cannot rebuild the model with a longer table (missing {missing}, unexpected {unexpected})")
     transformer_dir = _copy_folder(source, output)
     _remove_weights(transformer_dir)
     extended.save_pretrained(transformer_dir)
@@ -164,11 +165,11 @@ def _check_extended_folder(
 ) -> None:
     """A tuned (or already exported) folder is a plain model already: it exports (is copied) as it is."""
     if method not in (None, table.method):
-        raise ValueError(
+        raise UserError(
             f"{source.name} has a position table extended with {table.method!r}; it exports with that method only"
         )
     if max_length not in (None, table.table_length):
-        raise ValueError(
+        raise UserError(
             f"{source.name} has {table.table_length} positions; export it with max_length={table.table_length} "
             "(or none)"
         )
@@ -181,7 +182,7 @@ def _write_rotary_model(
     lo = RotaryPositions("truncate", model_config, config.original_length).original_length
     lt = config.max_length
     if lt <= lo:
-        raise ValueError(f"max_length={lt} is not beyond this model's Lo={lo}: nothing to extend")
+        raise UserError(f"max_length={lt} is not beyond this model's Lo={lo}: nothing to extend")
     check_scale_factor(lt, lo)
     s = fixed_scale(lt, lo)
     transformer_dir = _copy_folder(source, output)
@@ -192,7 +193,7 @@ def _write_rotary_model(
 
     def rewrite(p: dict[str, Any]) -> dict[str, Any]:
         if p.get("rope_type", "default") != "default":
-            raise ValueError(f"the model already uses rope_type {p['rope_type']!r}; export starts from plain RoPE")
+            raise UserError(f"the model already uses rope_type {p['rope_type']!r}; export starts from plain RoPE")
         base = float(p.get("rope_theta", raw.get("rope_theta", 10000.0)))
         return method.rope_parameters(dict(p), base, s, lo)
 
@@ -217,7 +218,7 @@ def _refuse_inexpressible(config: EncoderConfig) -> None:
     if config.temperature != 1.0 or config.temperature_decay:
         problems.append("TempScale (temperature)")
     if problems:
-        raise ValueError(f"a plain model cannot express {', '.join(problems)}; exportable: {exportable_methods()}")
+        raise UserError(f"a plain model cannot express {', '.join(problems)}; exportable: {exportable_methods()}")
 
 
 def _copy_folder(source: ModelSource, output: Path) -> Path:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import torch
 
+from longembed.errors import UserError
+
 
 def _geometric_slopes(n: int) -> list[float]:
     """Press et al.'s slopes for a power-of-two n: m_i = 2^(-8 i / n), i = 1..n."""
@@ -50,7 +52,7 @@ def alibi_slopes(num_heads: int) -> torch.Tensor:
     floor + 1) with the indexing above.  The tests check these statements.
     """
     if num_heads < 1:
-        raise ValueError(f"num_heads must be positive, got {num_heads}")
+        raise UserError(f"num_heads must be positive, got {num_heads}")
     closest = 1 << (num_heads.bit_length() - 1)  # 2^floor(log2 n), exact for ints
     slopes = _geometric_slopes(closest)
     if closest < num_heads:
@@ -67,7 +69,7 @@ def alibi_bias(slopes: torch.Tensor, q_positions: torch.Tensor, k_positions: tor
     The result is on the positions' device and is meant to be added to the scaled logits.
     """
     if q_positions.ndim != 1 or k_positions.ndim != 1:
-        raise ValueError("q_positions and k_positions must be 1-D position vectors")
+        raise UserError("q_positions and k_positions must be 1-D position vectors")
     q = q_positions.to(torch.float32)
     k = k_positions.to(device=q.device, dtype=torch.float32)
     distance = (q[:, None] - k[None, :]).abs()  # |i - j|, (len q, len k)

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from longembed.errors import UserError
 from longembed.extension.methods import APE, METHODS, ExtensionMethod, check_method, method_names
 from longembed.extension.methods.position_maps import interpolate_rows
 
@@ -113,9 +114,9 @@ class ExtendedTable:
     def __post_init__(self) -> None:
         extendable = method_names(extends_table=True)
         if self.method not in extendable:
-            raise ValueError(f"an extended position table is built by one of {extendable}, not {self.method!r}")
+            raise UserError(f"an extended position table is built by one of {extendable}, not {self.method!r}")
         if not 0 < self.original_length < self.table_length:
-            raise ValueError(
+            raise UserError(
                 f"an extended table needs Lo < T, got Lo={self.original_length}, T={self.table_length}"
             )
 

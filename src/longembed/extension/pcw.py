@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import torch
 
+from longembed.errors import UserError
+
 
 def window_spans(n_content: int, window: int, overlap: int = 0) -> list[tuple[int, int]]:
     """(start, stop) spans of content tokens: windows every ``window - overlap`` tokens (PCW: no
     overlap), the last one end-aligned."""
     if window <= 0:
-        raise ValueError(f"window must be positive, got {window}")
+        raise UserError(f"window must be positive, got {window}")
     if not 0 <= overlap < window:
-        raise ValueError(f"overlap must be in [0, {window}), got {overlap}")
+        raise UserError(f"overlap must be in [0, {window}), got {overlap}")
     if n_content <= window:
         return [(0, n_content)]
     spans = [(start, start + window) for start in range(0, n_content - window, window - overlap)]
@@ -32,7 +34,7 @@ def split_into_windows(
     """Token-id windows of at most ``length`` ids each: head + prompt + content window + tail."""
     room = length - len(head) - len(prompt) - len(tail)
     if room <= 0:
-        raise ValueError(f"the prompt ({len(prompt)} tokens) leaves no room in a {length}-token window")
+        raise UserError(f"the prompt ({len(prompt)} tokens) leaves no room in a {length}-token window")
     return [head + prompt + content[a:b] + tail for a, b in window_spans(len(content), room)]
 
 

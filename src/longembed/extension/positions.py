@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from longembed.errors import UserError
 from longembed.extension.ape import (
     ExtendedTable,
     InterpolatedPositionEmbedding,
@@ -69,7 +70,7 @@ class PositionScheme:
         extended: ExtendedTable | None = None,
     ):
         if extended is not None:
-            raise ValueError(f"an extended position table record belongs to an APE model, not a {self.name.upper()} one")
+            raise UserError(f"an extended position table record belongs to an APE model, not a {self.name.upper()} one")
         name = method if isinstance(method, str) else method.name
         cls = check_method(name, self.name)
         self.extension: ExtensionMethod = cls() if isinstance(method, str) else method
@@ -105,14 +106,14 @@ class PositionScheme:
         if requested is None:
             default = self.default_max_length()
             if default is None:
-                raise ValueError(
+                raise UserError(
                     f"method {self.method!r} extends the context window to max_length tokens: "
                     f"pass max_length (the target length Lt, e.g. {lo * 8}); this model's Lo is {lo}"
                 )
             return default
         limit = self.longest_input()
         if limit is not None and requested > limit:
-            raise ValueError(
+            raise UserError(
                 f"this model has {limit} position embeddings, so {self.method} keeps at most {limit} tokens; "
                 f"to go to {requested} use an extension method ({', '.join(self.extending_methods())})"
             )
@@ -150,24 +151,24 @@ class AbsolutePositions(PositionScheme):
         self.extended = extended
         if extended is not None:
             if name not in (extended.method, "truncate"):
-                raise ValueError(
+                raise UserError(
                     f"this model's position table was extended with {extended.method!r} to "
                     f"{extended.table_length} positions{' and tuned' if extended.tuned else ''}; open it with "
                     f"method={extended.method!r} (or 'truncate'), or use the original model for {name!r}"
                 )
             if original_length not in (None, extended.original_length):
-                raise ValueError(
+                raise UserError(
                     f"original_length={original_length} contradicts the extended table's Lo={extended.original_length}"
                 )
             original_length = extended.original_length
         super().__init__(method, model_config, original_length)
         table = model_config.max_position_embeddings - self.offset
         if extended is not None and extended.table_length > table:
-            raise ValueError(
+            raise UserError(
                 f"the extended-table record says {extended.table_length} positions but the model has {table}"
             )
         if self.original_length > table:
-            raise ValueError(
+            raise UserError(
                 f"original_length={self.original_length} is larger than this model's position table "
                 f"({table} positions)"
             )

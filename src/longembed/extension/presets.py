@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from longembed.errors import UserError
+
 #: Preset name -> options for every method, then per-method options (applied over the first).
 PRESETS: dict[str, dict[str, Any]] = {
     "longembed-paper": {
@@ -41,6 +43,6 @@ PRESETS: dict[str, dict[str, Any]] = {
 def preset_options(name: str, method: str) -> dict[str, Any]:
     """The options preset ``name`` sets for ``method``; ValueError naming the presets if unknown."""
     if name not in PRESETS:
-        raise ValueError(f"unknown preset {name!r}; presets: {', '.join(PRESETS)}")
+        raise UserError(f"unknown preset {name!r}; presets: {', '.join(PRESETS)}")
     preset = PRESETS[name]
     return {**preset.get("all", {}), **preset.get(method, {})}

@@ -23,6 +23,7 @@ import torch
 from transformers import PretrainedConfig
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
+from longembed.errors import UserError, UserTypeError
 from longembed.extension.methods import METHODS, ROPE, ExtensionMethod, Truncate, check_method
 from longembed.extension.methods.ntk import (
     dynamic_ntk_multiplier as dynamic_ntk_multiplier,  # where users found it
@@ -59,7 +60,7 @@ class RotarySpec:
             params = dict(params[layer_type])
         if "rope_theta" not in params:
             if getattr(config, "rope_theta", None) is None:
-                raise ValueError(f"{type(config).__name__} has no rope_theta: is this a RoPE model?")
+                raise UserError(f"{type(config).__name__} has no rope_theta: is this a RoPE model?")
             params["rope_theta"] = config.rope_theta
         head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
         partial = params.get("partial_rotary_factor", getattr(config, "partial_rotary_factor", None) or 1.0)
@@ -177,7 +178,7 @@ def rope_method(name: str, **options: Any) -> ExtensionMethod:
     known = {key for m in METHODS.values() for key in m.config_keys}
     unknown = sorted(set(options) - known)
     if unknown:
-        raise TypeError(f"unknown method option(s) {unknown}; method options: {sorted(known)}")
+        raise UserTypeError(f"unknown method option(s) {unknown}; method options: {sorted(known)}")
     if name == "none":
         return Truncate()
     cls = check_method(name, ROPE)

@@ -14,6 +14,7 @@ import math
 
 import torch
 
+from longembed.errors import UserError
 from longembed.extension.methods import APPLY_MODES, SCALE_MODES
 from longembed.extension.methods.ntk import NTK_LAMBDA_TABLE, ntk_lambda
 from longembed.extension.methods.selfextend import selfextend_defaults
@@ -53,11 +54,11 @@ def document_scales(
     elif scale == "per_document":
         s = (lengths + original_length - 1) // original_length
     else:
-        raise ValueError(f"scale must be one of {SCALE_MODES}, got {scale!r}")
+        raise UserError(f"scale must be one of {SCALE_MODES}, got {scale!r}")
     if apply_to == "long":
         s = torch.where(lengths > original_length, s, torch.ones_like(s))
     elif apply_to != "all":
-        raise ValueError(f"apply_to must be one of {APPLY_MODES}, got {apply_to!r}")
+        raise UserError(f"apply_to must be one of {APPLY_MODES}, got {apply_to!r}")
     return s.clamp(min=1)
 
 

@@ -32,6 +32,7 @@ import numpy as np
 
 from longembed.chunking.spans import Chunking
 from longembed.encoder import LongContextEncoder, load_encoder
+from longembed.errors import MissingExtraError, UserError, UserTypeError
 from longembed.integrations import INSTALL_HINT, retrieval_prompts
 
 try:
@@ -39,7 +40,7 @@ try:
     from langchain_core.embeddings import Embeddings
     from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 except ImportError as exc:
-    raise ImportError(f"longembed.integrations.langchain needs langchain-core ({exc}): {INSTALL_HINT}") from exc
+    raise MissingExtraError(f"longembed.integrations.langchain needs langchain-core ({exc}): {INSTALL_HINT}") from exc
 
 __all__ = ["LongEmbedEmbeddings", "add_chunks"]
 
@@ -55,7 +56,7 @@ class LongEmbedEmbeddings(Embeddings):
         self, encoder: LongContextEncoder, *, batch_size: int = 32, normalize_embeddings: bool | None = None
     ) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+            raise UserError(f"batch_size must be a positive integer, got {batch_size!r}")
         self.encoder = encoder
         self.batch_size = batch_size
         self.normalize_embeddings = normalize_embeddings
@@ -80,7 +81,7 @@ class LongEmbedEmbeddings(Embeddings):
         """One vector per text, in order, with the document prompt.  ``texts`` must be a list (or
         other sequence) of non-empty strings; a single string is a TypeError, not one document."""
         if isinstance(texts, str) or not isinstance(texts, Sequence):
-            raise TypeError(f"embed_documents takes a list of strings, got {type(texts).__name__}; "
+            raise UserTypeError(f"embed_documents takes a list of strings, got {type(texts).__name__}; "
                             "for one text use embed_documents([text]) or embed_query(text)")
         if not texts:
             return []
@@ -89,7 +90,7 @@ class LongEmbedEmbeddings(Embeddings):
     def embed_query(self, text: str) -> list[float]:
         """The vector of one query string, with the query prompt."""
         if not isinstance(text, str):
-            raise TypeError(f"embed_query takes one string, got {type(text).__name__}")
+            raise UserTypeError(f"embed_query takes one string, got {type(text).__name__}")
         return self._embed([text], retrieval_prompts(self.encoder)["query"])[0].tolist()
 
     def chunk_documents(
@@ -100,9 +101,9 @@ class LongEmbedEmbeddings(Embeddings):
         ``text_index``, ``start``, ``end``) and the chunk vectors, from ``encoder.encode_chunks`` with the
         document prompt (``chunking`` and ``late`` as there).  See the module docstring for indexing them."""
         if isinstance(texts, str) or not isinstance(texts, Sequence):
-            raise TypeError(f"chunk_documents takes a list of strings, got {type(texts).__name__}")
+            raise UserTypeError(f"chunk_documents takes a list of strings, got {type(texts).__name__}")
         if metadatas is not None and len(metadatas) != len(texts):
-            raise ValueError(f"metadatas has {len(metadatas)} entries for {len(texts)} texts: give one per text")
+            raise UserError(f"metadatas has {len(metadatas)} entries for {len(texts)} texts: give one per text")
         chunked = self.encoder.encode_chunks(
             list(texts), chunking=chunking, late=late, batch_size=self.batch_size,
             normalize_embeddings=self.normalize_embeddings, prompt=retrieval_prompts(self.encoder)["document"],

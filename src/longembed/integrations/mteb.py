@@ -30,6 +30,7 @@ import numpy as np
 
 from longembed.config import EncoderConfig
 from longembed.encoder import LongContextEncoder, load_encoder
+from longembed.errors import MissingExtraError, UserError
 from longembed.integrations import INSTALL_HINT, retrieval_prompts
 from longembed.loading import DEFAULT_MODEL
 
@@ -41,7 +42,7 @@ try:
     from mteb.models.model_meta import ModelMeta, ScoringFunction
     from mteb.types import PromptType
 except ImportError as exc:
-    raise ImportError(f"longembed.integrations.mteb needs mteb ({exc}): {INSTALL_HINT}") from exc
+    raise MissingExtraError(f"longembed.integrations.mteb needs mteb ({exc}): {INSTALL_HINT}") from exc
 
 __all__ = ["LongEmbedMTEBModel", "load_for_mteb", "model_meta", "retrieval_task"]
 
@@ -60,7 +61,7 @@ class LongEmbedMTEBModel(AbsEncoder):
 
     def __init__(self, encoder: LongContextEncoder, *, batch_size: int = 32) -> None:
         if batch_size < 1:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
+            raise UserError(f"batch_size must be positive, got {batch_size}")
         self.encoder = encoder
         self.batch_size = batch_size
         self.mteb_model_meta = model_meta(encoder)
@@ -101,11 +102,11 @@ class LongEmbedMTEBModel(AbsEncoder):
         ``precision`` other than float32 is refused (the encoder has no quantized output)."""
         precision = kwargs.get("precision")
         if precision not in (None, "float32"):
-            raise ValueError(f"longembed returns float32 vectors; precision={precision!r} is not supported")
+            raise UserError(f"longembed returns float32 vectors; precision={precision!r} is not supported")
         texts: list[str] = []
         for batch in inputs:
             if "text" not in batch:
-                raise ValueError(f"{task_metadata.name}: longembed embeds text only, got a batch of {sorted(batch)}")
+                raise UserError(f"{task_metadata.name}: longembed embeds text only, got a batch of {sorted(batch)}")
             texts.extend(batch["text"])
         vectors = self.encoder.encode(
             texts,
@@ -231,7 +232,7 @@ def retrieval_task(
     for qid, judged in qrels.items():
         missing = [d for d in judged if d not in corpus]
         if qid not in queries or missing:
-            raise ValueError(f"qrels of query {qid!r} name an unknown query or documents {missing[:3]}")
+            raise UserError(f"qrels of query {qid!r} name an unknown query or documents {missing[:3]}")
     qrels = {qid: dict(judged) for qid, judged in qrels.items()}
     content = json.dumps([dict(corpus), dict(queries), qrels], sort_keys=True).encode()
     metadata = TaskMetadata(

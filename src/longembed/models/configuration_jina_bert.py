@@ -12,6 +12,8 @@ from typing import Any
 
 from transformers import AutoConfig, PreTrainedConfig
 
+from longembed.errors import UserError
+
 #: Feed-forward variants (paper 4.1): GEGLU (small and base models) or ReGLU (large).
 GLU_ACTIVATION_NAMES = ("geglu", "reglu")
 #: BERT's own feed-forward (dense -> ``hidden_act`` -> dense), Jina's remote code's third variant: the
@@ -56,15 +58,15 @@ class JinaBertConfig(PreTrainedConfig):
 
     def __post_init__(self, **kwargs: Any) -> None:
         if self.feed_forward_type not in FEED_FORWARD_TYPES:
-            raise ValueError(
+            raise UserError(
                 f"feed_forward_type must be one of {sorted(FEED_FORWARD_TYPES)}, got {self.feed_forward_type!r}"
             )
         if not isinstance(self.training_length, int) or self.training_length < 1:
-            raise ValueError(f"training_length must be a positive integer, got {self.training_length!r}")
+            raise UserError(f"training_length must be a positive integer, got {self.training_length!r}")
         if not (isinstance(self.alibi_slope_scale, int | float) and self.alibi_slope_scale > 0):
-            raise ValueError(f"alibi_slope_scale must be a positive number, got {self.alibi_slope_scale!r}")
+            raise UserError(f"alibi_slope_scale must be a positive number, got {self.alibi_slope_scale!r}")
         if self.hidden_size % self.num_attention_heads != 0:
-            raise ValueError(
+            raise UserError(
                 f"hidden_size {self.hidden_size} is not a multiple of num_attention_heads "
                 f"{self.num_attention_heads}"
             )
@@ -89,7 +91,7 @@ class JinaBertConfig(PreTrainedConfig):
         """
         position_type = config_dict.get("position_embedding_type", "alibi")
         if position_type != "alibi":
-            raise ValueError(f"not an ALiBi checkpoint: position_embedding_type={position_type!r}")
+            raise UserError(f"not an ALiBi checkpoint: position_embedding_type={position_type!r}")
         own_fields = set(cls.__dataclass_fields__) - set(PreTrainedConfig.__dataclass_fields__)
         converted = {k: v for k, v in config_dict.items() if k in own_fields}
         dtype = config_dict.get("dtype", config_dict.get("torch_dtype"))

@@ -61,6 +61,7 @@ from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, create_bidi
 from transformers.modeling_outputs import BaseModelOutput, MaskedLMOutput
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
+from longembed.errors import UserError
 from longembed.extension.alibi import alibi_bias, alibi_slopes
 from longembed.models.configuration_jina_bert import (
     GLU_ACTIVATION_NAMES,
@@ -217,7 +218,7 @@ class JinaBertSelfAttention(nn.Module):
         elif implementation in (None, "eager"):
             attention_interface = eager_attention_forward
         elif implementation in _KERNELS_WITHOUT_ALIBI:
-            raise ValueError(
+            raise UserError(
                 f"JinaBERT needs the ALiBi bias, which the {implementation!r} attention does not add; "
                 "use 'eager', 'sdpa' or an attention function that reads module.alibi_slopes (e.g. 'longembed')"
             )
@@ -292,7 +293,7 @@ class JinaBertGLUMLP(nn.Module):
 def _activation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
     """transformers' activation ``name`` (``config.hidden_act``), or a ValueError naming it."""
     if name not in ACT2FN:
-        raise ValueError(f"hidden_act {name!r} is not a transformers activation")
+        raise UserError(f"hidden_act {name!r} is not a transformers activation")
     return ACT2FN[name]
 
 
@@ -441,7 +442,7 @@ class JinaBertModel(JinaBertPreTrainedModel):
         in ``attentions`` when requested (weights only from the eager implementation).
         """
         if (input_ids is None) == (inputs_embeds is None):
-            raise ValueError("pass exactly one of input_ids or inputs_embeds")
+            raise UserError("pass exactly one of input_ids or inputs_embeds")
         if output_hidden_states is None:
             output_hidden_states = self.config.output_hidden_states
         if output_attentions is None:

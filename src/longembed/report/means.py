@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from longembed.errors import UserError
 from longembed.results import Interval, TaskResult
 from longembed.results.intervals import stratified_bootstrap_interval
 
@@ -41,7 +42,7 @@ def partial_mean(parts: Mapping[str, Part]) -> PartialMean:
     stratified percentile-bootstrap interval over their per-query scores (seeded; 4 decimals, as a
     results.json keeps its intervals)."""
     if not parts:
-        raise ValueError("a mean needs at least one part")
+        raise UserError("a mean needs at least one part")
     total = sum(p.weight for p in parts.values())
     value = sum(p.weight / total * p.score for p in parts.values())
     if any(p.per_query is None for p in parts.values()):
@@ -56,7 +57,7 @@ def length_parts(task: TaskResult, lengths: list[int], weight: float = 1.0) -> d
     """``task``'s scores at ``lengths`` as parts sharing ``weight`` equally (each length's score as the
     by-length table shows it, its per-query scores when the file kept them)."""
     if task.by_length is None:
-        raise ValueError(f"task scored without lengths (main score {task.main_score}) has no by-length scores")
+        raise UserError(f"task scored without lengths (main score {task.main_score}) has no by-length scores")
     units = task.lengths or {}
     return {
         str(n): Part(task.by_length[n], units[n].per_query if n in units else None, weight / len(lengths))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from longembed.errors import UserError
 from longembed.report.formatting import MISSING, fmt, md_table, signed
 from longembed.report.plots import plt, save_figure
 from longembed.results import SweepResults
@@ -158,7 +159,7 @@ def write_sweep_report(sweep: SweepResults | str | Path, output_dir: str | Path 
         sweep = SweepResults.load(sweep)
         output_dir = output_dir or folder
     if output_dir is None:
-        raise ValueError("write_sweep_report needs output_dir for a SweepResults object")
+        raise UserError("write_sweep_report needs output_dir for a SweepResults object")
     out = Path(output_dir)
     plot = plot_selection(sweep, out / SWEEP_PLOT)
     markdown = out / SWEEP_MARKDOWN

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from longembed.errors import UserError
 from longembed.report.formatting import (
     MISSING,
     fmt,
@@ -202,7 +203,7 @@ def interval_note(runs: Sequence[Run]) -> list[str]:
 def markdown_report(runs: Sequence[Run], plots: Sequence[tuple[str, str]] = ()) -> str:
     """The whole ``report.md``: scores, by-length tables, skipped tasks, notes and the plot links."""
     if not runs:
-        raise ValueError("no runs to report")
+        raise UserError("no runs to report")
     lines = ["# LongEmbed results", ""]
     lines += [
         "Scores in %: accuracy@1 for passkey and needle (mean over the evaluated lengths), nDCG@10 for the "

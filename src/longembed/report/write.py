@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from longembed.errors import MissingFileError
 from longembed.report.labels import Run, unique_labels
 from longembed.report.plots import plot_length_heatmap, plot_length_lines, plot_task_bars
 from longembed.report.sweep import write_sweep_report
@@ -30,7 +31,7 @@ def collect_runs(paths: Sequence[str | Path]) -> list[Run]:
         elif path.is_dir() and (found := sorted(path.glob(f"*/*/{RESULTS_FILE}"))) and (path / SWEEP_FILE).is_file():
             files.extend(found)  # a sweep folder: select/<candidate>/ and score/<candidate>/
         else:
-            raise FileNotFoundError(f"no {RESULTS_FILE} in {path} (nor in its subfolders)")
+            raise MissingFileError(f"no {RESULTS_FILE} in {path} (nor in its subfolders)")
     runs = []
     seen: set[Path] = set()
     for file in files:

@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from longembed.errors import UserTypeError
+
 
 def to_data(value: Any) -> Any:
     """``value`` as plain JSON-ready data: dataclasses (field by field), lists, dicts, numpy values."""
@@ -89,7 +91,7 @@ def _hints(kind: type) -> dict[str, Any]:
 def _dataclass_from(kind: type, data: dict[str, Any]) -> Any:
     """A dataclass from its dict: known keys by their hinted types, missing ones by default or None."""
     if not isinstance(data, dict):
-        raise TypeError(f"{kind.__name__} needs a JSON object, got {type(data).__name__}")
+        raise UserTypeError(f"{kind.__name__} needs a JSON object, got {type(data).__name__}")
     hints = _hints(kind)
     values: dict[str, Any] = {}
     for field in dataclasses.fields(kind):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from longembed.errors import UserError
 from longembed.results.files import read_json, write_json
 
 COLLAPSE_FORMAT = "longembed-collapse/1"
@@ -99,7 +100,7 @@ class CollapseResults:
         if not isinstance(data, dict) or "temperatures" not in data or data.get("format", COLLAPSE_FORMAT) != (
             COLLAPSE_FORMAT
         ):
-            raise ValueError(f"{path} is not a longembed collapse file")
+            raise UserError(f"{path} is not a longembed collapse file")
         return cls.from_dict(data)
 
     def save(self, path: str | Path) -> Path:

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from longembed.errors import UserError, UserTypeError
 from longembed.results.comparison import (
     AVERAGE,
     HOLM,
@@ -94,11 +95,11 @@ def compare(
     for objects; a name given twice gets "#<position>").  Seeded: the same runs give the same numbers.
     """
     if isinstance(runs, str | Path | RunResults):
-        raise TypeError(f"compare takes a list of runs, got one: {runs!r:.80}")
+        raise UserTypeError(f"compare takes a list of runs, got one: {runs!r:.80}")
     sources, base = _with_baseline(list(runs), baseline)
     loaded = _load(sources, labels)
     if len(loaded) < 2:
-        raise ValueError(f"compare needs at least two runs, got {len(loaded)}")
+        raise UserError(f"compare needs at least two runs, got {len(loaded)}")
     indices = ([(base, i) for i in range(len(loaded)) if i != base] if base is not None
                else [(i, j) for i in range(len(loaded)) for j in range(i + 1, len(loaded))])
     plans = [(loaded[i], loaded[j], *_shared_units(loaded[i], loaded[j])) for i, j in indices]  # refuse before computing
@@ -133,7 +134,7 @@ def _folder(path: str | Path) -> Path:
 def _load(sources: list[RunSource], labels: Sequence[str] | None) -> list[_Run]:
     """Each run read, labelled, and checked to hold per-query scores."""
     if labels is not None and len(labels) != len(sources):
-        raise ValueError(f"{len(labels)} labels for {len(sources)} runs")
+        raise UserError(f"{len(labels)} labels for {len(sources)} runs")
     names = list(labels) if labels is not None else [_default_label(s, i) for i, s in enumerate(sources)]
     names = [n if names.count(n) == 1 else f"{n} #{i + 1}" for i, n in enumerate(names)]
     loaded = []
@@ -162,7 +163,7 @@ def _check_per_query(run: _Run) -> None:
     for task_name, task in run.results.tasks.items():
         for length, unit in task.units().items():
             if unit.per_query is None:
-                raise ValueError(
+                raise UserError(
                     f"run {_named(run)} has no per-query scores for {_where(task_name, length)}: its results "
                     "were written before longembed kept them, so no paired comparison can be computed; "
                     "rerun it with this version of longembed (the same `longembed eval` options) to compare it"
@@ -177,7 +178,7 @@ def _shared_units(a: _Run, b: _Run) -> tuple[list[_Unit], list[NotCompared]]:
     rest += [NotCompared(t, n, b.label) for t, n in units_b if (t, n) not in units_a]
     shared = [key for key in units_a if key in units_b]
     if not shared:
-        raise ValueError(
+        raise UserError(
             f"runs {_named(a)} and {_named(b)} share no task and length to compare: {a.label} has "
             f"{_listing(units_a)}, {b.label} has {_listing(units_b)}"
         )
@@ -217,16 +218,16 @@ def _paired_unit(a: _Run, b: _Run, task: str, length: int | None, unit_a: Scored
     where = _where(task, length)
     for run, sha in ((a, sha_a), (b, sha_b)):
         if sha is None:
-            raise ValueError(f"run {_named(run)} has no data fingerprint (data_sha256) for {where}: rerun it "
+            raise UserError(f"run {_named(run)} has no data fingerprint (data_sha256) for {where}: rerun it "
                              "with this version of longembed so the two runs can be checked to share the data")
     if sha_a != sha_b:
-        raise ValueError(
+        raise UserError(
             f"runs {_named(a)} and {_named(b)} scored different data for {where} (data_sha256 {sha_a[:12]} vs "
             f"{sha_b[:12]}): {_data_difference(a, b)}; compare runs of the same task data"
         )
     only_a, only_b = sorted(set(scores_a) - set(scores_b)), sorted(set(scores_b) - set(scores_a))
     if only_a or only_b:
-        raise ValueError(
+        raise UserError(
             f"runs {_named(a)} and {_named(b)} scored different queries for {where}: {len(only_a)} only in "
             f"{a.label} {only_a[:3]}, {len(only_b)} only in {b.label} {only_b[:3]}"
         )

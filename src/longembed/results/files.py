@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
+from longembed.errors import MissingFileError, UserError
 from longembed.permissions import NEW_FILE_MODE, creation_mode
 
 
@@ -80,22 +81,22 @@ def read_json(path: Path, what: str = "JSON file") -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise FileNotFoundError(f"no {what} at {path}") from None
+        raise MissingFileError(f"no {what} at {path}") from None
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not UTF-8 text (byte {exc.start}): not a {what}") from None
+        raise UserError(f"{path}: not UTF-8 text (byte {exc.start}): not a {what}") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno}): not a {what}") from None
+        raise UserError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno}): not a {what}") from None
 
 
 def read_json_object(path: Path, what: str, format_name: str) -> dict[str, Any]:
     """A JSON object whose ``format`` field is ``format_name``; a clear error for anything else."""
     value = read_json(path, what)
     if not isinstance(value, dict):
-        raise ValueError(f"{path} holds a JSON {type(value).__name__}, not a {what}")
+        raise UserError(f"{path} holds a JSON {type(value).__name__}, not a {what}")
     if value.get("format") != format_name:
-        raise ValueError(f"{path} is not a {what} (format {value.get('format')!r}, expected {format_name!r})")
+        raise UserError(f"{path} is not a {what} (format {value.get('format')!r}, expected {format_name!r})")
     return value
 
 
@@ -111,7 +112,7 @@ def load_result_file(
     try:
         return from_dict(data)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ValueError(f"{path}: malformed {what} ({type(exc).__name__}: {exc})") from None
+        raise UserError(f"{path}: malformed {what} ({type(exc).__name__}: {exc})") from None
 
 
 def json_safe(value: Any) -> Any:

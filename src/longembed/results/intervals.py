@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from longembed.errors import UserError
 from longembed.results.run import Interval
 
 #: Resamples per interval: the percentiles of 10,000 resampled means move by well under 0.5 points.
@@ -64,18 +65,18 @@ def _shares(groups: Mapping[str, Sequence[float]], weights: Mapping[str, float] 
     if weights is None:
         return {name: 1 / len(groups) for name in groups}
     if set(weights) != set(groups) or any(w <= 0 for w in weights.values()):
-        raise ValueError("weights must give every group a positive weight, and only the groups")
+        raise UserError("weights must give every group a positive weight, and only the groups")
     total = sum(weights.values())
     return {name: weights[name] / total for name in groups}
 
 
 def _check(groups: Mapping[str, Sequence[float]], confidence: float, n_resamples: int) -> None:
     if not groups:
-        raise ValueError("no scores to resample")
+        raise UserError("no scores to resample")
     empty = sorted(name for name, values in groups.items() if len(values) == 0)
     if empty:
-        raise ValueError(f"no per-query scores for {', '.join(empty)}")
+        raise UserError(f"no per-query scores for {', '.join(empty)}")
     if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+        raise UserError(f"confidence must be in (0, 1), got {confidence!r}")
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 100:
-        raise ValueError(f"n_resamples must be an integer of at least 100, got {n_resamples!r}")
+        raise UserError(f"n_resamples must be an integer of at least 100, got {n_resamples!r}")

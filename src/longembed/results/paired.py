@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from longembed.errors import UserError
 from longembed.results.intervals import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, stratified_bootstrap_interval
 from longembed.results.run import Interval
 
@@ -64,14 +65,14 @@ def mean_terms(differences: Mapping[str, Sequence[float]], weights: Mapping[str,
     c_i = the stratum's share / its query count."""
     shares = normalised(weights if weights is not None else {name: 1.0 for name in differences})
     if set(shares) != set(differences):
-        raise ValueError("weights must name exactly the strata of the differences")
+        raise UserError("weights must name exactly the strata of the differences")
     return [shares[name] * d / len(values) for name, values in differences.items() for d in values]
 
 
 def normalised(weights: Mapping[str, float]) -> dict[str, float]:
     """``weights`` scaled to sum to 1 (each must be positive)."""
     if not weights or any(w <= 0 for w in weights.values()):
-        raise ValueError(f"weights must be positive, got {dict(weights)}")
+        raise UserError(f"weights must be positive, got {dict(weights)}")
     total = sum(weights.values())
     return {name: w / total for name, w in weights.items()}
 
@@ -83,7 +84,7 @@ def sign_flip_test(terms: Sequence[float], n_resamples: int = DEFAULT_RESAMPLES,
     ``n_resamples`` seeded random patterns, p = (count + 1) / (n_resamples + 1).  No non-zero term: p = 1.
     """
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 100:
-        raise ValueError(f"n_resamples must be an integer of at least 100, got {n_resamples!r}")
+        raise UserError(f"n_resamples must be an integer of at least 100, got {n_resamples!r}")
     values = np.asarray(terms, dtype=np.float64)
     values = values[values != 0]
     observed = abs(float(values.sum()))

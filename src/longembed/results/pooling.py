@@ -19,6 +19,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
+from longembed.errors import UserError
 from longembed.results.run import RunResults, TaskResult
 
 PooledSource = RunResults | str | Path
@@ -32,7 +33,7 @@ def pool_runs(runs: Sequence[PooledSource], lengths: Collection[int] | None = No
     two of the runs scored.
     """
     if not runs:
-        raise ValueError("pool_runs needs at least one run")
+        raise UserError("pool_runs needs at least one run")
     loaded = [(run if isinstance(run, RunResults) else RunResults.load(run), _name(run, i)) for i, run in enumerate(runs)]
     pooled = copy.deepcopy(loaded[0][0])
     pooled.tasks = {}
@@ -45,7 +46,7 @@ def pool_runs(runs: Sequence[PooledSource], lengths: Collection[int] | None = No
             for length in units:
                 if (task_name, length) in scored_by:
                     where = task_name if length is None else f"{task_name} at length {length}"
-                    raise ValueError(f"{where} is scored by both {scored_by[task_name, length]} and {name}: "
+                    raise UserError(f"{where} is scored by both {scored_by[task_name, length]} and {name}: "
                                      "pool runs that scored different units")
                 scored_by[task_name, length] = name
             _add_units(pooled, task_name, task, units)

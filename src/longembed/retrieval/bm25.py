@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from longembed.errors import UserError
+
 # bm25s sets its own logger to DEBUG when imported, which prints "Building index ..." for every index
 # built: its import resets a level set here, so longembed.noise filters those lines instead.
 
@@ -79,7 +81,7 @@ class BM25Model:
         """A bm25s index of ``corpus`` (what :meth:`score` scores against; ``longembed advise`` times it
         and measures its size with :func:`index_bytes`)."""
         if not corpus:
-            raise ValueError("empty corpus")
+            raise UserError("empty corpus")
         retriever = _bm25s().BM25(k1=self.k1, b=self.b, method=self.method)
         retriever.index(self._tokenize(corpus, return_ids=True), show_progress=False)
         return retriever

@@ -33,6 +33,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from longembed.errors import UserError
+
 #: what a dense ranking can be fused with (``--fuse``), and how (``--fuse-method``).
 FUSE_SOURCES = ("bm25",)
 FUSE_METHODS = ("rrf", "linear")
@@ -52,13 +54,13 @@ class Fusion:
 
     def __post_init__(self) -> None:
         if self.source not in FUSE_SOURCES:
-            raise ValueError(f"fuse must be one of {FUSE_SOURCES}, got {self.source!r}")
+            raise UserError(f"fuse must be one of {FUSE_SOURCES}, got {self.source!r}")
         if self.method not in FUSE_METHODS:
-            raise ValueError(f"fuse_method must be one of {FUSE_METHODS}, got {self.method!r}")
+            raise UserError(f"fuse_method must be one of {FUSE_METHODS}, got {self.method!r}")
         if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
-            raise ValueError(f"fuse_k must be a positive integer (rrf's k; 60 in Cormack et al.), got {self.k!r}")
+            raise UserError(f"fuse_k must be a positive integer (rrf's k; 60 in Cormack et al.), got {self.k!r}")
         if isinstance(self.weight, bool) or not isinstance(self.weight, int | float) or not 0 <= self.weight <= 1:
-            raise ValueError(f"fuse_weight must be in [0, 1] (the lexical side's weight), got {self.weight!r}")
+            raise UserError(f"fuse_weight must be in [0, 1] (the lexical side's weight), got {self.weight!r}")
 
     @classmethod
     def from_options(
@@ -71,13 +73,13 @@ class Fusion:
             given = [name for name, value in (("fuse_method", method), ("fuse_weight", weight), ("fuse_k", k))
                      if value is not None]
             if given:
-                raise ValueError(f"{', '.join(given)} given without fuse (e.g. fuse='bm25', --fuse bm25)")
+                raise UserError(f"{', '.join(given)} given without fuse (e.g. fuse='bm25', --fuse bm25)")
             return None
         method = method or "rrf"
         if method == "rrf" and weight is not None:
-            raise ValueError("fuse_weight is the linear mix's weight; with rrf set fuse_k, or use fuse_method='linear'")
+            raise UserError("fuse_weight is the linear mix's weight; with rrf set fuse_k, or use fuse_method='linear'")
         if method == "linear" and k is not None:
-            raise ValueError("fuse_k is rrf's constant; with linear set fuse_weight, or use fuse_method='rrf'")
+            raise UserError("fuse_k is rrf's constant; with linear set fuse_weight, or use fuse_method='rrf'")
         return cls(source, method, RRF_K if k is None else k, LINEAR_WEIGHT if weight is None else weight)
 
     def to_dict(self) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from longembed.errors import UserError
 from longembed.retrieval.fusion import RRF_K, Fusion
 
 
@@ -12,7 +13,7 @@ def fuse_scores(fusion: Fusion, dense: np.ndarray, lexical: np.ndarray) -> np.nd
     """The fused (queries x documents) scores of two score matrices of the same shape."""
     dense, lexical = np.asarray(dense, dtype=np.float64), np.asarray(lexical, dtype=np.float64)
     if dense.shape != lexical.shape:
-        raise ValueError(f"dense scores {dense.shape} and lexical scores {lexical.shape} differ in shape")
+        raise UserError(f"dense scores {dense.shape} and lexical scores {lexical.shape} differ in shape")
     if fusion.method == "rrf":
         return reciprocal_rank_fusion([dense, np.where(lexical > 0, lexical, -np.inf)], fusion.k,
                                       outside=np.isneginf(dense) & np.isneginf(lexical))

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from longembed.errors import UserError
+
 
 def rank(
     scores: np.ndarray,
@@ -46,15 +48,15 @@ def rank_order(
     that need each ranked document's scores too."""
     scores = np.asarray(scores, dtype=np.float64)
     if scores.shape != (len(query_ids), len(doc_ids)):
-        raise ValueError(f"scores have shape {scores.shape}, expected ({len(query_ids)}, {len(doc_ids)})")
+        raise UserError(f"scores have shape {scores.shape}, expected ({len(query_ids)}, {len(doc_ids)})")
     if tie_break is not None and np.shape(tie_break) != scores.shape:
-        raise ValueError(f"tie_break has shape {np.shape(tie_break)}, expected {scores.shape}")
+        raise UserError(f"tie_break has shape {np.shape(tie_break)}, expected {scores.shape}")
     if len(set(doc_ids)) != len(doc_ids):
-        raise ValueError("doc_ids contain duplicates")
+        raise UserError("doc_ids contain duplicates")
     if len(set(query_ids)) != len(query_ids):
-        raise ValueError("query_ids contain duplicates")
+        raise UserError("query_ids contain duplicates")
     if top_k is not None and top_k < 1:
-        raise ValueError(f"top_k must be at least 1 (or None), not {top_k}")
+        raise UserError(f"top_k must be at least 1 (or None), not {top_k}")
     by_id = np.asarray(sorted(range(len(doc_ids)), key=doc_ids.__getitem__), dtype=np.int64)
     keys = [_descending(scores[:, by_id])]  # ascending sort of -score = descending score
     if tie_break is not None:
@@ -78,7 +80,7 @@ def max_over_rows(scores: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
     if rows is None:
         return scores
     if np.any(rows < 1):
-        raise ValueError("every document needs at least one chunk vector")
+        raise UserError("every document needs at least one chunk vector")
     starts = np.concatenate([[0], np.cumsum(rows)[:-1]])
     return np.maximum.reduceat(scores, starts, axis=1)
 
@@ -98,7 +100,7 @@ def strictly_decreasing(scores: Sequence[float]) -> list[float]:
     for score in scores:
         value = float(score)
         if not np.isfinite(value):
-            raise ValueError(f"a run file needs finite scores, got {value}")
+            raise UserError(f"a run file needs finite scores, got {value}")
         if out:
             value = min(value, out[-1] - max(abs(out[-1]) * RUN_SCORE_STEP, RUN_SCORE_FLOOR))
         out.append(value)

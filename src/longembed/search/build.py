@@ -26,6 +26,7 @@ from tqdm.auto import tqdm
 
 import longembed
 from longembed.encoder import LongContextEncoder
+from longembed.errors import UserError
 from longembed.retrieval.model_files import model_identity, same_files
 from longembed.search.embedding import DocumentEmbedder, load_strategy_encoder, resolved_prompts
 from longembed.search.sources import Document
@@ -116,7 +117,7 @@ def check_same_build(recorded: dict[str, Any], wanted: dict[str, Any], path: str
     if not differences and not same_files(old.get("identity"), new.get("identity")):
         differences.append("the model's files differ from those that built the index")
     if differences:
-        raise ValueError(f"{path} was built with another strategy ({recorded.get('strategy')}; "
+        raise UserError(f"{path} was built with another strategy ({recorded.get('strategy')}; "
                          f"{'; '.join(differences)}): give --rebuild to replace it, or another --index")
 
 

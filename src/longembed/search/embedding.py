@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from longembed.encoder import LongContextEncoder, load_encoder
+from longembed.errors import UserError
 from longembed.search.sources import Document
 from longembed.search.store import ChunkRows
 from longembed.search.strategy import IndexStrategy
@@ -82,7 +83,7 @@ def _rows(documents: Sequence[Document], spans: Sequence[Sequence[tuple[int, int
     rows = ChunkRows([], [], [], [], [], [], [], [], vectors)
     for document, document_spans in zip(documents, spans, strict=True):
         if not document_spans:
-            raise ValueError(f"{document.source}: document {document.id!r} gave no chunk to embed")
+            raise UserError(f"{document.source}: document {document.id!r} gave no chunk to embed")
         sha = document.sha256
         for number, (start, end) in enumerate(document_spans):
             rows.ids.append(document.id)
@@ -94,5 +95,5 @@ def _rows(documents: Sequence[Document], spans: Sequence[Sequence[tuple[int, int
             rows.texts.append(document.text[start:end])
             rows.documents.append(document.text if number == 0 else None)
     if vectors is not None and len(vectors) != len(rows.ids):
-        raise ValueError(f"{len(vectors)} vectors for {len(rows.ids)} chunks")
+        raise UserError(f"{len(vectors)} vectors for {len(rows.ids)} chunks")
     return rows

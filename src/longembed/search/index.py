@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from longembed.encoder import LongContextEncoder
+from longembed.errors import MissingFileError, UserError
 from longembed.retrieval.bm25 import BM25Model
 from longembed.retrieval.model_files import model_identity, same_files
 from longembed.retrieval.rank_fusion import competition_ranks, fuse_with_tie_break
@@ -88,7 +89,7 @@ def open_index(path: str | Path, device: str | None = None) -> SearchIndex:
     """The index at ``path``, with its model loaded (FileNotFoundError: no index there; ValueError: the
     model's files differ from those that built it)."""
     if not IndexStore.exists(path):
-        raise FileNotFoundError(f"--index {path}: no index there (build one with: longembed index SOURCE... "
+        raise MissingFileError(f"--index {path}: no index there (build one with: longembed index SOURCE... "
                                 f"--index {path})")
     return SearchIndex(path, device)
 
@@ -106,7 +107,7 @@ class SearchIndex:
         self.prompts = self.metadata["prompts"]
         self._data = _read_rows(table.to_arrow(), not self.strategy.lexical_only)
         if not self._data.doc_ids:
-            raise ValueError(f"{self.path}: the index holds no documents")
+            raise UserError(f"{self.path}: the index holds no documents")
         self._bm25 = BM25Model()
         self._bm25_index = self._bm25.index(self._data.texts) if "bm25" in self.strategy.systems else None
         self._lock = threading.Lock()
@@ -115,7 +116,7 @@ class SearchIndex:
             self.encoder = load_strategy_encoder(self.strategy, device)
             recorded = (self.metadata.get("model") or {}).get("identity")
             if recorded is not None and not same_files(recorded, model_identity(self.encoder)):
-                raise ValueError(f"{self.path}: the model {self.strategy.model} is not the one that built this "
+                raise UserError(f"{self.path}: the model {self.strategy.model} is not the one that built this "
                                  "index (its files differ): rebuild the index, or use the model it recorded")
 
     # ------------------------------------------------------------------ facts
@@ -148,9 +149,9 @@ class SearchIndex:
                     path_prefix: str | None = None) -> list[list[SearchResult]]:
         """:meth:`search`'s results for many queries at once (their vectors encoded in batches, as eval)."""
         if k < 1:
-            raise ValueError(f"k must be at least 1, got {k}")
+            raise UserError(f"k must be at least 1, got {k}")
         if any(not isinstance(q, str) or not q.strip() for q in queries):
-            raise ValueError("a query is empty")
+            raise UserError("a query is empty")
         allowed = self._allowed(ids, path_prefix)
         systems = self._system_scores(list(queries), allowed)
         return [self._results(q, systems, k) for q in range(len(queries))]

@@ -23,6 +23,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from longembed.errors import MissingFileError, UserError, UserFileError
 from longembed.tasks.task_dir import read_corpus
 from longembed.textfiles import read_utf8, utf8_lines
 
@@ -68,12 +69,12 @@ def read_sources(sources: Sequence[str | Path], options: SourceOptions = SourceO
     for source in sources:
         for document in _read_source(Path(source), options):
             if document.id in where:
-                raise ValueError(f"{document.source}: document id {document.id!r} is given twice "
+                raise UserError(f"{document.source}: document id {document.id!r} is given twice "
                                  f"(first by {where[document.id]})")
             where[document.id] = document.source
             documents.append(document)
     if not documents:
-        raise ValueError(f"no documents in {', '.join(map(str, sources))}"
+        raise UserError(f"no documents in {', '.join(map(str, sources))}"
                          + (f" matching --glob {options.glob}" if options.glob else " (.txt, .md or .jsonl files)"))
     return documents
 
@@ -85,7 +86,7 @@ def _read_source(path: Path, options: SourceOptions) -> Iterator[Document]:
     elif path.is_file():
         yield from _read_file(path, path.name, options)
     else:
-        raise FileNotFoundError(f"{path}: no such file or folder")
+        raise MissingFileError(f"{path}: no such file or folder")
 
 
 def _folder_files(folder: Path, glob: str | None) -> list[Path]:
@@ -113,7 +114,7 @@ def _read_file(file: Path, relative: str, options: SourceOptions) -> Iterator[Do
     else:
         text = read_utf8(file)
         if not text.strip():
-            raise ValueError(f"{file}: the document is empty")
+            raise UserError(f"{file}: the document is empty")
         yield Document(relative, relative, text)
 
 
@@ -122,7 +123,7 @@ def _check_readable(file: Path) -> None:
         with open(file, "rb"):
             pass
     except OSError as exc:
-        raise OSError(f"{file}: cannot be read ({exc.strerror or exc})") from None
+        raise UserFileError(f"{file}: cannot be read ({exc.strerror or exc})") from None
 
 
 def _jsonl_documents(file: Path, options: SourceOptions) -> Iterator[Document]:
@@ -134,20 +135,20 @@ def _jsonl_documents(file: Path, options: SourceOptions) -> Iterator[Document]:
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{where}: not JSON ({exc.msg})") from None
+            raise UserError(f"{where}: not JSON ({exc.msg})") from None
         if not isinstance(row, dict):
-            raise ValueError(f"{where}: expected a JSON object, got {type(row).__name__}")
+            raise UserError(f"{where}: expected a JSON object, got {type(row).__name__}")
         key = next((f for f in id_fields if row.get(f) is not None), None)
         if key is None:
-            raise ValueError(f"{where}: no {' or '.join(repr(f) for f in id_fields)} field (set --id-field)")
+            raise UserError(f"{where}: no {' or '.join(repr(f) for f in id_fields)} field (set --id-field)")
         doc_id = row[key]
         if isinstance(doc_id, bool) or not isinstance(doc_id, str | int) or not str(doc_id).strip():
-            raise ValueError(f"{where}: field {key!r} must be a non-empty string or an integer, not {doc_id!r}")
+            raise UserError(f"{where}: field {key!r} must be a non-empty string or an integer, not {doc_id!r}")
         text = row.get(options.text_field)
         if text is None:
-            raise ValueError(f"{where}: no {options.text_field!r} field (set --text-field)")
+            raise UserError(f"{where}: no {options.text_field!r} field (set --text-field)")
         if not isinstance(text, str):
-            raise ValueError(f"{where}: field {options.text_field!r} must be a string, not {type(text).__name__}")
+            raise UserError(f"{where}: field {options.text_field!r} must be a string, not {type(text).__name__}")
         if not text.strip():
-            raise ValueError(f"{where}: field {options.text_field!r} is empty (document {str(doc_id)!r})")
+            raise UserError(f"{where}: field {options.text_field!r} is empty (document {str(doc_id)!r})")
         yield Document(str(doc_id), str(file), text)

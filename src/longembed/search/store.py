@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from longembed.errors import MissingExtraError, MissingFileError, UserError
+
 try:  # the ``search`` extra
     import lancedb
     import pyarrow as pa
@@ -43,7 +45,7 @@ DELETE_BATCH = 500
 
 def require_lancedb() -> None:
     if LANCEDB_IMPORT_ERROR is not None:
-        raise ImportError(f"{INSTALL_HINT} ({LANCEDB_IMPORT_ERROR})")
+        raise MissingExtraError(f"{INSTALL_HINT} ({LANCEDB_IMPORT_ERROR})")
 
 
 def schema(dimensions: int | None, metadata: dict[str, Any]) -> pa.Schema:
@@ -120,11 +122,11 @@ class IndexStore:
     def complete_table(self) -> Any:
         """The chunk table at the last complete build's version (what a search reads)."""
         if not self.has_table():
-            raise FileNotFoundError(f"{self.path}: not an index (no '{TABLE}' table; build one with longembed index)")
+            raise MissingFileError(f"{self.path}: not an index (no '{TABLE}' table; build one with longembed index)")
         table = self.db.open_table(TABLE)
         version = complete_version(table)
         if version is None:
-            raise FileNotFoundError(f"{self.path}: no build of this index has finished yet (run longembed index "
+            raise MissingFileError(f"{self.path}: no build of this index has finished yet (run longembed index "
                                     "again to finish it)")
         table.checkout(version)
         return table
@@ -151,7 +153,7 @@ def table_metadata(table: Any) -> dict[str, Any]:
     """What the table's schema records of its build (see :data:`METADATA_KEY`)."""
     raw = (table.schema.metadata or {}).get(METADATA_KEY)
     if raw is None:
-        raise ValueError(f"{table.name}: the table records no longembed metadata (not a longembed index)")
+        raise UserError(f"{table.name}: the table records no longembed metadata (not a longembed index)")
     return json.loads(raw)
 
 

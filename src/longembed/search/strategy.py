@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from longembed.errors import UserError, UserFileError
 from longembed.retrieval.fusion import Fusion
 
 BM25 = "bm25"
@@ -55,9 +56,9 @@ class IndexStrategy:
 
     def __post_init__(self) -> None:
         if self.granularity not in GRANULARITIES:
-            raise ValueError(f"granularity must be one of {GRANULARITIES}, got {self.granularity!r}")
+            raise UserError(f"granularity must be one of {GRANULARITIES}, got {self.granularity!r}")
         if self.lexical_only and self.fusion is not None:
-            raise ValueError("--fuse bm25 fuses a dense ranking with BM25's; with --model bm25 there is none")
+            raise UserError("--fuse bm25 fuses a dense ranking with BM25's; with --model bm25 there is none")
         if not self.name:
             object.__setattr__(self, "name", self.default_name())
 
@@ -120,7 +121,7 @@ def strategy_from_name(name: str, model: str | None, base: IndexStrategy) -> Ind
     if name == BM25:
         return IndexStrategy(BM25, name=BM25)
     if model is None or model == BM25:
-        raise ValueError(f"--strategy {name} needs --model (the embedding model it ran)")
+        raise UserError(f"--strategy {name} needs --model (the embedding model it ran)")
     fusion = Fusion.from_options("bm25", "rrf") if fused else None
     common = {"model": model, "encoder_options": base.encoder_options, "fusion": fusion, "chunking": base.chunking,
               "query_prompt": base.query_prompt, "document_prompt": base.document_prompt, "name": name}
@@ -133,7 +134,7 @@ def strategy_from_name(name: str, model: str | None, base: IndexStrategy) -> Ind
                              late=True, **common)
     match = re.fullmatch(r"([a-z_]+)-(\d+)", dense)
     if match is None:
-        raise ValueError(f"--strategy {name!r} is not a strategy name advise prints (bm25, truncate, "
+        raise UserError(f"--strategy {name!r} is not a strategy name advise prints (bm25, truncate, "
                          "<method>-<length> such as pi-4096, naive-chunks, late-chunks, each dense one with +bm25)")
     return IndexStrategy(method=match.group(1), max_length=int(match.group(2)), **common)
 
@@ -146,18 +147,18 @@ def strategy_from_advice(path: str | Path, name: str | None = None) -> IndexStra
     try:
         advice = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise OSError(f"--from-advice {path}: cannot be read ({exc.strerror or exc})") from None
+        raise UserFileError(f"--from-advice {path}: cannot be read ({exc.strerror or exc})") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"--from-advice {path}: not a JSON file ({exc})") from None
+        raise UserError(f"--from-advice {path}: not a JSON file ({exc})") from None
     if not isinstance(advice, dict) or not isinstance(advice.get("strategies"), list):
-        raise ValueError(f"--from-advice {path}: not an advice.json (no 'strategies' list)")
+        raise UserError(f"--from-advice {path}: not an advice.json (no 'strategies' list)")
     wanted = name or advice.get("recommended") or (advice.get("recommendation") or {}).get("choice")
     if not wanted:
-        raise ValueError(f"--from-advice {path}: names no recommended strategy ('recommended')")
+        raise UserError(f"--from-advice {path}: names no recommended strategy ('recommended')")
     found = next((s for s in advice["strategies"] if isinstance(s, dict) and s.get("name") == wanted), None)
     if found is None:
         names = [s.get("name") for s in advice["strategies"] if isinstance(s, dict)]
-        raise ValueError(f"--from-advice {path}: no strategy {wanted!r} (it has {', '.join(map(str, names))})")
+        raise UserError(f"--from-advice {path}: no strategy {wanted!r} (it has {', '.join(map(str, names))})")
     config = found.get("config")
     if isinstance(config, dict):
         return _from_config(config, advice.get("model"), wanted, path)
@@ -181,7 +182,7 @@ def _from_config(config: dict[str, Any], model: str | None, name: str, path: Pat
         query_prompt=config.get("query_prompt"), document_prompt=config.get("document_prompt"), name=name,
     )
     if strategy.model != BM25 and strategy.model is None:
-        raise ValueError(f"--from-advice {path}: strategy {name!r} names no model")
+        raise UserError(f"--from-advice {path}: strategy {name!r} names no model")
     return strategy
 
 

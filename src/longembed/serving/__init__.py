@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib.util
 from typing import TYPE_CHECKING
 
+from longembed.errors import MissingExtraError
 from longembed.lazy import lazy_exports
 
 #: The packages of the ``serving`` extra, by import name.
@@ -41,7 +42,7 @@ def require_serving_extra() -> None:
     """An ImportError naming the extra when FastAPI, uvicorn or prometheus-client is missing."""
     missing = [name for name in SERVING_PACKAGES if importlib.util.find_spec(name) is None]
     if missing:
-        raise ImportError(
+        raise MissingExtraError(
             f"longembed serve needs the serving extra ({', '.join(missing)} missing): "
             'pip install "longembed[serving]"'
         )

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from longembed.batching import length_batches
+from longembed.errors import UserError
 from longembed.serving.scheduling import Policy, policy_named
 from longembed.serving.throughput import Throughput
 
@@ -161,9 +162,9 @@ class DynamicBatcher:
 
     def __post_init__(self) -> None:
         if self.max_batch_tokens < 1 or self.max_queue_tokens < 1:
-            raise ValueError("max_batch_tokens and max_queue_tokens must be positive")
+            raise UserError("max_batch_tokens and max_queue_tokens must be positive")
         if self.max_queue_seconds is not None and self.max_queue_seconds <= 0:
-            raise ValueError(f"max_queue_seconds must be positive (or None), got {self.max_queue_seconds}")
+            raise UserError(f"max_queue_seconds must be positive (or None), got {self.max_queue_seconds}")
         self.policy: Policy = policy_named(self.scheduler) if isinstance(self.scheduler, str) else self.scheduler
 
     # ---------------------------------------------------------------- client side
@@ -183,9 +184,9 @@ class DynamicBatcher:
         fails with :class:`QueueTimeout` if the request is still waiting at its limit.
         """
         if len(inputs) != len(token_counts) or not inputs:
-            raise ValueError("submit needs one token count per input, and at least one input")
+            raise UserError("submit needs one token count per input, and at least one input")
         if kind not in KINDS or (kind == "states" and self.encode_states is None):
-            raise ValueError(f"this batcher cannot run {kind!r} work (kinds: {KINDS}; states need encode_states)")
+            raise UserError(f"this batcher cannot run {kind!r} work (kinds: {KINDS}; states need encode_states)")
         tokens = sum(token_counts)
         if tokens > self.max_queue_tokens:
             raise RequestTooLarge(

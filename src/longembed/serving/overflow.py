@@ -29,6 +29,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from longembed.encoder import LongContextEncoder
+from longembed.errors import UserError
 from longembed.inputs import OverflowPolicy, TokenizedInput, cut, cut_text, resolve_overflow, tokenize
 
 
@@ -197,7 +198,7 @@ class OverflowPlanner:
         """``tokens`` cut to ``limit`` tokens (:func:`longembed.inputs.cut`); an error when the prompt and
         special tokens leave no room for the text."""
         if limit - tokens.lead - tokens.tail < 1:
-            raise ValueError(f"the prompt and special tokens alone take {tokens.lead + tokens.tail} of {limit} tokens")
+            raise UserError(f"the prompt and special tokens alone take {tokens.lead + tokens.tail} of {limit} tokens")
         return cut(tokens, limit)
 
     def plan(

@@ -47,6 +47,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from longembed.errors import UserError
+
 #: The policies, by the name ``longembed serve --scheduler`` takes.
 SCHEDULERS = ("fair", "fifo")
 #: Batches an input may be passed over before it is overdue (``fair``).
@@ -102,7 +104,7 @@ class Fair:
 
     def __post_init__(self) -> None:
         if self.max_skips < 0 or not 0 < self.overdue_share <= 1:
-            raise ValueError("max_skips must be >= 0 and overdue_share in (0, 1]")
+            raise UserError("max_skips must be >= 0 and overdue_share in (0, 1]")
 
     def select(self, requests: Sequence[Waiting], budget: int, batches_formed: int) -> list[Any]:
         batch = self._overdue_lane([r for r in requests if self._overdue(r, batches_formed)], budget)
@@ -136,7 +138,7 @@ def policy_named(name: str) -> Policy:
         return Fifo()
     if name == "fair":
         return Fair()
-    raise ValueError(f"unknown scheduler {name!r}; choose one of {', '.join(SCHEDULERS)}")
+    raise UserError(f"unknown scheduler {name!r}; choose one of {', '.join(SCHEDULERS)}")
 
 
 def _in_arrival_order(requests: Sequence[Waiting]) -> list[Any]:

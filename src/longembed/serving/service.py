@@ -20,6 +20,7 @@ from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
 from longembed.encoder import LongContextEncoder
+from longembed.errors import UserError
 from longembed.inputs import OverflowPolicy, TokenizedInput
 from longembed.serving.batcher import (
     DynamicBatcher,
@@ -95,7 +96,7 @@ class EmbeddingService:
         self.dimensions = s.dimensions or MATRYOSHKA_DIMENSIONS.get(folder_name(self.encoder), ())
         self.validator = RequestValidator(self.encoder, s, self.dimensions)
         if s.max_batch_tokens < self.encoder.max_length:
-            raise ValueError(
+            raise UserError(
                 f"max_batch_tokens={s.max_batch_tokens} is smaller than max_length={self.encoder.max_length}: "
                 "the longest input would not fit in a batch"
             )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from longembed.errors import UserError
 from longembed.overflow import resolve_overflow
 from longembed.serving.choices import OVERFLOW_POLICIES
 from longembed.serving.scheduling import SCHEDULERS
@@ -69,16 +70,16 @@ class ServerSettings:
         for name in ("max_batch_tokens", "max_client_batch_size", "max_body_bytes", "max_document_tokens",
                      "max_chunks_per_request", "max_token_vectors"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+                raise UserError(f"{name} must be positive, got {getattr(self, name)}")
         if self.api_key is not None and not self.api_key.strip():
-            raise ValueError("api_key is empty; give a key, or none to serve without one")
+            raise UserError("api_key is empty; give a key, or none to serve without one")
         if self.api_key is not None and not (self.api_key.isascii() and self.api_key.isprintable()
                                              and self.api_key == self.api_key.strip()):
-            raise ValueError("api_key must be printable ASCII without spaces at its ends: a client cannot send "
+            raise UserError("api_key must be printable ASCII without spaces at its ends: a client cannot send "
                              "any other key in an HTTP header")
         if self.queue_seconds < 0:
-            raise ValueError(f"queue_seconds must be >= 0 (0: no limit), got {self.queue_seconds}")
+            raise UserError(f"queue_seconds must be >= 0 (0: no limit), got {self.queue_seconds}")
         if self.scheduler not in SCHEDULERS:
-            raise ValueError(f"scheduler must be one of {', '.join(SCHEDULERS)}, got {self.scheduler!r}")
+            raise UserError(f"scheduler must be one of {', '.join(SCHEDULERS)}, got {self.scheduler!r}")
         if self.shutdown_seconds < 0:
-            raise ValueError(f"shutdown_seconds must be >= 0, got {self.shutdown_seconds}")
+            raise UserError(f"shutdown_seconds must be >= 0, got {self.shutdown_seconds}")

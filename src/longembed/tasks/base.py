@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from longembed.errors import UserError
 from longembed.textfiles import parse_json_line, utf8_lines
 
 #: The eight evaluation lengths (in tokens) of the synthetic tasks (LongEmbed section 3.2).
@@ -111,20 +112,20 @@ class RetrievalData:
         least one relevant (relevance > 0) document: a query without one cannot be scored.
         """
         if not self.corpus:
-            raise ValueError("empty corpus")
+            raise UserError("empty corpus")
         if not self.queries:
-            raise ValueError("no queries")
+            raise UserError("no queries")
         for qid, rels in self.qrels.items():
             if qid not in self.queries:
-                raise ValueError(f"qrels name query {qid!r}, which is not among the queries")
+                raise UserError(f"qrels name query {qid!r}, which is not among the queries")
             missing = [d for d in rels if d not in self.corpus]
             if missing:
-                raise ValueError(f"qrels of query {qid!r} name documents not in the corpus: {missing[:5]}")
+                raise UserError(f"qrels of query {qid!r} name documents not in the corpus: {missing[:5]}")
             if not any(r > 0 for r in rels.values()):
-                raise ValueError(f"query {qid!r} has no relevant document")
+                raise UserError(f"query {qid!r} has no relevant document")
         unjudged = [q for q in self.queries if q not in self.qrels]
         if unjudged:
-            raise ValueError(f"{len(unjudged)} queries have no qrels, e.g. {unjudged[:3]}")
+            raise UserError(f"{len(unjudged)} queries have no qrels, e.g. {unjudged[:3]}")
         self._validate_passages()
         self._validate_blocks()
         return self
@@ -134,40 +135,40 @@ class RetrievalData:
         holds its relevant passages."""
         if self.passages is None:
             if self.contexts is not None or self.query_contexts is not None:
-                raise ValueError("contexts and query_contexts need passages (where each document sits)")
+                raise UserError("contexts and query_contexts need passages (where each document sits)")
             return
         if self.contexts is None:
-            raise ValueError("passages need the contexts they are cut from")
+            raise UserError("passages need the contexts they are cut from")
         for doc_id, text in self.corpus.items():
             where = self.passages.get(doc_id)
             if where is None:
-                raise ValueError(f"document {doc_id!r} has no passage location")
+                raise UserError(f"document {doc_id!r} has no passage location")
             context = self.contexts.get(where.context)
             if context is None or context[where.start : where.end] != text:
-                raise ValueError(f"document {doc_id!r} is not {where.context}[{where.start}:{where.end}]")
+                raise UserError(f"document {doc_id!r} is not {where.context}[{where.start}:{where.end}]")
         for qid, context in (self.query_contexts or {}).items():
             if qid not in self.queries or context not in self.contexts:
-                raise ValueError(f"query_contexts: {qid!r} -> {context!r} names an unknown query or context")
+                raise UserError(f"query_contexts: {qid!r} -> {context!r} names an unknown query or context")
             outside = [d for d, r in self.qrels.get(qid, {}).items() if r > 0 and self.passages[d].context != context]
             if outside:
-                raise ValueError(f"query {qid!r} searches {context!r} but its relevant passages {outside[:3]} are elsewhere")
+                raise UserError(f"query {qid!r} searches {context!r} but its relevant passages {outside[:3]} are elsewhere")
 
     def _validate_blocks(self) -> None:
         """Every query and document is in a block, and a query's relevant documents are in its own."""
         if self.blocks is None:
             return
         if self.query_contexts is not None:
-            raise ValueError("blocks and query_contexts both limit a query's candidates: give one of them")
+            raise UserError("blocks and query_contexts both limit a query's candidates: give one of them")
         for side, ids, where in (("query", self.queries, self.blocks.queries),
                                  ("document", self.corpus, self.blocks.documents)):
             if set(where) != set(ids):
                 strays = sorted(set(ids) ^ set(where))
-                raise ValueError(f"blocks: every {side} needs exactly one block; {strays[:3]} do not match")
+                raise UserError(f"blocks: every {side} needs exactly one block; {strays[:3]} do not match")
         for qid, rels in self.qrels.items():
             block = self.blocks.queries[qid]
             outside = [d for d, r in rels.items() if r > 0 and self.blocks.documents[d] != block]
             if outside:
-                raise ValueError(f"query {qid!r} ranks block {block} but its relevant documents {outside[:3]} "
+                raise UserError(f"query {qid!r} ranks block {block} but its relevant documents {outside[:3]} "
                                  "are in another")
 
     def fingerprint(self) -> str:
@@ -210,12 +211,12 @@ def check_length(metadata: TaskMetadata, length: int | None) -> None:
     """Raise ValueError unless ``length`` fits the task: one of its lengths if synthetic, else None."""
     if metadata.lengths is None:
         if length is not None:
-            raise ValueError(f"task {metadata.name!r} has no lengths; pass length=None (got {length})")
+            raise UserError(f"task {metadata.name!r} has no lengths; pass length=None (got {length})")
         return
     if length is None:
-        raise ValueError(f"task {metadata.name!r} is generated per length: pass one of {metadata.lengths}")
+        raise UserError(f"task {metadata.name!r} is generated per length: pass one of {metadata.lengths}")
     if length not in metadata.lengths:
-        raise ValueError(f"task {metadata.name!r}: length {length} is not one of {metadata.lengths}")
+        raise UserError(f"task {metadata.name!r}: length {length} is not one of {metadata.lengths}")
 
 
 def require_dir(data_dir: Path | str | None, sub: str, metadata: TaskMetadata) -> Path:
@@ -236,9 +237,9 @@ def read_json_file(path: Path) -> Any:
         with opener(path, "rt", encoding="utf-8") as handle:
             return json.load(handle)
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        raise UserError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+        raise UserError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
 
 
 def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
@@ -253,8 +254,8 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
 def require_fields(record: Any, fields: tuple[str, ...], where: str) -> dict[str, Any]:
     """``record`` if it is an object holding every field, else a ValueError naming ``where``."""
     if not isinstance(record, dict):
-        raise ValueError(f"{where}: expected a JSON object, got {type(record).__name__}")
+        raise UserError(f"{where}: expected a JSON object, got {type(record).__name__}")
     missing = [f for f in fields if f not in record]
     if missing:
-        raise ValueError(f"{where}: missing field(s) {missing}")
+        raise UserError(f"{where}: missing field(s) {missing}")
     return record

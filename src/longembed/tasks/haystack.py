@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from longembed.errors import MissingFileError, UserError
 from longembed.tasks.base import SYNTHETIC_LENGTHS, iter_jsonl, word_budget
 from longembed.textfiles import read_utf8
 
@@ -55,7 +56,7 @@ class Haystack:
             return self.text
         longest = self.longest_length()
         serves = f"the longest length it can serve is {longest}" if longest else "it serves no length"
-        raise ValueError(
+        raise UserError(
             f"haystack {self.path}: {self.words} words, fewer than the {word_budget(length)} words of length "
             f"{length} ({serves}; the text is not repeated to fill a length)"
         )
@@ -75,17 +76,17 @@ def load_haystack(path: Path | str) -> Haystack:
     """
     root = Path(path).expanduser()
     if not root.is_dir():
-        raise FileNotFoundError(f"haystack {root} is not a folder")
+        raise MissingFileError(f"haystack {root} is not a folder")
     files = sorted((p for p in root.rglob("*") if p.is_file()), key=lambda p: p.relative_to(root).as_posix())
     readable = [p for p in files if p.suffix in DOCUMENT_SUFFIXES]
     skipped = tuple(p.relative_to(root).as_posix() for p in files if p.suffix not in DOCUMENT_SUFFIXES)
     documents = [doc for p in readable for doc in _documents(p)]
     if not documents:
-        raise ValueError(f"haystack {root}: no documents (no .txt file, no .jsonl line)")
+        raise UserError(f"haystack {root}: no documents (no .txt file, no .jsonl line)")
     text = normalise("\n".join(documents))
     words = len(text.split())
     if words == 0:
-        raise ValueError(f"haystack {root}: {len(documents)} documents but not a single word")
+        raise UserError(f"haystack {root}: {len(documents)} documents but not a single word")
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return Haystack(str(root), text, len(documents), words, digest, skipped)
 
@@ -98,7 +99,7 @@ def _documents(path: Path) -> list[str]:
     for lineno, record in iter_jsonl(path):
         text = record.get("text") if isinstance(record, dict) else None
         if not isinstance(text, str):
-            raise ValueError(f"{path}:{lineno}: expected a JSON object with a string field 'text'")
+            raise UserError(f"{path}:{lineno}: expected a JSON object with a string field 'text'")
         out.append(text)
     return out
 
@@ -113,7 +114,7 @@ def prefix_words(text: str, n_words: int) -> str:
         return ""
     n_text = len(text.split())
     if n_text == 0:
-        raise ValueError("empty haystack")
+        raise UserError("empty haystack")
     if n_text < n_words:
         text = " ".join([text] * (n_words // n_text + 1))
     for count, match in enumerate(re.finditer(r"\S+", text), start=1):

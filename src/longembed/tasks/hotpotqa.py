@@ -31,6 +31,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from longembed.errors import UserError
 from longembed.tasks.base import RetrievalData, TaskMetadata, check_length, read_json_file, require_dir
 from longembed.tasks.registry import register_task
 
@@ -57,7 +58,7 @@ METADATA = TaskMetadata(
 def _read(path: str) -> list[dict]:
     examples = read_json_file(Path(path))
     if not isinstance(examples, list):
-        raise ValueError(f"{path}: expected a JSON list of HotpotQA examples, got {type(examples).__name__}")
+        raise UserError(f"{path}: expected a JSON list of HotpotQA examples, got {type(examples).__name__}")
     return examples
 
 
@@ -121,7 +122,7 @@ def select_hotpotqa(
         if len(selected) == num_queries:
             break
     if len(selected) < num_queries:
-        raise ValueError(f"only {len(selected)} questions with disjoint passages; asked for {num_queries}")
+        raise UserError(f"only {len(selected)} questions with disjoint passages; asked for {num_queries}")
 
     chosen = set(selected)
     pool: list[tuple[str, str]] = []
@@ -145,7 +146,7 @@ def select_hotpotqa(
             passages.append(pool[next_filler])
             next_filler += 1
         if next_filler >= len(pool):
-            raise ValueError("ran out of filler passages; lower doc_words or num_queries")
+            raise UserError("ran out of filler passages; lower doc_words or num_queries")
         rng.shuffle(passages)
         documents.append(passages)
     return HotpotQASelection(selected, documents)

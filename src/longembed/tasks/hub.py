@@ -28,6 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from longembed.errors import MissingExtraError, MissingFileError, UserError
 from longembed.tasks.base import RetrievalData, TaskDataMissing, TaskMetadata, check_length, iter_jsonl
 
 HUB_REPO = "dwzhu/LongEmbed"
@@ -61,7 +62,7 @@ def _open_rows(path: Path) -> Iterator[dict[str, Any]]:
         try:
             import pandas as pd
         except ImportError as exc:  # pragma: no cover - pandas is normally installed
-            raise ImportError(f"reading {path} needs pandas (and pyarrow)") from exc
+            raise MissingExtraError(f"reading {path} needs pandas (and pyarrow)") from exc
         yield from pd.read_parquet(path).to_dict(orient="records")
         return
     for _, row in iter_jsonl(path):
@@ -73,7 +74,7 @@ def _split_file(config_dir: Path, split: str) -> Path:
         path = config_dir / f"{split}{suffix}"
         if path.exists():
             return path
-    raise FileNotFoundError(f"{config_dir} has no {split}.jsonl / {split}.jsonl.gz / {split}.parquet")
+    raise MissingFileError(f"{config_dir} has no {split}.jsonl / {split}.jsonl.gz / {split}.parquet")
 
 
 def id_field(row: dict[str, Any], names: tuple[str, ...], where: Path | str) -> str:
@@ -82,7 +83,7 @@ def id_field(row: dict[str, Any], names: tuple[str, ...], where: Path | str) -> 
     for name in names:
         if name in row and row[name] is not None:
             return str(row[name])
-    raise ValueError(f"{where}: a row has none of the fields {names}: {sorted(row)}")
+    raise UserError(f"{where}: a row has none of the fields {names}: {sorted(row)}")
 
 
 def _rows(config_dir: Path, split: str, length: int | None) -> Iterator[tuple[Path, dict[str, Any]]]:
@@ -90,7 +91,7 @@ def _rows(config_dir: Path, split: str, length: int | None) -> Iterator[tuple[Pa
     for row in _open_rows(path):
         if length is not None:
             if "context_length" not in row:
-                raise ValueError(f"{path}: rows have no context_length field, cannot select length {length}")
+                raise UserError(f"{path}: rows have no context_length field, cannot select length {length}")
             if int(row["context_length"]) != length:
                 continue
         yield path, row
@@ -111,7 +112,7 @@ def load_hub_config(config_dir: Path | str, length: int | None = None) -> Retrie
         qrels.setdefault(qid, {})[doc_id] = 1 if score is None else int(score)
     if not corpus:
         where = f" with context_length {length}" if length is not None else ""
-        raise ValueError(f"{config_dir}: no documents{where}")
+        raise UserError(f"{config_dir}: no documents{where}")
     return RetrievalData(corpus=corpus, queries=queries, qrels=qrels).validate()
 
 
@@ -175,7 +176,7 @@ def hub_task_builder(metadata: TaskMetadata) -> Callable[..., HubTask]:
     """How to build a task that exists only in the hub layout (NarrativeQA, SummScreenFD, 2WikiMultihopQA):
     ``build(download=False)`` reads ``metadata.hub_config`` (``download=True`` fetches it if absent)."""
     if metadata.hub_config is None:
-        raise ValueError(f"task {metadata.name!r} declares no hub_config to read")
+        raise UserError(f"task {metadata.name!r} declares no hub_config to read")
     config = metadata.hub_config
 
     def build(download: bool = False) -> HubTask:

@@ -64,6 +64,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from longembed.errors import MissingFileError, UserError
 from longembed.tasks.base import (
     SYNTHETIC_LENGTHS,
     RetrievalData,
@@ -134,7 +135,7 @@ def packaged_needles_path() -> Path:
     """The packaged ``longembed/tasks/data/needles.jsonl`` (400 needles; the paper's set uses the first 100)."""
     resource = importlib.resources.files("longembed.tasks").joinpath("data/needles.jsonl")
     if not resource.is_file():
-        raise FileNotFoundError("the packaged needles file longembed/tasks/data/needles.jsonl is missing")
+        raise MissingFileError("the packaged needles file longembed/tasks/data/needles.jsonl is missing")
     return Path(str(resource))
 
 
@@ -152,21 +153,21 @@ def load_needles(path: Path | str | None = None) -> tuple[Needle, ...]:
     seen_questions: set[str] = set()
     for lineno, row in iter_jsonl(origin):
         if not isinstance(row, dict):
-            raise ValueError(f"{origin}:{lineno}: expected a JSON object")
+            raise UserError(f"{origin}:{lineno}: expected a JSON object")
         for field in ("fact", "question"):
             value = row.get(field)
             if not isinstance(value, str) or not value.strip():
-                raise ValueError(f"{origin}:{lineno}: missing or empty field {field!r}")
+                raise UserError(f"{origin}:{lineno}: missing or empty field {field!r}")
         fact, question = row["fact"].strip(), row["question"].strip()
         if fact in seen_facts:
-            raise ValueError(f"{origin}:{lineno}: duplicate fact {fact[:60]!r}")
+            raise UserError(f"{origin}:{lineno}: duplicate fact {fact[:60]!r}")
         if question in seen_questions:
-            raise ValueError(f"{origin}:{lineno}: duplicate question {question[:60]!r}")
+            raise UserError(f"{origin}:{lineno}: duplicate question {question[:60]!r}")
         seen_facts.add(fact)
         seen_questions.add(question)
         needles.append(Needle(fact=fact, question=question))
     if len(needles) < MIN_NEEDLES:
-        raise ValueError(f"{origin}: {len(needles)} needle(s); at least {MIN_NEEDLES} are needed")
+        raise UserError(f"{origin}: {len(needles)} needle(s); at least {MIN_NEEDLES} are needed")
     return tuple(needles)
 
 
@@ -195,7 +196,7 @@ def set_size(n_needles: int, queries_per_length: int = NUM_QUERIES) -> tuple[int
     n = check_queries_per_length(queries_per_length)
     if n > NUM_QUERIES:
         if n_needles < DOCUMENTS_PER_QUERY * n:
-            raise ValueError(
+            raise UserError(
                 f"needle: {n} queries per length need {DOCUMENTS_PER_QUERY * n} needles (one document each), "
                 f"the needles file has {n_needles}"
             )
@@ -210,7 +211,7 @@ def set_size(n_needles: int, queries_per_length: int = NUM_QUERIES) -> tuple[int
 def check_haystacks(haystacks: str) -> str:
     """``haystacks`` if it is one of :data:`HAYSTACK_MODES`, else a ValueError naming them."""
     if haystacks not in HAYSTACK_MODES:
-        raise ValueError(f"needle haystacks must be one of {', '.join(HAYSTACK_MODES)}, got {haystacks!r}")
+        raise UserError(f"needle haystacks must be one of {', '.join(HAYSTACK_MODES)}, got {haystacks!r}")
     return haystacks
 
 
@@ -293,7 +294,7 @@ def _window_stride(n_words: int, budget: int, n_windows: int, length: int) -> in
     first starts at the text's start, the last ends at most at its end.  A ValueError if the text is
     too short for ``n_windows`` windows that start at distinct words (at length ``length``)."""
     if n_words < budget + n_windows - 1:
-        raise ValueError(
+        raise UserError(
             f"needle with distinct haystacks at length {length}: the haystack has {n_words} words, but "
             f"{n_windows} documents need a window of {budget} words each, starting at distinct words: at "
             f"least {budget + n_windows - 1} words (the haystack is not repeated to fill them)"

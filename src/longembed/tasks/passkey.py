@@ -36,6 +36,7 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
+from longembed.errors import UserError
 from longembed.tasks.base import (
     SYNTHETIC_LENGTHS,
     RetrievalData,
@@ -113,7 +114,7 @@ def key_sentence_offset(document: str) -> int:
     marker = "'s pass key is "
     position = document.find(marker)
     if position < 0:
-        raise ValueError(f"not a passkey document: no {marker!r} in it")
+        raise UserError(f"not a passkey document: no {marker!r} in it")
     return len(document[: document.rfind("\n", 0, position) + 1].split())
 
 
@@ -157,7 +158,7 @@ def check_queries(n: int) -> int:
     """``n`` if passkey can ask that many queries per length (2n distinct people), else a ValueError."""
     check_queries_per_length(n)
     if DOCUMENTS_PER_QUERY * n > NAME_POOL:
-        raise ValueError(
+        raise UserError(
             f"passkey asks at most {MAX_QUERIES} queries per length (its {len(FIRST_NAMES)} x {len(LAST_NAMES)} "
             f"name pool gives {NAME_POOL} distinct people, 2 per query); got {n}"
         )

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from longembed.errors import UserError
 from longembed.tasks.base import (
     RetrievalData,
     TaskMetadata,
@@ -76,7 +77,7 @@ def load_qmsum(root: Path) -> RetrievalData:
         )
         doc_id = path.stem
         if doc_id in corpus:
-            raise ValueError(f"meeting {doc_id} occurs twice under {root}")
+            raise UserError(f"meeting {doc_id} occurs twice under {root}")
         corpus[doc_id] = meeting_document(meeting)
         for item in meeting["general_query_list"] + meeting["specific_query_list"]:
             answer = require_fields(item, ("answer",), f"{path}, a query of meeting {doc_id}")["answer"]
@@ -87,7 +88,7 @@ def load_qmsum(root: Path) -> RetrievalData:
             queries[qid] = answer
             qrels[qid] = {doc_id: 1}
     if len(corpus) != EXPECTED_DOCS or len(queries) != EXPECTED_QUERIES:
-        raise ValueError(
+        raise UserError(
             f"QMSum under {root}: {len(corpus)} meetings and {len(queries)} queries, expected "
             f"{EXPECTED_DOCS} and {EXPECTED_QUERIES} (LongEmbed's QMSum = Yale-LILY/QMSum data/ALL train+val)"
         )

@@ -22,6 +22,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from longembed.errors import UserError
 from longembed.tasks.base import (
     Passage,
     RetrievalData,
@@ -90,7 +91,7 @@ def relevant_turns(item: dict, n_turns: int, where: str) -> set[int]:
     for pair in item["relevant_text_span"]:
         start, end = int(pair[0]), int(pair[1])
         if not 0 <= start <= end < n_turns:
-            raise ValueError(f"{where}: relevant_text_span {pair} is outside the meeting's {n_turns} turns")
+            raise UserError(f"{where}: relevant_text_span {pair} is outside the meeting's {n_turns} turns")
         turns.update(range(start, end + 1))
     return turns
 
@@ -136,10 +137,10 @@ class QMSumPassagesTask:
     def __init__(self, passage_words: int = PASSAGE_WORDS, splits: Sequence[str] = SPLITS):
         """splits: QMSum's "train" and/or "val" meetings (default both; "val" alone is 35 of the 197)."""
         if passage_words < 1:
-            raise ValueError(f"passage_words must be positive, got {passage_words}")
+            raise UserError(f"passage_words must be positive, got {passage_words}")
         unknown = sorted(set(splits) - set(SPLITS))
         if unknown or not splits:
-            raise ValueError(f"splits must be a non-empty selection of {SPLITS}, got {tuple(splits)}")
+            raise UserError(f"splits must be a non-empty selection of {SPLITS}, got {tuple(splits)}")
         self.passage_words = passage_words
         self.splits = tuple(splits)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from longembed.errors import UserError
 from longembed.tasks.base import Blocks, RetrievalData
 
 #: LongEmbed's queries per length (section 3.2); the default.
@@ -37,7 +38,7 @@ CANDIDATE_MODES = (ALL_CANDIDATES, BLOCK_CANDIDATES)
 def check_queries_per_length(n: int) -> int:
     """``n`` if it is a whole number >= 1, else a ValueError."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"queries_per_length must be a whole number >= 1, got {n!r}")
+        raise UserError(f"queries_per_length must be a whole number >= 1, got {n!r}")
     return n
 
 
@@ -61,9 +62,9 @@ def check_candidates(candidates: str, queries_per_length: int = PAPER_QUERIES) -
     """``candidates`` if it is one of :data:`CANDIDATE_MODES` and fits the set's size, else a ValueError:
     blocks need a whole number of the paper's 50-query blocks."""
     if candidates not in CANDIDATE_MODES:
-        raise ValueError(f"candidates must be one of {', '.join(CANDIDATE_MODES)}, got {candidates!r}")
+        raise UserError(f"candidates must be one of {', '.join(CANDIDATE_MODES)}, got {candidates!r}")
     if candidates == BLOCK_CANDIDATES and queries_per_length % PAPER_QUERIES:
-        raise ValueError(
+        raise UserError(
             f"candidates 'blocks' ranks each {PAPER_QUERIES} queries among their own {DOCUMENTS_PER_QUERY * PAPER_QUERIES} "
             f"documents: the queries per length must be a multiple of {PAPER_QUERIES}, got {queries_per_length}"
         )
@@ -80,7 +81,7 @@ def paper_blocks(data: RetrievalData) -> RetrievalData:
     document i in block i // 100.  The nesting of the sets (module docstring) puts every query's
     documents in its block; :meth:`RetrievalData.validate` checks it."""
     if len(data.queries) % PAPER_QUERIES or len(data.corpus) != DOCUMENTS_PER_QUERY * len(data.queries):
-        raise ValueError(
+        raise UserError(
             f"blocks need {PAPER_QUERIES} queries and {DOCUMENTS_PER_QUERY * PAPER_QUERIES} documents per block; the set "
             f"has {len(data.queries)} queries and {len(data.corpus)} documents"
         )

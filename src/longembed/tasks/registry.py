@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from longembed.errors import UserError
 from longembed.tasks.base import Task, TaskMetadata
 from longembed.tasks.hub import HubTask, hub_task_builder
 
@@ -51,7 +52,7 @@ def register_task(metadata: TaskMetadata, build: Callable[..., Task]) -> Callabl
     """
     known = _REGISTERED.get(metadata.name)
     if known is not None and known.build is not build:
-        raise ValueError(f"a task named {metadata.name!r} is already registered ({known.build.__qualname__})")
+        raise UserError(f"a task named {metadata.name!r} is already registered ({known.build.__qualname__})")
     _REGISTERED[metadata.name] = RegisteredTask(metadata, build)
     TASKS[metadata.name] = build()
     if metadata.hub_config is not None:
@@ -85,26 +86,26 @@ def get_task(name: str, **options: Any) -> Task:
     """
     registered = _REGISTERED.get(name)
     if registered is None:
-        raise ValueError(f"unknown task {name!r}; valid names: {', '.join(_REGISTERED)}")
+        raise UserError(f"unknown task {name!r}; valid names: {', '.join(_REGISTERED)}")
     source = options.pop("source", "local")
     if source not in ("local", "hub"):
-        raise ValueError(f"source must be 'local' or 'hub', not {source!r}")
+        raise UserError(f"source must be 'local' or 'hub', not {source!r}")
     if source == "hub":
         return _hub_task(registered.metadata, options)
     try:
         return registered.build(**options)
     except TypeError as exc:
-        raise ValueError(f"task {name!r} does not take the options {sorted(options)}: {exc}") from None
+        raise UserError(f"task {name!r} does not take the options {sorted(options)}: {exc}") from None
 
 
 def _hub_task(metadata: TaskMetadata, options: dict[str, Any]) -> HubTask:
     """The task read from its config of the hub dataset; it takes only ``download``."""
     if metadata.hub_config is None:
-        raise ValueError(
+        raise UserError(
             f"task {metadata.name!r} is an offline stand-in with no hub version; its hub tasks are "
             f"{', '.join(HUB_CONFIGS)}"
         )
     download = options.pop("download", False)
     if options:
-        raise ValueError(f"hub task {metadata.name!r} takes only the option 'download', not {sorted(options)}")
+        raise UserError(f"hub task {metadata.name!r} takes only the option 'download', not {sorted(options)}")
     return hub_task_builder(metadata)(download=download)

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from longembed.errors import MissingFileError, UserError
 from longembed.tasks.base import (
     RetrievalData,
     TaskMetadata,
@@ -57,7 +58,7 @@ def read_stories(root: Path, require_all: bool = True) -> Iterator[tuple[str, di
     present = [name for name in FILES if (root / name).exists()]
     if not present or (require_all and len(present) < len(FILES)):
         missing = [name for name in FILES if name not in present]
-        raise FileNotFoundError(f"{root}: {', '.join(missing)} missing (SQuALITY has train, dev and test files)")
+        raise MissingFileError(f"{root}: {', '.join(missing)} missing (SQuALITY has train, dev and test files)")
     for name in present:
         path = root / name
         for lineno, story in iter_jsonl(path):
@@ -75,11 +76,11 @@ def load_squality(root: Path, max_summaries_per_story: int | None = None) -> Ret
     for _, story in read_stories(root):
         doc_id = f"squality-{story['metadata']['passage_id']}"
         if doc_id in corpus:
-            raise ValueError(f"story {doc_id} occurs twice under {root}")
+            raise UserError(f"story {doc_id} occurs twice under {root}")
         corpus[doc_id] = story["document"]
         plot = [q for q in story["questions"] if q["question_text"].strip() == PLOT_QUESTION]
         if len(plot) != 1:
-            raise ValueError(f"story {doc_id}: {len(plot)} questions {PLOT_QUESTION!r}, expected 1")
+            raise UserError(f"story {doc_id}: {len(plot)} questions {PLOT_QUESTION!r}, expected 1")
         responses = plot[0]["responses"][:max_summaries_per_story]
         for k, response in enumerate(responses):
             qid = f"{doc_id}-s{k}"
@@ -95,7 +96,7 @@ class SQuALITYTask:
 
     def __init__(self, max_summaries_per_story: int | None = None) -> None:
         if max_summaries_per_story is not None and max_summaries_per_story < 1:
-            raise ValueError("max_summaries_per_story must be at least 1 (or None for all)")
+            raise UserError("max_summaries_per_story must be at least 1 (or None for all)")
         self.max_summaries_per_story = max_summaries_per_story
 
     def load(self, data_dir: Path | None, length: int | None = None) -> RetrievalData:

@@ -38,6 +38,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from longembed.errors import MissingFileError, OutputExistsError, UserError
 from longembed.tasks.base import RetrievalData, TaskMetadata, check_length, iter_jsonl, require_fields
 from longembed.tasks.hub import DOC_ID_FIELDS, QRELS_DOC_FIELDS, QRELS_QUERY_FIELDS, QUERY_ID_FIELDS, id_field
 from longembed.tasks.registry import task_metadata
@@ -102,12 +103,12 @@ class TaskDirTask:
         path = Path(path).expanduser()
         if path.is_file():
             if path.name in (*CORPUS_FILES, *QUERIES_FILES):
-                raise ValueError(f"{path}: give the task folder, or the qrels file to use, not its {path.name}")
+                raise UserError(f"{path}: give the task folder, or the qrels file to use, not its {path.name}")
             if qrels is not None:
-                raise ValueError(f"{path} is a file (the qrels) and qrels={qrels!r} names another: give one")
+                raise UserError(f"{path} is a file (the qrels) and qrels={qrels!r} names another: give one")
             path, qrels = (path.parent.parent if path.parent.name == "qrels" else path.parent), path
         if not path.is_dir():
-            raise FileNotFoundError(f"task folder {path} does not exist")
+            raise MissingFileError(f"task folder {path} does not exist")
         self.path = path.resolve()
         self.corpus_file = _one_file(self.path, CORPUS_FILES, "documents")
         self.queries_file = _one_file(self.path, QUERIES_FILES, "queries")
@@ -128,7 +129,7 @@ class TaskDirTask:
         qrels = read_qrels(self.qrels_file, set(queries), set(corpus))
         kept, left_out = judged_queries(queries, qrels)
         if not kept:
-            raise ValueError(
+            raise UserError(
                 f"{self.qrels_file}: none of the {len(queries)} queries of {self.queries_file} has a judged "
                 f"relevant document (score > 0)"
             )
@@ -147,19 +148,19 @@ class TaskDirTask:
 def check_task_name(name: str, what: str) -> None:
     """A ValueError unless ``name`` can name the task of ``what``: a safe name no registered task has."""
     if not _NAME.fullmatch(name):
-        raise ValueError(
+        raise UserError(
             f"task name {name!r} (of {what}) may hold only letters, digits, '.', '_' and '-' and may not start "
             "with '.' or '-': give one with --task-name"
         )
     if task_metadata(name) is not None:
-        raise ValueError(f"task name {name!r} (of {what}) is a built-in task's: give another with --task-name")
+        raise UserError(f"task name {name!r} (of {what}) is a built-in task's: give another with --task-name")
 
 
 def task_dir_tasks(paths: Sequence[str | Path], names: Sequence[str] = ()) -> list[TaskDirTask]:
     """One :class:`TaskDirTask` per folder, named by ``names`` in order (none: each folder's name);
     two with the same name are an error."""
     if names and len(names) != len(paths):
-        raise ValueError(
+        raise UserError(
             f"--task-name given {len(names)} time(s) for {len(paths)} --task-dir: give one per --task-dir, "
             "in the same order, or none (each task is then named after its folder)"
         )
@@ -168,7 +169,7 @@ def task_dir_tasks(paths: Sequence[str | Path], names: Sequence[str] = ()) -> li
     for task in tasks:
         name = task.metadata.name
         if name in seen:
-            raise ValueError(f"task name {name!r} is given to {seen[name]} and to {task.path}: name them with "
+            raise UserError(f"task name {name!r} is given to {seen[name]} and to {task.path}: name them with "
                              "--task-name")
         seen[name] = task.path
     return tasks
@@ -178,9 +179,9 @@ def _one_file(folder: Path, names: Sequence[str], what: str) -> Path:
     """The one file of ``names`` that ``folder`` holds; an error if it holds none or several."""
     found = [folder / n for n in names if (folder / n).is_file()]
     if len(found) > 1:
-        raise ValueError(f"{folder} holds {' and '.join(f.name for f in found)}: keep one")
+        raise UserError(f"{folder} holds {' and '.join(f.name for f in found)}: keep one")
     if not found:
-        raise FileNotFoundError(f"task folder {folder} has no {' or '.join(names)} (its {what})")
+        raise MissingFileError(f"task folder {folder} has no {' or '.join(names)} (its {what})")
     return found[0]
 
 
@@ -189,20 +190,20 @@ def _qrels_file(folder: Path, qrels: str | Path | None) -> Path:
     if qrels is not None:
         path = folder / Path(qrels).expanduser()
         if not path.is_file():
-            raise FileNotFoundError(f"qrels file {path} does not exist")
+            raise MissingFileError(f"qrels file {path} does not exist")
         if not path.name.endswith(_QRELS_SUFFIXES):
-            raise ValueError(f"qrels file {path}: expected a BEIR .tsv or a LongEmbed .jsonl (optionally .gz)")
+            raise UserError(f"qrels file {path}: expected a BEIR .tsv or a LongEmbed .jsonl (optionally .gz)")
         return path.resolve()
     found = [n for n in QRELS_FILES if (folder / n).is_file()]
     if len(found) > 1:
-        raise ValueError(
+        raise UserError(
             f"{folder} holds {' and '.join(found)}: say which judgements to use (--task-dir {folder}/{found[0]}, "
             f"or TaskDirTask(..., qrels={found[0]!r}))"
         )
     if not found:
         others = sorted(p.relative_to(folder).as_posix() for p in (folder / "qrels").glob("*.tsv*"))
         hint = f"; it has {', '.join(others)}: name one, e.g. --task-dir {folder}/{others[0]}" if others else ""
-        raise FileNotFoundError(f"task folder {folder} has no qrels/test.tsv or qrels.jsonl{hint}")
+        raise MissingFileError(f"task folder {folder} has no qrels/test.tsv or qrels.jsonl{hint}")
     return folder / found[0]
 
 
@@ -225,15 +226,15 @@ def read_corpus(path: Path) -> dict[str, str]:
         text = _text(row, where)
         title = row.get("title")
         if title is not None and not isinstance(title, str):
-            raise ValueError(f"{where}: 'title' must be a string, not {type(title).__name__}")
+            raise UserError(f"{where}: 'title' must be a string, not {type(title).__name__}")
         _check_unicode(title or "", where, "title")
         if title and title.strip():
             text = f"{title} {text}"
         elif not text.strip():
-            raise ValueError(f"{where}: document {doc_id!r} is empty (no text, no title)")
+            raise UserError(f"{where}: document {doc_id!r} is empty (no text, no title)")
         corpus[doc_id] = text
     if not corpus:
-        raise ValueError(f"{path}: no documents (the corpus is empty)")
+        raise UserError(f"{path}: no documents (the corpus is empty)")
     return corpus
 
 
@@ -246,21 +247,21 @@ def read_queries(path: Path) -> dict[str, str]:
         qid = _new_id(_row_id(row, QUERY_ID_FIELDS, where), first_line, lineno, where)
         text = _text(row, where)
         if not text.strip():
-            raise ValueError(f"{where}: query {qid!r} has an empty 'text'")
+            raise UserError(f"{where}: query {qid!r} has an empty 'text'")
         queries[qid] = text
     if not queries:
-        raise ValueError(f"{path}: no queries")
+        raise UserError(f"{path}: no queries")
     return queries
 
 
 def _row_id(row: Any, names: tuple[str, ...], where: str) -> str:
     """The row's id (hub.py's field names), which must be a non-empty string or an integer."""
     if not isinstance(row, dict):
-        raise ValueError(f"{where}: expected a JSON object, got {type(row).__name__}")
+        raise UserError(f"{where}: expected a JSON object, got {type(row).__name__}")
     value = id_field(row, names, where)
     raw = next(row[n] for n in names if row.get(n) is not None)
     if isinstance(raw, bool) or not isinstance(raw, str | int) or not value.strip():
-        raise ValueError(f"{where}: the id must be a non-empty string or an integer, not {raw!r}")
+        raise UserError(f"{where}: the id must be a non-empty string or an integer, not {raw!r}")
     _check_unicode(value, where, "id")
     return value
 
@@ -268,7 +269,7 @@ def _row_id(row: Any, names: tuple[str, ...], where: str) -> str:
 def _new_id(value: str, first_line: dict[str, int], lineno: int, where: str) -> str:
     """``value``, remembered at ``lineno``; a ValueError if an earlier line has it."""
     if value in first_line:
-        raise ValueError(f"{where}: id {value!r} is given twice (first at line {first_line[value]})")
+        raise UserError(f"{where}: id {value!r} is given twice (first at line {first_line[value]})")
     first_line[value] = lineno
     return value
 
@@ -276,7 +277,7 @@ def _new_id(value: str, first_line: dict[str, int], lineno: int, where: str) -> 
 def _text(row: dict[str, Any], where: str) -> str:
     text = require_fields(row, ("text",), where)["text"]
     if not isinstance(text, str):
-        raise ValueError(f"{where}: 'text' must be a string, not {type(text).__name__}")
+        raise UserError(f"{where}: 'text' must be a string, not {type(text).__name__}")
     _check_unicode(text, where, "text")
     return text
 
@@ -286,7 +287,7 @@ def _check_unicode(value: str, where: str, field: str) -> None:
     JSON ``\\ud800`` escape gives): it could be neither tokenized nor hashed later."""
     problem = unicode_problem(value)
     if problem:
-        raise ValueError(f"{where}: the {field!r} {problem}")
+        raise UserError(f"{where}: the {field!r} {problem}")
 
 
 def read_qrels(path: Path, query_ids: set[str], doc_ids: set[str]) -> dict[str, dict[str, int]]:
@@ -298,16 +299,16 @@ def read_qrels(path: Path, query_ids: set[str], doc_ids: set[str]) -> dict[str, 
     for lineno, qid, doc_id, score in rows:
         where = f"{path}:{lineno}"
         if qid not in query_ids:
-            raise ValueError(f"{where}: query {qid!r} is not in the queries file")
+            raise UserError(f"{where}: query {qid!r} is not in the queries file")
         if doc_id not in doc_ids:
-            raise ValueError(f"{where}: document {doc_id!r} is not in the corpus")
+            raise UserError(f"{where}: document {doc_id!r} is not in the corpus")
         if (qid, doc_id) in line_of:
-            raise ValueError(f"{where}: query {qid!r} and document {doc_id!r} are judged twice (first at line "
+            raise UserError(f"{where}: query {qid!r} and document {doc_id!r} are judged twice (first at line "
                              f"{line_of[qid, doc_id]})")
         line_of[qid, doc_id] = lineno
         qrels.setdefault(qid, {})[doc_id] = score
     if not qrels:
-        raise ValueError(f"{path}: no judgements")
+        raise UserError(f"{path}: no judgements")
     return qrels
 
 
@@ -321,12 +322,12 @@ def _tsv_qrels(path: Path) -> list[tuple[int, str, str, int]]:
         where = f"{path}:{lineno}"
         fields = next(csv.reader([line.rstrip("\r\n")], delimiter="\t"))
         if len(fields) != 3:
-            raise ValueError(f"{where}: expected 3 tab-separated fields (query-id, corpus-id, score), got "
+            raise UserError(f"{where}: expected 3 tab-separated fields (query-id, corpus-id, score), got "
                              f"{len(fields)}")
         if not header_seen:
             header_seen = True
             if _is_integer(fields[2]):
-                raise ValueError(f"{where}: expected BEIR's header line {chr(9).join(BEIR_QRELS_HEADER)!r} first; "
+                raise UserError(f"{where}: expected BEIR's header line {chr(9).join(BEIR_QRELS_HEADER)!r} first; "
                                  "this line is a judgement (add the header, or it would be taken as one)")
             continue
         qid, doc_id = (_tsv_id(v, where) for v in fields[:2])
@@ -336,7 +337,7 @@ def _tsv_qrels(path: Path) -> list[tuple[int, str, str, int]]:
 
 def _tsv_id(value: str, where: str) -> str:
     if not value.strip():
-        raise ValueError(f"{where}: an empty id")
+        raise UserError(f"{where}: an empty id")
     return value
 
 
@@ -368,7 +369,7 @@ def parse_score(value: Any, where: str) -> int:
         return value
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         return int(value)
-    raise ValueError(f"{where}: the score must be an integer, not {value!r}")
+    raise UserError(f"{where}: the score must be an integer, not {value!r}")
 
 
 def judged_queries(
@@ -398,14 +399,14 @@ def write_task_dir(data: RetrievalData, path: str | Path, layout: str = "beir") 
     have no place in these files) and an id a TSV cannot hold (tab, newline).
     """
     if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, not {layout!r}")
+        raise UserError(f"layout must be one of {LAYOUTS}, not {layout!r}")
     if data.passages is not None or data.contexts is not None or data.query_contexts is not None:
-        raise ValueError("a passage task (contexts, passages) cannot be written as a task folder: it has no place "
+        raise UserError("a passage task (contexts, passages) cannot be written as a task folder: it has no place "
                          "for where each document sits in its context")
     folder = Path(path).expanduser()
     existing = [n for n in (*CORPUS_FILES, *QUERIES_FILES, *QRELS_FILES) if (folder / n).exists()]
     if existing:
-        raise FileExistsError(f"{folder} already holds {', '.join(existing)}: remove them or choose another folder")
+        raise OutputExistsError(f"{folder} already holds {', '.join(existing)}: remove them or choose another folder")
     beir = layout == "beir"
     doc_key, query_key = ("_id", "_id") if beir else ("doc_id", "qid")
     documents = [{doc_key: d, **({"title": ""} if beir else {}), "text": t} for d, t in data.corpus.items()]
@@ -430,7 +431,7 @@ def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
 def _write_tsv(path: Path, judgements: list[tuple[str, str, int]]) -> None:
     bad = next((i for q, d, _ in judgements for i in (q, d) if any(c in i for c in '\t\r\n"')), None)
     if bad is not None:
-        raise ValueError(f"id {bad!r} holds a tab, line break or quote, which qrels/test.tsv cannot hold: "
+        raise UserError(f"id {bad!r} holds a tab, line break or quote, which qrels/test.tsv cannot hold: "
                          "use layout='longembed'")
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8", newline="\n") as handle:

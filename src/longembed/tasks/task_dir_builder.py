@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from longembed.errors import MissingFileError, OutputExistsError, UserError
 from longembed.permissions import NEW_FOLDER_MODE, creation_mode
 from longembed.tasks.base import RetrievalData
 from longembed.tasks.task_dir import CORPUS_FILES, QUERIES_FILES, write_task_dir
@@ -51,7 +52,7 @@ _TASK_ENTRIES = {*CORPUS_FILES, *QUERIES_FILES, "qrels", "qrels.jsonl", "qrels.j
 _BOM = "\ufeff"
 
 
-class TaskDirProblems(ValueError):
+class TaskDirProblems(UserError):
     """Every problem found in the documents and the questions, each ``file:line: what`` (one per line)."""
 
     def __init__(self, problems: Sequence[str]) -> None:
@@ -121,13 +122,13 @@ def document_files(docs: Path, globs: Sequence[str] = DEFAULT_GLOBS) -> list[Pat
     """The files under ``docs`` that match any of ``globs`` (relative to ``docs``), sorted by their
     relative path; files and folders whose name starts with "." are skipped (a broken link is listed)."""
     if not docs.is_dir():
-        raise FileNotFoundError(f"documents folder {docs} does not exist (or is not a folder)")
+        raise MissingFileError(f"documents folder {docs} does not exist (or is not a folder)")
     if not globs:
-        raise ValueError("no glob given: name the documents to read, e.g. --glob '**/*.txt'")
+        raise UserError("no glob given: name the documents to read, e.g. --glob '**/*.txt'")
     found: set[Path] = set()
     for pattern in globs:
         if Path(pattern).is_absolute() or ".." in Path(pattern).parts:
-            raise ValueError(f"glob {pattern!r} must be relative to the documents folder {docs}")
+            raise UserError(f"glob {pattern!r} must be relative to the documents folder {docs}")
         found |= {p for p in docs.glob(pattern) if _file_like(p) and not _hidden(p.relative_to(docs))}
     return sorted(found, key=lambda p: p.relative_to(docs).as_posix())
 
@@ -188,10 +189,10 @@ def read_questions(path: Path) -> tuple[list[QuestionRow], list[str]]:
     a problem of its own (an empty question, no document, ...) is kept, so that what it shares with
     other rows (a duplicate, a missing document) is found too."""
     if not path.is_file():
-        raise FileNotFoundError(f"questions file {path} does not exist")
+        raise MissingFileError(f"questions file {path} does not exist")
     suffix = path.suffix.lower()
     if suffix not in QUESTION_SUFFIXES:
-        raise ValueError(f"questions file {path}: expected a .jsonl, .tsv or .csv file, not {path.suffix or 'none'}")
+        raise UserError(f"questions file {path}: expected a .jsonl, .tsv or .csv file, not {path.suffix or 'none'}")
     lines, problems = _decoded_lines(path)
     if suffix == ".jsonl":
         rows, more = _jsonl_rows(path, lines)
@@ -393,15 +394,15 @@ def check_output(out: Path, overwrite: bool) -> None:
     if not out.exists():
         return
     if not out.is_dir():
-        raise FileExistsError(f"output {out} exists and is not a folder")
+        raise OutputExistsError(f"output {out} exists and is not a folder")
     entries = {p.name for p in out.iterdir()}
     if not entries:
         return
     if not overwrite:
-        raise FileExistsError(f"output folder {out} exists and is not empty: give --overwrite to replace it")
+        raise OutputExistsError(f"output folder {out} exists and is not empty: give --overwrite to replace it")
     others = sorted(entries - _TASK_ENTRIES)
     if others:
-        raise FileExistsError(f"output folder {out} holds {others}, which are not a task folder's files: "
+        raise OutputExistsError(f"output folder {out} holds {others}, which are not a task folder's files: "
                               "--overwrite replaces a task folder only; choose another folder")
 
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
+from longembed.errors import UserError
 from longembed.training.choices import PRECISIONS
 
 
@@ -39,7 +40,7 @@ class FlatConfig:
         known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
         unknown = sorted(set(values) - known)
         if unknown:
-            raise ValueError(f"unknown {cls.config_kind} option(s) {unknown}; known: {sorted(known)}")
+            raise UserError(f"unknown {cls.config_kind} option(s) {unknown}; known: {sorted(known)}")
 
 
 def require_positive_integers(config: Any, names: Sequence[str]) -> None:
@@ -48,7 +49,7 @@ def require_positive_integers(config: Any, names: Sequence[str]) -> None:
     for name in names:
         value = getattr(config, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            raise UserError(f"{name} must be a positive integer, got {value!r}")
 
 
 @dataclass
@@ -80,15 +81,15 @@ class ContrastiveConfig(FlatConfig):
     def __post_init__(self) -> None:
         require_positive_integers(self, ("batch_size", "save_steps", "logging_steps"))
         if self.max_steps is not None and (not isinstance(self.max_steps, int) or self.max_steps < 1):
-            raise ValueError(f"max_steps must be a positive integer, got {self.max_steps!r}")
+            raise UserError(f"max_steps must be a positive integer, got {self.max_steps!r}")
         if not 0 < self.temperature <= 1:
-            raise ValueError(f"temperature (the InfoNCE tau) must be in (0, 1], got {self.temperature}")
+            raise UserError(f"temperature (the InfoNCE tau) must be in (0, 1], got {self.temperature}")
         if self.learning_rate <= 0 or self.epochs <= 0 or self.warmup_steps < 0 or self.weight_decay < 0:
-            raise ValueError("learning_rate and epochs must be positive, warmup_steps and weight_decay >= 0")
+            raise UserError("learning_rate and epochs must be positive, warmup_steps and weight_decay >= 0")
         if self.hard_negatives < 0:
-            raise ValueError(f"hard_negatives must be >= 0, got {self.hard_negatives}")
+            raise UserError(f"hard_negatives must be >= 0, got {self.hard_negatives}")
         if self.precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+            raise UserError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
 
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 
+from longembed.errors import MissingExtraError, UserError
 from longembed.training.config import ContrastiveConfig
 from longembed.training.data import TrainingPair
 from longembed.training.runs import (
@@ -64,7 +65,7 @@ class ContrastiveTrainer(AtomicCheckpoints, SentenceTransformerTrainer):  # type
 def require_training_extra() -> None:
     """Raise a clear ImportError when the ``training`` extra is missing."""
     if TRAINING_IMPORT_ERROR is not None:
-        raise ImportError(
+        raise MissingExtraError(
             f"training needs sentence-transformers, datasets and accelerate ({TRAINING_IMPORT_ERROR}): "
             "pip install 'longembed[training]'"
         )
@@ -88,7 +89,7 @@ def pairs_dataset(pairs: Sequence[TrainingPair], hard_negatives: int, seed: int 
     """
     require_training_extra()
     if not pairs:
-        raise ValueError("no training pairs")
+        raise UserError("no training pairs")
     rng = random.Random(f"longembed-negatives:{seed}")
     columns: dict[str, list[str]] = {"query": [], "positive": []}
     for j in range(hard_negatives):

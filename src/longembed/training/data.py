@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from longembed.errors import MissingFileError, UserError
 from longembed.tasks.base import iter_jsonl, read_json_file, require_fields
 from longembed.tasks.hotpotqa import FILENAME as HOTPOTQA_FILENAME
 from longembed.tasks.hotpotqa import SUBDIR as HOTPOTQA_SUBDIR
@@ -59,7 +60,7 @@ class PairSource:
 def _data_file(data_dir: Path | str, relative: str) -> Path:
     path = Path(data_dir) / relative
     if not path.is_file():
-        raise FileNotFoundError(f"training data {relative} not found under {data_dir} (expected {path})")
+        raise MissingFileError(f"training data {relative} not found under {data_dir} (expected {path})")
     return path
 
 
@@ -140,21 +141,21 @@ def read_pairs_jsonl(path: Path | str) -> PairSource:
     """A user's pairs: one JSON object per line with ``query``, ``positive`` and optional ``negatives``."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no training pairs file at {path}")
+        raise MissingFileError(f"no training pairs file at {path}")
     source = PairSource(path.name)
     for lineno, record in iter_jsonl(path):
         where = f"{path}:{lineno}"
         record = require_fields(record, ("query", "positive"), where)
         negatives = record.get("negatives", [])
         if isinstance(negatives, str) or not isinstance(negatives, list):
-            raise ValueError(f"{where}: 'negatives' must be a list of texts, got {type(negatives).__name__}")
+            raise UserError(f"{where}: 'negatives' must be a list of texts, got {type(negatives).__name__}")
         texts = [record["query"], record["positive"], *negatives]
         if not all(isinstance(t, str) and t.strip() for t in texts):
-            raise ValueError(f"{where}: query, positive and negatives must be non-empty texts")
+            raise UserError(f"{where}: query, positive and negatives must be non-empty texts")
         group = str(record.get("group", f"{path.name}:{lineno}"))
         source.pairs.append(TrainingPair(record["query"], record["positive"], tuple(negatives), group))
     if not source.pairs:
-        raise ValueError(f"{path}: no training pairs in the file")
+        raise UserError(f"{path}: no training pairs in the file")
     return source
 
 
@@ -168,11 +169,11 @@ def training_pairs(
     if train_file is not None:
         return [read_pairs_jsonl(train_file)]
     if data_dir is None:
-        raise ValueError("give a data directory (../shared/data) or a pairs file (train_file)")
+        raise UserError("give a data directory (../shared/data) or a pairs file (train_file)")
     readers = {"squad": squad_pairs, "hotpotqa": hotpotqa_pairs}
     unknown = sorted(set(sources) - set(readers))
     if unknown:
-        raise ValueError(f"unknown training source(s) {unknown}; choose from {SOURCES}")
+        raise UserError(f"unknown training source(s) {unknown}; choose from {SOURCES}")
     return [readers[name](data_dir, seed) for name in sources]
 
 
@@ -181,7 +182,7 @@ def split_held_out(
 ) -> tuple[list[TrainingPair], list[TrainingPair]]:
     """(train, held out): whole groups go to the held-out side until it has ``fraction`` of the pairs."""
     if not 0 <= fraction < 1:
-        raise ValueError(f"held-out fraction must be in [0, 1), got {fraction}")
+        raise UserError(f"held-out fraction must be in [0, 1), got {fraction}")
     groups = sorted({p.group for p in pairs})
     random.Random(f"longembed-split:{seed}").shuffle(groups)
     target, held, chosen = fraction * len(pairs), 0, set()
@@ -218,7 +219,7 @@ def held_out_squad_articles(data_dir: Path | str, count: int, seed: int = 0) -> 
     out of its training text and score on afterwards (the Jina recipe's long texts, the retrofit's
     short-text fidelity)."""
     if count < 0:
-        raise ValueError(f"held-out article count must be >= 0, got {count}")
+        raise UserError(f"held-out article count must be >= 0, got {count}")
     squad = read_json_file(_data_file(data_dir, SQUAD_FILE))
     articles = sorted(squad["data"], key=lambda a: a["title"])
     random.Random(f"longembed-jina-mlm:{seed}").shuffle(articles)  # the seed string of the first user, kept

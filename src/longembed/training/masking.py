@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from longembed.errors import UserError
+
 #: Label of a position that is not a target (ignored by the cross entropy).
 IGNORE_INDEX = -100
 
@@ -49,19 +51,19 @@ class WholeWordMaskCollator:
 
     def __post_init__(self) -> None:
         if not 0 < self.mlm_probability < 1:
-            raise ValueError(f"mlm_probability must be in (0, 1), got {self.mlm_probability}")
+            raise UserError(f"mlm_probability must be in (0, 1), got {self.mlm_probability}")
         if min(self.mask_replace_prob, self.random_replace_prob) < 0 or (
             self.mask_replace_prob + self.random_replace_prob > 1
         ):
-            raise ValueError("mask_replace_prob and random_replace_prob must be >= 0 and sum to at most 1")
+            raise UserError("mask_replace_prob and random_replace_prob must be >= 0 and sum to at most 1")
         if self.tokenizer.mask_token_id is None or self.tokenizer.pad_token_id is None:
-            raise ValueError("MLM masking needs a tokenizer with a [MASK] and a [PAD] token")
+            raise UserError("MLM masking needs a tokenizer with a [MASK] and a [PAD] token")
         self.mask_replace_prob = float(self.mask_replace_prob)
         self.random_replace_prob = float(self.random_replace_prob)
 
     def __call__(self, examples: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
         if not examples:
-            raise ValueError("cannot collate an empty batch")
+            raise UserError("cannot collate an empty batch")
         input_ids, attention_mask, special, word_ids = self._padded(examples)
         generator = None
         if self.seed is not None:

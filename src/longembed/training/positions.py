@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from longembed.errors import UserError
 from longembed.training.contrastive import SentenceTransformerDataCollator
 
 
@@ -30,7 +31,7 @@ def pose_position_ids(
     """
     batch, n = attention_mask.shape
     if n > original_length:
-        raise ValueError(f"PoSE training texts must have at most Lo={original_length} tokens, got {n}")
+        raise UserError(f"PoSE training texts must have at most Lo={original_length} tokens, got {n}")
     u = torch.randint(0, target_length - original_length + 1, (batch, 1), generator=generator)
     ids = u + torch.arange(n).unsqueeze(0)
     ids = torch.where(attention_mask.bool().cpu(), ids, torch.zeros_like(ids))
@@ -78,7 +79,7 @@ def freeze_all_but_new_rows(model: nn.Module, kept_rows: torch.Tensor, offset: i
     table.requires_grad_(True)
     learnable = torch.cat([torch.zeros(offset, dtype=torch.bool), ~kept_rows.bool()])
     if learnable.shape[0] != table.shape[0]:
-        raise ValueError(f"row mask covers {learnable.shape[0]} rows, the table has {table.shape[0]}")
+        raise UserError(f"row mask covers {learnable.shape[0]} rows, the table has {table.shape[0]}")
     mask = learnable.to(table.dtype).unsqueeze(1)
     table.register_hook(lambda grad: grad * mask.to(grad.device, grad.dtype))
     return table

@@ -27,6 +27,7 @@ from typing import Any
 
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
+from longembed.errors import OutputExistsError, UserError
 from longembed.export import refuse_overlap
 from longembed.permissions import weights_follow_umask
 from longembed.weight_files import check_weight_files
@@ -132,7 +133,7 @@ def resume_point(checkpoint_dir: Path, identity: dict[str, Any]) -> str | None:
     record = checkpoint_dir / RUN_CONFIG_FILE
     previous = json.loads(record.read_text()) if record.is_file() else None
     if previous != json.loads(json.dumps(identity)):
-        raise ValueError(
+        raise UserError(
             f"{checkpoint_dir} holds checkpoints of a different run; resume it with the same options, "
             "or write to another --output"
         )
@@ -240,7 +241,7 @@ def prepare_output(output: Path, overwrite: bool, inputs: Sequence[Path], record
     refuse_overlap(output, list(inputs))
     if (output / record_file).is_file():
         if not overwrite:
-            raise FileExistsError(f"{output} holds {finished}; pass overwrite=True (--overwrite) to retrain")
+            raise OutputExistsError(f"{output} holds {finished}; pass overwrite=True (--overwrite) to retrain")
         shutil.rmtree(output)
     elif output.exists() and any(p.name != CHECKPOINTS for p in output.iterdir()):
-        raise FileExistsError(f"{output} exists and holds other files; choose an empty or new --output")
+        raise OutputExistsError(f"{output} exists and holds other files; choose an empty or new --output")

@@ -35,6 +35,7 @@ import torch
 from transformers import AutoConfig
 
 from longembed.encoder_protocol import retrieval_prompts
+from longembed.errors import UserError
 from longembed.export import write_extended_table_model, write_table_record
 from longembed.extension.ape import ExtendedTable, extended_position_table
 from longembed.extension.methods import APE, detect_position_scheme
@@ -158,9 +159,9 @@ def _objective_identity(objective: str, distill_weight: float) -> dict[str, Any]
 def _check_tuning_options(method: str, config: ContrastiveConfig) -> None:
     """A tunable method, and no weight decay (it would shrink the frozen rows too: module docstring)."""
     if method not in TUNABLE_METHODS:
-        raise ValueError(f"position tuning starts from one of {TUNABLE_METHODS}, not {method!r}")
+        raise UserError(f"position tuning starts from one of {TUNABLE_METHODS}, not {method!r}")
     if config.weight_decay != 0:
-        raise ValueError(
+        raise UserError(
             "position tuning needs weight_decay=0: decoupled weight decay would also shrink the frozen original rows"
         )
 
@@ -168,10 +169,10 @@ def _check_tuning_options(method: str, config: ContrastiveConfig) -> None:
 def _original_table(source: ModelSource) -> tuple[int, int]:
     """(offset, Lo) of the learned position table of an original (not yet extended) APE model."""
     if source.extended_table is not None:
-        raise ValueError(f"{source.name} is already extended ({source.extended_table.method}); tune the original model")
+        raise UserError(f"{source.name} is already extended ({source.extended_table.method}); tune the original model")
     model_config = AutoConfig.from_pretrained(source.transformer_path)
     if detect_position_scheme(model_config) != APE:
-        raise ValueError(
+        raise UserError(
             "position tuning trains the rows of a learned position table (BERT, XLM-R); "
             f"{source.name} has {detect_position_scheme(model_config).upper()} positions"
         )
@@ -210,7 +211,7 @@ def _select_pairs(
     random.Random(f"longembed-tune:{seed}").shuffle(pairs)
     if max_pairs is not None:
         if max_pairs < 1:
-            raise ValueError(f"max_pairs must be positive, got {max_pairs}")
+            raise UserError(f"max_pairs must be positive, got {max_pairs}")
         pairs = pairs[:max_pairs]
     counts["used"] = len(pairs)
     return pairs, counts

@@ -29,6 +29,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from longembed.errors import UserError
 from longembed.training.choices import TUNE_OBJECTIVES
 from longembed.training.contrastive import SentenceTransformer, info_nce_loss
 
@@ -43,7 +44,7 @@ def original_position_ids(attention_mask: torch.Tensor, original_rows: torch.Ten
     their row indices, in order, without ``offset``); padding gets ``offset``, as PoSE's ids do."""
     n = attention_mask.shape[1]
     if n > len(original_rows):
-        raise ValueError(f"a text of {n} tokens is longer than the {len(original_rows)} original positions")
+        raise UserError(f"a text of {n} tokens is longer than the {len(original_rows)} original positions")
     rows = original_rows[:n].to(attention_mask.device).unsqueeze(0).expand_as(attention_mask)
     return torch.where(attention_mask.bool(), rows, torch.zeros_like(rows)) + offset
 
@@ -101,9 +102,9 @@ class PositionDistillationLoss(nn.Module):
 def check_objective(objective: str, distill_weight: float) -> None:
     """A ValueError for an unknown objective or a distillation weight that is not positive."""
     if objective not in TUNE_OBJECTIVES:
-        raise ValueError(f"objective must be one of {TUNE_OBJECTIVES}, got {objective!r}")
+        raise UserError(f"objective must be one of {TUNE_OBJECTIVES}, got {objective!r}")
     if not distill_weight > 0:
-        raise ValueError(f"distill_weight must be positive, got {distill_weight}")
+        raise UserError(f"distill_weight must be positive, got {distill_weight}")
 
 
 def tuning_loss(

@@ -49,6 +49,7 @@ from longembed.extension.methods.ntk import NTK, NTK_VARIANTS
 from longembed.extension.methods.yarn import YaRN
 from longembed.extension.methods.selfextend import SelfExtend
 from longembed.extension.methods.native import Native
+from longembed.errors import UserError
 # isort: on
 
 #: The name this catalogue's entries had before they were classes (each has ``name``, ``schemes``, ``summary``).
@@ -58,11 +59,11 @@ MethodInfo = ExtensionMethod
 def check_method(method: str, scheme: str) -> type[ExtensionMethod]:
     """The method's class, or a ValueError that names the methods this model does support."""
     if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; choose from: {', '.join(METHODS)}")
+        raise UserError(f"unknown method {method!r}; choose from: {', '.join(METHODS)}")
     info = METHODS[method]
     if scheme not in info.schemes:
         fitting = [m.name for m in METHODS.values() if scheme in m.schemes]
-        raise ValueError(
+        raise UserError(
             f"method {method!r} does not apply to {scheme.upper()} models ({info.summary}); "
             f"for this model use one of: {', '.join(fitting)}"
         )
@@ -72,7 +73,7 @@ def check_method(method: str, scheme: str) -> type[ExtensionMethod]:
 def build_method(config: Any) -> ExtensionMethod:
     """The method object of an ``EncoderConfig`` (its method with the parameters the config gives)."""
     if config.method not in METHODS:
-        raise ValueError(f"unknown method {config.method!r}; choose from: {', '.join(METHODS)}")
+        raise UserError(f"unknown method {config.method!r}; choose from: {', '.join(METHODS)}")
     return METHODS[config.method].from_config(config)
 
 

@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from longembed.errors import UserError
+
 if TYPE_CHECKING:
     import torch
 
@@ -48,7 +50,7 @@ CosSin = Callable[["torch.Tensor"], tuple["torch.Tensor", "torch.Tensor"]]
 def register(method: type[ExtensionMethod]) -> type[ExtensionMethod]:
     """Class decorator: add a method to ``METHODS`` under its ``name``."""
     if method.name in METHODS:
-        raise ValueError(f"a method named {method.name!r} is registered already ({METHODS[method.name].__name__})")
+        raise UserError(f"a method named {method.name!r} is registered already ({METHODS[method.name].__name__})")
     METHODS[method.name] = method
     return method
 
@@ -95,7 +97,7 @@ class ExtensionMethod:
         defaults = {f.name: f.default for f in dataclasses.fields(cls)}
         for key in cls.exclusive_keys:
             if values[key] != defaults[cls.config_keys[key]]:
-                raise ValueError(f"{key}={values[key]!r} applies to method {cls.name!r} only, not {config.method!r}")
+                raise UserError(f"{key}={values[key]!r} applies to method {cls.name!r} only, not {config.method!r}")
 
     def default_max_length(self, original_length: int, model_length: int | None) -> int | None:
         """Lt when none is given: None (the method needs a target length), Lo, or the model's own limit."""
@@ -111,13 +113,13 @@ class ExtensionMethod:
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(rows, kept): the extended table's rows p (T,) built from E_o with scale S, and the mask of
         rows that equal E_o's own.  Only for methods with ``extends_table``."""
-        raise ValueError(f"{self.name!r} is no fixed position map: it cannot extend a position table")
+        raise UserError(f"{self.name!r} is no fixed position map: it cannot extend a position table")
 
     def table_position_ids(
         self, p: torch.Tensor, s: torch.Tensor, big_s: int, table_length: int
     ) -> torch.Tensor:
         """Position ids on a table this method extended to T rows (scale S), for documents at scales s."""
-        raise ValueError(f"{self.name!r} is no fixed position map: it cannot extend a position table")
+        raise UserError(f"{self.name!r} is no fixed position map: it cannot extend a position table")
 
     # ------------------------------------------------------------------ RoPE
     def rotary_positions(self, p: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
@@ -144,7 +146,7 @@ class ExtensionMethod:
 
     def rope_parameters(self, params: dict[str, Any], base: float, s: int, original_length: int) -> dict[str, Any]:
         """The rotary parameters of a plain model's config.json (``params`` with rope_theta ``base``)."""
-        raise ValueError(f"{self.name!r} cannot be exported as rotary parameters: {self.export_refusal}")
+        raise UserError(f"{self.name!r} cannot be exported as rotary parameters: {self.export_refusal}")
 
     @property
     def export_raises_max_positions(self) -> bool:
@@ -155,7 +157,7 @@ class ExtensionMethod:
 def check_positive_int(name: str, value: Any) -> None:
     """None or a positive int (not a bool), else a ValueError naming the option."""
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        raise UserError(f"{name} must be a positive integer, got {value!r}")
 
 
 def is_number(value: Any) -> bool:

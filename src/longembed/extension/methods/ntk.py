@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from longembed.errors import UserError
 from longembed.extension.methods.base import ExtensionMethod, is_number, register
 from longembed.extension.methods.schemes import ROPE
 
@@ -76,9 +77,9 @@ class NTK(ExtensionMethod):
 
     def __post_init__(self) -> None:
         if self.factor is not None and (not is_number(self.factor) or self.factor <= 0):
-            raise ValueError(f"ntk_factor must be a finite positive number, got {self.factor!r}")
+            raise UserError(f"ntk_factor must be a finite positive number, got {self.factor!r}")
         if self.variant not in NTK_VARIANTS:
-            raise ValueError(f"ntk_variant must be one of {NTK_VARIANTS}, got {self.variant!r}")
+            raise UserError(f"ntk_variant must be one of {NTK_VARIANTS}, got {self.variant!r}")
 
     @property
     def dynamic_factor(self) -> float:
@@ -94,7 +95,7 @@ class NTK(ExtensionMethod):
     ) -> tuple[torch.Tensor, float] | None:
         if self.variant == "dynamic":
             if n is None:
-                raise ValueError("dynamic NTK needs the documents' lengths")
+                raise UserError("dynamic NTK needs the documents' lengths")
             if n <= original_length:
                 return None
             return spec.inv_freq(dynamic_ntk_multiplier(n, original_length, self.dynamic_factor, spec.rotary_dim))

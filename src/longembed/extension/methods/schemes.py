@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from longembed.errors import UserError
+
 APE, ROPE, ALIBI = "ape", "rope", "alibi"
 POSITION_SCHEMES = (APE, ROPE, ALIBI)
 
@@ -35,6 +37,6 @@ def detect_position_scheme(config: Any) -> str:
         return ROPE
     if model_type in APE_MODEL_TYPES and getattr(config, "position_embedding_type", "absolute") == "absolute":
         return APE
-    raise ValueError(
+    raise UserError(
         f"cannot tell the position scheme of model_type {model_type!r}; pass position_scheme= one of {POSITION_SCHEMES}"
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from longembed.errors import UserError
 from longembed.extension.methods.base import ExtensionMethod, is_number, register
 from longembed.extension.methods.schemes import ROPE
 
@@ -41,10 +42,10 @@ class YaRN(ExtensionMethod):
             isinstance(k, str) and (is_number(v) or isinstance(v, bool)) for k, v in self.options.items()
         )
         if not valid:
-            raise ValueError(f"yarn_options must map names to values, got {self.options!r}")
+            raise UserError(f"yarn_options must map names to values, got {self.options!r}")
         unknown = sorted(set(self.options) - set(YARN_OPTION_NAMES))
         if unknown:
-            raise ValueError(f"unknown yarn_options {unknown}; YaRN reads {', '.join(YARN_OPTION_NAMES)}")
+            raise UserError(f"unknown yarn_options {unknown}; YaRN reads {', '.join(YARN_OPTION_NAMES)}")
 
     def frequencies(
         self, spec: RotarySpec, s: int, n: int | None, original_length: int

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from longembed.errors import MissingFileError, UserError
 from longembed.training.choices import SOURCES, STAGES
 from longembed.training.config import ContrastiveConfig
 from longembed.training.mlm.config import MLMConfig, MLMModelConfig
@@ -69,13 +70,13 @@ class RecipeData:
     def __post_init__(self) -> None:
         unknown = sorted(set(self.sources) - set(SOURCES))
         if unknown or not self.sources:
-            raise ValueError(f"data.sources must be a non-empty list from {SOURCES}, got {self.sources}")
+            raise UserError(f"data.sources must be a non-empty list from {SOURCES}, got {self.sources}")
         if not 0 <= self.held_out_fraction < 1:
-            raise ValueError(f"data.held_out_fraction must be in [0, 1), got {self.held_out_fraction}")
+            raise UserError(f"data.held_out_fraction must be in [0, 1), got {self.held_out_fraction}")
         if self.held_out_articles < 0 or self.max_held_out_queries < 1:
-            raise ValueError("data.held_out_articles must be >= 0 and data.max_held_out_queries >= 1")
+            raise UserError("data.held_out_articles must be >= 0 and data.max_held_out_queries >= 1")
         if self.max_pairs is not None and self.max_pairs < 1:
-            raise ValueError(f"data.max_pairs must be positive, got {self.max_pairs}")
+            raise UserError(f"data.max_pairs must be positive, got {self.max_pairs}")
 
 
 @dataclass
@@ -100,7 +101,7 @@ class JinaRecipeConfig:
         defaults = cls()
         unknown = sorted(set(values) - {f.name for f in dataclasses.fields(cls)})
         if unknown:
-            raise ValueError(
+            raise UserError(
                 f"unknown recipe section(s) {unknown}; known: {[f.name for f in dataclasses.fields(cls)]}"
             )
         sections = {}
@@ -108,11 +109,11 @@ class JinaRecipeConfig:
             default = getattr(defaults, f.name)
             given = values.get(f.name) or {}
             if not isinstance(given, dict):
-                raise ValueError(f"recipe section {f.name!r} must be an object, got {type(given).__name__}")
+                raise UserError(f"recipe section {f.name!r} must be an object, got {type(given).__name__}")
             known = {x.name for x in dataclasses.fields(default)}
             wrong = sorted(set(given) - known)
             if wrong:
-                raise ValueError(
+                raise UserError(
                     f"unknown option(s) {wrong} in recipe section {f.name!r}; known: {sorted(known)}"
                 )
             sections[f.name] = dataclasses.replace(default, **given)
@@ -128,13 +129,13 @@ class JinaRecipeConfig:
     def load(cls, path: Path | str) -> JinaRecipeConfig:
         path = Path(path)
         if not path.is_file():
-            raise FileNotFoundError(f"no recipe config file at {path}")
+            raise MissingFileError(f"no recipe config file at {path}")
         try:
             values = json.loads(path.read_text())
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{path} is not valid JSON ({exc})") from None
+            raise UserError(f"{path} is not valid JSON ({exc})") from None
         if not isinstance(values, dict):
-            raise ValueError(f"{path}: a recipe config is a JSON object of sections")
+            raise UserError(f"{path}: a recipe config is a JSON object of sections")
         return cls.from_dict(values)
 
     def with_overrides(
@@ -158,5 +159,5 @@ class JinaRecipeConfig:
 def check_stage(stage: str) -> str:
     """``stage`` if it is one of the recipe's stages, else a ValueError listing them."""
     if stage not in STAGES:
-        raise ValueError(f"unknown stage {stage!r}; choose from {', '.join(STAGES)}")
+        raise UserError(f"unknown stage {stage!r}; choose from {', '.join(STAGES)}")
     return stage

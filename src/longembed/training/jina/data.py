@@ -7,6 +7,7 @@ import random
 from collections.abc import Sequence
 from pathlib import Path
 
+from longembed.errors import MissingFileError, UserError
 from longembed.tasks.base import iter_jsonl
 from longembed.training.data import (
     TrainingPair,
@@ -22,15 +23,15 @@ def read_texts_jsonl(path: Path | str) -> list[str]:
     """A user's MLM text: one JSON object per line with a non-empty ``text``."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no MLM text file at {path}")
+        raise MissingFileError(f"no MLM text file at {path}")
     texts = []
     for lineno, record in iter_jsonl(path):
         text = record.get("text") if isinstance(record, dict) else None
         if not isinstance(text, str) or not text.strip():
-            raise ValueError(f"{path}:{lineno}: each line needs a non-empty 'text'")
+            raise UserError(f"{path}:{lineno}: each line needs a non-empty 'text'")
         texts.append(text)
     if not texts:
-        raise ValueError(f"{path}: no texts in the file")
+        raise UserError(f"{path}: no texts in the file")
     return texts
 
 
@@ -56,7 +57,7 @@ def recipe_pairs(
     The pairs come from ``data.train_file`` if set, else from the allowed sources under ``data_dir``.
     """
     if data.train_file is None and data_dir is None:
-        raise ValueError("pairs need --data-dir (../shared/data) or data.train_file in the config")
+        raise UserError("pairs need --data-dir (../shared/data) or data.train_file in the config")
     sources = training_pairs(data_dir, data.sources, data.train_file, data.seed)
     pairs = [p for s in sources for p in s.pairs]
     train, held = split_held_out(pairs, data.held_out_fraction, data.seed)

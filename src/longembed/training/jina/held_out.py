@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from longembed.encoder import load_encoder
+from longembed.errors import UserError
 from longembed.evaluation.metrics import evaluate_scores
 from longembed.training.data import TrainingPair
 from longembed.training.jina.folders import transformer_folder
@@ -51,7 +52,7 @@ class HeldOutTask:
     def from_pairs(cls, pairs: Sequence[TrainingPair], max_queries: int | None = None, seed: int = 0) -> HeldOutTask:
         """Every distinct positive is a candidate; a seeded subset of ``max_queries`` queries when given."""
         if not pairs:
-            raise ValueError("no held-out pairs to score")
+            raise UserError("no held-out pairs to score")
         relevant: dict[str, set[str]] = {}
         for p in pairs:
             relevant.setdefault(p.query, set()).add(p.positive)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from longembed.errors import MissingFileError, UserError
 from longembed.models.jina_bert import JinaBertForMaskedLM
 from longembed.permissions import weights_follow_umask
 from longembed.training.config import ContrastiveConfig
@@ -70,11 +71,11 @@ def train_jina(
     output = Path(output)
     init = Path(init) if init is not None else None
     if init is not None and not (init / "config.json").is_file() and not (init / "modules.json").is_file():
-        raise FileNotFoundError(f"--init {init} is not a model folder (no config.json)")
+        raise MissingFileError(f"--init {init} is not a model folder (no config.json)")
     if stage != "mlm" and init is None:
-        raise ValueError(f"stage {stage!r} fine-tunes a model: give --init, the folder of the previous stage")
+        raise UserError(f"stage {stage!r} fine-tunes a model: give --init, the folder of the previous stage")
     if data_dir is not None and not Path(data_dir).is_dir():
-        raise FileNotFoundError(f"--data-dir {data_dir} is not a folder")
+        raise MissingFileError(f"--data-dir {data_dir} is not a folder")
     prepare_output(output, overwrite, [init] if init is not None else [], RECORD_FILE, "a finished stage")
     if stage == "mlm":
         return _train_mlm_stage(output, init, config, data_dir)
@@ -92,7 +93,7 @@ def _train_mlm_stage(
         texts, held_texts = mlm_corpus(data_dir, data.held_out_articles, data.seed)
         counts = {"documents": len(texts), "held_out_articles": len(held_texts)}
     else:
-        raise ValueError(
+        raise UserError(
             "stage mlm needs text: give --data-dir (../shared/data) or data.text_file in the config"
         )
     if init is not None:
@@ -103,7 +104,7 @@ def _train_mlm_stage(
         model = build_mlm_model(config.model, tokenizer, mlm.training_length, seed=mlm.seed)
     alibi = isinstance(model, JinaBertForMaskedLM)
     if not alibi and mlm.training_length > model.config.max_position_embeddings:
-        raise ValueError(
+        raise UserError(
             f"mlm.training_length {mlm.training_length} is longer than the model's "
             f"{model.config.max_position_embeddings}-position table"
         )

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from longembed.errors import UserError
 from longembed.extension.ape import APE_METHODS, InterpolatedPositionEmbedding, ape_position_ids
 from longembed.loading import resolve_device
 from longembed.training.masking import IGNORE_INDEX
@@ -64,13 +65,13 @@ def mlm_accuracy_by_length(
     An ALiBi model needs no method.
     """
     if position_method not in (None, *APE_METHODS):
-        raise ValueError(f"position_method must be None or one of {APE_METHODS}, got {position_method!r}")
+        raise UserError(f"position_method must be None or one of {APE_METHODS}, got {position_method!r}")
     if not lengths or any(int(n) < 8 for n in lengths):
-        raise ValueError(f"lengths must be integers >= 8, got {list(lengths)}")
+        raise UserError(f"lengths must be integers >= 8, got {list(lengths)}")
     folder = Path(model_folder)
     alibi = is_alibi_folder(folder)
     if alibi and position_method is not None:
-        raise ValueError("an ALiBi model has no position ids to remap; measure it with position_method=None")
+        raise UserError("an ALiBi model has no position ids to remap; measure it with position_method=None")
     model = load_mlm_model(folder)
     tokenizer = load_tokenizer(folder)
     run_device = resolve_device(device)

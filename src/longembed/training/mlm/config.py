@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from longembed.errors import UserError
 from longembed.training.choices import PRECISIONS
 from longembed.training.config import FlatConfig, require_positive_integers
 
@@ -37,17 +38,17 @@ class MLMModelConfig:
 
     def __post_init__(self) -> None:
         if self.positions not in POSITIONS:
-            raise ValueError(f"positions must be one of {POSITIONS}, got {self.positions!r}")
+            raise UserError(f"positions must be one of {POSITIONS}, got {self.positions!r}")
         require_positive_integers(
             self, ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
         )
         if self.hidden_size % self.num_attention_heads:
-            raise ValueError(
+            raise UserError(
                 f"hidden_size {self.hidden_size} is not a multiple of num_attention_heads {self.num_attention_heads}"
             )
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             if not 0 <= getattr(self, name) < 1:
-                raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
+                raise UserError(f"{name} must be in [0, 1), got {getattr(self, name)}")
 
 
 @dataclass
@@ -88,25 +89,25 @@ class MLMConfig(FlatConfig):
             ("training_length", "batch_size", "gradient_accumulation_steps", "max_steps", "save_steps", "logging_steps"),
         )
         if self.training_length < 8:
-            raise ValueError(f"training_length must be at least 8 tokens, got {self.training_length}")
+            raise UserError(f"training_length must be at least 8 tokens, got {self.training_length}")
         if (
             self.learning_rate <= 0
             or self.warmup_steps < 0
             or self.weight_decay < 0
             or self.max_grad_norm < 0
         ):
-            raise ValueError(
+            raise UserError(
                 "learning_rate must be positive; warmup_steps, weight_decay and max_grad_norm >= 0"
             )
         if not (0 <= self.adam_beta1 < 1 and 0 <= self.adam_beta2 < 1 and self.adam_epsilon > 0):
-            raise ValueError("AdamW needs 0 <= beta1, beta2 < 1 and epsilon > 0")
+            raise UserError("AdamW needs 0 <= beta1, beta2 < 1 and epsilon > 0")
         if not 0 < self.mlm_probability < 1:
-            raise ValueError(f"mlm_probability must be in (0, 1), got {self.mlm_probability}")
+            raise UserError(f"mlm_probability must be in (0, 1), got {self.mlm_probability}")
         if (
             self.mask_replace_prob < 0
             or self.random_replace_prob < 0
             or self.mask_replace_prob + self.random_replace_prob > 1
         ):
-            raise ValueError("mask_replace_prob and random_replace_prob must be >= 0 and sum to at most 1")
+            raise UserError("mask_replace_prob and random_replace_prob must be >= 0 and sum to at most 1")
         if self.precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+            raise UserError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")

@@ -7,6 +7,7 @@ from typing import Any
 
 from transformers import PreTrainedTokenizerBase
 
+from longembed.errors import UserError
 from longembed.training.contrastive import require_training_extra
 from longembed.training.masking import WholeWordMaskCollator
 from longembed.training.mlm.config import MLMConfig
@@ -28,7 +29,7 @@ def tokenize_documents(
     require_training_extra()
     texts = [t for t in texts if t and t.strip()]
     if not texts:
-        raise ValueError("no MLM training text")
+        raise UserError("no MLM training text")
 
     def encode(batch: dict[str, list[str]]) -> Any:
         return tokenizer(

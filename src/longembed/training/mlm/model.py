@@ -20,6 +20,7 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 
+from longembed.errors import MissingFileError, UserError
 from longembed.loading import quiet_transformers
 from longembed.models.jina_bert import JinaBertConfig, JinaBertForMaskedLM
 from longembed.training.mlm.config import MLMModelConfig
@@ -70,7 +71,7 @@ def is_alibi_folder(folder: Path | str) -> bool:
     """Whether a model folder holds a JinaBERT (ALiBi) model, from its config.json."""
     config_file = Path(folder) / "config.json"
     if not config_file.is_file():
-        raise FileNotFoundError(f"{folder} has no config.json: not a model folder")
+        raise MissingFileError(f"{folder} has no config.json: not a model folder")
     config = json.loads(config_file.read_text())
     return config.get("model_type") == "jina_bert" or config.get("position_embedding_type") == "alibi"
 
@@ -86,8 +87,8 @@ def load_mlm_model(folder: Path | str) -> PreTrainedModel:
 def load_tokenizer(path: Path | str) -> PreTrainedTokenizerBase:
     """A fast WordPiece/BPE tokenizer from a model folder (whole-word masking needs its offsets)."""
     if not Path(path).is_dir():
-        raise FileNotFoundError(f"tokenizer folder {path} does not exist")
+        raise MissingFileError(f"tokenizer folder {path} does not exist")
     tokenizer = AutoTokenizer.from_pretrained(str(path))
     if not tokenizer.is_fast or tokenizer.mask_token is None:
-        raise ValueError(f"{path}: MLM training needs a fast tokenizer with a mask token")
+        raise UserError(f"{path}: MLM training needs a fast tokenizer with a mask token")
     return tokenizer

@@ -23,6 +23,7 @@ from transformers import (
     TrainingArguments,
 )
 
+from longembed.errors import UserError
 from longembed.loading import resolve_device
 from longembed.training.contrastive import require_training_extra
 from longembed.training.masking import IGNORE_INDEX
@@ -63,7 +64,7 @@ def train_mlm(
     """
     require_training_extra()
     if config.precision == "fp16" and not _cuda_requested(config.device):
-        raise ValueError("precision fp16 needs a CUDA device; use fp32 or bf16 on the CPU")
+        raise UserError("precision fp16 needs a CUDA device; use fp32 or bf16 on the CPU")
     output_dir = Path(output_dir)
     checkpoint_dir = output_dir / CHECKPOINTS
     identity = {"config": config.to_dict(), **(run_identity or {})}

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from longembed.errors import UserError
 from longembed.training.choices import PRECISIONS
 from longembed.training.config import FlatConfig, require_positive_integers
 
@@ -70,24 +71,24 @@ class RetrofitConfig(FlatConfig):
         if self.max_seq_length is not None:
             require_positive_integers(self, ("max_seq_length",))
         if self.min_seq_length < MIN_TEXT_TOKENS:
-            raise ValueError(f"min_seq_length must be at least {MIN_TEXT_TOKENS} tokens, got {self.min_seq_length}")
+            raise UserError(f"min_seq_length must be at least {MIN_TEXT_TOKENS} tokens, got {self.min_seq_length}")
         if self.max_seq_length is not None and self.max_seq_length < self.min_seq_length:
-            raise ValueError(
+            raise UserError(
                 f"max_seq_length {self.max_seq_length} is shorter than min_seq_length {self.min_seq_length}"
             )
         if not self.learning_rate > 0 or self.warmup_steps < 0 or self.weight_decay < 0:
-            raise ValueError("learning_rate must be positive, warmup_steps and weight_decay >= 0")
+            raise UserError("learning_rate must be positive, warmup_steps and weight_decay >= 0")
         if not self.token_weight >= 0:
-            raise ValueError(f"token_weight must be >= 0, got {self.token_weight}")
+            raise UserError(f"token_weight must be >= 0, got {self.token_weight}")
         if not self.slope_scale > 0:
-            raise ValueError(f"slope_scale must be positive, got {self.slope_scale}")
+            raise UserError(f"slope_scale must be positive, got {self.slope_scale}")
         if not self.pairs_weight >= 0:
-            raise ValueError(f"pairs_weight must be >= 0, got {self.pairs_weight}")
+            raise UserError(f"pairs_weight must be >= 0, got {self.pairs_weight}")
         if not 0 < self.pairs_temperature <= 1:
-            raise ValueError(f"pairs_temperature (the InfoNCE tau) must be in (0, 1], got {self.pairs_temperature}")
+            raise UserError(f"pairs_temperature (the InfoNCE tau) must be in (0, 1], got {self.pairs_temperature}")
         if not isinstance(self.held_out_articles, int) or self.held_out_articles < 0:
-            raise ValueError(f"held_out_articles must be an integer >= 0, got {self.held_out_articles!r}")
+            raise UserError(f"held_out_articles must be an integer >= 0, got {self.held_out_articles!r}")
         if not isinstance(self.hard_negatives, int) or isinstance(self.hard_negatives, bool) or self.hard_negatives < 0:
-            raise ValueError(f"hard_negatives must be an integer >= 0, got {self.hard_negatives!r}")
+            raise UserError(f"hard_negatives must be an integer >= 0, got {self.hard_negatives!r}")
         if self.precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+            raise UserError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 from transformers import PreTrainedTokenizerBase
 
+from longembed.errors import MissingFileError, UserError
 from longembed.textfiles import utf8_lines
 from longembed.training.data import held_out_squad_articles, mlm_documents
 from longembed.training.jina.data import read_texts_jsonl
@@ -35,13 +36,13 @@ def read_text_file(path: Path | str) -> list[str]:
     line (empty lines skipped)."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no text file at {path}")
+        raise MissingFileError(f"no text file at {path}")
     if path.name.endswith((".jsonl", ".jsonl.gz")):
         return read_texts_jsonl(path)
     texts = [line.strip() for _, line in utf8_lines(path)]
     texts = [t for t in texts if t]
     if not texts:
-        raise ValueError(f"{path}: no texts in the file")
+        raise UserError(f"{path}: no texts in the file")
     return texts
 
 
@@ -55,9 +56,9 @@ def retrofit_texts(
         texts = read_text_file(text_file)
         return texts, {"text_file": len(texts)}, []
     if data_dir is None:
-        raise ValueError("retrofit needs text: give data_dir (../shared/data: SQuAD, HotpotQA) or text_file")
+        raise UserError("retrofit needs text: give data_dir (../shared/data: SQuAD, HotpotQA) or text_file")
     if not Path(data_dir).is_dir():
-        raise FileNotFoundError(f"data_dir {data_dir} is not a folder")
+        raise MissingFileError(f"data_dir {data_dir} is not a folder")
     held = held_out_squad_articles(data_dir, held_out_articles, seed)
     held_paragraphs = {p["context"].strip() for article in held for p in article["paragraphs"]}
     texts = [text for text in mlm_documents(data_dir) if text not in held_paragraphs]
@@ -90,7 +91,7 @@ def token_stream(texts: Sequence[str], tokenizer: PreTrainedTokenizerBase) -> np
     ids = tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"]
     pieces = [np.asarray(x, dtype=np.int64) for x in ids if len(x)]
     if not pieces:
-        raise ValueError("the training texts hold no tokens")
+        raise UserError("the training texts hold no tokens")
     return np.concatenate(pieces)
 
 
@@ -120,7 +121,7 @@ def plan_batches(
         specials = np.full((batch_size, 1), cls_id, dtype=np.int64), np.full((batch_size, 1), sep_id, dtype=np.int64)
         batches.append(np.concatenate([specials[0], rows, specials[1]], axis=1))
     if not batches:
-        raise ValueError(
+        raise UserError(
             f"the training text has {len(stream)} tokens: too little for one batch of {batch_size} texts of "
             f"{min_length}..{max_length} tokens; give more text, a smaller batch_size or shorter lengths"
         )
@@ -138,7 +139,7 @@ def tokenized_plan(
 ) -> BatchPlan:
     """:func:`plan_batches` over ``texts`` tokenized by the teacher's ``tokenizer`` ([CLS]/[SEP] its own)."""
     if tokenizer.cls_token_id is None or tokenizer.sep_token_id is None:
-        raise ValueError("the teacher's tokenizer has no [CLS]/[SEP] tokens: not a BERT tokenizer")
+        raise UserError("the teacher's tokenizer has no [CLS]/[SEP] tokens: not a BERT tokenizer")
     stream = token_stream(texts, tokenizer)
     return plan_batches(
         stream, tokenizer.cls_token_id, tokenizer.sep_token_id, batch_size, min_length, max_length, seed

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from longembed.encoder import load_encoder
+from longembed.errors import UserError
 from longembed.training.data import TrainingPair, squad_pairs
 from longembed.training.jina.held_out import HeldOutTask
 
@@ -44,7 +45,7 @@ def short_text_fidelity(
     (module docstring); a ValueError when the titles hold no answerable question."""
     pairs = held_out_squad_pairs(data_dir, titles)
     if not pairs:
-        raise ValueError(f"no answerable SQuAD questions in the held-out articles {list(titles)}")
+        raise UserError(f"no answerable SQuAD questions in the held-out articles {list(titles)}")
     task = HeldOutTask.from_pairs(pairs)
     teacher_encoder = load_encoder(teacher, method="truncate", device=device)
     student_encoder = load_encoder(student, method="native", device=device)

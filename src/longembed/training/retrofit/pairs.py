@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import torch
 from transformers import PreTrainedTokenizerBase
 
+from longembed.errors import UserError
 from longembed.training.contrastive import pairs_dataset
 from longembed.training.data import TrainingPair
 
@@ -68,7 +69,7 @@ def plan_pair_batches(
             else:
                 rejected.append(i)
         if len(batch) < batch_size:
-            raise ValueError(
+            raise UserError(
                 f"the {len(rows)} training pairs cannot fill a batch of {batch_size} rows that share no text; "
                 "give more pairs or a smaller pairs batch size"
             )

@@ -15,6 +15,7 @@ from transformers.trainer_callback import ProgressCallback
 from transformers.trainer_utils import get_last_checkpoint
 
 from longembed.encoder_protocol import retrieval_prompts
+from longembed.errors import OutputExistsError, UserError
 from longembed.loading import ModelSource, resolve_device, resolve_model
 from longembed.models.jina_bert import JinaBertModel
 from longembed.results.files import write_json
@@ -141,11 +142,11 @@ def retrofit_alibi(
     """
     require_training_extra()
     if positions not in RETROFIT_POSITIONS:
-        raise ValueError(f"positions must be one of {RETROFIT_POSITIONS}, got {positions!r}")
+        raise UserError(f"positions must be one of {RETROFIT_POSITIONS}, got {positions!r}")
     config = (config or RetrofitConfig()).with_overrides(**options)
     device = resolve_device(config.device)
     if config.precision == "fp16" and device.type != "cuda":
-        raise ValueError("precision fp16 needs a CUDA device; use fp32 or bf16 on the CPU")
+        raise UserError("precision fp16 needs a CUDA device; use fp32 or bf16 on the CPU")
     output = Path(output_dir)
     source = resolve_model(model)
     bert_config = teacher_config(source)
@@ -200,7 +201,7 @@ def _check_unfinished_run(checkpoint_dir: Path, resume: bool, overwrite: bool) -
     if resume or not checkpoint_dir.is_dir() or get_last_checkpoint(str(checkpoint_dir)) is None:
         return
     if not overwrite:
-        raise FileExistsError(
+        raise OutputExistsError(
             f"{checkpoint_dir} holds the checkpoints of an unfinished retrofit; pass resume=True (--resume) to "
             "continue it, or overwrite=True (--overwrite) to start again"
         )
@@ -221,9 +222,9 @@ def _plan(
     window = teacher_window(bert_config)
     lo = config.max_seq_length or window
     if lo > window:
-        raise ValueError(f"max_seq_length {lo} is longer than the teacher's window of {window} tokens")
+        raise UserError(f"max_seq_length {lo} is longer than the teacher's window of {window} tokens")
     if config.min_seq_length > lo:
-        raise ValueError(f"min_seq_length {config.min_seq_length} is longer than max_seq_length {lo}")
+        raise UserError(f"min_seq_length {config.min_seq_length} is longer than max_seq_length {lo}")
     tokenizer = AutoTokenizer.from_pretrained(str(source.transformer_path))
     texts, counts, held_out_titles = retrofit_texts(data_dir, text_file, config.held_out_articles, config.seed)
     batches = tokenized_plan(texts, tokenizer, config.batch_size, config.min_seq_length, lo, config.seed)
@@ -261,7 +262,7 @@ def _pair_plan(
     """(one pair batch per planned batch, pair counts by source, the pairs' digest); no pair of a held-out
     SQuAD article is trained on."""
     if pairs_file is None and data_dir is None:
-        raise ValueError("pairs_weight > 0 needs training pairs: give data_dir (SQuAD, HotpotQA) or pairs_file")
+        raise UserError("pairs_weight > 0 needs training pairs: give data_dir (SQuAD, HotpotQA) or pairs_file")
     sources = training_pairs(data_dir, SOURCES, pairs_file, config.seed)
     held_groups = {f"squad:{title}" for title in held_out_titles}
     pairs = [pair for source in sources for pair in source.pairs if pair.group not in held_groups]

@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 from transformers import BertConfig, BertModel
 
+from longembed.errors import UserError
 from longembed.extension.positions import AbsolutePositions
 from longembed.loading import ModelSource, load_transformer_config, quiet_transformers
 from longembed.models.configuration_jina_bert import ORIGINAL_FEED_FORWARD
@@ -36,15 +37,15 @@ def teacher_config(source: ModelSource) -> BertConfig:
     config = load_transformer_config(Path(source.transformer_path))
     if config.model_type != "bert" or getattr(config, "position_embedding_type", "absolute") != "absolute":
         kind = f"{config.model_type} ({getattr(config, 'position_embedding_type', '?')} positions)"
-        raise ValueError(
+        raise UserError(
             f"retrofit starts from a BERT with a learned absolute position table; {source.name} is a {kind}"
         )
     if source.extended_table is not None:
-        raise ValueError(
+        raise UserError(
             f"{source.name} has an extended position table ({source.extended_table.method}); retrofit the original model"
         )
     if source.pooling != "mean":
-        raise ValueError(
+        raise UserError(
             f"{source.name} pools with {source.pooling!r}; the distillation loss compares mean-pooled vectors"
         )
     return config
@@ -74,7 +75,7 @@ def load_teacher(source: ModelSource) -> BertModel:
         modeling_logger.removeFilter(_without_load_report)
     unexpected = [k for k in info["unexpected_keys"] if not k.startswith(("pooler.", "bert.pooler."))]
     if info["missing_keys"] or unexpected or info["mismatched_keys"]:
-        raise ValueError(
+        raise UserError(
             f"{path}: the teacher's weights do not load as a BertModel (missing {sorted(info['missing_keys'])}, "
             f"unexpected {sorted(unexpected)}, mismatched {info['mismatched_keys']})"
         )
@@ -129,7 +130,7 @@ def student_state(
     (which the teacher must have), and every student tensor is filled, with the teacher's shape.
     """
     if POSITION_TABLE not in teacher_state:
-        raise ValueError(f"the teacher has no {POSITION_TABLE}: not a BERT with a learned position table")
+        raise UserError(f"the teacher has no {POSITION_TABLE}: not a BERT with a learned position table")
     state = {}
     for name, tensor in teacher_state.items():
         target = student_name(name)
@@ -138,7 +139,7 @@ def student_state(
     student_names = set(student_names)
     missing, unexpected = sorted(student_names - set(state)), sorted(set(state) - student_names)
     if missing or unexpected:
-        raise ValueError(
+        raise UserError(
             f"the teacher's weights do not map onto the student: student tensors with no teacher tensor {missing}, "
             f"teacher tensors with no place in the student {unexpected}"
         )
@@ -152,6 +153,6 @@ def build_student(teacher: BertModel, training_length: int, slope_scale: float =
     state = student_state(teacher.state_dict(), expected)
     wrong_shape = [name for name, tensor in state.items() if tensor.shape != expected[name].shape]
     if wrong_shape:
-        raise ValueError(f"teacher and student shapes differ for {wrong_shape}")
+        raise UserError(f"teacher and student shapes differ for {wrong_shape}")
     student.load_state_dict(state, strict=True)
     return student.float()

@@ -30,6 +30,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import BertModel
 
+from longembed.errors import UserFileError
 from longembed.evaluation.cache import canonical_json
 from longembed.evaluation.provenance import hash_file
 from longembed.results.files import atomic_write_bytes, write_json
@@ -138,7 +139,7 @@ def _teacher_forward(teacher: BertModel, ids: np.ndarray, device: torch.device) 
 def _check_disk(folder: Path, needed: int) -> None:
     free = shutil.disk_usage(folder).free
     if needed > free - _DISK_MARGIN:
-        raise OSError(
+        raise UserFileError(
             f"the teacher's token states need {needed / 2**30:.1f} GiB in {folder} but {free / 2**30:.1f} GiB are "
             "free; use token_weight=0 (--token-weight 0: pooled vectors only), fewer steps, or a cache folder "
             "on a larger disk (--cache-dir)"

@@ -17,6 +17,7 @@ import torch
 from transformers import Trainer
 from transformers.trainer_callback import ProgressCallback
 
+from longembed.errors import UserError
 from longembed.training.retrofit.pairs import PairInputs, contrastive_loss
 from longembed.training.retrofit.targets import TeacherTargets
 from longembed.training.runs import AtomicCheckpoints
@@ -48,7 +49,7 @@ def distillation_loss(
     loss = pooled_loss
     if token_weight > 0:
         if teacher_states is None:
-            raise ValueError("token_weight > 0 needs the teacher's token states")
+            raise UserError("token_weight > 0 needs the teacher's token states")
         mask = attention_mask.unsqueeze(-1).to(states.dtype)
         squared = ((states - teacher_states.float()) ** 2 * mask).sum()
         token_loss = squared / (mask.sum() * states.shape[-1]).clamp(min=1)
