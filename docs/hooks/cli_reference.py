@@ -23,7 +23,7 @@ from longembed.serving.settings import ServerSettings  # noqa: E402
 
 MARKER = "<!-- cli-reference -->"
 SETTINGS_MARKER = "<!-- server-settings -->"
-HELP_WIDTH = "100"  # argparse wraps at $COLUMNS: a fixed width gives the same page on every machine
+HELP_WIDTH = "84"  # argparse wraps at $COLUMNS: a fixed width gives the same page on every machine
 
 
 def on_page_markdown(markdown, page, config, files):
