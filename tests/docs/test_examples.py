@@ -75,7 +75,7 @@ def test_examples_run(page: Path, tmp_path: Path):
     for shared in ("tests", "examples"):
         (tmp_path / shared).symlink_to(REPO / shared)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]),
-           "LONGEMBED_CACHE_DIR": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+           "LONGEMBED_CACHE_DIR": str(tmp_path / "cache"), "PYTHONUNBUFFERED": "1"}
     ran = 0
     for example in EXAMPLES[page]:
         if example.needs and not hasattr(LongContextEncoder, example.needs):
