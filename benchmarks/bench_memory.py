@@ -49,12 +49,12 @@ def measure(model: str, method: str, length: int, data_dir: Path) -> dict:
     encoder.encode(["warm up on a short text"])
     baseline = peak_rss_mib()
     start = time.perf_counter()
-    encoder.encode([doc])
+    _, stats = encoder.encode([doc], return_stats=True)
     seconds = time.perf_counter() - start
     return {
         "model": Path(model).name,
         "method": method,
-        "tokens": encoder.last_stats.longest_input_tokens,
+        "tokens": stats.longest_input_tokens,
         "baseline_mib": round(baseline, 1),
         "peak_mib": round(peak_rss_mib(), 1),
         "extra_mib": round(peak_rss_mib() - baseline, 1),

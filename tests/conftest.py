@@ -32,7 +32,11 @@ from transformers import (
     XLMRobertaModel,
 )
 
+from longembed import noise
 from longembed.models.jina_bert import JinaBertConfig, JinaBertModel
+
+# The suite, like the command line, hides the known library noise (``import longembed`` no longer does).
+noise.silence_known_library_noise()
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 #: The shared data folder (``../shared/data``; ``$LONGEMBED_TEST_DATA_DIR`` moves it, e.g. to show that

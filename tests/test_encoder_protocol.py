@@ -11,7 +11,6 @@ from encoder_fakes import FakeEncoderMembers
 from test_runner import HashEncoder
 
 from longembed import load_encoder
-from longembed.config import EncoderConfig
 from longembed.encoder_protocol import Encoder, check_encoder, retrieval_prompts
 from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.evaluation.provenance import resolved_settings
@@ -42,15 +41,16 @@ def test_the_cache_wrapper_answers_as_the_encoder_it_wraps(tiny_bert, tmp_path):
                                atol=1e-6)
 
 
-def test_an_object_that_is_not_an_encoder_is_named_with_what_it_lacks(tmp_path):
+def test_an_object_with_only_encode_is_an_encoder_and_one_without_is_named(tmp_path):
     class OnlyEncode:
-        config = EncoderConfig(model=str(tmp_path))
-
         def encode(self, texts):
             return np.zeros((len(texts), 2), np.float32)
 
-    with pytest.raises(TypeError, match="OnlyEncode is not an Encoder: it has no .*max_length.*retrieval_prompts"):
-        CachedEncoder(OnlyEncode(), tmp_path, log=None)
+    cached = CachedEncoder(OnlyEncode(), tmp_path, log=None)
+    assert isinstance(OnlyEncode(), Encoder) and cached.cache is None  # no model folder: uncached
+    assert cached.config.model.endswith("OnlyEncode") and cached.tokenizer is None and cached.max_length is None
+    with pytest.raises(TypeError, match="NoEncode is not an Encoder: it has no encode"):
+        check_encoder(type("NoEncode", (), {})())
 
 
 def test_retrieval_prompts_take_query_and_document_else_passage():

@@ -40,7 +40,7 @@ from longembed.chunking.spans import (
 )
 from longembed.chunking.tokens import TokenEmbeddings, assemble_tokens, plan_windows, window_inputs
 from longembed.config import EncoderConfig, check_scale_factor, check_temperature
-from longembed.encoder_protocol import retrieval_prompts, role_prompt_name
+from longembed.encoder_protocol import EncoderMetadata, retrieval_prompts, role_prompt_name
 from longembed.errors import UserError
 from longembed.extension.attention import AttentionPlan
 from longembed.extension.methods import build_method
@@ -153,6 +153,16 @@ class LongContextEncoder:
         return model
 
     # ------------------------------------------------------------------ public API
+    @property
+    def metadata(self) -> EncoderMetadata:
+        """Who this encoder is, for results and cache keys (:class:`~longembed.encoder_protocol.EncoderMetadata`)."""
+        return EncoderMetadata(
+            config=self.config, tokenizer=self.tokenizer, prompts=self.prompts, source=self.source,
+            device=self.device, method=self.method, position_scheme=self.position_scheme,
+            max_length=self.max_length, original_length=self.original_length, pooling=self.pooling,
+            normalize=self.normalize,
+        )
+
     @property
     def embedding_dim(self) -> int:
         return self.model_config.hidden_size
@@ -455,14 +465,26 @@ class LongContextEncoder:
     ) -> list[tuple[np.ndarray, list[Span]]]:
         """Per text, ``(vectors, spans)``: one float32 vector per chunk and its (start, end) character span.
 
-        chunking: "tokens:256", "tokens:256:32" (size, overlap), "sentences:4", or a list of
-        (start, end) character spans per text.
-        late=True (late chunking): the model runs once over the whole text (texts longer than
-        max_length as overlapping windows of max_length, ``window_overlap`` tokens shared; default an
-        eighth of the window) and each chunk is the mean of its tokens' states (:mod:`longembed.
-        chunking.late`); mean-pooling models only.  late=False (naive chunking): each chunk's text is
-        embedded alone, prompt and special tokens added as for any input.
-        Vectors are unit length when the model normalizes (or normalize_embeddings=True).
+        Args:
+            texts: one text or a list of texts.
+            chunking: "tokens:256", "tokens:256:32" (size, overlap), "sentences:4", or a list of
+                (start, end) character spans per text.
+            late: late chunking (True): the model runs once over the whole text (texts longer than
+                max_length as overlapping windows of max_length, ``window_overlap`` tokens shared;
+                default an eighth of the window) and each chunk is the mean of its tokens' states
+                (:mod:`longembed.chunking.late`); mean-pooling models only.  Naive chunking (False):
+                each chunk's text is embedded alone, prompt and special tokens added as for any input.
+            batch_size, show_progress_bar, prompt, prompt_name, max_tokens_per_batch, temperature: as
+                in :meth:`encode`.
+            normalize_embeddings: None: unit vectors when the model normalizes; True / False force it.
+            window_overlap: tokens shared by late chunking's windows of a text longer than max_length.
+
+        Returns:
+            One ``(vectors, spans)`` per text: float32 (n_chunks, dim) and the chunks' character spans.
+
+        Raises:
+            UserError: an invalid chunking string or spans, late chunking for a model that does not
+                mean-pool, or any error :meth:`encode` raises.
         """
         single = isinstance(texts, str)
         checked = check_texts(texts)
@@ -728,15 +750,29 @@ def load_encoder(
     lazy: bool = False,
     **options: Any,
 ) -> LongContextEncoder:
-    """Load ``model`` with a context-window extension ``method`` (options: ``EncoderConfig``'s
-    fields, e.g. ``attention_scale="logn"``, ``preset="longembed-paper"``).
+    """Load an embedding model with a context-window extension method.
 
-    device: "cpu", "cuda", "cuda:1", "mps" (default: cuda if available).  dtype: "float32",
-    "bfloat16" or "float16" for the weights and activations; vectors come back as float32 either
-    way.  lazy: load the weights at the first forward (a fully cached run never does).
+    Args:
+        model: a model folder (sentence-transformers or Hugging Face), a folder made by ``longembed tune`` /
+            ``export``, a hub id, or "default" (the packaged all-MiniLM-L6-v2).
+        method: a context-window extension method ("truncate", "pcw", "gp", "rp", "pi", "ntk", "yarn",
+            "selfextend", "native"); None: the method a tuned or exported folder records, else "truncate".
+        max_length: Lt, the most tokens an input may have (default: the model's Lo).
+        device: "cpu", "cuda", "cuda:1", "mps" (default: cuda if available, else cpu).
+        dtype: "float32", "bfloat16" or "float16" for the weights and activations; vectors come back as
+            float32 either way.
+        lazy: read only the configuration and tokenizer now, the weights at the first forward (a fully
+            cached run never loads them).
+        **options: any other :class:`~longembed.config.EncoderConfig` field, e.g. ``attention_scale="logn"``,
+            ``temperature=0.9``, ``preset="longembed-paper"``, ``prompts={"query": "q: "}``.
 
-    ``method=None`` opens a folder made by ``longembed tune`` or ``longembed export`` with the method
-    and Lt recorded in it, and any other model with "truncate".
+    Returns:
+        The :class:`LongContextEncoder`.
+
+    Raises:
+        UserError: an unknown method or option, a method that does not apply to the model's position
+            scheme, an invalid value (a :class:`~longembed.errors.UserTypeError` for an unknown keyword).
+        UserFileError: ``model`` is neither a local folder nor a model the Hugging Face hub gives.
     """
     model = "default" if model is None else str(model)
     method = default_method(model) if method is None else method

@@ -1,11 +1,13 @@
-"""What a runner may ask of an encoder: the :class:`Encoder` protocol, and the retrieval prompts.
+"""What a runner may ask of an encoder: the :class:`Encoder` protocol, its :class:`EncoderMetadata`, and
+the retrieval prompts.
 
-The benchmark runner, the TempScale sweep, the collapse measurement, the cost estimate, the cache's
-provenance and the mteb / LangChain adapters all take an ``Encoder``.  :class:`~longembed.encoder.
-LongContextEncoder` meets it, and so does the caching wrapper :class:`~longembed.evaluation.
-cached_encoder.CachedEncoder` (which delegates to the encoder it wraps); a test fake meets it by
-declaring the same members.  In the manner of mteb's ``EncoderProtocol``: a structural type, checked
-with ``isinstance(obj, Encoder)`` where an error message helps, never probed attribute by attribute.
+In the manner of mteb's ``EncoderProtocol``: an encoder is anything with ``encode`` (optionally
+``encode_chunks``), plus one metadata object that identifies it for results and cache keys
+(:class:`EncoderMetadata`; :func:`encoder_metadata` describes an encoder that has none: a plain
+sentence-transformers model by its folder, any other object by its class).  The benchmark runner,
+the TempScale sweep, the collapse measurement, the cost estimate and the cache's provenance read the
+metadata, never the encoder attribute by attribute.  A model that scores without vectors (BM25) is
+a :class:`TextScorer`.
 
 Which model prompt a query or a document gets is decided once, in :func:`retrieval_prompts`: the
 prompt named "query" for queries, "document" (else "passage", as E5 names it, else "corpus") for documents, "" where
@@ -16,12 +18,14 @@ scores are comparable.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from longembed.config import EncoderConfig
-from longembed.errors import UserTypeError
+from longembed.errors import UserError, UserTypeError
 
 if TYPE_CHECKING:
     from longembed.loading import ModelSource
@@ -50,44 +54,32 @@ def retrieval_prompts(prompts: Mapping[str, str]) -> dict[str, str]:
 
 @runtime_checkable
 class Encoder(Protocol):
-    """An encoder as the runners use it (every member is read, none is optional).
+    """An encoder as the runners use it: anything with ``encode`` (mteb's protocol, in the small).
 
-    config:          the :class:`EncoderConfig` it was built from (recorded in results and cache keys;
-                     its ``temperature`` is the encoder's own TempScale tau).
-    tokenizer:       a Hugging Face tokenizer (token counts for estimates and collapse buckets), or
-                     None for a model without one (counts then fall back to words / 0.75).
-    prompts:         the model's named prompts ("query", "document", ...).
-    source:          where the model was loaded from (identifies a hub model's files for the cache),
-                     or None when ``config.model`` is the model folder itself.
-    device:          the torch device (or its name) it runs on.
-    method, position_scheme, max_length, original_length, pooling, normalize: what the encoder made
-                     of its config (the method, the detected scheme, Lt, Lo, pooling, unit vectors):
-                     recorded in results and cache keys, and what the cost estimate times.
+    ``encode(texts, **options)`` returns (len(texts), dim) vectors in input order.  The runners pass
+    ``batch_size``, ``prompt``, ``normalize_embeddings``, ``show_progress_bar`` (and ``temperature``)
+    only where ``encode`` takes them; a prompt it cannot take is put before each text.
+
+    Optional:
+
+    - ``encode_chunks(texts, chunking, late=..., **options)``: per text, ``(vectors, spans)`` (needed
+      only for ``granularity="chunks"``; :class:`ChunkEncoder`);
+    - ``metadata``: an :class:`EncoderMetadata`, what identifies the encoder in results and cache keys.
+      Without one it is described by :func:`encoder_metadata` (a sentence-transformers model by its
+      folder, any other object by its class).
+
+    A :class:`~longembed.encoder.LongContextEncoder`, the caching wrapper, a plain
+    sentence-transformers ``SentenceTransformer`` and a one-method object all meet it.
     """
 
-    config: EncoderConfig
-    tokenizer: Any
-    prompts: dict[str, str]
-    source: ModelSource | None
-    device: Any
-    method: str
-    position_scheme: str
-    max_length: int
-    original_length: int
-    pooling: str
-    normalize: bool
-
-    def encode(
-        self,
-        texts: Sequence[str],
-        batch_size: int = 32,
-        normalize_embeddings: bool | None = None,
-        show_progress_bar: bool = False,
-        prompt: str | None = None,
-        temperature: float | None = None,
-    ) -> np.ndarray:
-        """(len(texts), dim) float32 vectors in input order."""
+    def encode(self, texts: Sequence[str], **options: Any) -> np.ndarray:
+        """(len(texts), dim) vectors in input order."""
         ...
+
+
+@runtime_checkable
+class ChunkEncoder(Encoder, Protocol):
+    """An :class:`Encoder` that also embeds chunks of texts (late or naive chunking)."""
 
     def encode_chunks(
         self, texts: Sequence[str], chunking: Any = "tokens:256", late: bool = True, **options: Any
@@ -95,22 +87,142 @@ class Encoder(Protocol):
         """Per text, one vector per chunk and the chunks' character spans."""
         ...
 
-    def resolve_prompt(self, prompt: str | None = None, prompt_name: str | None = None) -> str:
-        """The prefix put before each text: ``prompt`` literally, or the model's prompt ``prompt_name``."""
-        ...
+
+@runtime_checkable
+class TextScorer(Protocol):
+    """A model that scores queries against documents without vectors (BM25): ``score`` gives the
+    (queries x documents) scores, ``metadata`` what a run records of it."""
+
+    metadata: ScorerMetadata
+
+    def score(self, queries: Sequence[str], corpus: Sequence[str]) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class ScorerMetadata:
+    """What a run records of a :class:`TextScorer`: its settings (results' ``config.encoder``) and its
+    provenance (results' ``versions.model``)."""
+
+    config: dict[str, Any]
+    provenance: dict[str, Any]
+
+
+@dataclass
+class EncoderMetadata:
+    """Who an encoder is: recorded in results (``config.encoder``, ``config.resolved``, provenance) and
+    the embedding cache's key (:func:`~longembed.evaluation.provenance.cache_fingerprint`).
+
+    config:          the :class:`EncoderConfig` it was built from; its ``model`` names the model (a
+                     folder, whose files then identify it for the cache; else the cache is off).
+    tokenizer:       a Hugging Face tokenizer (token counts), or None (counts: words / 0.75).
+    prompts:         the model's named prompts ("query", "document", ...).
+    source:          where a longembed model was loaded from (a hub model's files), else None.
+    device:          the device (or its name) it runs on.
+    method, position_scheme, max_length, original_length, pooling, normalize: what the encoder made of
+                     its config (the method, the position scheme, Lt, Lo, pooling, unit vectors);
+                     None where unknown (an encoder longembed did not build).
+    """
+
+    config: EncoderConfig
+    tokenizer: Any = None
+    prompts: dict[str, str] = field(default_factory=dict)
+    source: ModelSource | None = None
+    device: Any = "cpu"
+    method: str | None = None
+    position_scheme: str | None = None
+    max_length: int | None = None
+    original_length: int | None = None
+    pooling: str | None = None
+    normalize: bool | None = None
 
     def retrieval_prompts(self) -> dict[str, str]:
         """The prefixes of queries and documents (:func:`retrieval_prompts` of its prompts)."""
-        ...
+        return retrieval_prompts(self.prompts)
+
+    def resolve_prompt(self, prompt: str | None = None, prompt_name: str | None = None) -> str:
+        """The prefix put before each text: ``prompt`` literally, or the model's prompt ``prompt_name``."""
+        if prompt is not None and prompt_name is not None:
+            raise UserError("pass either prompt or prompt_name, not both")
+        if prompt_name is None:
+            return prompt or ""
+        if prompt_name not in self.prompts:
+            known = ", ".join(repr(k) for k in self.prompts) or "none"
+            raise UserError(f"unknown prompt_name {prompt_name!r}; this model's prompts: {known} (or pass prompt=)")
+        return self.prompts[prompt_name]
+
+
+#: The descriptive members an encoder built before :class:`EncoderMetadata` declared one by one (the old
+#: 11-member protocol): an object with all of them is described by them.
+LEGACY_MEMBERS = tuple(f.name for f in fields(EncoderMetadata))
+#: Where a sentence-transformers model is recognised: the members its ``encode`` relies on.
+SENTENCE_TRANSFORMERS_MEMBERS = ("encode", "tokenizer", "max_seq_length", "prompts", "modules")
+#: The position scheme recorded for an encoder longembed did not build (its own, whatever it is).
+OWN_SCHEME = "own"
+
+
+def encoder_metadata(encoder: Any) -> EncoderMetadata:
+    """The :class:`EncoderMetadata` of ``encoder``: its own ``metadata`` if it has one; else read from
+    the members it declares (an encoder written for the old protocol); else, for a sentence-transformers
+    model, from its folder; else from its class (no model folder: such an encoder runs uncached).
+
+    Raises:
+        UserTypeError: ``encoder`` has no ``encode``.
+    """
+    if not callable(getattr(encoder, "encode", None)):
+        raise UserTypeError(f"{type(encoder).__name__} is not an Encoder: it has no encode() method")
+    metadata = getattr(encoder, "metadata", None)
+    if isinstance(metadata, EncoderMetadata):
+        return metadata
+    if all(hasattr(encoder, name) for name in LEGACY_MEMBERS):
+        return EncoderMetadata(**{name: getattr(encoder, name) for name in LEGACY_MEMBERS})
+    if all(hasattr(encoder, name) for name in SENTENCE_TRANSFORMERS_MEMBERS):
+        return sentence_transformers_metadata(encoder)
+    name = f"{type(encoder).__module__}.{type(encoder).__qualname__}"
+    return EncoderMetadata(config=EncoderConfig(model=name), device=getattr(encoder, "device", "cpu"))
+
+
+def sentence_transformers_metadata(model: Any) -> EncoderMetadata:
+    """A sentence-transformers model described by its folder (which then keys the cache), its max_seq_length
+    (Lt = Lo: it truncates), its pooling and Normalize modules and its non-empty prompts (sentence-
+    transformers >= 6 adds empty "query" / "document" ones, which would hide E5's "passage")."""
+    folder = _model_folder(model)
+    modules = [type(m).__name__ for m in model.modules()] if callable(getattr(model, "modules", None)) else []
+    pooling_modes = [m for m in model if type(m).__name__ == "Pooling"] if hasattr(model, "__iter__") else []
+    pooling = None
+    if pooling_modes:
+        pooling = getattr(pooling_modes[0], "pooling_mode", None) or _pooling_name(pooling_modes[0])
+    length = int(model.max_seq_length) if model.max_seq_length else None
+    return EncoderMetadata(
+        config=EncoderConfig(model=folder or type(model).__name__),
+        tokenizer=model.tokenizer,
+        prompts={k: v for k, v in (model.prompts or {}).items() if v},
+        device=getattr(model, "device", "cpu"),
+        method="truncate",
+        position_scheme=OWN_SCHEME,
+        max_length=length,
+        original_length=length,
+        pooling=pooling,
+        normalize="Normalize" in modules,
+    )
+
+
+def _model_folder(model: Any) -> str | None:
+    """The local folder a sentence-transformers model was loaded from, if it was loaded from one."""
+    for module in model:
+        auto = getattr(module, "auto_model", None) or getattr(module, "model", None)
+        path = getattr(getattr(auto, "config", None), "_name_or_path", None)
+        if path and Path(path).is_dir():
+            return str(Path(path).resolve())
+    return None
+
+
+def _pooling_name(pooling: Any) -> str | None:
+    """The pooling mode of an older sentence-transformers Pooling module (its get_pooling_mode_str)."""
+    describe = getattr(pooling, "get_pooling_mode_str", None)
+    return describe() if callable(describe) else None
 
 
 def check_encoder(encoder: Any) -> Encoder:
-    """``encoder`` itself if it meets :class:`Encoder`, else a TypeError naming what it lacks."""
-    if isinstance(encoder, Encoder):
-        return encoder
-    members = [name for name in ENCODER_MEMBERS if not hasattr(encoder, name)]
-    raise UserTypeError(f"{type(encoder).__name__} is not an Encoder: it has no {', '.join(sorted(members))}")
-
-
-#: The members of :class:`Encoder`, for error messages.
-ENCODER_MEMBERS = (*Encoder.__annotations__, "encode", "encode_chunks", "resolve_prompt", "retrieval_prompts")
+    """``encoder`` itself if it has ``encode`` (:class:`Encoder`), else a TypeError saying so."""
+    encoder_metadata(encoder)
+    return encoder

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import require_package
 
-from longembed.evaluation.metrics import evaluate, evaluate_scores, rank
+from longembed.evaluation.metrics import evaluate_scores, rank, retrieval_metrics
 
 K_VALUES = (1, 3, 5, 10, 100)
 
@@ -50,7 +50,7 @@ def test_rank_rejects_bad_input() -> None:
 
 
 def test_evaluate_single_relevant_document_at_rank_two() -> None:
-    res = evaluate({"q": {"a": 1}}, {"q": ["b", "a", "c"]}, k_values=(1, 3))
+    res = retrieval_metrics({"q": {"a": 1}}, {"q": ["b", "a", "c"]}, k_values=(1, 3))
     assert res["ndcg@1"] == 0.0
     assert res["ndcg@3"] == pytest.approx(1 / math.log2(3))
     assert res["mrr@1"] == 0.0
@@ -62,7 +62,7 @@ def test_evaluate_single_relevant_document_at_rank_two() -> None:
 
 def test_evaluate_graded_relevance_uses_linear_gains_and_full_ideal() -> None:
     # Judged: a=2, b=1, c=0 (judged non-relevant). Ranking b, c, a.
-    res = evaluate({"q": {"a": 2, "b": 1, "c": 0}}, {"q": ["b", "c", "a"]}, k_values=(1, 3))
+    res = retrieval_metrics({"q": {"a": 2, "b": 1, "c": 0}}, {"q": ["b", "c", "a"]}, k_values=(1, 3))
     idcg3 = 2 + 1 / math.log2(3)
     assert res["ndcg@1"] == pytest.approx(1 / 2)  # gain 1 vs ideal gain 2
     assert res["ndcg@3"] == pytest.approx((1 + 2 / math.log2(4)) / idcg3)
@@ -75,7 +75,7 @@ def test_evaluate_graded_relevance_uses_linear_gains_and_full_ideal() -> None:
 def test_evaluate_averages_over_qrels_and_missing_rankings_score_zero() -> None:
     qrels = {"q1": {"a": 1}, "q2": {"b": 1}, "q3": {"c": 1}, "q4": {"d": 0}}
     ranking = {"q1": ["a", "b"], "q2": ["a", "b"], "q_unjudged": ["a"]}  # q3 missing; q4 nothing relevant
-    res = evaluate(qrels, ranking, k_values=(1, 2))
+    res = retrieval_metrics(qrels, ranking, k_values=(1, 2))
     assert res["accuracy@1"] == pytest.approx(1 / 4)
     assert res["mrr@2"] == pytest.approx((1 + 0.5) / 4)
     assert res["recall@2"] == pytest.approx(2 / 4)
@@ -85,9 +85,9 @@ def test_evaluate_averages_over_qrels_and_missing_rankings_score_zero() -> None:
 
 def test_evaluate_rejects_duplicates_and_empty_qrels() -> None:
     with pytest.raises(ValueError, match="twice"):
-        evaluate({"q": {"a": 1}}, {"q": ["a", "a"]})
+        retrieval_metrics({"q": {"a": 1}}, {"q": ["a", "a"]})
     with pytest.raises(ValueError, match="empty"):
-        evaluate({}, {})
+        retrieval_metrics({}, {})
 
 
 def test_evaluate_scores_keeps_enough_documents_for_the_largest_k() -> None:
@@ -125,7 +125,7 @@ def test_evaluate_equals_pytrec_eval_on_random_runs(seed: int) -> None:
     pytrec_eval = require_package("pytrec_eval")
     qrels, scores, query_ids, doc_ids = _random_case(seed)
     ranking = rank(scores, query_ids, doc_ids, top_k=None)
-    ours = evaluate(qrels, ranking, K_VALUES)
+    ours = retrieval_metrics(qrels, ranking, K_VALUES)
 
     def run_of(k: int | None) -> dict[str, dict[str, float]]:
         # Strictly decreasing scores along our ranking, so pytrec_eval's tie order does not matter.

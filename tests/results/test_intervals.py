@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import require_package
 
-from longembed.evaluation.metrics import evaluate, per_query_metrics
+from longembed.evaluation.metrics import per_query_metrics, retrieval_metrics
 from longembed.results.intervals import Interval, bootstrap_interval, stratified_bootstrap_interval
 
 
@@ -75,7 +75,7 @@ def test_per_query_metrics_average_to_evaluate_exactly() -> None:
     qrels["q_none"] = {"d0": 0}  # no relevant document: scores 0, still counted
     ranking = {q: list(rng.permutation(docs)[:10]) for q in qrels if q != "q5"}  # q5: no ranking
     per_query = per_query_metrics(qrels, ranking, (1, 10))
-    means = evaluate(qrels, ranking, (1, 10))
+    means = retrieval_metrics(qrels, ranking, (1, 10))
     assert set(per_query) == set(means)
     for name, values in per_query.items():
         assert list(values) == list(qrels)

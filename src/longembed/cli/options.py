@@ -23,6 +23,7 @@ from typing import Any
 
 from longembed.config import EncoderConfig
 from longembed.errors import MissingFileError, UserError
+from longembed.extension.methods import METHODS
 
 MODEL_HELP = EncoderConfig.__dataclass_fields__["model"].metadata["help"]
 #: Fields given to load_encoder by position, not as options.
@@ -91,6 +92,45 @@ def add_encoder_arguments(
         group.add_argument(flag, **kwargs)
     group.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     group.add_argument("--batch-size", type=int, default=16, help="most sequences per batch")
+
+
+#: The jargon of the encoder flags, one line each (the papers' symbols; the documentation's glossary
+#: says more).
+GLOSSARY = {
+    "Lo": "the model's trained context, in tokens (its original_length; 512 for MiniLM and e5)",
+    "Lt": "the target context: --max-length, the most tokens an input may have",
+    "s": "the scale factor ceil(Lt / Lo) (--scale fixed), or ceil(n / Lo) per document (per_document)",
+    "tau": "TempScale's temperature: attention logits divided by tau in (0, 1] (--temperature)",
+    "sigma_a": "how much a layer's attention rows differ (length-collapse paper): `longembed collapse`",
+    "g, w": "SelfExtend's group size and neighbour window (--group-size, --window)",
+    "lambda": "NTK's RoPE base multiplier (--ntk-factor)",
+}
+
+
+#: The position schemes as the papers write them, in the order the methods' lines name them.
+SCHEME_NAMES = {"ape": "APE", "rope": "RoPE", "alibi": "ALiBi"}
+
+
+def method_lines() -> list[str]:
+    """One line per ``--method`` choice: its name, the position schemes it applies to ("any": all), its summary."""
+    width = max(len(name) for name in METHODS)
+
+    def schemes(applies: frozenset[str] | tuple[str, ...]) -> str:
+        return "any" if set(applies) >= set(SCHEME_NAMES) else ", ".join(
+            SCHEME_NAMES[s] for s in SCHEME_NAMES if s in applies)
+
+    return [f"  {name:<{width}}  {schemes(m.schemes):<10} {m.summary}" for name, m in METHODS.items()]
+
+
+def help_epilog(examples: Sequence[str], methods: bool = True) -> str:
+    """A command's ``--help`` epilog: the methods one line each, the glossary, and examples."""
+    parts: list[str] = []
+    if methods:
+        parts += ["methods (--method; the model's position scheme decides which apply):", *method_lines(), ""]
+        width = max(len(term) for term in GLOSSARY)
+        parts += ["terms:", *(f"  {term:<{width}}  {meaning}" for term, meaning in GLOSSARY.items()), ""]
+    parts += ["examples:", *(f"  {line}" for line in examples)]
+    return "\n".join(parts)
 
 
 def comma_list(item_type: type) -> Callable[[str], tuple]:

@@ -27,7 +27,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from longembed.config import EncoderConfig, check_temperature
-from longembed.encoder_protocol import Encoder, check_encoder
+from longembed.encoder_protocol import ChunkEncoder, Encoder, EncoderMetadata, encoder_metadata
 from longembed.errors import UserError
 from longembed.evaluation.cache import CacheNamespace, EmbeddingCache, text_key
 from longembed.evaluation.cached_encoding import CachedEncoding, count_missing, encode_cached
@@ -35,6 +35,8 @@ from longembed.evaluation.provenance import cache_fingerprint, library_versions,
 from longembed.loading import ModelSource
 from longembed.tasks.base import WORDS_PER_TOKEN
 
+#: The keyword options of an encoder's ``encode`` that the wrapper passes only where ``encode`` takes them.
+ENCODE_OPTIONS = ("batch_size", "prompt", "normalize_embeddings", "show_progress_bar", "temperature")
 #: Characters per token, roughly (English under WordPiece/BPE): the progress bars' token estimate.
 CHARS_PER_TOKEN = 4
 #: tqdm's default bar with the counts as approximate tokens ("~12.3k/50.0k tok").
@@ -50,9 +52,9 @@ def accepts_keyword(function: Callable, name: str) -> bool:
     return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
-def _delegated(name: str) -> Any:
-    """A read-only attribute answered by the wrapped encoder (``self.encoder``)."""
-    return property(lambda self: getattr(self.encoder, name), doc=f"The wrapped encoder's ``{name}``.")
+def _described(name: str) -> Any:
+    """A read-only attribute answered by the wrapped encoder's metadata (``self.metadata``)."""
+    return property(lambda self: getattr(self.metadata, name), doc=f"The wrapped encoder's ``{name}``.")
 
 
 class CachedEncoder:
@@ -72,43 +74,45 @@ class CachedEncoder:
     ):
         if batch_size < 1 or chunk_size < 1:
             raise UserError("batch_size and chunk_size must be positive")
-        self.encoder = check_encoder(encoder)
+        self.metadata: EncoderMetadata = encoder_metadata(encoder)
+        self.encoder = encoder
         self.batch_size = batch_size
         self.chunk_size = chunk_size
         self.show_progress = show_progress
         self.include_code = include_code
         self.versions = library_versions()
-        self.identity = model_identity(encoder)
+        self.identity = model_identity(self.metadata)
         self.cache: EmbeddingCache | None = None
         if use_cache and self.identity is not None:
             self.cache = EmbeddingCache(cache_dir)
         elif use_cache and log is not None:
             log("embedding cache disabled: this encoder has no model folder to identify it by")
-        self.configured_temperature = float(encoder.config.temperature)
+        self.configured_temperature = float(self.metadata.config.temperature)
         self._per_call_temperature = accepts_keyword(encoder.encode, "temperature")
+        self._takes = {name: accepts_keyword(encoder.encode, name) for name in ENCODE_OPTIONS}
         self._namespaces: dict[tuple, CacheNamespace | None] = {}
         self._token_memo: dict[tuple[str, str], int] = {}
 
-    # ------------------------------------------------------------------ the Encoder protocol
-    # what a runner reads of an encoder, delegated to the wrapped one; encode and encode_chunks
+    # ------------------------------------------------------------------ the encoder's metadata
+    # what a runner reads of an encoder, from the wrapped one's metadata; encode and encode_chunks
     # below take a cache shard and return a CachedEncoding
-    config: EncoderConfig = _delegated("config")
-    tokenizer: Any = _delegated("tokenizer")
-    prompts: dict[str, str] = _delegated("prompts")
-    source: ModelSource | None = _delegated("source")
-    device: Any = _delegated("device")
-    method: str = _delegated("method")
-    position_scheme: str = _delegated("position_scheme")
-    max_length: int = _delegated("max_length")
-    original_length: int = _delegated("original_length")
-    pooling: str = _delegated("pooling")
-    normalize: bool = _delegated("normalize")
+    config: EncoderConfig = _described("config")
+    tokenizer: Any = _described("tokenizer")
+    prompts: dict[str, str] = _described("prompts")
+    source: ModelSource | None = _described("source")
+    device: Any = _described("device")
+    method: str | None = _described("method")
+    position_scheme: str | None = _described("position_scheme")
+    max_length: int | None = _described("max_length")
+    original_length: int | None = _described("original_length")
+    pooling: str | None = _described("pooling")
+    normalize: bool | None = _described("normalize")
 
     def resolve_prompt(self, prompt: str | None = None, prompt_name: str | None = None) -> str:
-        return self.encoder.resolve_prompt(prompt, prompt_name)
+        return self.metadata.resolve_prompt(prompt, prompt_name)
 
     def retrieval_prompts(self) -> dict[str, str]:
-        return self.encoder.retrieval_prompts()
+        return self.metadata.retrieval_prompts()
 
     # ------------------------------------------------------------------ keys
     def temperature(self, value: float | None, name: str = "temperature") -> float:
@@ -133,7 +137,7 @@ class CachedEncoder:
         if key not in self._namespaces:
             self._namespaces[key] = self.cache.namespace(
                 cache_fingerprint(
-                    self.encoder, self.identity, prompt, tau, self.versions,
+                    self.metadata, self.identity, prompt, tau, self.versions,
                     include_code=self.include_code, normalize=normalize, quantity=quantity,
                 )
             )
@@ -174,6 +178,15 @@ class CachedEncoder:
             kwargs["temperature"] = tau
         return kwargs
 
+    def _encode_texts(self, texts: list[str], kwargs: dict[str, Any]) -> np.ndarray:
+        """The wrapped encoder's vectors of ``texts``: the options its ``encode`` takes passed, a prompt
+        it cannot take put before each text, the rest (batch size, progress bar, normalization: this
+        wrapper normalizes) left out."""
+        taken = {k: v for k, v in kwargs.items() if k not in ENCODE_OPTIONS or self._takes[k]}
+        if not self._takes["prompt"] and kwargs.get("prompt"):
+            texts = [kwargs["prompt"] + t for t in texts]
+        return np.asarray(self.encoder.encode(texts, **taken), dtype=np.float32)
+
     def encode(
         self,
         texts: Sequence[str],
@@ -197,12 +210,12 @@ class CachedEncoder:
                 # inputs longer than max_length are truncated with a warning per call; callers count
                 # them from the token counts and report them once
                 warnings.simplefilter("ignore", UserWarning)
-                return np.asarray(self.encoder.encode(chunk, **kwargs), dtype=np.float32)
+                return self._encode_texts(chunk, kwargs)
 
         result = self.compute(
             texts, encode_chunk, shard=shard, prompt=prompt,
             namespace=self.namespace(prompt, tau, normalize_embeddings), desc=desc,
-            read_chars=_read_chars(getattr(self.encoder, "max_length", None)),
+            read_chars=_read_chars(self.max_length),
         )
         if normalize_embeddings:
             norms = np.linalg.norm(result.vectors, axis=1, keepdims=True)
@@ -229,6 +242,9 @@ class CachedEncoder:
         """
         if (chunking is None) == (spans is None):
             raise UserError("give exactly one of chunking and spans")
+        if not isinstance(self.encoder, ChunkEncoder):
+            raise UserError(f"{type(self.encoder).__name__} embeds whole texts only (it has no encode_chunks): "
+                            "use granularity='document'")
         tau = self.temperature(temperature)
         keys = None if spans is None else chunk_keys(texts, spans)
         spans_of = {} if spans is None else {text_key(t): list(s) for t, s in zip(texts, spans, strict=True)}

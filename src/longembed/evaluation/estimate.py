@@ -172,18 +172,19 @@ def estimate_cost(
     """
     rows, to_time = count_units(units, encoder)
     model = None
-    if encoder is not None and measure and any(r.documents.to_encode + r.queries.to_encode for r in rows):
+    timed = timed_encoder(encoder)
+    if timed is not None and measure and any(r.documents.to_encode + r.queries.to_encode for r in rows):
         longest = max(
-            longest_sequence(tokens, encoder.encoder, side.chunking, side.late)
+            longest_sequence(tokens, timed, side.chunking, side.late)
             for sides, side_tokens in to_time
             for side, tokens in zip(sides, side_tokens, strict=True)
         )
-        model = measure_cost_model(encoder.encoder, batch_size, longest)
+        model = measure_cost_model(timed, batch_size, longest)
     total = None
-    if model is not None and encoder is not None:
+    if model is not None and timed is not None:
         total = 0.0
         for row, (sides, tokens) in zip(rows, to_time, strict=True):
-            seconds = sum(text_seconds(n, encoder.encoder, model, side.chunking, side.late)
+            seconds = sum(text_seconds(n, timed, model, side.chunking, side.late)
                           for side, side_tokens in zip(sides, tokens, strict=True) for n in side_tokens)
             row.seconds = round(seconds, 1)
             total += seconds
@@ -213,20 +214,31 @@ def count_units(
                 tokens = encoder.count_tokens(missing, side.prompt) if missing else []
                 n_missing = len(missing)
                 unit_tokens.append(tokens)
-            read = tokens_read(tokens, None if encoder is None else encoder.encoder, side)
+            read = tokens_read(tokens, None if encoder is None else encoder.max_length, side)
             sides.append(SideEstimate(len(side.texts), n_cached, n_missing, sum(read), max(tokens, default=0)))
         rows.append(UnitEstimate(label, sides[0], sides[1]))
         to_time.append(((documents, queries), unit_tokens))
     return rows, to_time
 
 
-def tokens_read(token_counts: Sequence[int], encoder: Encoder | None, side: SideToEncode) -> list[int]:
+def tokens_read(token_counts: Sequence[int], max_length: int | None, side: SideToEncode) -> list[int]:
     """The tokens the encoder reads of each text: a whole-text input stops at Lt (``max_length``: Lo
     for truncate, which reads only a document's first Lo tokens); chunks, naive or late, read every
-    token.  BM25 (no encoder) reads them all."""
-    if encoder is None or side.chunking is not None or side.late:
+    token.  BM25, or an encoder whose Lt is unknown (``max_length`` None), reads them all."""
+    if max_length is None or side.chunking is not None or side.late:
         return list(token_counts)
-    return [min(n, encoder.max_length) for n in token_counts]
+    return [min(n, max_length) for n in token_counts]
+
+
+def timed_encoder(encoder: CachedEncoder | None) -> Encoder | None:
+    """The encoder whose warm-up :func:`measure_cost_model` times: one that declares its method, Lt and
+    Lo (a ``LongContextEncoder``); None for BM25 and for an encoder longembed did not build (counts and
+    cache hits are still reported, seconds are not estimated)."""
+    if encoder is None:
+        return None
+    inner = encoder.encoder
+    known = all(getattr(inner, name, None) is not None for name in ("method", "max_length", "original_length"))
+    return inner if known else None
 
 
 def _summary(rows: list[UnitEstimate], model: CostModel | None, bm25: bool, seconds: float | None) -> Estimate:

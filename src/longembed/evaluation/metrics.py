@@ -25,6 +25,7 @@ scores, so it cannot). NaN scores rank last.
 from __future__ import annotations
 
 import math
+import warnings
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -142,18 +143,38 @@ def _query_metrics(
     return values
 
 
-def evaluate(
+def retrieval_metrics(
     qrels: Mapping[str, Mapping[str, int]],
     ranking: Mapping[str, Sequence[str]],
     k_values: Sequence[int] = DEFAULT_K_VALUES,
 ) -> dict[str, float]:
     """Mean ``ndcg@k``, ``mrr@k``, ``recall@k`` (for each k) and ``accuracy@1`` over the queries of ``qrels``.
 
-    ``ranking`` maps a query id to its documents, best first (e.g. the output of :func:`rank`); a
-    ranking only needs to be as long as the largest k. Values are in [0, 1]: the means of
-    :func:`per_query_metrics`, summed in the order of ``qrels``.
+    Args:
+        qrels: query id -> {document id: relevance grade}; every query in it is scored.
+        ranking: query id -> its documents, best first (e.g. the output of :func:`rank`); a ranking
+            only needs to be as long as the largest k.
+        k_values: the cut-offs of ndcg, mrr and recall.
+
+    Returns:
+        Metric name -> value in [0, 1]: the means of :func:`per_query_metrics`, summed in the order of
+        ``qrels``.
+
+    Raises:
+        UserError: an empty qrels, or a ranking that lists a document twice.
     """
     return mean_metrics(per_query_metrics(qrels, ranking, k_values))
+
+
+def evaluate(
+    qrels: Mapping[str, Mapping[str, int]],
+    ranking: Mapping[str, Sequence[str]],
+    k_values: Sequence[int] = DEFAULT_K_VALUES,
+) -> dict[str, float]:
+    """Deprecated name of :func:`retrieval_metrics` (it read like :func:`~longembed.evaluation.evaluate_model`)."""
+    warnings.warn("longembed.evaluation.evaluate is deprecated: use retrieval_metrics (same arguments)",
+                  DeprecationWarning, stacklevel=2)
+    return retrieval_metrics(qrels, ranking, k_values)
 
 
 def mean_metrics(per_query: Mapping[str, Mapping[str, float]]) -> dict[str, float]:

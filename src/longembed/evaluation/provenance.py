@@ -19,7 +19,7 @@ import torch
 import transformers
 
 import longembed
-from longembed.encoder_protocol import Encoder
+from longembed.encoder_protocol import EncoderMetadata
 from longembed.evaluation.cache import CACHE_FORMAT
 from longembed.retrieval.model_files import hash_file, model_folder, model_identity  # noqa: F401 (their old home)
 
@@ -74,14 +74,15 @@ def package_version(name: str) -> str | None:
         return None
 
 
-def encoder_device(encoder: Encoder) -> str:
+def encoder_device(encoder: EncoderMetadata) -> str:
     """The device type an encoder runs on ("cpu", "cuda", ...)."""
     device = encoder.device
     return device.type if isinstance(device, torch.device) else str(device)
 
 
-def resolved_settings(encoder: Encoder) -> dict[str, Any]:
-    """What the encoder made of its config (detected scheme, Lo, Lt, pooling, normalization)."""
+def resolved_settings(encoder: EncoderMetadata) -> dict[str, Any]:
+    """What the encoder made of its config (detected scheme, Lo, Lt, pooling, normalization), from its
+    metadata (or from anything with the same members: a ``LongContextEncoder``, a ``CachedEncoder``)."""
     return {
         "method": encoder.method,
         "position_scheme": encoder.position_scheme,
@@ -93,7 +94,7 @@ def resolved_settings(encoder: Encoder) -> dict[str, Any]:
 
 
 def cache_fingerprint(
-    encoder: Encoder,
+    encoder: EncoderMetadata,
     identity: dict[str, Any],
     prompt: str,
     temperature: float,

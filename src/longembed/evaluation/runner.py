@@ -20,7 +20,8 @@ What one run does, and where each step lives:
    every task (``complete`` only at the end), never replacing a finished results.json with an
    unfinished one.
 
-``model`` may also be a :class:`BM25Model` (LongEmbed Appendix D): no encoder, no cache.
+``model`` may also be a model that scores without vectors (a :class:`~longembed.encoder_protocol.TextScorer`,
+such as ``BM25Model``, LongEmbed Appendix D): no encoder, no cache.
 """
 
 from __future__ import annotations
@@ -34,14 +35,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from longembed.encoder_protocol import Encoder
+from longembed.encoder_protocol import Encoder, TextScorer
 from longembed.errors import UserError
 from longembed.evaluation.cached_encoder import CachedEncoder, chunk_keys, chunk_quantity
 from longembed.evaluation.estimate import SideToEncode, estimate_cost
 from longembed.evaluation.provenance import (
     encoder_device,
     library_versions,
-    package_version,
     resolved_settings,
 )
 from longembed.evaluation.scoring import (
@@ -60,7 +60,6 @@ from longembed.evaluation.scoring import (
 from longembed.evaluation.spec import EvalSpec
 from longembed.evaluation.task_options import SyntheticOptions
 from longembed.results import RunConfig, RunFolder, RunResults
-from longembed.retrieval.bm25 import BM25Model
 from longembed.retrieval.fusion import Fusion
 from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS, Task, get_task
 from longembed.tasks.task_dir import TaskDirRecord, task_dir_tasks
@@ -134,65 +133,57 @@ def resolve_lengths(lengths: Sequence[int] | None) -> list[int]:
     return out
 
 
-def _bm25_config(model: BM25Model) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(the run's encoder config, the model's provenance) for BM25."""
-    config = {
-        "model": "bm25",
-        "k1": model.k1,
-        "b": model.b,
-        "variant": model.method,
-        "stopwords": model.stopwords,
-        "stemmer": model.stemmer_name,
-    }
-    provenance = {"name": "bm25", "bm25s": package_version("bm25s"), "PyStemmer": package_version("PyStemmer")}
-    return config, provenance
-
-
 def evaluate_model(
-    model: Encoder | CachedEncoder | BM25Model,
+    model: Encoder | CachedEncoder | TextScorer,
     tasks: EvalSpec | Sequence[str | Task] | str | None = None,
     data_dir: str | Path | None = None,
     lengths: Sequence[int] | None = None,
     output_dir: str | Path | None = None,
     **options: Any,
 ) -> RunResults:
-    """Evaluate an encoder (or :class:`BM25Model`) on LongEmbed tasks; returns the typed results.
+    """Evaluate a model on LongEmbed tasks (or your own task folders); returns the typed results.
 
     Called as ``evaluate_model(encoder, spec)`` with an :class:`~longembed.evaluation.spec.EvalSpec`, or
-    with its fields as arguments (``evaluate_model(encoder, ["passkey"], lengths=[256], batch_size=8)``;
-    given with a spec, they replace its fields).
+    with its fields as keyword arguments (``evaluate_model(encoder, ["passkey"], lengths=[256],
+    batch_size=8)``; given with a spec, they replace its fields).
 
-    model:       an :class:`~longembed.encoder_protocol.Encoder` (a ``LongContextEncoder``), a
-                 :class:`CachedEncoder` around one, or a ``BM25Model``.
-    tasks:       task names or Task objects (default ``DEFAULT_TASKS``); a task whose data is missing
-                 is skipped and listed under ``skipped``.
-    task_dirs, task_names: retrieval tasks read from your folders
-                 (:class:`~longembed.tasks.task_dir.TaskDirTask`), named by ``task_names`` in order
-                 (default: the folders' names); given without ``tasks``, only they run. What each folder
-                 gave is recorded under ``config.task_dirs``.
-    data_dir:    the data folder (None: tasks that need data are skipped; the CLI reads
-                 ``$LONGEMBED_DATA_DIR``).
-    lengths:     passkey/needle lengths (default all eight).
-    output_dir:  where ``results.json`` goes (None: nothing is written).
-    query_prompt, document_prompt: literal prefixes; None takes the model's "query" and
-                 "document"/"passage" prompts, "" means no prompt.
-    query_temperature, document_temperature: TempScale tau per side (None: the encoder's own);
-                 a tau other than the encoder's is passed as ``encode(..., temperature=tau)``.
-    cache_dir:   embedding cache root (None: ``$LONGEMBED_CACHE_DIR`` or ``~/.cache/longembed/embeddings``);
-                 ``use_cache=False`` disables it. The cache needs a model folder to identify the model;
-                 an encoder without one runs uncached.
-    chunk_size:  texts per cache write (at most; long texts make smaller chunks).
-    cache_includes_code: key the cache on the hash of longembed's vector code (default), so that any
-                 edit of the encoder invalidates it; False keys on the version only.
-    estimate:    time a warm-up to estimate seconds (counts and cache hits are always reported).
-    dry_run:     stop after the estimate (nothing encoded, nothing written).
-    batch_size, show_progress: passed to the encoder; log: where progress lines go (None: silent).
-    granularity: "document" (one vector per document) or "chunks" (a document scores its best chunk;
-                 :class:`~longembed.evaluation.scoring.Granularity`), with ``chunking`` ("tokens:256",
-                 "tokens:256:32", "sentences:4") and ``late`` (late chunking; False: naive chunking).
-    fuse:        "bm25": hybrid retrieval, the dense ranking fused with BM25's (``fuse_method`` "rrf"
-                 with ``fuse_k``, default 60, or "linear" with ``fuse_weight`` w, BM25's share;
-                 :mod:`longembed.retrieval.fusion`).
+    Args:
+        model: any encoder: a ``LongContextEncoder``, a plain sentence-transformers ``SentenceTransformer``,
+            any object with ``encode(texts, ...)`` (:class:`~longembed.encoder_protocol.Encoder`; with a
+            ``metadata`` to name it), a :class:`CachedEncoder` around one, or a model that scores
+            without vectors such as ``BM25Model`` (:class:`~longembed.encoder_protocol.TextScorer`).
+            Vectors are cached when the model has a folder that identifies it.
+        tasks: task names or Task objects (default ``DEFAULT_TASKS``), or an ``EvalSpec``; a task whose
+            data is missing is skipped and listed under ``skipped``.
+        data_dir: the data folder (None: tasks that need data are skipped; the CLI reads
+            ``$LONGEMBED_DATA_DIR``).
+        lengths: passkey/needle lengths (default all eight).
+        output_dir: where ``results.json`` goes, rewritten after each task (None: nothing is written).
+        **options: any other :class:`~longembed.evaluation.spec.EvalSpec` field, among them:
+
+            - ``task_dirs``, ``task_names``: retrieval tasks read from your folders (BEIR layout);
+            - ``query_prompt``, ``document_prompt``: literal prefixes (None: the model's "query" and
+              "document"/"passage" prompts; "": none);
+            - ``query_temperature``, ``document_temperature``: TempScale tau per side (None: the
+              encoder's own);
+            - ``cache_dir``, ``use_cache``, ``cache_includes_code``, ``chunk_size`` (texts per cache
+              write): the embedding cache;
+            - ``estimate``, ``dry_run``: time a warm-up to estimate seconds; stop after the estimate;
+            - ``batch_size``, ``show_progress``, ``log`` (where progress lines go; None: silent);
+            - ``granularity`` ("document" or "chunks") with ``chunking`` ("tokens:256", "sentences:4")
+              and ``late`` (late or naive chunking);
+            - ``fuse="bm25"`` (hybrid retrieval) with ``fuse_method`` "rrf" (``fuse_k``) or "linear"
+              (``fuse_weight``).
+
+    Returns:
+        The :class:`~longembed.results.RunResults`: per task and length the main score with its 95%
+        interval, the other metrics, per-query scores, counts, cache use and timings, and the run's
+        config and provenance (the same object ``results.json`` holds).
+
+    Raises:
+        UserError: an unknown task, length or option, an option that does not fit the model
+            (``granularity="chunks"`` for a model without ``encode_chunks`` or for BM25, a tau its
+            ``encode`` cannot take), or unreadable task data.
     """
     started = time.perf_counter()
     spec = _spec_of(tasks, data_dir, lengths, output_dir, options)
@@ -223,7 +214,7 @@ class RunPlan:
     prompts and taus, and the results (config, versions, estimate) that the loop fills in."""
 
     spec: EvalSpec
-    scorer: CachedEncoder | BM25Model
+    scorer: CachedEncoder | TextScorer
     tasks: list[Task]
     lengths: list[int]
     level: Granularity
@@ -235,7 +226,7 @@ class RunPlan:
     say: Callable[[str], None]
 
 
-def plan_run(model: Encoder | CachedEncoder | BM25Model, spec: EvalSpec) -> RunPlan:
+def plan_run(model: Encoder | CachedEncoder | TextScorer, spec: EvalSpec) -> RunPlan:
     """Resolve tasks and lengths, describe the run (config, versions), load the units, estimate the cost."""
     say = spec.log or (lambda _message: None)
     level, fusion = Granularity(spec.granularity, spec.chunking, spec.late), spec.fusion()
@@ -248,15 +239,16 @@ def plan_run(model: Encoder | CachedEncoder | BM25Model, spec: EvalSpec) -> RunP
     described = RunConfig(encoder={}, tasks=[t.metadata.name for t in task_objects], lengths=length_list,
                           data_dir=None if data_path is None else str(data_path), task_options=synthetic.record())
     versions = library_versions()
-    if isinstance(model, BM25Model):
+    if isinstance(model, TextScorer):
+        name = model.metadata.config.get("model", type(model).__name__)
         if level.chunked:
-            raise UserError("BM25 scores whole documents: granularity='chunks' needs an encoder")
+            raise UserError(f"{name} scores whole documents: granularity='chunks' needs an encoder")
         if fusion is not None:
-            raise UserError("fuse='bm25' fuses an encoder's ranking with BM25's: the model is BM25 already")
-        scorer: CachedEncoder | BM25Model = model
+            raise UserError(f"fuse='bm25' fuses an encoder's ranking with BM25's: the model is {name} already")
+        scorer: CachedEncoder | TextScorer = model
         sides, max_length = {}, None
-        described.encoder, versions["model"] = _bm25_config(model)
-        described.similarity = "bm25"
+        described.encoder, versions["model"] = dict(model.metadata.config), dict(model.metadata.provenance)
+        described.similarity = name
     else:
         scorer = model if isinstance(model, CachedEncoder) else cached_encoder(model, spec)
         sides = _sides(scorer, spec)
@@ -271,7 +263,7 @@ def plan_run(model: Encoder | CachedEncoder | BM25Model, spec: EvalSpec) -> RunP
     _record_task_dirs(task_objects, described, say)
     results.estimate = estimate_cost(
         [(u.label, *_sides_to_encode(u, sides, level)) for u in units],
-        None if isinstance(scorer, BM25Model) else scorer, spec.batch_size, spec.estimate, say,
+        None if isinstance(scorer, TextScorer) else scorer, spec.batch_size, spec.estimate, say,
     )
     return RunPlan(spec, scorer, task_objects, length_list, level, fusion, sides, max_length, units, results, say)
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from longembed.chunking.spans import parse_chunking
+from longembed.encoder_protocol import TextScorer
 from longembed.errors import UserError
 from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.evaluation.cached_encoding import CachedEncoding
@@ -140,7 +141,7 @@ def _percent(metrics: dict[str, float]) -> dict[str, float]:
 
 def score_unit(
     unit: Unit,
-    model: CachedEncoder | BM25Model,
+    model: CachedEncoder | TextScorer,
     sides: dict[str, Side],
     max_length: int | None,
     main_score: str,
@@ -155,7 +156,7 @@ def score_unit(
     query_ids, query_texts = list(data.queries), list(data.queries.values())
     cache: CacheUse | None = None
     truncated: int | None = None
-    if isinstance(model, BM25Model):
+    if isinstance(model, TextScorer):
         scores = lexical_scores(model, data, query_texts, doc_texts)
         doc_tokens = np.asarray([round(len(t.split()) / WORDS_PER_TOKEN) for t in doc_texts])
         encode_seconds = 0.0
@@ -176,7 +177,7 @@ def score_unit(
             # chunks are never cut: late chunking runs long texts as overlapping windows
             truncated = 0 if granularity.chunked else int(np.sum(doc_tokens > max_length))
     # documents with the same vector (BM25 has none; fused ranks would hide them)
-    same_vector = None if isinstance(model, BM25Model) else same_vector_groups(scores, doc_ids)
+    same_vector = None if isinstance(model, TextScorer) else same_vector_groups(scores, doc_ids)
     tie_break = None
     if fusion is not None:
         scores, tie_break = fused(scores, fusion, data, query_texts, doc_texts)
@@ -189,7 +190,7 @@ def score_unit(
         queries=len(query_ids),
         document_tokens_mean=round(float(np.mean(doc_tokens)), 1),
         document_tokens_max=int(np.max(doc_tokens)),
-        tokens_counted="words / 0.75" if isinstance(model, BM25Model) or model.tokenizer is None else "tokenizer",
+        tokens_counted="words / 0.75" if isinstance(model, TextScorer) or model.tokenizer is None else "tokenizer",
         documents_truncated=truncated,
     )
     return UnitResult(
@@ -219,8 +220,8 @@ def fused(dense: np.ndarray, fusion: Fusion, data: RetrievalData, query_texts: l
     return fuse_with_tie_break(fusion, dense, lexical_scores(BM25Model(), data, query_texts, doc_texts))
 
 
-def lexical_scores(model: BM25Model, data: RetrievalData, query_texts: list[str], doc_texts: list[str]) -> np.ndarray:
-    """BM25's (queries x documents) scores, limited as :func:`within_candidates` limits the dense ones.
+def lexical_scores(model: TextScorer, data: RetrievalData, query_texts: list[str], doc_texts: list[str]) -> np.ndarray:
+    """A lexical model's (BM25's) (queries x documents) scores, limited as :func:`within_candidates` limits the dense ones.
 
     On a set cut into blocks every block is indexed alone (its own document frequencies), so a block
     scores exactly as the paper's 100-document set would on its own, for BM25 as for a dense model.

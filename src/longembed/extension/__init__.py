@@ -1,12 +1,16 @@
 """Context-window extension methods: position maps (APE), rotary variants (RoPE), ALiBi, PCW,
-and the attention function that applies them per document in linear memory."""
+and the attention function that applies them per document in linear memory.
+
+A new method subclasses :class:`ExtensionMethod` (``MethodInfo`` is its old name, the same class).
+"""
 
 from longembed.extension.methods import (
     METHODS,
     POSITION_SCHEMES,
+    ExtensionMethod,
     MethodInfo,
     check_method,
     detect_position_scheme,
 )
 
-__all__ = ["METHODS", "POSITION_SCHEMES", "MethodInfo", "check_method", "detect_position_scheme"]
+__all__ = ["METHODS", "POSITION_SCHEMES", "ExtensionMethod", "MethodInfo", "check_method", "detect_position_scheme"]

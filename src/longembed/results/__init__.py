@@ -8,6 +8,10 @@ reader (``report``, ``sweep``, ``collapse``, your own notebook) loads them back 
     >>> RunResults.load("runs/minilm-pi-4k").tasks["passkey"].by_length
     >>> compare(["runs/minilm-truncate", "runs/minilm-pi-4k"]).pairs[0].differences  # paired, per query
 
+The file helpers (``atomic_write_text``, ``read_json``, ``RunFolder``, ...) stay importable from here
+for old code, but are not part of the public API (``__all__``): import them from
+``longembed.results.files``.
+
 ``compare`` is imported here, not lazily: its module shares its name, and a lazy export would be
 shadowed by the module as soon as anything imported ``longembed.results.compare`` first.  Nothing on
 ``longembed --help``'s path imports this package (tests/cli/test_startup.py).
@@ -17,7 +21,7 @@ from longembed.results.advice import ADVICE_FILE, Advice, StrategyCost, Strategy
 from longembed.results.collapse import COLLAPSE_FILE, BucketStats, CollapseResults
 from longembed.results.compare import compare
 from longembed.results.comparison import COMPARISON_FILE, Comparison
-from longembed.results.files import (
+from longembed.results.files import (  # noqa: F401 (importable, not in __all__)
     RunFolder,
     atomic_write_bytes,
     atomic_write_text,
@@ -62,7 +66,6 @@ __all__ = [
     "FirstRanked",
     "Interval",
     "RunConfig",
-    "RunFolder",
     "RunResults",
     "SideEstimate",
     "StrategyCost",
@@ -71,14 +74,8 @@ __all__ = [
     "TaskResult",
     "UnitEstimate",
     "UnitResult",
-    "atomic_write_bytes",
-    "atomic_write_text",
-    "unwritable_folder",
     "compare",
     "first_ranked_summary",
     "hub_line",
-    "json_safe",
     "pool_runs",
-    "read_json",
-    "write_json",
 ]

@@ -87,12 +87,31 @@ def compare(
     seed: int = 0,
     labels: Sequence[str] | None = None,
 ) -> Comparison:
-    """Compare runs (RunResults, run folders or results.json files) query by query.
+    """Compare runs query by query: paired bootstrap intervals of B - A and sign-flip tests, Holm-corrected.
 
-    Every pair (A earlier in ``runs``, B later), or with ``baseline`` (one of ``runs``, or another run
-    added first) each other run as B against it as A.  ``labels`` name the runs in the tables, one per
-    run in order, the baseline first when it was added (default: a folder's name, "run 1", "run 2", ...
-    for objects; a name given twice gets "#<position>").  Seeded: the same runs give the same numbers.
+    Every pair (A earlier in ``runs``, B later), or with ``baseline`` each other run as B against it as
+    A.  Only the task units both runs scored on the same data are compared.  Seeded: the same runs give
+    the same numbers.
+
+    Args:
+        runs: at least two runs: :class:`RunResults`, run folders or results.json files.
+        baseline: one of ``runs`` (or another run, then added first) that every other run is compared
+            against; None compares every pair.
+        confidence: the intervals' confidence level.
+        n_resamples: bootstrap resamples (and sign flips) per difference.
+        seed: the random seed of the resampling.
+        labels: the runs' names in the tables, one per run in order, the baseline first when it was
+            added (default: a folder's name, "run 1", "run 2", ... for objects; a name given twice gets
+            "#<position>").
+
+    Returns:
+        A :class:`Comparison`: per pair and shared unit the difference with its interval and p-value
+        (raw and Holm-adjusted), and the units that could not be compared, with why.
+
+    Raises:
+        UserTypeError: ``runs`` is one run, not a list.
+        UserError: fewer than two runs, a results file that does not exist or cannot be read, or labels
+            that do not match the runs.
     """
     if isinstance(runs, str | Path | RunResults):
         raise UserTypeError(f"compare takes a list of runs, got one: {runs!r:.80}")

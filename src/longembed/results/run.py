@@ -298,7 +298,18 @@ class RunResults(Record):
 
     @classmethod
     def load(cls, path: str | Path) -> RunResults:
-        """Read a run: ``path`` is a run folder or its results.json."""
+        """Read a run written by ``longembed eval`` / :func:`~longembed.evaluation.evaluate_model`.
+
+        Args:
+            path: a run folder, or its results.json.
+
+        Returns:
+            The typed results.
+
+        Raises:
+            MissingFileError: no results.json there.
+            UserError: a file that is not UTF-8 JSON, not a longembed results file, or malformed.
+        """
         return load_result_file(path, RESULTS_FILE, "longembed results file", RESULTS_FORMAT, cls.from_dict)
 
     def save(self, path: str | Path) -> Path:

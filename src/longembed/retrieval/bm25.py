@@ -13,15 +13,25 @@ That is fine for the LongEmbed corpora (at most a few thousand documents).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
+from longembed.encoder_protocol import ScorerMetadata
 from longembed.errors import UserError
 
 # bm25s sets its own logger to DEBUG when imported, which prints "Building index ..." for every index
 # built: its import resets a level set here, so longembed.noise filters those lines instead.
+
+
+def _version(distribution: str) -> str | None:
+    """The installed version of a distribution, or None."""
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return None
 
 
 def _bm25s() -> ModuleType:
@@ -59,6 +69,15 @@ class BM25Model:
         self.stopwords = stopwords
         self.stemmer = _default_stemmer() if stem else None
         self.stemmer_name = "snowball-english" if self.stemmer is not None else None
+
+    @property
+    def metadata(self) -> ScorerMetadata:
+        """What a run records of BM25: its settings and the bm25s / PyStemmer versions
+        (:class:`~longembed.encoder_protocol.TextScorer`)."""
+        config = {"model": "bm25", "k1": self.k1, "b": self.b, "variant": self.method, "stopwords": self.stopwords,
+                  "stemmer": self.stemmer_name}
+        provenance = {"name": "bm25", "bm25s": _version("bm25s"), "PyStemmer": _version("PyStemmer")}
+        return ScorerMetadata(config=config, provenance=provenance)
 
     def _tokenize(self, texts: Sequence[str], return_ids: bool) -> Any:
         return _bm25s().tokenize(

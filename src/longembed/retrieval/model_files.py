@@ -11,7 +11,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from longembed.encoder_protocol import Encoder
+from longembed.encoder_protocol import EncoderMetadata
 from longembed.loading import DEFAULT_MODEL, default_model_path
 
 _SMALL_FILE = 2 << 20  # model files up to 2 MiB are hashed whole; larger ones by size + head + tail
@@ -50,7 +50,7 @@ def model_folder(model: str | Path) -> Path | None:
     return path.resolve() if path.is_dir() else None
 
 
-def model_identity(encoder: Encoder) -> dict[str, Any] | None:
+def model_identity(encoder: EncoderMetadata) -> dict[str, Any] | None:
     """A cheap, identifying description of the model behind ``encoder`` (None if unknown).
 
     Every file of the model folder (hidden ones excluded): size and sha256 (whole for files up to

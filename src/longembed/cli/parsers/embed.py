@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from longembed.cli.options import CommandHandler, add_encoder_arguments
+from longembed.cli.options import CommandHandler, add_encoder_arguments, help_epilog
 from longembed.cli.parsers.embed_corpus import add_corpus_arguments
 
 
@@ -20,6 +20,12 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         "with --unit line; .jsonl: one per line, field 'text') into OUT.npy; or a folder of shards (.txt/.md, "
         ".jsonl or .parquet), a .parquet file, or any INPUT with --engine ray, into a folder OUT of one .parquet "
         "file (id, vector, truncated) per shard, resumable by shard.",
+        epilog=help_epilog([
+            "longembed embed notes.txt -o notes.npy --method pi --max-length 4096",
+            "longembed embed docs.jsonl -o docs.npy --model multilingual-e5-small --prompt-name passage",
+            "longembed embed shards/ -o vectors/ --method pcw --max-length 8192   # a corpus, one parquet per shard",
+        ]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("input", type=Path,
                         help=".txt/.md (text), .jsonl (fields 'text', 'id'), .parquet, or a folder of them")

@@ -8,7 +8,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from longembed.cli.options import MODEL_HELP, CommandHandler, add_encoder_arguments, add_settings_arguments
+from longembed.cli.options import (
+    MODEL_HELP,
+    CommandHandler,
+    add_encoder_arguments,
+    add_settings_arguments,
+    help_epilog,
+)
 from longembed.evaluation.spec import BENCHMARK, EvalSpec
 
 
@@ -22,6 +28,14 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
             "tasks; write OUTPUT/results.json and print a table. Tasks whose data is missing are skipped "
             "(listed in results.json under 'skipped')."
         ),
+        epilog=help_epilog([
+            "longembed eval --model default --tasks passkey needle --lengths 256 4096 --method pi --max-length 4096",
+            "longembed eval --model bm25 --tasks passkey                     # the lexical baseline",
+            "longembed eval --model nomic-embed-text-v1.5 --method selfextend --max-length 8192 \\",
+            "    --granularity chunks --chunking tokens:256 --late --fuse bm25  # late chunks + BM25",
+            "longembed eval --model default --task-dir my_task --output runs/mine   # your own BEIR folder",
+        ]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_encoder_arguments(parser, model_required=True, model_help=MODEL_HELP + ", or 'bm25' for the BM25 baseline")
     groups = {BENCHMARK: parser.add_argument_group(BENCHMARK)}

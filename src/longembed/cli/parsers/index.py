@@ -12,7 +12,13 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from longembed.cli.options import MODEL_HELP, CommandHandler, add_encoder_arguments, add_settings_arguments
+from longembed.cli.options import (
+    MODEL_HELP,
+    CommandHandler,
+    add_encoder_arguments,
+    add_settings_arguments,
+    help_epilog,
+)
 from longembed.corpus.choices import ENGINES
 from longembed.evaluation.spec import EvalSpec
 
@@ -50,6 +56,13 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
             ".jsonl file, or a BEIR corpus.jsonl. A rerun embeds only new and changed documents and removes "
             "deleted ones; an interrupted build resumes."
         ),
+        epilog=help_epilog([
+            "longembed index notes/ --index my-index                                  # MiniLM, truncate",
+            "longembed index notes/ --index my-index --strategy late-chunks+bm25      # a strategy advise names",
+            "longembed index corpus.jsonl --index my-index --from-advice runs/advice/advice.json",
+            "longembed search --index my-index 'how do tides form?'",
+        ]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("sources", nargs="+", type=Path, metavar="SOURCE", help="folders and .jsonl files")
     parser.add_argument("--index", required=True, metavar="DIR", help="the index folder (created if missing)")

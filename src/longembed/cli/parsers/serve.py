@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from longembed.cli.options import CommandHandler, add_encoder_arguments, add_settings_arguments
+from longembed.cli.options import CommandHandler, add_encoder_arguments, add_settings_arguments, help_epilog
 from longembed.overflow import overflow_names, resolve_overflow
 from longembed.serving.settings import ServerSettings
 
@@ -58,6 +58,13 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
             "= truncate_to_window) or error (413 above Lo; = error_over_window). Every cut is counted and "
             "reported. Clients may choose per request ('overflow' field)."
         ),
+        epilog=help_epilog([
+            "longembed serve --model default --method pi --max-length 4096 --no-auth",
+            "LONGEMBED_API_KEY=secret longembed serve --model nomic-embed-text-v1.5 --method selfextend \\",
+            "    --max-length 8192 --overflow truncate_to_max --port 8080",
+            "curl -s localhost:8080/v1/embeddings -d '{\"input\": [\"a long text\"]}'",
+        ]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     group = parser.add_argument_group("server")
     group.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine only)")
