@@ -23,7 +23,7 @@ from conftest import require_package
 
 from longembed.encoder import LongContextEncoder
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 MARKER = re.compile(r"^<!-- runnable(?:: needs (?P<needs>\w+))? -->$")
 FENCE = re.compile(r"^```(?P<lang>\w+)")
