@@ -19,9 +19,11 @@ from longembed.integrations import INSTALL_HINT, retrieval_prompts
 require_package("langchain_core")  # packages of the test extra: fail under CI, skipped elsewhere
 mteb = require_package("mteb")
 
+from langchain_core.documents import Document  # noqa: E402
+from langchain_core.vectorstores import InMemoryVectorStore  # noqa: E402
 from mteb.types import PromptType  # noqa: E402
 
-from longembed.integrations.langchain import LongEmbedEmbeddings  # noqa: E402
+from longembed.integrations.langchain import LongEmbedEmbeddings, add_chunks  # noqa: E402
 from longembed.integrations.mteb import LongEmbedMTEBModel, model_meta, retrieval_task  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -181,6 +183,56 @@ def test_langchain_chunk_documents_are_encode_chunks_with_spans_in_metadata(prom
     assert [(d.metadata["start"], d.metadata["end"]) for d in naive] == spans
     with pytest.raises(ValueError, match="one per text"):
         embeddings.chunk_documents(texts, metadatas=[{}])
+
+
+def test_add_chunks_keeps_the_late_chunk_vectors_in_an_in_memory_store(prompted):
+    # The recipe that once failed: InMemoryVectorStore has no add_embeddings.  The stored vectors must be the
+    # late chunk vectors, not the chunk texts embedded again (naive chunking), and each must find its chunk.
+    embeddings = LongEmbedEmbeddings(prompted, batch_size=2)
+    documents, vectors = embeddings.chunk_documents(DOCUMENTS[:1], chunking="tokens:128")
+    store = InMemoryVectorStore(embeddings)
+    ids = add_chunks(store, documents, vectors)
+    assert len(ids) == len(set(ids)) == len(documents) > 2
+    for doc_id, document, vector in zip(ids, documents, vectors, strict=True):
+        (found,) = store.get_by_ids([doc_id])
+        assert found.page_content == document.page_content and found.metadata == document.metadata
+        np.testing.assert_array_equal(np.asarray(store.store[doc_id]["vector"]), np.asarray(vector))
+        (best, _), = store.similarity_search_with_score_by_vector(vector, k=1)
+        assert best.metadata["start"] == document.metadata["start"]
+    naive = embeddings.embed_documents([d.page_content for d in documents])
+    assert not np.allclose(np.asarray(naive), np.asarray(vectors), atol=1e-4)  # late != each chunk alone
+
+
+def test_add_chunks_writes_the_records_add_documents_writes(prompted):
+    # add_chunks fills InMemoryVectorStore's store with records of the shape its own add_documents writes:
+    # if langchain_core changes that shape, this fails rather than the store silently missing fields.
+    embeddings = LongEmbedEmbeddings(prompted, batch_size=2)
+    document = Document("Paris is the capital of France.", metadata={"source": "x"})
+    reference = InMemoryVectorStore(embeddings)
+    (ref_id,) = reference.add_documents([document], ids=["a"])
+    ours = InMemoryVectorStore(embeddings)
+    (our_id,) = add_chunks(ours, [document], [reference.store["a"]["vector"]], ids=["a"])
+    assert ref_id == our_id == "a"
+    assert ours.store == reference.store
+
+
+def test_add_chunks_uses_add_embeddings_where_the_store_has_it():
+    class EmbeddingsStore:  # FAISS's and PGVector's signature
+        def add_embeddings(self, text_embeddings, metadatas=None, ids=None, **kwargs):
+            self.received = (list(text_embeddings), metadatas, ids)
+            return ids or ["0", "1"]
+
+    store = EmbeddingsStore()
+    documents = [Document("a", metadata={"start": 0}), Document("b", metadata={"start": 1})]
+    assert add_chunks(store, documents, [[1.0, 0.0], [0.0, 1.0]]) == ["0", "1"]
+    assert store.received == ([("a", [1.0, 0.0]), ("b", [0.0, 1.0])], [{"start": 0}, {"start": 1}], None)
+
+
+def test_add_chunks_refuses_mismatched_lists_and_stores_without_vectors():
+    with pytest.raises(ValueError, match="2 documents, 1 vectors"):
+        add_chunks(InMemoryVectorStore(None), [Document("a"), Document("b")], [[1.0]])
+    with pytest.raises(TypeError, match="no add_embeddings"):
+        add_chunks(object(), [Document("a")], [[1.0]])
 
 
 # ----------------------------------------------------------------------------- missing extras

@@ -1,5 +1,6 @@
 """LangChain adapter: a LongContextEncoder as ``langchain_core.embeddings.Embeddings``.
 
+    >>> from langchain_core.vectorstores import InMemoryVectorStore
     >>> from longembed.integrations.langchain import LongEmbedEmbeddings
     >>> embeddings = LongEmbedEmbeddings.from_pretrained("path/to/nomic-embed-text-v1.5", "selfextend", 8192)
     >>> store = InMemoryVectorStore.from_texts(long_documents, embeddings)
@@ -13,15 +14,16 @@ Indexing chunk vectors (find the passage, not only the document): :meth:`LongEmb
 chunk_documents` runs ``encoder.encode_chunks`` (late chunking by default: one pass over each whole
 text) and returns one ``Document`` per chunk, its text ``text[start:end]`` and its span in the
 metadata (``text_index``, ``start``, ``end``, beside the metadata you give), with the chunk vectors.
-Hand both to a store that takes vectors you computed, e.g.
-``FAISS.add_embeddings(zip([d.page_content for d in docs], vectors), [d.metadata for d in docs])``
-or ``PGVector.add_embeddings(texts, vectors, metadatas)``; search with :meth:`embed_query` vectors
-(``similarity_search_by_vector``), and a hit's metadata points back into its source text.
-(Storing the chunk texts through ``add_documents`` would embed each chunk alone, naive chunking.)
+:func:`add_chunks` stores them as they are: through ``add_embeddings`` in a store that has it (FAISS,
+PGVector), and in langchain_core's ``InMemoryVectorStore``, which has no such method, as the records
+its ``add_documents`` writes.  Search with :meth:`LongEmbedEmbeddings.embed_query` vectors
+(``similarity_search_by_vector``); a hit's metadata points back into its source text.  (Storing the
+chunk texts through ``add_documents`` would embed each chunk alone: naive chunking.)
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -36,10 +38,11 @@ from longembed.integrations import INSTALL_HINT, retrieval_prompts
 try:
     from langchain_core.documents import Document
     from langchain_core.embeddings import Embeddings
+    from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 except ImportError as exc:
     raise MissingExtraError(f"longembed.integrations.langchain needs langchain-core ({exc}): {INSTALL_HINT}") from exc
 
-__all__ = ["LongEmbedEmbeddings"]
+__all__ = ["LongEmbedEmbeddings", "add_chunks"]
 
 
 class LongEmbedEmbeddings(Embeddings):
@@ -117,3 +120,52 @@ class LongEmbedEmbeddings(Embeddings):
         return self.encoder.encode(
             texts, batch_size=self.batch_size, normalize_embeddings=self.normalize_embeddings, prompt=prompt
         )
+
+
+def add_chunks(
+    store: VectorStore, documents: Sequence[Document], vectors: Sequence[Sequence[float]],
+    ids: Sequence[str] | None = None,
+) -> list[str]:
+    """Store chunk ``documents`` with the ``vectors`` computed for them (``chunk_documents``' two
+    lists), without embedding them again.
+
+    Args:
+        store: a LangChain vector store that takes vectors computed elsewhere: one with
+            ``add_embeddings`` (FAISS, PGVector, ...) or langchain_core's ``InMemoryVectorStore``.
+        documents: one ``Document`` per chunk.
+        vectors: one vector per document, in the same order.
+        ids: optional ids, one per document (default: each document's ``id``, else a new uuid4).
+
+    Returns:
+        The ids the store keeps the chunks under.
+
+    Raises:
+        ValueError: the lists differ in length.
+        TypeError: the store has no way to take precomputed vectors.
+    """
+    if len(documents) != len(vectors) or (ids is not None and len(ids) != len(documents)):
+        counts = f"{len(documents)} documents, {len(vectors)} vectors" + ("" if ids is None else f", {len(ids)} ids")
+        raise ValueError(f"add_chunks needs one vector (and id) per document, got {counts}")
+    if hasattr(store, "add_embeddings"):
+        pairs = [(document.page_content, list(vector)) for document, vector in zip(documents, vectors, strict=True)]
+        metadatas = [document.metadata for document in documents]
+        return list(store.add_embeddings(pairs, metadatas=metadatas, ids=None if ids is None else list(ids)))
+    if isinstance(store, InMemoryVectorStore):
+        return _add_to_memory_store(store, documents, vectors, ids)
+    raise TypeError(f"{type(store).__name__} takes no precomputed vectors (it has no add_embeddings): use a store "
+                    "that does (FAISS, PGVector) or langchain_core's InMemoryVectorStore")
+
+
+def _add_to_memory_store(
+    store: InMemoryVectorStore, documents: Sequence[Document], vectors: Sequence[Sequence[float]],
+    ids: Sequence[str] | None,
+) -> list[str]:
+    """The records ``InMemoryVectorStore.add_documents`` writes, with the given vectors instead of its
+    embedding's (a test checks the record's shape against the installed langchain_core)."""
+    stored = []
+    for i, (document, vector) in enumerate(zip(documents, vectors, strict=True)):
+        doc_id = (ids[i] if ids is not None else document.id) or str(uuid.uuid4())
+        store.store[doc_id] = {"id": doc_id, "vector": list(vector), "text": document.page_content,
+                               "metadata": document.metadata}
+        stored.append(doc_id)
+    return stored
