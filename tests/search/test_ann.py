@@ -18,6 +18,7 @@ from longembed.cli.main import main
 from longembed.cli.parsers import index as index_parser
 from longembed.retrieval.fusion import Fusion
 from longembed.retrieval.ranking import max_over_rows
+from longembed.search import ann as ann_module
 from longembed.search import open_index
 from longembed.search.ann import (
     ANN_MIN_CHUNKS,
@@ -138,7 +139,8 @@ def test_search_through_the_ann_index_returns_the_exact_documents(model: Path, t
     assert open_index(tmp_path / "index").ann is None
 
 
-def test_the_cli_takes_ann_and_exact(model: Path, tmp_path: Path, capsys) -> None:
+def test_the_cli_takes_ann_and_exact(model: Path, tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setattr(ann_module, "ANN_MIN_CHUNKS", 20)  # the threshold forced low: auto builds one
     source = tmp_path / "docs"
     source.mkdir()
     for document in documents(12):
@@ -146,7 +148,7 @@ def test_the_cli_takes_ann_and_exact(model: Path, tmp_path: Path, capsys) -> Non
     index = str(tmp_path / "index")
     flags = ["--model", str(model), "--method", "pi", "--max-length", "128", "--granularity", "chunks",
              "--chunking", "tokens:16", "--naive"]
-    assert main(["index", str(source), "--index", index, *flags, "--ann", "on", "--no-estimate"]) == 0
+    assert main(["index", str(source), "--index", index, *flags, "--no-estimate"]) == 0
     assert "ANN index built" in capsys.readouterr().out
     assert open_index(index).ann is not None
     for extra in ([], ["--exact"]):
