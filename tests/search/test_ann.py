@@ -3,6 +3,7 @@ set, the index kept up to date by builds, ``--ann``/``--exact``, and one build p
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -63,6 +64,7 @@ def test_ann_document_recall_at_10_is_at_least_098_on_a_clustered_set(tmp_path: 
     assert "built" in update_ann_index(table, "on")
     state = ann_state(table)
     assert state is not None and state.partitions == 60 and state.probes < state.partitions  # truly approximate
+    assert state.probes == 8  # calibration found the starting probes enough on clustered vectors
     exact = max_over_rows(queries @ vectors.T, rows)
     position = {f"d{i}": i for i in range(len(rows))}
     recalls = []
@@ -76,6 +78,27 @@ def test_ann_document_recall_at_10_is_at_least_098_on_a_clustered_set(tmp_path: 
         truth = set(np.argsort(-exact[q], kind="stable")[:10].tolist())
         recalls.append(len(truth & set(np.argsort(-dense, kind="stable")[:10].tolist())) / 10)
     assert np.mean(recalls) >= 0.98
+
+
+def test_a_build_raises_the_probes_until_recall_reaches_098_on_unclustered_vectors(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((2400, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    rows = np.full(600, 4)
+    table = chunk_table(tmp_path, vectors, rows)
+    done = update_ann_index(table, "on")
+    state = ann_state(table)
+    assert state.partitions == 49 and state.probes > 8  # the starting 8 of 49 were not enough
+    assert f"{state.probes} probed per search" in done
+    recall = float(re.search(r"recall@10 ([0-9.]+)", done)[1])
+    assert recall >= 0.98 or state.probes == state.partitions
+    queries = rng.standard_normal((40, 384)).astype(np.float32)  # fresh queries, not the calibration's
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    exact = max_over_rows(queries @ vectors.T, rows)
+    position = {f"d{i}": i for i in range(len(rows))}
+    found = [document_scores(table, state, q, 10, vectors, rows, position)[0] for q in queries]
+    fresh = np.mean([len(set(np.argsort(-e)[:10]) & set(np.argsort(-f)[:10])) / 10 for e, f in zip(exact, found, strict=True)])
+    assert fresh >= 0.95
 
 
 def test_builds_keep_the_ann_index_up_to_date(tmp_path: Path) -> None:

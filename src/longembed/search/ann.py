@@ -8,7 +8,11 @@ for candidate chunks.  The candidates only choose *which documents* are scored: 
 candidate document is then scored exactly (MaxSim over all its chunks, as eval), so a document found
 has its exact score and its exact best passage; what ANN can lose is a document none of whose chunks
 came back.  ``benchmarks/ann_recall.py`` measures that loss (recall@10 of documents against the exact
-scan): the settings here (:data:`PROBE_FRACTION`, :func:`candidate_chunks`) keep it at or above 0.98.
+scan): on MiniLM-like clustered vectors the settings here (:data:`PROBE_FRACTION`,
+:func:`candidate_chunks`) keep it at or above 0.98.  Vectors without clusters need far more probes, so a
+build does not trust the fraction: it measures recall@10 on sample queries made from its own chunks and
+doubles the probes until it reaches :data:`TARGET_RECALL` (:func:`calibrated_probes`; recorded in the
+vector field's metadata with the index it belongs to).
 
 The index's presence is the switch: a table version with a vector index is searched through it (unless
 the search asks for ``exact``), one without is scanned.  ``longembed index --ann auto|on|off`` decides
@@ -19,11 +23,16 @@ complete (new rows added to it: ``optimize``; trained anew when the table grew p
 
 from __future__ import annotations
 
+import json
 import math
+import re
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from longembed.retrieval.ranking import max_over_rows
 
 try:  # the ``search`` extra
     from lancedb.index import IvfFlat
@@ -36,12 +45,19 @@ ANN_MIN_CHUNKS = 300_000
 #: LanceDB's index type: IVF with full vectors in the partitions (no quantisation error; it builds in
 #: seconds where IVF-PQ takes minutes, and reached the same recall in benchmarks/ann_recall.py)
 INDEX_TYPE = "IVF_FLAT"
-#: the fraction of the IVF partitions a search probes
+#: the fraction of the IVF partitions a search probes, before calibration (0.9955 recall@10 at 100k
+#: MiniLM-like chunks in benchmarks/ann_recall.py)
 PROBE_FRACTION = 0.1
 #: the fewest partitions probed
 MIN_PROBES = 8
 #: the index is trained anew when the table holds this many times the rows it was trained on
 RETRAIN_GROWTH = 2.0
+#: recall@10 of documents against the exact scan a build calibrates its probes to
+TARGET_RECALL = 0.98
+#: sample queries of that calibration
+CALIBRATION_QUERIES = 50
+#: the vector field's metadata key that records the calibrated probes (with the index they belong to)
+PROBES_KEY = "longembed.ann"
 #: the fewest candidate chunks asked for
 MIN_CANDIDATES = 100
 VECTOR = "vector"
@@ -94,7 +110,9 @@ def ann_state(table: Any) -> AnnState | None:
     if index is None:
         return None
     partitions = partitions_for(trained_rows(index))
-    return AnnState(index.name, partitions, probes_for(partitions))
+    calibration = json.loads((table.schema.field(VECTOR).metadata or {}).get(PROBES_KEY.encode(), b"{}"))
+    probes = calibration.get("probes") if calibration.get("index") == index.name else None
+    return AnnState(index.name, partitions, probes or probes_for(partitions))
 
 
 def index_name(rows: int) -> str:
@@ -104,15 +122,14 @@ def index_name(rows: int) -> str:
 
 def trained_rows(index: Any) -> int:
     """The rows an index was trained on (from its name; its indexed rows for one named otherwise)."""
-    prefix = index_name(0)[:-1]
-    tail = index.name.removeprefix(prefix)
-    return int(tail) if index.name.startswith(prefix) and tail.isdigit() else int(index.num_indexed_rows)
+    match = re.fullmatch(rf"{VECTOR}_ivf_(\d+)", index.name)
+    return int(match[1]) if match else int(index.num_indexed_rows)
 
 
 def update_ann_index(table: Any, mode: str) -> str:
-    """Bring the table's ANN index in line with ``mode`` and its rows: build it, add new rows to it
-    (``optimize``), train it anew (past :data:`RETRAIN_GROWTH` times its training rows), or drop it.
-    What was done, for the build's log ('' when nothing)."""
+    """Bring the table's ANN index in line with ``mode`` and its rows: build it (and calibrate its
+    probes), add new rows to it (``optimize``), train it anew (past :data:`RETRAIN_GROWTH` times its
+    training rows), or drop it.  What was done, for the build's log ('' when nothing)."""
     if VECTOR not in table.schema.names:
         return ""
     rows = table.count_rows()
@@ -131,9 +148,50 @@ def update_ann_index(table: Any, mode: str) -> str:
     if index is not None:
         table.drop_index(index.name)
     partitions = partitions_for(rows)
-    table.create_index(VECTOR, config=IvfFlat(distance_type="cosine", num_partitions=partitions),
-                       name=index_name(rows))
-    return f"ANN index built ({INDEX_TYPE}, {partitions} partitions over {rows} chunks)"
+    name = index_name(rows)
+    table.create_index(VECTOR, config=IvfFlat(distance_type="cosine", num_partitions=partitions), name=name)
+    probes, recall = calibrated_probes(table, AnnState(name, partitions, probes_for(partitions)))
+    with warnings.catch_warnings():  # its successor, update_field_metadata, is not documented in 0.40
+        warnings.simplefilter("ignore", DeprecationWarning)
+        table.replace_field_metadata(VECTOR, {PROBES_KEY: json.dumps({"index": name, "probes": probes,
+                                                                      "recall@10": recall})})
+    return (f"ANN index built ({INDEX_TYPE}, {partitions} partitions over {rows} chunks; {probes} probed per "
+            f"search: recall@10 {recall:.3f} against the exact scan on {CALIBRATION_QUERIES} sample queries)")
+
+
+def calibrated_probes(table: Any, state: AnnState, seed: int = 0) -> tuple[int, float]:
+    """The fewest probes, doubling from ``state.probes``, at which the index's top 10 documents have
+    recall@10 >= :data:`TARGET_RECALL` against the exact scan, for queries made from the table's own
+    chunks (a sampled chunk plus noise, cosine about 0.7 to it); (probes, that recall)."""
+    vectors, rows, position = _grouped_vectors(table)
+    rng = np.random.default_rng(seed)
+    picked = vectors[rng.choice(len(vectors), size=min(CALIBRATION_QUERIES, len(vectors)), replace=False)]
+    noisy = picked + rng.standard_normal(picked.shape).astype(np.float32) / np.sqrt(vectors.shape[1])
+    queries = noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
+    exact = max_over_rows(queries @ vectors.T, rows)
+    truth = [set(np.argsort(-row, kind="stable")[:10].tolist()) for row in exact]
+    probes = state.probes
+    while True:
+        trial = AnnState(state.name, state.partitions, probes)
+        found = [document_scores(table, trial, q, 10, vectors, rows, position)[0] for q in queries]
+        recall = float(np.mean([len(t & set(np.argsort(-f, kind="stable")[:10].tolist())) / 10
+                                for t, f in zip(truth, found, strict=True)]))
+        if recall >= TARGET_RECALL or probes >= state.partitions:
+            return probes, recall
+        probes = min(state.partitions, 2 * probes)
+
+
+def _grouped_vectors(table: Any) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+    """The table's vectors with each document's chunks together, chunks per document, id -> position."""
+    data = table.to_arrow().select(["id", "chunk", VECTOR])
+    ids = data["id"].to_pylist()
+    position: dict[str, int] = {}
+    owner = np.asarray([position.setdefault(i, len(position)) for i in ids], dtype=np.int64)
+    order = np.lexsort((np.asarray(data["chunk"].to_numpy(zero_copy_only=False)), owner))
+    column = data[VECTOR].combine_chunks()
+    vectors = np.asarray(column.values.to_numpy(zero_copy_only=False), dtype=np.float32)
+    vectors = vectors.reshape(-1, column.type.list_size)[order]
+    return vectors, np.bincount(owner, minlength=len(position)), position
 
 
 def nearest_chunks(table: Any, vector: np.ndarray, limit: int, state: AnnState) -> tuple[list[str], list[int]]:
