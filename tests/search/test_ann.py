@@ -64,7 +64,6 @@ def test_ann_document_recall_at_10_is_at_least_098_on_a_clustered_set(tmp_path: 
     assert "built" in update_ann_index(table, "on")
     state = ann_state(table)
     assert state is not None and state.partitions == 60 and state.probes < state.partitions  # truly approximate
-    assert state.probes == 8  # calibration found the starting probes enough on clustered vectors
     exact = max_over_rows(queries @ vectors.T, rows)
     position = {f"d{i}": i for i in range(len(rows))}
     recalls = []
