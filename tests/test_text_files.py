@@ -15,8 +15,10 @@ import pytest
 
 from longembed.cli.main import main
 from longembed.corpus.shards import Shard, ShardReader
+from longembed.search.sources import read_sources
 from longembed.tasks.base import iter_jsonl
-from longembed.textfiles import read_utf8, utf8_lines
+from longembed.tasks.task_dir_builder import read_questions
+from longembed.textfiles import jsonl_objects, jsonl_records, read_utf8, utf8_lines
 from longembed.training.data import read_pairs_jsonl
 
 BAD_LINE = 150
@@ -107,3 +109,23 @@ def test_embed_txt_file_names_the_true_line(tiny_models, tmp_path, capsys) -> No
     code = main(["embed", str(path), "-o", str(tmp_path / "v.npy"), "--model", str(tiny_models["bert"])])
     err = capsys.readouterr().err
     assert code == 2 and f"docs.txt:{BAD_LINE}: not UTF-8 text (byte 0xe0 at byte offset {offset}" in err
+
+
+def test_one_jsonl_reader_names_file_and_line_for_search_sources_and_task_questions(tmp_path) -> None:
+    """The .jsonl reader ``longembed index`` and ``longembed task-dir`` share: blank lines skipped, every
+    line that is not a JSON object named by file and line (all of them, or the first)."""
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"id": "a", "text": "one", "question": "q1?", "document": "a"}\n\n[1, 2]\n{"id": \n'
+                    '{"id": "b", "text": "two", "question": "q2?", "document": "b"}\n')
+    records = list(jsonl_records(path))
+    assert [r.where for r in records] == [f"{path}:{n}" for n in (1, 3, 4, 5)]
+    assert [r.record is not None for r in records] == [True, False, False, True]
+    assert records[1].problem == f"{path}:3: expected a JSON object, got list"
+    assert records[2].problem.startswith(f"{path}:4: not valid JSON (")
+    with pytest.raises(ValueError, match=rf"^{path}:3: expected a JSON object, got list$"):
+        list(jsonl_objects(path))
+    with pytest.raises(ValueError, match=rf"^{path}:3: expected a JSON object, got list$"):
+        read_sources([path])
+    rows, problems = read_questions(path)
+    assert [r.text for r in rows] == ["q1?", "q2?"]
+    assert problems[:2] == [records[1].problem, records[2].problem]

@@ -11,6 +11,8 @@ Lines end at ``\\n`` (a ``\\r\\n`` ending leaves its ``\\r`` on the line, which 
 ignore).  A ``.gz`` file is read decompressed; its offsets count decompressed bytes, and a file that is
 not gzip, or is cut short, is a ValueError naming it and the line reached (not gzip's bare ``EOFError``).
 A JSON line is parsed by :func:`parse_json_line`: whatever it holds, a ValueError naming file and line.
+A ``.jsonl`` file of objects is read by :func:`jsonl_records` (every line's object or its problem, for a
+reader that reports them all) or :func:`jsonl_objects` (the first problem raised).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from __future__ import annotations
 import gzip
 import json
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -56,6 +59,43 @@ def parse_json_line(line: str, where: str) -> Any:
         raise UserError(f"{where}: not valid JSON (nested too deeply)") from None
     except ValueError as exc:  # e.g. an integer beyond sys.get_int_max_str_digits()
         raise UserError(f"{where}: not valid JSON ({exc})") from None
+
+
+@dataclass(frozen=True)
+class JsonlRecord:
+    """One non-blank line of a ``.jsonl`` file: where it is (``file:line``) and its JSON object, or why it
+    holds none (``problem``: one line naming file and line)."""
+
+    where: str
+    record: dict[str, Any] | None
+    problem: str | None = None
+
+
+def jsonl_records(path: Path | str, lines: Iterable[tuple[int, str]] | None = None) -> Iterator[JsonlRecord]:
+    """Every non-blank line of the ``.jsonl`` file ``path`` as a :class:`JsonlRecord` (``lines``: its
+    (number, text) lines when already read; default :func:`utf8_lines`, whose bad bytes raise)."""
+    for number, line in utf8_lines(path) if lines is None else lines:
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            record = parse_json_line(line, where)
+        except ValueError as exc:
+            yield JsonlRecord(where, None, str(exc))
+            continue
+        if not isinstance(record, dict):
+            yield JsonlRecord(where, None, f"{where}: expected a JSON object, got {type(record).__name__}")
+            continue
+        yield JsonlRecord(where, record)
+
+
+def jsonl_objects(path: Path | str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(``file:line``, object) of every non-blank line of a ``.jsonl`` file; the first line that is not
+    a JSON object (or not UTF-8) is a ValueError naming file and line."""
+    for line in jsonl_records(path):
+        if line.record is None:
+            raise UserError(line.problem)
+        yield line.where, line.record
 
 
 def utf8_lines(path: Path | str) -> Iterator[tuple[int, str]]:

@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     if args.engine == "ray":
         engine = RayBuild(args.actors, args.cpus_per_actor, args.ray_address, args.device)
     report = build_index(
-        args.index, documents, strategy, rebuild=args.rebuild, device=args.device, batch_size=args.batch_size,
+        args.index, documents, strategy, rebuild=args.rebuild, ann=args.ann, device=args.device, batch_size=args.batch_size,
         engine=engine, on_plan=(lambda plan, encoder: print_estimate(plan, encoder, strategy, args.batch_size))
         if flags.estimate else None,
     )

@@ -25,10 +25,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--queries and --run go together (a run file of every query)")
     index = open_index(args.index, device=args.device)
     if args.queries is not None:
-        count = write_run(index, args.queries, args.run, k=args.k or RUN_DEPTH)
+        count = write_run(index, args.queries, args.run, k=args.k or RUN_DEPTH, exact=args.exact)
         print(f"wrote {args.run}: {count} queries, up to {args.k or RUN_DEPTH} documents each")
         return 0
-    response = index.search(args.query, k=args.k or 10, path_prefix=args.path_prefix)
+    response = index.search(args.query, k=args.k or 10, path_prefix=args.path_prefix, exact=args.exact)
     print(json.dumps(response.to_dict(), ensure_ascii=False) if args.json else plain_text(response))
     return 0
 

@@ -145,14 +145,14 @@ def add_chunks(
     """
     if len(documents) != len(vectors) or (ids is not None and len(ids) != len(documents)):
         counts = f"{len(documents)} documents, {len(vectors)} vectors" + ("" if ids is None else f", {len(ids)} ids")
-        raise ValueError(f"add_chunks needs one vector (and id) per document, got {counts}")
+        raise UserError(f"add_chunks needs one vector (and id) per document, got {counts}")
     if hasattr(store, "add_embeddings"):
         pairs = [(document.page_content, list(vector)) for document, vector in zip(documents, vectors, strict=True)]
         metadatas = [document.metadata for document in documents]
         return list(store.add_embeddings(pairs, metadatas=metadatas, ids=None if ids is None else list(ids)))
     if isinstance(store, InMemoryVectorStore):
         return _add_to_memory_store(store, documents, vectors, ids)
-    raise TypeError(f"{type(store).__name__} takes no precomputed vectors (it has no add_embeddings): use a store "
+    raise UserTypeError(f"{type(store).__name__} takes no precomputed vectors (it has no add_embeddings): use a store "
                     "that does (FAISS, PGVector) or langchain_core's InMemoryVectorStore")
 
 

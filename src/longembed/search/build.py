@@ -2,7 +2,12 @@
 
     plan (read every source, compare with the index: added, changed, removed, unchanged)
     -> delete the rows of changed and removed documents -> embed the rest in batches, each batch
-    appended as one Lance version -> move the ``complete`` tag to the last version.
+    appended as one Lance version -> bring the ANN index up to date (:mod:`longembed.search.ann`:
+    built from :data:`~longembed.search.ann.ANN_MIN_CHUNKS` chunks, or as ``ann`` says) -> move the
+    ``complete`` tag to the last version.
+
+One build per index at a time: a build holds the index folder's lock (:meth:`IndexStore.build_lock`);
+a second one refuses at once, naming the index.
 
 Incremental: a document whose text (sha256) and source are unchanged is not embedded again.  A build
 with another strategy, model or prompt than the index's is refused unless ``rebuild``.
@@ -28,6 +33,7 @@ import longembed
 from longembed.encoder import LongContextEncoder
 from longembed.errors import UserError
 from longembed.retrieval.model_files import model_identity, same_files
+from longembed.search.ann import ann_wanted, update_ann_index
 from longembed.search.embedding import DocumentEmbedder, load_strategy_encoder, resolved_prompts
 from longembed.search.sources import Document
 from longembed.search.store import (
@@ -74,10 +80,12 @@ class BuildReport:
     documents: int
     chunks: int
     version: int
+    ann: str = ""  # what the build did to the ANN index ('' nothing)
 
     def summary(self) -> str:
         return (f"{self.plan.summary()}; the index holds {self.documents} documents, {self.chunks} "
-                f"{'chunks' if self.chunks != self.documents else 'rows'} (version {self.version})")
+                f"{'chunks' if self.chunks != self.documents else 'rows'} (version {self.version})"
+                + (f"; {self.ann}" if self.ann else ""))
 
 
 def index_metadata(strategy: IndexStrategy, encoder: LongContextEncoder | None) -> dict[str, Any]:
@@ -149,6 +157,7 @@ def build_index(
     strategy: IndexStrategy,
     *,
     rebuild: bool = False,
+    ann: str = "auto",
     device: str | None = None,
     batch_size: int = 16,
     batch_documents: int = BATCH_DOCUMENTS,
@@ -162,9 +171,20 @@ def build_index(
     ``engine``: None embeds here; a callable ``engine(documents, embedder_args, append)`` embeds
     elsewhere (``longembed.search.ray_build``) and calls ``append(rows)`` per batch of whole documents.
     ``on_plan(plan, encoder)``: called before any vector is computed (the CLI prints the estimate).
+    ``ann``: auto (an ANN index from :data:`~longembed.search.ann.ANN_MIN_CHUNKS` chunks), on, off.
+    A BlockingIOError when another build holds the index.
     """
-    say = log or (lambda _: None)
+    ann_wanted(ann, 0)  # a bad mode fails before anything is loaded
     store = IndexStore(path)
+    with store.build_lock():
+        return _build(store, path, documents, strategy, rebuild, ann, device, batch_size, batch_documents, engine,
+                      on_plan, show_progress, log or (lambda _: None))
+
+
+def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], strategy: IndexStrategy,
+           rebuild: bool, ann: str, device: str | None, batch_size: int, batch_documents: int,
+           engine: Callable[..., Any] | None, on_plan: Callable[[BuildPlan, LongContextEncoder | None], None] | None,
+           show_progress: bool, say: Callable[[str], None]) -> BuildReport:
     encoder = None if strategy.lexical_only else load_strategy_encoder(strategy, device)
     wanted = index_metadata(strategy, encoder)
     if store.has_table() and not rebuild:
@@ -194,8 +214,9 @@ def build_index(
                 bar.update(len(batch))
         else:
             engine(plan.to_embed, strategy, batch_size, batch_documents, append, bar.update)
+    ann_done = update_ann_index(table, ann)
     version = mark_complete(table)
-    return BuildReport(plan, len(documents), table.count_rows(), version)
+    return BuildReport(plan, len(documents), table.count_rows(), version, ann_done)
 
 
 def _documents_at(store: IndexStore, version: int) -> dict[str, tuple[str, str]]:

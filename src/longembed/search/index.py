@@ -4,8 +4,14 @@ A search ranks documents exactly as ``longembed eval`` ranks them, through the s
 (:mod:`longembed.retrieval`): a document's dense score is its best chunk's cosine similarity (MaxSim),
 BM25 is eval's (bm25s, Lucene's variant, the same tokenizer, stemmer and stopwords, over whole
 documents), fusion is eval's RRF or linear mix, and ties are broken by eval's rule.  The dense side is
-an exact scan of every vector (a matrix product); the index and the model are loaded once, in
-:func:`open_index`, so a process that searches many times pays for them once.
+an exact scan of every vector (a matrix product), unless the index holds an ANN index (built by
+``longembed index`` from :data:`~longembed.search.ann.ANN_MIN_CHUNKS` chunks, or with ``--ann on``):
+then the ANN index picks candidate documents (with a hybrid, BM25's best documents join them) and each
+candidate is scored exactly over all its chunks (:func:`~longembed.search.ann.document_scores`); a
+document outside the candidates gets no dense score.  ``exact=True`` (``search --exact``) scans anyway,
+and so does a search restricted to some documents (``ids``, ``path_prefix``), whose candidates the ANN
+index could miss.  The index and the model are loaded once, in :func:`open_index`, so a process that
+searches many times pays for them once.
 
 A :class:`SearchIndex` is read-only after it opens, and :meth:`~SearchIndex.search` keeps no state
 between calls, so one instance serves concurrent searches (a lock guards the encoder's forward pass).
@@ -27,12 +33,17 @@ from longembed.retrieval.bm25 import BM25Model
 from longembed.retrieval.model_files import model_identity, same_files
 from longembed.retrieval.rank_fusion import competition_ranks, fuse_with_tie_break
 from longembed.retrieval.ranking import max_over_rows, rank_order, strictly_decreasing
+from longembed.search.ann import ann_state, document_scores
 from longembed.search.embedding import load_strategy_encoder
 from longembed.search.store import IndexStore, table_metadata
 from longembed.search.strategy import IndexStrategy
 
 #: characters of the document shown before and after a passage
 CONTEXT_CHARS = 300
+#: with an ANN index and a hybrid strategy, BM25's best documents scored densely too: this many times k
+#: (at least :data:`LEXICAL_CANDIDATES_MIN`)
+LEXICAL_CANDIDATES_PER_RESULT = 10
+LEXICAL_CANDIDATES_MIN = 100
 
 
 @dataclass(frozen=True)
@@ -110,6 +121,10 @@ class SearchIndex:
             raise UserError(f"{self.path}: the index holds no documents")
         self._bm25 = BM25Model()
         self._bm25_index = self._bm25.index(self._data.texts) if "bm25" in self.strategy.systems else None
+        self._table = table
+        #: the ANN index searches use (None: an exact scan; see the module docstring)
+        self.ann = ann_state(table) if self._data.vectors is not None else None
+        self._position = {d: p for p, d in enumerate(self._data.doc_ids)}
         self._lock = threading.Lock()
         self.encoder: LongContextEncoder | None = None
         if not self.strategy.lexical_only:
@@ -139,21 +154,23 @@ class SearchIndex:
 
     # ------------------------------------------------------------------ search
     def search(self, query: str, k: int = 10, ids: Sequence[str] | None = None,
-               path_prefix: str | None = None) -> SearchResponse:
+               path_prefix: str | None = None, exact: bool = False) -> SearchResponse:
         """The ``k`` best documents for ``query`` (optionally only those of ``ids`` or whose source starts
-        with ``path_prefix``), ranked as eval ranks them."""
-        (results,) = self.search_many([query], k, ids, path_prefix)
+        with ``path_prefix``), ranked as eval ranks them; ``exact``: scan every vector even when the index
+        has an ANN index."""
+        (results,) = self.search_many([query], k, ids, path_prefix, exact)
         return SearchResponse(query, k, self.facts(), results)
 
     def search_many(self, queries: Sequence[str], k: int = 10, ids: Sequence[str] | None = None,
-                    path_prefix: str | None = None) -> list[list[SearchResult]]:
+                    path_prefix: str | None = None, exact: bool = False) -> list[list[SearchResult]]:
         """:meth:`search`'s results for many queries at once (their vectors encoded in batches, as eval)."""
         if k < 1:
             raise UserError(f"k must be at least 1, got {k}")
         if any(not isinstance(q, str) or not q.strip() for q in queries):
             raise UserError("a query is empty")
         allowed = self._allowed(ids, path_prefix)
-        systems = self._system_scores(list(queries), allowed)
+        use_ann = self.ann is not None and not exact and bool(allowed.all())
+        systems = self._system_scores(list(queries), allowed, k if use_ann else None)
         return [self._results(q, systems, k) for q in range(len(queries))]
 
     def _allowed(self, ids: Sequence[str] | None, path_prefix: str | None) -> np.ndarray:
@@ -165,23 +182,43 @@ class SearchIndex:
             allowed &= np.array([s.startswith(path_prefix) for s in self._data.sources])
         return allowed
 
-    def _system_scores(self, queries: list[str], allowed: np.ndarray) -> dict[str, Any]:
-        """Each system's (queries x documents) scores, the best chunk of each, and the ranking's scores."""
+    def _system_scores(self, queries: list[str], allowed: np.ndarray, ann_k: int | None) -> dict[str, Any]:
+        """Each system's (queries x documents) scores, the best chunk of each, and the ranking's scores
+        (``ann_k``: the dense side through the ANN index, for the top ``ann_k``; None: exact)."""
         out: dict[str, Any] = {}
-        if self.encoder is not None:
-            chunk_scores = self._query_vectors(queries) @ self._data.vectors.T  # type: ignore[union-attr]
-            dense = max_over_rows(chunk_scores, self._data.rows)
-            out["dense"] = np.where(allowed, dense, -np.inf)
-            out["best_chunk"] = _best_chunks(chunk_scores, self._data.rows)
         if self._bm25_index is not None:
             lexical = np.stack([self._bm25.query_scores(self._bm25_index, q) for q in queries]).astype(np.float64)
             out["bm25"] = np.where(allowed, lexical, -np.inf)
+        if self.encoder is not None:
+            vectors = self._query_vectors(queries)
+            if ann_k is None:
+                chunk_scores = vectors @ self._data.vectors.T  # type: ignore[union-attr]
+                dense = max_over_rows(chunk_scores, self._data.rows)
+                out["best_chunk"] = _best_chunks(chunk_scores, self._data.rows)
+            else:
+                dense, out["best_chunk"] = self._ann_dense(vectors, out.get("bm25"), ann_k)
+            out["dense"] = np.where(allowed, dense, -np.inf)
         fusion = self.strategy.fusion
         if fusion is not None:
             out["score"], out["tie_break"] = fuse_with_tie_break(fusion, out["dense"], out["bm25"])
         else:
             out["score"], out["tie_break"] = out[self.strategy.systems[0]], None
         return out
+
+    def _ann_dense(self, vectors: np.ndarray, lexical: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Dense scores and best chunks through the ANN index (see the module docstring)."""
+        assert self.ann is not None and self._data.vectors is not None
+        dense = np.empty((len(vectors), len(self._data.doc_ids)))
+        best = np.empty(dense.shape, dtype=np.int64)
+        wanted = min(len(self._data.doc_ids), max(LEXICAL_CANDIDATES_MIN, LEXICAL_CANDIDATES_PER_RESULT * k))
+        for q, vector in enumerate(vectors):
+            extra = None
+            if lexical is not None:
+                extra = np.argpartition(-lexical[q], wanted - 1)[:wanted]
+                extra = extra[lexical[q, extra] > 0]
+            dense[q], best[q] = document_scores(self._table, self.ann, vector, k, self._data.vectors,
+                                                self._data.rows, self._position, extra)
+        return dense, best
 
     def _query_vectors(self, queries: list[str]) -> np.ndarray:
         assert self.encoder is not None
@@ -208,7 +245,8 @@ class SearchIndex:
                 ranked = np.isfinite(ranks[name][d])
                 per_system[name] = {"rank": int(ranks[name][d]) if ranked else None,
                                     "score": float(systems[name][q, d]) if ranked else None}
-            chunk = int(systems["best_chunk"][q, d]) if "best_chunk" in systems else self._first_chunk(d)
+            chunk = int(systems["best_chunk"][q, d]) if "best_chunk" in systems else -1
+            chunk = chunk if chunk >= 0 else self._first_chunk(d)
             results.append(SearchResult(position, data.doc_ids[d], score, data.sources[d], self._passage(d, chunk),
                                         per_system))
         return results

@@ -24,9 +24,10 @@ def run_lines(query_id: str, results: Sequence[SearchResult], tag: str) -> Itera
 
 
 def write_run(index: SearchIndex, queries_file: str | Path, output: str | Path, k: int = RUN_DEPTH,
-              tag: str | None = None, batch: int = 64) -> int:
+              tag: str | None = None, batch: int = 64, exact: bool = False) -> int:
     """Search every query of ``queries_file`` (BEIR queries.jsonl: ``_id``/``id`` and ``text``) and write
-    the run to ``output`` (written to a temporary file first, then renamed: never half a file).
+    the run to ``output`` (written to a temporary file first, then renamed: never half a file);
+    ``exact``: scan every vector even if the index has an ANN index.
     Returns the number of queries."""
     queries = read_queries(Path(queries_file))
     tag = tag or f"longembed-{index.strategy.name}"
@@ -36,7 +37,7 @@ def write_run(index: SearchIndex, queries_file: str | Path, output: str | Path, 
     with open(partial, "w", encoding="utf-8") as handle:
         for start in range(0, len(ids), batch):
             for query_id, results in zip(ids[start : start + batch],
-                                         index.search_many(texts[start : start + batch], k), strict=True):
+                                         index.search_many(texts[start : start + batch], k, exact=exact), strict=True):
                 handle.writelines(run_lines(query_id, results, tag))
     partial.replace(output)
     return len(ids)

@@ -18,14 +18,13 @@ written, so bad input never costs what is already indexed.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from longembed.errors import MissingFileError, UserError, UserFileError
 from longembed.tasks.task_dir import read_corpus
-from longembed.textfiles import read_utf8, utf8_lines
+from longembed.textfiles import jsonl_objects, read_utf8
 
 #: The files a folder contributes without --glob: one document per text file, one per .jsonl line.
 TEXT_SUFFIXES = (".txt", ".md")
@@ -128,16 +127,7 @@ def _check_readable(file: Path) -> None:
 
 def _jsonl_documents(file: Path, options: SourceOptions) -> Iterator[Document]:
     id_fields = (options.id_field, "_id") if options.id_field == "id" else (options.id_field,)
-    for number, line in utf8_lines(file):
-        if not line.strip():
-            continue
-        where = f"{file}:{number}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{where}: not JSON ({exc.msg})") from None
-        if not isinstance(row, dict):
-            raise UserError(f"{where}: expected a JSON object, got {type(row).__name__}")
+    for where, row in jsonl_objects(file):
         key = next((f for f in id_fields if row.get(f) is not None), None)
         if key is None:
             raise UserError(f"{where}: no {' or '.join(repr(f) for f in id_fields)} field (set --id-field)")

@@ -8,6 +8,11 @@ the ``vector``.  The table's schema metadata records what built it (:data:`METAD
 the model's files, the prompts, longembed's version), so a search encodes queries as the documents were
 encoded, or refuses.
 
+One build at a time: a build holds :meth:`IndexStore.build_lock` (a file lock beside the table,
+released by the operating system if the process dies), and a second build of the same folder refuses
+with a message saying so, instead of interleaving its writes with the first's.  (On object storage there
+is no lock file: one writer per index is then the user's to ensure.)
+
 Every change is a new Lance version (an append, a delete).  A build ends by moving the tag
 :data:`COMPLETE_TAG` to its last version; a search opens the tagged version, so it always sees the last
 complete build, never one half done, and a build killed midway leaves the tag where it was.
@@ -16,12 +21,14 @@ complete build, never one half done, and a build killed midway leaves the tag wh
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from filelock import FileLock, Timeout
 
 from longembed.errors import MissingExtraError, MissingFileError, UserError
 
@@ -39,6 +46,8 @@ COMPLETE_TAG = "complete"
 METADATA_KEY = b"longembed"
 INDEX_FORMAT = "longembed-index/1"
 INSTALL_HINT = "longembed index/search need LanceDB: pip install 'longembed[search]'"
+#: the file a build locks, in the index folder
+LOCK_FILE = "build.lock"
 #: ids deleted per Lance delete (one predicate each)
 DELETE_BATCH = 500
 
@@ -105,6 +114,25 @@ class IndexStore:
         """Whether ``path`` holds an index table (a local check; a URI is taken to exist)."""
         local = Path(str(path))
         return "://" in str(path) or (local / f"{TABLE}.lance").is_dir()
+
+    @contextmanager
+    def build_lock(self) -> Iterator[None]:
+        """Held while a build writes (a BlockingIOError naming the index when another build holds it)."""
+        if "://" in self.path:
+            yield
+            return
+        folder = Path(self.path)
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(folder / LOCK_FILE), timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise BlockingIOError(f"--index {self.path}: another longembed index is building this index now (it "
+                               f"holds {folder / LOCK_FILE}); wait until it finishes, then run again") from None
+        try:
+            yield
+        finally:
+            lock.release()
 
     def has_table(self) -> bool:
         return TABLE in self.db.list_tables().tables

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import shutil
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -38,6 +37,7 @@ from longembed.errors import MissingFileError, OutputExistsError, UserError
 from longembed.permissions import NEW_FOLDER_MODE, creation_mode
 from longembed.tasks.base import RetrievalData
 from longembed.tasks.task_dir import CORPUS_FILES, QUERIES_FILES, write_task_dir
+from longembed.textfiles import jsonl_records
 
 #: The documents read when no glob is given: text and Markdown files, one document per file.
 DEFAULT_GLOBS = ("**/*.txt", "**/*.md")
@@ -226,20 +226,12 @@ def _jsonl_rows(path: Path, lines: list[tuple[int, str]]) -> tuple[list[Question
     rows: list[QuestionRow] = []
     problems: list[str] = []
     position = 0  # the question's number in the file: its default id is q<position>
-    for number, line in lines:
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(f"{where}: not valid JSON ({exc.msg})")
-            continue
-        if not isinstance(record, dict):
-            problems.append(f"{where}: expected a JSON object, got {type(record).__name__}")
+    for line in jsonl_records(path, lines):
+        if line.record is None:
+            problems.append(str(line.problem))
             continue
         position += 1
-        row, row_problems = _row(record, where, position, split=False)
+        row, row_problems = _row(line.record, line.where, position, split=False)
         problems += row_problems
         rows.append(row)
     return rows, problems

@@ -31,6 +31,8 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--run", type=Path, default=None, metavar="OUT",
                         help="with --queries: write a TREC run file (qid Q0 docid rank score tag), scores strictly "
                         "decreasing in the order eval ranks")
+    parser.add_argument("--exact", action="store_true",
+                        help="scan every vector even if the index has an ANN index (a check of its results)")
     parser.add_argument("--path-prefix", default=None, help="only documents whose source starts with this")
     parser.add_argument("--device", default=None, help="torch device for the query encoder (default: cpu or cuda)")
     parser.set_defaults(func=CommandHandler("longembed.cli.search", "run"))
