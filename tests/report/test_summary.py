@@ -220,3 +220,15 @@ def test_report_summary_cli_prints_markdown_and_json(tmp_path: Path, runs: dict[
     assert data["margin"] == 2.0 and {c["use"] for c in data["cells"]} >= {"truncate 512"}
     bad = subprocess.run([*command[:4], str(tmp_path / "set"), "--json"], capture_output=True, text=True, env=env)
     assert bad.returncode == 2 and "--json goes with --summary" in bad.stderr
+
+
+def test_results_md_opens_with_the_table_its_command_generates(monkeypatch: pytest.MonkeyPatch) -> None:
+    """RESULTS.md's decision table is the command's output on the committed runs, not text written by hand."""
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(root)
+    paths = ["results/runs", "results/advise/*/runs", "results/essays/advice/runs"]
+    command = "longembed report --summary results/runs 'results/advise/*/runs' results/essays/advice/runs"
+    generated = summary_markdown(decision_table(load_table(paths)), command)
+    body = generated.split("\n", 2)[2]  # without its own heading: RESULTS.md gives the table its own
+    assert command in (root / "RESULTS.md").read_text(encoding="utf-8").split("## The decision table")[0]
+    assert body in (root / "RESULTS.md").read_text(encoding="utf-8")

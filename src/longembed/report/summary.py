@@ -182,7 +182,9 @@ def summary_markdown(decisions: DecisionTable, command: str | None = None) -> st
             lines += [f"Data: {data or 'as the task defines it'}.", "",
                       md_table(header, [_cell_row(c) for c in cells], 7, 8), ""]
     if decisions.single:
-        lines += ["One strategy only, nothing to decide: " + "; ".join(decisions.single) + ".", ""]
+        models = sorted({name.split(" ")[0] for name in decisions.single})
+        lines += [f"Left out, one strategy only (nothing to decide): {len(decisions.single)} cells, of "
+                  f"{', '.join(models)} (each named in `--json`'s \"single\").", ""]
     return "\n".join(lines)
 
 
