@@ -153,7 +153,7 @@ def expand_globs(paths: Sequence[str | Path]) -> list[Path]:
     for raw in paths:
         text = str(raw)
         matches = sorted(glob.glob(text)) if not Path(text).exists() and glob.has_magic(text) else []
-        expanded.extend(Path(m) for m in matches) if matches else expanded.append(Path(text))
+        expanded += [Path(m) for m in matches] or [Path(text)]
     return expanded
 
 
