@@ -227,8 +227,25 @@ def test_results_md_opens_with_the_table_its_command_generates(monkeypatch: pyte
     root = Path(__file__).resolve().parents[2]
     monkeypatch.chdir(root)
     paths = ["results/runs", "results/advise/*/runs", "results/essays/advice/runs"]
-    command = "longembed report --summary results/runs 'results/advise/*/runs' results/essays/advice/runs"
-    generated = summary_markdown(decision_table(load_table(paths)), command)
+    bases = {"minilm-alibi": "all-MiniLM-L6-v2", "minilm-pi-4k-epoch": "all-MiniLM-L6-v2", "pilot-s1": "all-MiniLM-L6-v2",
+             "pilot-s0.25": "all-MiniLM-L6-v2", "e5-pi-4k": "multilingual-e5-small"}
+    command = ("longembed report --summary results/runs 'results/advise/*/runs' results/essays/advice/runs"
+               + "".join(f" --base-model {derived}={base}" for derived, base in bases.items()))
+    generated = summary_markdown(decision_table(load_table(paths, bases)), command)
     body = generated.split("\n", 2)[2]  # without its own heading: RESULTS.md gives the table its own
-    assert command in (root / "RESULTS.md").read_text(encoding="utf-8").split("## The decision table")[0]
-    assert body in (root / "RESULTS.md").read_text(encoding="utf-8")
+    results = (root / "RESULTS.md").read_text(encoding="utf-8")
+    shown = results.split("## The decision table")[0].replace("\\\n    ", "")  # the command above the table, one line
+    assert command in shown
+    assert body in results
+
+
+def test_base_models_make_a_trained_folder_a_strategy_of_its_base(runs: dict[str, RunResults]) -> None:
+    runs["tuned"] = make_run("MiniLM-tuned", "pi", 4096, {4096: queries(shifted(0, 3))})
+    alone = decision_table(score_table(runs))
+    assert any(c.model == "MiniLM-tuned" for c in alone.cells)  # joined by BM25 only
+    table = score_table(runs, base_models={"MiniLM-tuned": "MiniLM"})
+    row = table.select(run="tuned", length=4096, main=True)[0]
+    assert (row.model, row.strategy) == ("MiniLM", "MiniLM-tuned pi 4096")
+    cell = next(c for c in decision_table(table).cells if (c.model, c.data_sha256) == ("MiniLM", "p4096"))
+    assert cell.best.strategy == "MiniLM-tuned pi 4096"  # three more queries right than PI
+    assert not any(c.model == "MiniLM-tuned" for c in decision_table(table).cells)

@@ -138,12 +138,13 @@ class ScoreTable:
     to_dataframe = to_pandas  # mteb's name for the same thing
 
 
-def load_table(paths: Sequence[str | Path]) -> ScoreTable:
+def load_table(paths: Sequence[str | Path], base_models: Mapping[str, str] | None = None) -> ScoreTable:
     """The table of the runs at ``paths``: run folders, results.json files, folders of run folders, or
     glob patterns of any of them (``"results/advise/*/runs"``), as ``longembed report`` reads them.
-    Raises FileNotFoundError for a path (or a pattern) that names no run."""
+    ``base_models``: as for :func:`score_table`.  Raises FileNotFoundError for a path (or a pattern)
+    that names no run."""
     runs = collect_runs(expand_globs(paths))
-    return score_table({run.label: run.results for run in runs}, {run.label: run.path for run in runs})
+    return score_table({run.label: run.results for run in runs}, {run.label: run.path for run in runs}, base_models)
 
 
 def expand_globs(paths: Sequence[str | Path]) -> list[Path]:
@@ -158,26 +159,37 @@ def expand_globs(paths: Sequence[str | Path]) -> list[Path]:
 
 
 def score_table(
-    runs: Mapping[str, RunResults] | Sequence[RunResults], paths: Mapping[str, Path | None] | None = None
+    runs: Mapping[str, RunResults] | Sequence[RunResults], paths: Mapping[str, Path | None] | None = None,
+    base_models: Mapping[str, str] | None = None,
 ) -> ScoreTable:
     """The table of ``runs``: label -> run (the labels name the rows' ``run``), or a list of runs
-    (labelled as ``longembed report`` labels them: model, strategy and data, the folder where two clash)."""
+    (labelled as ``longembed report`` labels them: model, strategy and data, the folder where two clash).
+
+    ``base_models``: model name -> the model it was trained from (``{"minilm-alibi": "all-MiniLM-L6-v2"}``):
+    a tuned or retrofitted folder's runs then count as strategies of its base model, named with the
+    folder (``"minilm-alibi native 8192"``), so they are compared with the base model's methods."""
     if not isinstance(runs, Mapping):
         listed = [Run(Path(f"run {i}"), r) for i, r in enumerate(runs, 1)]
         unique_labels(listed)
         runs = {r.label: r.results for r in listed}
     rows = [row for label, results in runs.items()
-            for row in run_rows(label, results, None if paths is None else paths.get(label))]
+            for row in run_rows(label, results, None if paths is None else paths.get(label), base_models)]
     return ScoreTable(rows, dict(runs))
 
 
-def run_rows(label: str, results: RunResults, path: Path | None = None) -> list[ScoreRow]:
-    """One run's rows: every unit's metrics, every synthetic task's score over its lengths, the average."""
+def run_rows(
+    label: str, results: RunResults, path: Path | None = None, base_models: Mapping[str, str] | None = None
+) -> list[ScoreRow]:
+    """One run's rows: every unit's metrics, every synthetic task's score over its lengths, the average
+    (``base_models``: as for :func:`score_table`)."""
     config = results.config
     max_length = None if config.is_bm25 else _max_length(results)
+    model = model_name(results)
+    strategy = BM25_STRATEGY if config.is_bm25 else strategy_label(results)
+    if base_models and model in base_models:
+        model, strategy = base_models[model], f"{model} {strategy}"
     base = {
-        "run": label, "path": None if path is None else str(path), "model": model_name(results),
-        "strategy": BM25_STRATEGY if config.is_bm25 else strategy_label(results),
+        "run": label, "path": None if path is None else str(path), "model": model, "strategy": strategy,
         "method": BM25_STRATEGY if config.is_bm25 else str(config.resolved.get("method") or config.encoder.get("method")),
         "max_length": max_length, "data": " ".join(task_option_parts(config.task_options)),
     }

@@ -40,6 +40,10 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--summary", action="store_true",
                         help="print the decision table (markdown) of the runs instead of writing a report")
     parser.add_argument("--json", action="store_true", help="with --summary: print the decision table as JSON")
+    parser.add_argument("--base-model", action="append", default=[], metavar="DERIVED=BASE",
+                        help="with --summary: count the runs of model DERIVED (a tuned or retrofitted folder, named "
+                             "as the table names it) as strategies of BASE, so they are compared with BASE's "
+                             "methods; repeatable")
     parser.add_argument("--margin", type=float, default=2.0, metavar="POINTS",
                         help="with --summary: the points a strategy may lose against the best and be called "
                              "tied (default 2)")
