@@ -220,6 +220,8 @@ def test_report_summary_cli_prints_markdown_and_json(tmp_path: Path, runs: dict[
     assert data["margin"] == 2.0 and {c["use"] for c in data["cells"]} >= {"truncate 512"}
     bad = subprocess.run([*command[:4], str(tmp_path / "set"), "--json"], capture_output=True, text=True, env=env)
     assert bad.returncode == 2 and "--json goes with --summary" in bad.stderr
+    malformed = subprocess.run([*command, "--base-model", "MiniLM"], capture_output=True, text=True, env=env)
+    assert malformed.returncode == 2 and "--base-model 'MiniLM': expected DERIVED=BASE" in malformed.stderr
 
 
 def test_results_md_opens_with_the_table_its_command_generates(monkeypatch: pytest.MonkeyPatch) -> None:
