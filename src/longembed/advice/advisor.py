@@ -54,6 +54,7 @@ from longembed.evaluation.runner import evaluate_model, plan_run
 from longembed.evaluation.scoring import Unit
 from longembed.evaluation.spec import EvalSpec
 from longembed.report.comparison import write_comparison
+from longembed.report.table import ScoreRow, score_table
 from longembed.results import RunResults
 from longembed.results.advice import (
     BM25,
@@ -306,12 +307,13 @@ class AdvicePlan:
         sampling: Sampling | None, measurement: dict[str, Any], selection: Selection | None = None,
     ) -> Advice:
         """Each strategy against the best, the recommendation, the full comparison written."""
-        scores = {name: run.average for name, run in runs.items() if run.average is not None}
+        averages = score_table(runs).averages()  # strategy -> its run's average over the tasks, with its interval
+        scores = {name: row.score for name, row in averages.items()}
         best = choose_best(scores, costs)
         versus, comparison = compare_with_best(runs, best, self.spec.margin, seed=self.spec.seed)
         write_comparison(comparison, self.out / COMPARISON)
         data = self.data_flags(selection or self.data.selection())
-        strategies = [self._result(c, runs[c.name], costs[c.name], data) for c in self.candidates]
+        strategies = [self._result(c, runs[c.name], averages[c.name], costs[c.name], data) for c in self.candidates]
         for strategy in strategies:
             strategy.versus_best = versus.get(strategy.name)
         more = more_queries_text(bool(self.spec.task_dirs), bool(self.data.synthetic), sampling is not None,
@@ -351,13 +353,14 @@ class AdvicePlan:
         return strategy_config(candidate, self.model, None if encoder is None else encoder.method,
                                None if encoder is None else encoder.max_length, self.encoder_options, run_options)
 
-    def _result(self, candidate: Candidate, run: RunResults, cost: StrategyCost, data: DataFlags) -> StrategyResult:
+    def _result(
+        self, candidate: Candidate, run: RunResults, average: ScoreRow, cost: StrategyCost, data: DataFlags
+    ) -> StrategyResult:
         encoder = None if candidate.encoder is None else self.encoders[candidate.encoder]
-        assert run.average is not None
         config = self.config(candidate)
         return StrategyResult(
             name=candidate.name, description=candidate.description, kind=candidate.kind,
-            run=f"{RUNS}/{candidate.name}", score=run.average, interval=run.average_interval, cost=cost,
+            run=f"{RUNS}/{candidate.name}", score=average.score, interval=run.average_interval, cost=cost,
             method=None if encoder is None else encoder.method, max_length=None if encoder is None else encoder.max_length,
             granularity=run.config.granularity or {}, fusion=run.config.fusion,
             hubs={task if length is None else f"{task}/{length}": stats.describe()

@@ -47,15 +47,20 @@ from longembed.errors import UserError
 from longembed.results import Comparison, RunResults, compare
 from longembed.results.advice import Recommendation, StrategyCost, StrategyResult, VersusBest
 from longembed.results.comparison import AVERAGE, TASK, UNIT, Difference, PairComparison
+from longembed.results.noninferiority import (
+    CONFIDENCE,
+    UNDECIDED,
+    WITHIN,
+    WORSE,  # noqa: F401  (re-exported: the verdicts are named here too)
+    judge,
+    simultaneous_confidence,
+)
 from longembed.results.paired import ALPHA, holm
 from longembed.results.run_results import Interval
 
 COST_ORDER = "encode seconds per 1k tokens, then index bytes, then query latency"
-#: Two-sided confidence of the displayed intervals; the bounds are Bonferroni-adjusted from it.
-CONFIDENCE = 0.95
 #: The power the sample size of an undecided comparison aims at.
 POWER = 0.8
-WITHIN, WORSE, UNDECIDED = "within", "worse", "undecided"
 
 
 def cost_key(cost: StrategyCost) -> tuple[float, int, float]:
@@ -68,12 +73,6 @@ def choose_best(scores: Mapping[str, float], costs: Mapping[str, StrategyCost]) 
     if not scores:
         raise UserError("no strategy has a score")
     return min(scores, key=lambda name: (-scores[name], cost_key(costs[name])))
-
-
-def simultaneous_confidence(comparisons: int, confidence: float = CONFIDENCE) -> float:
-    """The two-sided confidence whose intervals hold for all ``comparisons`` at once (Bonferroni): its
-    lower ends are one-sided (1 - (1 - confidence) / 2 / m) bounds."""
-    return 1 - (1 - confidence) / max(comparisons, 1)
 
 
 def compare_with_best(
@@ -109,15 +108,6 @@ def headline(pair: PairComparison) -> Difference:
             return found[0]
     raise UserError(f"{pair.b} vs {pair.a}: no single test compares the runs' scores "
                      f"({[(d.task, d.length, d.level) for d in pair.differences]})")
-
-
-def judge(bound: Interval, margin: float) -> str:
-    """"within" the margin (lower bound >= -margin), "worse" (upper bound < -margin), else "undecided"."""
-    if bound.low >= -margin:
-        return WITHIN
-    if bound.high < -margin:
-        return WORSE
-    return UNDECIDED
 
 
 def queries_needed(

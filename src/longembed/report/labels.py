@@ -17,7 +17,7 @@ from longembed.results import RunResults
 
 #: Encoder settings that a run's label shows when they differ from these defaults.
 LABELLED_SETTINGS = (("scale", "fixed"), ("apply_to", "long"), ("attention_scale", None),
-                     ("ntk_variant", "static"), ("preset", None))
+                     ("ntk_variant", "static"), ("preset", None), ("temperature_decay", 0.0), ("dtype", "float32"))
 
 
 @dataclass
@@ -50,13 +50,23 @@ def run_settings(results: RunResults) -> tuple[str, str]:
 
 
 def run_label(results: RunResults) -> str:
-    """"model method max_length", plus the settings that differ from the defaults (tau, scale, ...)."""
+    """"model method max_length", plus the settings that differ from the defaults (tau, scale, ...) and
+    the passkey/needle options that change the data."""
     config = results.config
     name = model_name(results)
     if config.is_bm25:
         return " ".join([name, *task_option_parts(config.task_options)])
+    return " ".join([name, strategy_label(results), *task_option_parts(config.task_options)])
+
+
+def strategy_label(results: RunResults) -> str:
+    """"method max_length" and every setting that changes what a run scores (tau, scale, chunks,
+    fusion, ...): the run's label without its model and data ("bm25" for BM25)."""
+    config = results.config
+    if config.is_bm25:
+        return "bm25"
     method, max_length = run_settings(results)
-    parts = [name, method, max_length]
+    parts = [method, max_length]
     temperatures = config.temperatures or {}
     taus = sorted({float(v) for v in temperatures.values()})
     if taus and taus != [1.0]:
@@ -73,7 +83,7 @@ def run_label(results: RunResults) -> str:
         parts.append(f"{style} chunks {granularity.get('chunking', '')}".rstrip())
     if config.fusion:
         parts.append(fusion_label(config.fusion))
-    return " ".join([*parts, *task_option_parts(config.task_options)])
+    return " ".join(parts)
 
 
 def fusion_label(fusion: dict[str, Any]) -> str:
