@@ -8,6 +8,7 @@ import json
 import shlex
 import sys
 
+from longembed.errors import UserError
 from longembed.report.summary import decision_table, summary_markdown
 from longembed.report.table import load_table
 from longembed.report.write import write_report
@@ -18,7 +19,7 @@ def run(args: argparse.Namespace) -> int:
     if args.summary:
         return summary(args)
     if args.json:
-        raise ValueError("--json goes with --summary (the report itself is written as report.md)")
+        raise UserError("--json goes with --summary (the report itself is written as report.md)")
     for path in write_report(args.runs, args.output).values():
         print(f"wrote {path}")
     return 0
@@ -45,6 +46,6 @@ def base_models(pairs: list[str]) -> dict[str, str]:
     for pair in pairs:
         derived, sep, base = pair.partition("=")
         if not sep or not derived.strip() or not base.strip():
-            raise ValueError(f"--base-model {pair!r}: expected DERIVED=BASE (model names as the table shows them)")
+            raise UserError(f"--base-model {pair!r}: expected DERIVED=BASE (model names as the table shows them)")
         mapping[derived.strip()] = base.strip()
     return mapping

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from longembed.errors import UserError
 from longembed.report.formatting import MISSING, length_title, md_table
 from longembed.report.table import BM25_STRATEGY, ScoreRow, ScoreTable
 from longembed.results.comparison import UNIT
@@ -102,7 +103,7 @@ class DecisionTable:
 def decision_table(table: ScoreTable, margin: float = MARGIN, seed: int = 0) -> DecisionTable:
     """The decision table of ``table``'s runs (see the module docstring for the cells and the rule)."""
     if margin <= 0:
-        raise ValueError(f"the margin must be positive (points of the score), got {margin}")
+        raise UserError(f"the margin must be positive (points of the score), got {margin}")
     cells, single = [], []
     for key, rows in sorted(group_cells(table).items(), key=lambda item: _order(item[0])):
         if len(rows) < 2:
@@ -155,7 +156,7 @@ def decide(key: CellKey, rows: list[ScoreRow], table: ScoreTable, margin: float,
 def paired_differences(best: dict[str, float], other: dict[str, float], run: str) -> list[float]:
     """other - best per query, in the best run's query order; the same queries or a ValueError."""
     if set(best) != set(other):
-        raise ValueError(f"{run}: scored other queries than the best run on the same data fingerprint")
+        raise UserError(f"{run}: scored other queries than the best run on the same data fingerprint")
     return [other[q] - best[q] for q in best]
 
 

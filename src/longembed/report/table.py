@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from longembed.errors import MissingExtraError, UserError
 from longembed.report.labels import Run, model_name, strategy_label, task_option_parts, unique_labels
 from longembed.report.write import collect_runs
 from longembed.results import Interval, RunResults, TaskResult, UnitResult
@@ -111,7 +112,7 @@ class ScoreTable:
         """The rows whose fields equal ``where``'s values: ``table.select(task="passkey", main=True)``."""
         unknown = sorted(set(where) - set(COLUMNS))
         if unknown:
-            raise ValueError(f"no such column: {', '.join(unknown)} (columns: {', '.join(COLUMNS)})")
+            raise UserError(f"no such column: {', '.join(unknown)} (columns: {', '.join(COLUMNS)})")
         return [r for r in self.rows if all(getattr(r, k) == v for k, v in where.items())]
 
     def averages(self) -> dict[str, ScoreRow]:
@@ -131,7 +132,7 @@ class ScoreTable:
         """The table as a ``pandas.DataFrame``, one row per score, the columns of :class:`ScoreRow`
         (``length`` and ``max_length`` as nullable integers).  Needs pandas (the ``tables`` extra)."""
         if pd is None:
-            raise ImportError(f"ScoreTable.to_pandas needs pandas ({PANDAS_IMPORT_ERROR}): {INSTALL_HINT}")
+            raise MissingExtraError(f"ScoreTable.to_pandas needs pandas ({PANDAS_IMPORT_ERROR}): {INSTALL_HINT}")
         frame = pd.DataFrame.from_records(self.to_records(), columns=COLUMNS)
         return frame.astype({"length": "Int64", "max_length": "Int64", "queries": "Int64"})
 
