@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from longembed import noise
 from longembed.deprecation import install_moved_module_finder
 from longembed.lazy import lazy_exports
 

@@ -45,7 +45,7 @@ from longembed.results.noninferiority import (
     simultaneous_confidence,
 )
 from longembed.results.paired import difference_interval
-from longembed.results.run import Interval
+from longembed.results.run_results import Interval
 
 
 @dataclass

@@ -13,7 +13,7 @@ explains the choice of Bonferroni over Holm) and ``longembed report --summary`` 
 
 from __future__ import annotations
 
-from longembed.results.run import Interval
+from longembed.results.run_results import Interval
 
 #: Points of a 0-100 score a strategy may lose against the best and still be called about as good.
 MARGIN = 2.0
