@@ -21,7 +21,14 @@ from transformers import BertConfig, BertModel, BertTokenizer, TrainerCallback
 from longembed import load_encoder
 from longembed.cli.main import main
 from longembed.loading import default_method
-from longembed.training.contextual import RECORD_FILE, ContextualConfig, QueryTarget, insent_loss, train_contextual
+from longembed.tasks import get_task
+from longembed.training.contextual import (
+    RECORD_FILE,
+    ContextualConfig,
+    QueryTarget,
+    insent_loss,
+    train_contextual,
+)
 from longembed.training.contextual.data import (
     SEPARATOR,
     RawDocument,
@@ -275,7 +282,6 @@ def test_benchmark_only_data_yields_a_clear_error_and_is_never_read(tmp_path: Pa
 @pytest.mark.slow
 def test_hotpotqa_documents_never_hold_a_benchmark_question_or_passage() -> None:
     require_data("hotpotqa_dev_distractor")
-    from longembed.tasks import get_task
     benchmark = get_task("hotpotqa").load(DATA_DIR)
     questions = set(benchmark.queries.values())
     passages = set()

@@ -39,7 +39,7 @@ def _saved_names(transformer_path: Path) -> set[str] | None:
     if not path.is_file():
         return None
     with safe_open(str(path), framework="pt") as handle:
-        return {_canonical(name) for name in handle.keys()}
+        return {_canonical(name) for name in handle.keys()}  # noqa: SIM118 (safe_open is not iterable)
 
 
 def _canonical(name: str) -> str:
