@@ -19,9 +19,11 @@ from safetensors.torch import load_file
 from transformers import BertConfig, BertModel, BertTokenizer, TrainerCallback
 
 from longembed import load_encoder
+from longembed.advice import advise
 from longembed.cli.main import main
 from longembed.loading import default_method
-from longembed.tasks import get_task
+from longembed.results import RunResults
+from longembed.tasks import RetrievalData, get_task, write_task_dir
 from longembed.training.contextual import (
     RECORD_FILE,
     ContextualConfig,
@@ -306,3 +308,38 @@ def test_config_refuses_a_step_without_in_batch_negatives() -> None:
     with pytest.raises(ValueError, match="documents_per_step"):
         ContextualConfig(documents_per_step=1)
     assert ContextualConfig(documents_per_step=1, in_sequence_weight=1.0).documents_per_step == 1
+
+
+# ---------------------------------------------------------------- advise measures the trained late chunks
+
+
+def test_advise_offers_the_trained_late_chunks(tmp_path: Path, quiet_model_folder: Path, data_dir: Path) -> None:
+    trained = train_contextual(quiet_model_folder, tmp_path / "trained", data_dir=data_dir,
+                               **{**SHORT, "max_steps": 2}).folder
+    corpus = {f"d{j}": words(50 + j, seed=j) for j in range(12)}
+    queries = {f"q{i}": " ".join(corpus[f"d{i}"].split()[5:12]) for i in range(8)}
+    task = write_task_dir(RetrievalData(corpus, queries, {f"q{i}": {f"d{i}": 1} for i in range(8)}), tmp_path / "task")
+    advice = advise(quiet_model_folder, max_length=64, task_dirs=[task], output_dir=tmp_path / "advice",
+                    chunking="tokens:8", contextual=trained, cache_dir=tmp_path / "cache", sample_documents=2,
+                    latency_queries=2, show_progress=False, log=None)
+    names = [s.name for s in advice.strategies]
+    assert "trained-late-chunks" in names and "trained-late-chunks+bm25" in names and "late-chunks" in names
+    strategy = advice.strategy("trained-late-chunks")
+    assert strategy.config["model"] == str(trained)
+    assert (strategy.config["method"], strategy.config["max_length"]) == ("pi", 128)
+    assert f"--model {trained}" in strategy.commands["eval"] and "--late" in strategy.commands["eval"]
+    # its run is the trained folder's late chunks at pi/128: nDCG@10 of each query recomputed here, a
+    # document scored by its best chunk (one relevant document: 100 / log2(rank + 1) within the top 10)
+    encoder = load_encoder(trained)
+    vectors = {d: encoder.encode_chunks([text], "tokens:8", late=True)[0][0] for d, text in corpus.items()}
+    want = {}
+    for qid, text in queries.items():
+        q = encoder.encode([text])[0]
+        order = sorted(corpus, key=lambda d: -float((vectors[d] @ q).max()))
+        rank = order.index(f"d{qid[1:]}") + 1
+        want[qid] = 100 / math.log2(rank + 1) if rank <= 10 else 0.0
+    (scores,) = RunResults.load(tmp_path / "advice" / "runs" / "trained-late-chunks").query_scores().values()
+    assert scores == pytest.approx(want, abs=1e-3)  # the run keeps three decimals
+    with pytest.raises(ValueError, match="not a folder written by"):
+        advise(quiet_model_folder, max_length=64, task_dirs=[task], output_dir=tmp_path / "x",
+               contextual=quiet_model_folder, show_progress=False, log=None)

@@ -229,8 +229,8 @@ def _train(
         remove_unused_columns=False,
         train_sampling_strategy="sequential",
         logging_first_step=True,
-        gradient_checkpointing=config.gradient_checkpointing,
-        gradient_checkpointing_kwargs={"use_reentrant": False},
+        activation_checkpointing=config.gradient_checkpointing,
+        activation_checkpointing_kwargs={"use_reentrant": False},
     )
     trainer = ContextualTrainer(
         model=encoder.model, args=args, train_dataset=dataset, data_collator=collate_steps,
