@@ -212,6 +212,9 @@ def test_a_run_lowers_the_loss_and_the_folder_opens_everywhere(
     assert record["encoder"] == {"method": "pi", "max_length": 128, "original_length": LO}
     assert record["data"]["held_out_titles"] and (tmp_path / "out" / "loss_curve.png").is_file()
     assert not (tmp_path / "out" / "checkpoints").exists()
+    fidelity = record["fidelity"]  # the short-text check on the held-out article, as the retrofit scores it
+    assert fidelity["articles"] == record["data"]["held_out_titles"] and fidelity["teacher"]["queries"] == 10
+    assert fidelity["cosine_min"] < 1 and "ndcg@10_difference" in fidelity
     assert result.summary.steps == 12
 
     # load_encoder opens it with the method and Lt it was trained under; late chunks run through them

@@ -62,7 +62,7 @@ def run_contextual(args: argparse.Namespace) -> int:
     data_dir = existing_folder(args.data_dir if args.data_dir is not None else default_data_dir(), "--data-dir")
     result = train_contextual(
         args.model, args.output, data_dir=data_dir, sources=tuple(args.sources), cache_dir=args.cache_dir,
-        resume=args.resume, overwrite=args.overwrite, method=args.method, max_length=args.max_length,
+        resume=args.resume, overwrite=args.overwrite, evaluate=not args.no_evaluate, method=args.method, max_length=args.max_length,
         doc_tokens=args.doc_tokens, temperature=args.temperature, in_sequence_weight=args.in_sequence_weight,
         distill_weight=args.distill_weight, max_steps=args.max_steps, documents_per_step=args.documents_per_step,
         queries_per_document=args.queries_per_document, learning_rate=args.learning_rate,
@@ -74,6 +74,8 @@ def run_contextual(args: argparse.Namespace) -> int:
     print(json.dumps({"output": str(result.folder), "steps": s.steps, "seconds": s.seconds,
                       "seconds_per_step": s.seconds_per_step, "final_loss": s.final_loss,
                       "held_out_titles": result.record["data"]["held_out_titles"]}, indent=2))
+    if "fidelity" in result.record:
+        print(json.dumps({"short_text_check": result.record["fidelity"]}, indent=2))
     encoder = result.record["encoder"]
     print(f"wrote {result.folder} ({CONTEXTUAL_RECORD}); open it with load_encoder({str(result.folder)!r}) "
           f"(method {encoder['method']!r}, max_length {encoder['max_length']}) and embed with "

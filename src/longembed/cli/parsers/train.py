@@ -130,6 +130,8 @@ def _register_contextual(recipes: argparse._SubParsersAction) -> None:
     train.add_argument("--precision", choices=PRECISIONS, default=c.precision)
     train.add_argument("--cache-dir", type=Path, default=None,
                        help="keep the original model's distillation targets here (default: beside the checkpoints)")
+    parser.add_argument("--no-evaluate", action="store_true",
+                        help="skip the short-text check on the held-out SQuAD articles at the end")
     parser.add_argument("--resume", action="store_true", help="continue the unfinished run in --output")
     parser.add_argument("--overwrite", action="store_true", help="retrain into a folder that holds a finished run")
     parser.set_defaults(func=CommandHandler("longembed.cli.train", "run_contextual"))

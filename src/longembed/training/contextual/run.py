@@ -31,7 +31,8 @@ from longembed.training.contextual.folder import write_trained_folder
 from longembed.training.contextual.targets import targets_bytes, targets_folder, teacher_targets
 from longembed.training.contextual.trainer import LOSS_PARTS, ContextualTrainer, collate_steps
 from longembed.training.contrastive import require_training_extra
-from longembed.training.retrofit.plot import LABELS, plot_loss_curve
+from longembed.training.retrofit.fidelity import short_text_fidelity
+from longembed.training.retrofit.plot import plot_loss_curve
 from longembed.training.retrofit.targets import teacher_identity
 from longembed.training.retrofit.trainer import LossProgressBar
 from longembed.training.runs import (
@@ -52,8 +53,6 @@ RECORD_FILE = CONTEXTUAL_RECORD_FILE
 CURVE_FILE = "loss_curve.png"
 TARGETS_DIR = "distill-targets"
 FORMAT_VERSION = 1
-LABELS.update({"in_sequence_losses": "InfoNCE, in-sequence negatives", "in_batch_losses": "InfoNCE, in-batch negatives",
-               "distill_losses": "1 - cos to the original, texts alone"})
 
 
 @dataclass
@@ -94,6 +93,7 @@ def train_contextual(
     overwrite: bool = False,
     show_progress: bool = True,
     callbacks: Sequence[TrainerCallback] = (),
+    evaluate: bool = True,
     **options: Any,
 ) -> ContextualResult:
     """Fine-tune ``model`` for late chunking (InSeNT) on benchmark-safe documents; write it to ``output_dir``.
@@ -107,6 +107,8 @@ def train_contextual(
     ``OUTPUT/checkpoints`` every ``save_steps``; ``resume=True`` continues a killed run (same options, else a
     ValueError) to the weights an uninterrupted run ends with.  The original model's targets for the
     distillation term are cached under ``cache_dir`` (kept) or beside the checkpoints (removed at the end).
+    With ``evaluate``, the short-text check is scored at the end on the held-out SQuAD articles and recorded
+    (``record["fidelity"]``: cosine to the original model's vectors, question -> paragraph nDCG@10 of both).
     """
     require_training_extra()
     config = (config or ContextualConfig()).with_overrides(**options)
@@ -151,6 +153,10 @@ def train_contextual(
         "summary": summary.to_dict(),
     }
     write_json(output / RECORD_FILE, record)
+    if evaluate and plan.data["held_out_titles"]:
+        record["fidelity"] = short_text_fidelity(output, model, data_dir, plan.data["held_out_titles"], str(device),
+                                                 student_method=None)
+        write_json(output / RECORD_FILE, record)
     curves = {name: getattr(summary, name) for name in ("losses", "in_sequence_losses", "in_batch_losses",
                                                         "distill_losses")}
     plot_loss_curve(curves, output / CURVE_FILE, f"contextual training of {source.name}: {summary.steps} steps")
