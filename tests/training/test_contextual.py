@@ -20,7 +20,9 @@ from transformers import BertConfig, BertModel, BertTokenizer, TrainerCallback
 
 from longembed import load_encoder
 from longembed.advice import advise
-from longembed.cli.main import main
+from longembed.advice.spec import AdviseSpec
+from longembed.cli.main import build_parser, main
+from longembed.cli.options import settings_from_args
 from longembed.loading import default_method
 from longembed.results import RunResults
 from longembed.tasks import RetrievalData, get_task, write_task_dir
@@ -183,6 +185,17 @@ def test_steps_hold_distinct_documents_and_every_document_each_epoch() -> None:
     assert plan == plan_steps(docs, 5, 2, 1, seed=0) and plan != plan_steps(docs, 5, 2, 1, seed=1)
 
 
+def test_a_squad_share_mixes_the_sources_in_that_proportion() -> None:
+    raw = [RawDocument([f"c{i}"], [[f"q{i}"]], f"squad:{i}" if i < 3 else f"hotpotqa:{i}", True) for i in range(60)]
+    docs, _ = pack_documents(raw, [[1]] * 60, 10, 10)
+    plan = plan_steps(docs, steps=400, per_step=4, queries_per_document=1, seed=0, squad_share=0.5)
+    squad = [item.document < 3 for step in plan for item in step]
+    assert all(len({item.document for item in step}) == 4 for step in plan)
+    assert abs(np.mean(squad) - 0.5) < 0.05  # three SQuAD documents, each back again and again
+    none = plan_steps(docs, steps=400, per_step=4, queries_per_document=1, seed=0, squad_share=0.0)
+    assert not any(item.document < 3 for step in none for item in step)
+
+
 # ---------------------------------------------------------------- training, resume, the folder
 
 
@@ -343,6 +356,9 @@ def test_advise_offers_the_trained_late_chunks(tmp_path: Path, quiet_model_folde
         want[qid] = 100 / math.log2(rank + 1) if rank <= 10 else 0.0
     (scores,) = RunResults.load(tmp_path / "advice" / "runs" / "trained-late-chunks").query_scores().values()
     assert scores == pytest.approx(want, abs=1e-3)  # the run keeps three decimals
+    args = build_parser().parse_args(["advise", "--model", str(quiet_model_folder), "--contextual", str(trained),
+                                      "--task-dir", str(task), "--output", str(tmp_path / "y")])
+    assert settings_from_args(AdviseSpec, args).contextual == trained  # the command line's flag
     with pytest.raises(ValueError, match="not a folder written by"):
         advise(quiet_model_folder, max_length=64, task_dirs=[task], output_dir=tmp_path / "x",
                contextual=quiet_model_folder, show_progress=False, log=None)

@@ -65,7 +65,7 @@ def run_contextual(args: argparse.Namespace) -> int:
         resume=args.resume, overwrite=args.overwrite, evaluate=not args.no_evaluate, method=args.method, max_length=args.max_length,
         doc_tokens=args.doc_tokens, temperature=args.temperature, in_sequence_weight=args.in_sequence_weight,
         distill_weight=args.distill_weight, max_steps=args.max_steps, documents_per_step=args.documents_per_step,
-        queries_per_document=args.queries_per_document, learning_rate=args.learning_rate,
+        queries_per_document=args.queries_per_document, squad_share=args.squad_share, learning_rate=args.learning_rate,
         warmup_steps=args.warmup_steps, gradient_checkpointing=not args.no_gradient_checkpointing,
         held_out_articles=args.held_out_articles, save_steps=args.save_steps, logging_steps=args.logging_steps,
         seed=args.seed, device=args.device, precision=args.precision,

@@ -119,6 +119,9 @@ def _register_contextual(recipes: argparse._SubParsersAction) -> None:
     train.add_argument("--documents-per-step", type=positive_int, default=c.documents_per_step,
                        help="documents per step (in-batch negatives come from the others)")
     train.add_argument("--queries-per-document", type=positive_int, default=c.queries_per_document)
+    train.add_argument("--squad-share", type=float, default=c.squad_share,
+                       help="probability that a step's document is a SQuAD article (default 0.5; HotpotQA gives "
+                       "about 70 one-question texts for each article)")
     train.add_argument("--learning-rate", type=float, default=c.learning_rate)
     train.add_argument("--warmup-steps", type=int, default=c.warmup_steps)
     train.add_argument("--no-gradient-checkpointing", action="store_true",

@@ -22,7 +22,9 @@ class ContextualConfig(FlatConfig):
       packed to at most ``doc_tokens`` tokens (special and prompt tokens included), which must fit
       ``max_length``.  A chunk is a paragraph (SQuAD) or a Wikipedia passage (HotpotQA).
     - A step is ``documents_per_step`` documents, each run once, its chunks mean-pooled from the token
-      states (late chunking), and up to ``queries_per_document`` of its queries (sampled per step).
+      states (late chunking), and up to ``queries_per_document`` of its queries (sampled per step); each
+      document is a SQuAD one with probability ``squad_share`` (None: drawn from all documents alike, where
+      HotpotQA's one-question texts outnumber SQuAD's articles about 70 to 1).
     - Loss (InSeNT, ConTEB arXiv 2505.24782): ``in_sequence_weight`` x InfoNCE of each query against the
       chunks of its own document (in-sequence negatives) + (1 - ``in_sequence_weight``) x InfoNCE against
       its chunk and every chunk of the step's other documents (in-batch negatives), similarities over
@@ -44,6 +46,7 @@ class ContextualConfig(FlatConfig):
     max_steps: int = 100
     documents_per_step: int = 4
     queries_per_document: int = 8
+    squad_share: float | None = 0.5
     temperature: float = 0.05
     in_sequence_weight: float = 0.5
     distill_weight: float = 1.0
@@ -72,6 +75,8 @@ class ContextualConfig(FlatConfig):
             require_positive_integers(self, ("max_length",))
         if self.documents_per_step < 2 and self.in_sequence_weight < 1:
             raise ValueError("in-batch negatives need documents_per_step >= 2 (or in_sequence_weight 1)")
+        if self.squad_share is not None and not 0 <= self.squad_share <= 1:
+            raise ValueError(f"squad_share must be in [0, 1] (or None), got {self.squad_share}")
         if not 0 < self.temperature <= 1:
             raise ValueError(f"temperature (the InfoNCE tau) must be in (0, 1], got {self.temperature}")
         if not 0 <= self.in_sequence_weight <= 1:

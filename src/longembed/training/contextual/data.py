@@ -134,7 +134,7 @@ def pack_documents(
         if not doc.splittable and any(doc.queries[c] and c not in keep for c in range(len(doc.chunks))):
             counts["questions whose passages exceed the budget"] += 1  # a supporting passage is over the window
             continue
-        pieces = _split(keep, sizes, budget) if doc.splittable else _fit(doc, keep, sizes, budget, counts)
+        pieces = _split(keep, sizes, budget, counts) if doc.splittable else _fit(doc, keep, sizes, budget, counts)
         for piece in pieces:
             queries = tuple((q, (k,)) for k, c in enumerate(piece) for q in doc.queries[c])
             if doc.splittable is False:  # one question, its supporting passages all positives
@@ -147,7 +147,7 @@ def pack_documents(
     return out, counts
 
 
-def _split(keep: list[int], sizes: Sequence[int], budget: int) -> list[list[int]]:
+def _split(keep: list[int], sizes: Sequence[int], budget: int, counts: dict[str, int]) -> list[list[int]]:
     """Consecutive chunks, a new piece whenever the next chunk would pass the budget."""
     pieces: list[list[int]] = [[]]
     used = 0
@@ -157,6 +157,7 @@ def _split(keep: list[int], sizes: Sequence[int], budget: int) -> list[list[int]
             pieces.append([])
             used, cost = 0, sizes[c]
         if cost > budget:  # a single chunk over the budget (only when the budget is below the window)
+            counts["chunks longer than the budget"] = counts.get("chunks longer than the budget", 0) + 1
             continue
         pieces[-1].append(c)
         used += cost
@@ -193,27 +194,45 @@ class StepItem:
 
 
 def plan_steps(
-    documents: Sequence[ContextDocument], steps: int, per_step: int, queries_per_document: int, seed: int
+    documents: Sequence[ContextDocument], steps: int, per_step: int, queries_per_document: int, seed: int,
+    squad_share: float | None = None,
 ) -> list[list[StepItem]]:
-    """``steps`` steps of ``per_step`` distinct documents: the documents in a seeded order, a new order each
-    epoch, each with up to ``queries_per_document`` of its queries (a seeded sample, redrawn each time)."""
+    """``steps`` steps of ``per_step`` distinct documents, each with up to ``queries_per_document`` of its
+    queries (a seeded sample, redrawn each time the document comes back).
+
+    ``squad_share`` None: the documents in a seeded order, a new order each epoch.  A number: each place of a
+    step is a SQuAD document with that probability, else another one, each source read in its own seeded
+    order, a new one each time it is used up (HotpotQA gives about 70 documents for each SQuAD one, with one
+    question each: the share keeps SQuAD's many-query documents in the steps)."""
     if len(documents) < per_step:
         raise ValueError(f"a step needs {per_step} documents and the training data has {len(documents)}")
     rng = random.Random(f"longembed-contextual:{seed}")
-    pending: list[int] = []
+    if squad_share is None:
+        streams = [list(range(len(documents)))]
+    else:
+        squad = [d for d, doc in enumerate(documents) if doc.group.startswith("squad:")]
+        other = [d for d, doc in enumerate(documents) if not doc.group.startswith("squad:")]
+        streams = [squad, other]
+    pending: list[list[int]] = [[] for _ in streams]
     plan: list[list[StepItem]] = []
     while len(plan) < steps:
-        if len(pending) < per_step:
-            order = list(range(len(documents)))
-            rng.shuffle(order)
-            pending += order
         step: list[int] = []
-        for d in list(pending):
-            if d not in step:
-                step.append(d)
-                pending.remove(d)
-            if len(step) == per_step:
-                break
+        while len(step) < per_step:
+            k = 0 if len(streams) == 1 or (rng.random() < squad_share and streams[0]) or not streams[1] else 1
+            fresh = [d for d in pending[k] if d not in step]
+            if not fresh:
+                order = list(streams[k])
+                rng.shuffle(order)
+                pending[k] += order
+                fresh = [d for d in pending[k] if d not in step]
+                if not fresh:  # this source has no document the step lacks: take the other
+                    k = 1 - k
+                    order = list(streams[k])
+                    rng.shuffle(order)
+                    pending[k] += order
+                    fresh = [d for d in pending[k] if d not in step]
+            pending[k].remove(fresh[0])
+            step.append(fresh[0])
         items = []
         for d in step:
             count = len(documents[d].queries)

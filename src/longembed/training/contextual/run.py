@@ -196,7 +196,8 @@ def _plan(
         sizes.append(lengths[k : k + len(doc.chunks)])
         k += len(doc.chunks)
     documents, packing = pack_documents(raw, sizes, config.doc_tokens - reserved, encoder.original_length - reserved)
-    steps = plan_steps(documents, config.max_steps, config.documents_per_step, config.queries_per_document, config.seed)
+    steps = plan_steps(documents, config.max_steps, config.documents_per_step, config.queries_per_document, config.seed,
+                       config.squad_share)
     inputs = plan_inputs(encoder, documents, steps, config.doc_tokens)
     used = {item.document for step in steps for item in step}
     data = {
@@ -206,6 +207,8 @@ def _plan(
         "documents_by_source": {s: sum(1 for d in documents if d.group.startswith(s + ":")) for s in SOURCES},
         "queries": sum(len(d.queries) for d in documents),
         "used_documents": len(used),
+        "used_by_source": {src: sum(1 for step in steps for item in step if documents[item.document].group.startswith(src + ":"))
+                           for src in SOURCES},
         "epochs": round(config.max_steps * config.documents_per_step / len(documents), 3),
         "distill_texts": len(inputs.ids),
         "held_out_titles": held_out,
