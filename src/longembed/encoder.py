@@ -64,6 +64,7 @@ from longembed.loading import (
     default_method,
     load_model_for_encoding,
     load_transformer_config,
+    recorded_encoder,
     resolve_device,
     resolve_model,
 )
@@ -435,6 +436,19 @@ class LongContextEncoder:
         return self._run_states([list(s) for s in sequences], len(sequences) or 1, max_tokens_per_batch, False,
                                 temperature)
 
+    def forward_states(
+        self, sequences: Sequence[Sequence[int]], temperature: float | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Last-layer states (B, n, dim) float32 of a batch of token-id sequences (right-padded), and its (B, n)
+        mask of real tokens, run as every encode runs them (the method's positions, scaling, TempScale) but
+        outside inference mode: gradients flow, so a trainer fine-tunes the model through the extension
+        method it will be used with (``longembed train contextual``).  Each sequence is one model input
+        (at most :attr:`window_length` tokens, its special and prompt tokens in it)."""
+        longest = max((len(s) for s in sequences), default=0)
+        if longest > self.window_length or any(len(s) == 0 for s in sequences):
+            raise UserError(f"sequences must hold 1..{self.window_length} tokens (one model input), got up to {longest}")
+        return self._hidden([list(s) for s in sequences], temperature=temperature)
+
     def chunk_spans(self, texts: str | Sequence[str], chunking: ChunkingArgument) -> list[list[Span]]:
         """The (start, end) character spans of each text's chunks (see :mod:`longembed.chunking.spans`)."""
         checked = check_texts(texts)
@@ -773,8 +787,16 @@ def load_encoder(
         UserError: an unknown method or option, a method that does not apply to the model's position
             scheme, an invalid value (a :class:`~longembed.errors.UserTypeError` for an unknown keyword).
         UserFileError: ``model`` is neither a local folder nor a model the Hugging Face hub gives.
+
+    ``method=None`` opens a folder made by ``longembed tune`` or ``longembed export`` with the method
+    and Lt recorded in it, a folder made by ``longembed train contextual`` with the method and Lt it was
+    trained under (when ``max_length`` is not given either), and any other model with "truncate".
     """
     model = "default" if model is None else str(model)
+    if method is None and max_length is None:  # a ``longembed train contextual`` folder: its method and Lt
+        recorded = recorded_encoder(model)
+        if recorded is not None:
+            method, max_length = recorded["method"], recorded.get("max_length")
     method = default_method(model) if method is None else method
     config = EncoderConfig.from_options(model, method, max_length, dtype=dtype, **options)
     return LongContextEncoder(config, device=device, lazy=lazy)

@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 from safetensors import SafetensorError
@@ -132,12 +132,34 @@ def read_extended_table(path: Path) -> ExtendedTable | None:
         raise UserError(f"{record_file}: not a valid extended-position-table record ({exc})") from None
 
 
+#: The record of a ``longembed train contextual`` folder; its "encoder" entry is the method and Lt it was trained under.
+CONTEXTUAL_RECORD_FILE = "longembed_contextual.json"
+
+
+def recorded_encoder(model: str | Path | None) -> dict[str, Any] | None:
+    """The encoder settings (``{"method": ..., "max_length": ...}``) a ``longembed train contextual`` folder
+    was trained under, or None for any other model."""
+    if model is None or str(model) == DEFAULT_MODEL or not Path(model).expanduser().is_dir():
+        return None
+    record_file = Path(model).expanduser() / CONTEXTUAL_RECORD_FILE
+    if not record_file.is_file():
+        return None
+    try:
+        encoder = json.loads(record_file.read_text())["encoder"]
+        return {"method": str(encoder["method"]), "max_length": encoder.get("max_length")}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UserError(f"{record_file}: not a valid contextual-training record ({exc})") from None
+
+
 def default_method(model: str | Path | None) -> str:
     """The method a model opens with when none is given: the one its extended position table was
     built with (a ``longembed tune`` or ``export`` folder); "native" for an ALiBi model (JinaBERT, a
     ``longembed retrofit`` folder), whose positions extrapolate; else "truncate"."""
     if model is None or str(model) == DEFAULT_MODEL:
         return "truncate"
+    recorded = recorded_encoder(model)
+    if recorded is not None:
+        return recorded["method"]
     source = resolve_model(model)
     if source.extended_table is not None:
         return source.extended_table.method

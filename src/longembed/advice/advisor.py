@@ -43,7 +43,14 @@ from longembed.advice.estimate import (
 )
 from longembed.advice.recommend import choose_best, compare_with_best, more_queries_text, recommend
 from longembed.advice.spec import AdviseSpec
-from longembed.advice.strategies import TRUNCATE, Candidate, ModelFacts, plan_candidates
+from longembed.advice.strategies import (
+    CONTEXTUAL,
+    TRUNCATE,
+    Candidate,
+    ContextualFacts,
+    ModelFacts,
+    plan_candidates,
+)
 from longembed.advice.write import write_advice
 from longembed.encoder import load_encoder
 from longembed.errors import UserError
@@ -53,6 +60,7 @@ from longembed.evaluation.estimate import CostModel, longest_sequence, measure_c
 from longembed.evaluation.runner import evaluate_model, plan_run
 from longembed.evaluation.scoring import Unit
 from longembed.evaluation.spec import EvalSpec
+from longembed.loading import CONTEXTUAL_RECORD_FILE, recorded_encoder
 from longembed.report.comparison import write_comparison
 from longembed.report.table import ScoreRow, score_table
 from longembed.results import RunResults
@@ -154,14 +162,35 @@ def plan_advice(
     encoders = {TRUNCATE: _cached(factory(lazy=True), spec)}
     base = encoders[TRUNCATE]
     facts = ModelFacts(base.position_scheme, base.pooling, base.original_length)
+    contextual = _contextual(spec, facts, device, options)
     candidates, left_out = plan_candidates(facts, max_length, list(spec.methods) if spec.methods else None,
-                                           spec.chunking)
+                                           spec.chunking, contextual[0] if contextual else None)
+    if contextual is not None:
+        encoders[CONTEXTUAL] = contextual[1]
     for candidate in candidates:
         if candidate.encoder is not None and candidate.encoder not in encoders:
             encoders[candidate.encoder] = _cached(factory(method=candidate.encoder, max_length=max_length, lazy=True), spec)
     data = load_data(spec, max_length or facts.original_length, say)
     return AdvicePlan(spec, str(model), facts, max_length, candidates, left_out, encoders, data, Path(spec.output_dir),  # type: ignore[arg-type]
                       say, options)
+
+
+def _contextual(
+    spec: AdviseSpec, facts: ModelFacts, device: str | None, options: dict[str, Any]
+) -> tuple[ContextualFacts, CachedEncoder] | None:
+    """The ``--contextual`` folder's facts and encoder (the method and Lt it was trained under), or None."""
+    if spec.contextual is None:
+        return None
+    folder = str(spec.contextual)
+    recorded = recorded_encoder(folder)
+    if recorded is None:
+        raise UserError(f"--contextual {folder}: not a folder written by 'longembed train contextual' (it has no "
+                         f"{CONTEXTUAL_RECORD_FILE})")
+    if facts.pooling != "mean":
+        raise UserError("--contextual measures late chunks, which mean-pool token states; the advised model pools "
+                         f"with {facts.pooling!r}")
+    encoder = load_encoder(folder, device=device, lazy=True, **options)
+    return ContextualFacts(folder, encoder.method, encoder.max_length), _cached(encoder, spec)
 
 
 def _cached(encoder: Any, spec: AdviseSpec) -> CachedEncoder:

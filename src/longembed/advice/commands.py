@@ -77,7 +77,7 @@ def strategy_config(
     chunked = candidate.chunked
     hybrid = candidate.kind == HYBRID
     config: dict[str, Any] = {
-        "model": "bm25" if candidate.kind == BM25 else model,
+        "model": "bm25" if candidate.kind == BM25 else (candidate.model or model),
         "method": None if candidate.kind == BM25 else method,
         "max_length": None if candidate.kind == BM25 else max_length,
         "granularity": candidate.granularity,

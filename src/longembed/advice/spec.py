@@ -70,6 +70,11 @@ class AdviseSpec:
         None, "extension methods to try at --max-length (default: the one that fits the model's positions: "
         "pi for absolute, ntk for rotary, native for ALiBi)", group=ADVICE, list=True, metavar="LIST",
     )
+    contextual: str | Path | None = option(
+        None, "a folder written by 'longembed train contextual' (the model fine-tuned for late chunks): its late "
+        "chunks are measured beside the model's strategies (trained-late-chunks, and fused with BM25)",
+        group=ADVICE, type=Path, metavar="DIR",
+    )
     chunking: str = option("tokens:256", "how the chunk strategies cut documents: tokens:SIZE[:OVERLAP] or "
                            "sentences:N (default tokens:256)", group=ADVICE, metavar="SPEC")
     margin: float = option(

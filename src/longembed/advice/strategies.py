@@ -11,6 +11,8 @@ For a model with window Lo, asked about documents up to N tokens (``--max-length
   model (a chunk fits its window, so no extension is needed); a document scores its best chunk;
 * **late-chunks**: late chunking, the whole document run once (with the extension at N when there is
   one, else as windows of Lo) and each chunk the mean of its token states: mean-pooling models only;
+* **trained-late-chunks** (with ``advise --contextual FOLDER``): late chunks of a model fine-tuned for them
+  (``longembed train contextual``), run with the method and Lt it was trained under;
 * **<dense>+bm25**: every strategy above but BM25, its ranking fused with BM25's (reciprocal rank
   fusion, k = 60): the dense vectors are reused from the cache, so a hybrid costs BM25's scoring only.
 """
@@ -31,6 +33,8 @@ EXTENSION_FOR_SCHEME = {APE: "pi", ROPE: "ntk", ALIBI: "native"}
 TRUNCATE = "truncate"
 #: The strategies named without a method: BM25, the chunk strategies.
 BM25_NAME, NAIVE_CHUNKS, LATE_CHUNKS = "bm25", "naive-chunks", "late-chunks"
+#: The late chunks of a ``longembed train contextual`` folder, and the key of its encoder.
+TRAINED_LATE_CHUNKS, CONTEXTUAL = "trained-late-chunks", "contextual"
 FUSION_SUFFIX = "+bm25"
 
 
@@ -48,6 +52,8 @@ class Candidate:
     chunking: str = "tokens:256"
     late: bool = False
     dense: str | None = None
+    #: the model this strategy runs, when not the advised one (a ``--contextual`` folder)
+    model: str | None = None
 
     @property
     def chunked(self) -> bool:
@@ -70,10 +76,21 @@ class ModelFacts:
     original_length: int
 
 
+@dataclass(frozen=True)
+class ContextualFacts:
+    """A ``longembed train contextual`` folder: where it is, and the method and Lt it runs with."""
+
+    folder: str
+    method: str
+    max_length: int | None
+
+
 def plan_candidates(
-    model: ModelFacts, max_length: int | None, methods: list[str] | None = None, chunking: str = "tokens:256"
+    model: ModelFacts, max_length: int | None, methods: list[str] | None = None, chunking: str = "tokens:256",
+    contextual: ContextualFacts | None = None,
 ) -> tuple[list[Candidate], dict[str, str]]:
-    """The strategies to measure, in the order advice lists them, and those left out with the reason.
+    """The strategies to measure, in the order advice lists them, and those left out with the reason
+    (with ``contextual``, the trained folder's late chunks too).
 
     Errors (ValueError): ``max_length`` below Lo; ``methods`` given without a ``max_length`` above Lo, naming
     truncate (always a candidate), or a method that does not fit the model's positions; chunks of
@@ -99,8 +116,12 @@ def plan_candidates(
     else:
         left_out[LATE_CHUNKS] = (f"late chunking mean-pools each chunk's token states, and this model pools with "
                                  f"{model.pooling!r} (its vectors were trained that way)")
+    if contextual is not None:
+        dense.append(Candidate(TRAINED_LATE_CHUNKS, DENSE, f"late chunks ({chunking}) of the model fine-tuned for them "
+                               f"({contextual.folder}, run with {contextual.method} at {contextual.max_length})",
+                               CONTEXTUAL, "chunks", chunking, late=True, model=contextual.folder))
     hybrids = [Candidate(c.name + FUSION_SUFFIX, HYBRID, f"{c.name} fused with BM25 (reciprocal rank fusion, k = 60)",
-                         c.encoder, c.granularity, c.chunking, c.late, dense=c.name) for c in dense]
+                         c.encoder, c.granularity, c.chunking, c.late, dense=c.name, model=c.model) for c in dense]
     return [Candidate(BM25_NAME, BM25, "BM25 (lexical; no model)"), *dense, *hybrids], left_out
 
 

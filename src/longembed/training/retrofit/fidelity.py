@@ -40,15 +40,18 @@ def short_text_fidelity(
     titles: Sequence[str],
     device: str | None = None,
     batch_size: int = 32,
+    student_method: str | None = "native",
 ) -> dict[str, Any]:
     """The cosine and retrieval fidelity of ``student`` to ``teacher`` on the SQuAD articles ``titles``
-    (module docstring); a ValueError when the titles hold no answerable question."""
+    (module docstring); a ValueError when the titles hold no answerable question.  ``student_method``: how
+    the student opens ("native" for a retrofit; None: as ``load_encoder`` opens the folder, e.g. a
+    ``longembed train contextual`` folder with the method it was trained under)."""
     pairs = held_out_squad_pairs(data_dir, titles)
     if not pairs:
         raise UserError(f"no answerable SQuAD questions in the held-out articles {list(titles)}")
     task = HeldOutTask.from_pairs(pairs)
     teacher_encoder = load_encoder(teacher, method="truncate", device=device)
-    student_encoder = load_encoder(student, method="native", device=device)
+    student_encoder = load_encoder(student, method=student_method, device=device)
     texts = task.texts
     t = np.asarray(teacher_encoder.encode(texts, batch_size=batch_size, normalize_embeddings=True))
     s = np.asarray(student_encoder.encode(texts, batch_size=batch_size, normalize_embeddings=True))

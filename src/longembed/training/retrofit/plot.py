@@ -1,4 +1,4 @@
-"""``loss_curve.png``: a retrofit's loss against the optimizer step, with each of its terms.
+"""``loss_curve.png``: a retrofit's (or a contextual training's) loss against the optimizer step, with each of its terms.
 
 The total and its parts as ``RetrofitSummary`` records them (every ``logging_steps``, and the first
 step): 1 - cos of the pooled vectors, the token states' MSE (unweighted: the total adds it times
@@ -23,6 +23,10 @@ LABELS = {
     "pooled_losses": "1 - cos, pooled vectors",
     "token_losses": "token states MSE",
     "pairs_losses": "pairs InfoNCE",
+    # ``longembed train contextual`` (``ContextualSummary``)
+    "in_sequence_losses": "InfoNCE, in-sequence negatives",
+    "in_batch_losses": "InfoNCE, in-batch negatives",
+    "distill_losses": "1 - cos to the original, texts alone",
 }
 
 
