@@ -37,7 +37,7 @@ from longembed.lazy import lazy_exports
 if TYPE_CHECKING:
     from longembed.training.contextual.config import ContextualConfig
     from longembed.training.contextual.loss import QueryTarget, distill_loss, insent_loss
-    from longembed.training.contextual.run import (
+    from longembed.training.contextual.pipeline import (
         RECORD_FILE,
         ContextualResult,
         ContextualSummary,

@@ -10,12 +10,11 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from longembed.errors import UserError
-from longembed.training.choices import PRECISIONS
-from longembed.training.config import FlatConfig, require_positive_integers
+from longembed.training.config import TrainingConfig, require_positive_integers
 
 
 @dataclass
-class ContextualConfig(FlatConfig):
+class ContextualConfig(TrainingConfig):
     """Hyperparameters of contextual (late-chunking) fine-tuning; ``to_dict``/``from_dict`` round-trip them.
 
     - The model runs as longembed runs it for late chunking: ``method`` extends its window to
@@ -33,14 +32,21 @@ class ContextualConfig(FlatConfig):
       1 - cos(model's vector, original model's vector) of the step's queries and their chunks embedded
       alone (short texts stay where the original model put them; the targets are cached).
     - AdamW with ``learning_rate``, linear warm-up over ``warmup_steps`` then linear decay, ``weight_decay``;
-      checkpoints every ``save_steps``, the loss logged every ``logging_steps``; ``gradient_checkpointing``
+      checkpoints every ``save_steps``, the loss logged every ``logging_steps`` (these, ``seed``,
+      ``precision`` and ``device`` are :class:`~longembed.training.config.TrainingConfig`'s); ``gradient_checkpointing``
       recomputes each layer in the backward pass (memory of one layer's activations, about 1.3x the time).
     - ``held_out_articles`` SQuAD articles (chosen with ``seed``, as every longembed run chooses them) are
       never trained on: the short-text check scores them.
     """
 
     config_kind: ClassVar[str] = "contextual training"
+    positive_integers: ClassVar[tuple[str, ...]] = (
+        "doc_tokens", "max_steps", "documents_per_step", "queries_per_document",
+    )
 
+    #: Dataset rows per optimizer step (``training.runs.shared_trainer_arguments``): one planned step,
+    #: whose size ``documents_per_step`` decides.
+    batch_size: int = 1
     method: str = "truncate"
     max_length: int | None = None
     doc_tokens: int = 2048
@@ -53,25 +59,14 @@ class ContextualConfig(FlatConfig):
     distill_weight: float = 1.0
     learning_rate: float = 5e-5
     warmup_steps: int = 10
-    weight_decay: float = 0.01
     gradient_checkpointing: bool = True
     held_out_articles: int = 5
     save_steps: int = 25
     logging_steps: int = 1
-    seed: int = 0
-    precision: str = "fp32"
-    device: str | None = None
 
-    @property
-    def batch_size(self) -> int:
-        """Dataset rows per optimizer step (``training.runs.shared_trainer_arguments``): one planned step."""
-        return 1
-
-    def __post_init__(self) -> None:
-        require_positive_integers(
-            self, ("doc_tokens", "max_steps", "documents_per_step", "queries_per_document", "save_steps",
-                   "logging_steps")
-        )
+    def check(self) -> None:
+        if self.batch_size != 1:
+            raise UserError(f"batch_size is one planned step (documents_per_step sizes it), got {self.batch_size}")
         if self.max_length is not None:
             require_positive_integers(self, ("max_length",))
         if self.documents_per_step < 2 and self.in_sequence_weight < 1:
@@ -84,9 +79,5 @@ class ContextualConfig(FlatConfig):
             raise UserError(f"in_sequence_weight must be in [0, 1], got {self.in_sequence_weight}")
         if not self.distill_weight >= 0:
             raise UserError(f"distill_weight must be >= 0, got {self.distill_weight}")
-        if not self.learning_rate > 0 or self.warmup_steps < 0 or self.weight_decay < 0:
-            raise UserError("learning_rate must be positive, warmup_steps and weight_decay >= 0")
         if not isinstance(self.held_out_articles, int) or self.held_out_articles < 0:
             raise UserError(f"held_out_articles must be an integer >= 0, got {self.held_out_articles!r}")
-        if self.precision not in PRECISIONS:
-            raise UserError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
