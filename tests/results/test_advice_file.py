@@ -65,3 +65,31 @@ def test_a_file_of_another_kind_is_refused(tmp_path: Path) -> None:
     (tmp_path / ADVICE_FILE).write_text(json.dumps({"format": "longembed-results/1"}))
     with pytest.raises(ValueError, match="not a longembed advice file"):
         Advice.load(tmp_path)
+
+
+PUBLISHED = Path(__file__).resolve().parents[2] / "results"
+
+
+def test_every_published_advice_file_loads_and_format_1_keeps_its_conclusion() -> None:
+    """The advice published before the non-inferiority rule (format 1) still loads, its "tied" read as
+    "within" at margin 0 and its recommendation unchanged; checked against the raw JSON."""
+    files = sorted(PUBLISHED.rglob(ADVICE_FILE))
+    assert len(files) >= 6
+    old_formats = 0
+    for path in files:
+        raw = json.loads(path.read_text())
+        loaded = Advice.load(path)
+        assert loaded.recommendation.choice == raw["recommendation"]["choice"] == loaded.recommended
+        assert [s.name for s in loaded.strategies] == [s["name"] for s in raw["strategies"]]
+        if raw["format"] == "longembed-advice/1":
+            old_formats += 1
+            assert loaded.margin == loaded.recommendation.margin == 0.0
+            assert loaded.recommendation.within == raw["recommendation"]["tied"]
+            assert loaded.recommendation.undecided == []
+    assert old_formats == 5
+
+
+def test_an_unknown_advice_format_names_both_it_understands(tmp_path: Path) -> None:
+    (tmp_path / ADVICE_FILE).write_text(json.dumps({"format": "longembed-advice/9"}))
+    with pytest.raises(ValueError, match="longembed-advice/2' or 'longembed-advice/1"):
+        Advice.load(tmp_path)

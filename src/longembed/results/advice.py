@@ -5,7 +5,8 @@
     >>> advice = Advice.load("advice/contracts")
     >>> advice.recommendation.choice, [(s.name, s.score, s.cost.index_bytes) for s in advice.strategies]
 
-The file format (``longembed-advice/1``) is the JSON form of these classes, key for key.  Scores and
+The file format (``longembed-advice/2``; ``/1`` files, written before the non-inferiority rule, still
+load: :func:`upgrade_v1`) is the JSON form of these classes, key for key.  Scores and
 differences are percentages (a run's average over its tasks); every difference is the strategy's score
 minus the best strategy's, on the same queries.  Costs are measured on the machine that wrote the file
 (``machine``) and are noisy: seconds and milliseconds from a few timed calls.
@@ -23,6 +24,9 @@ from longembed.results.files import load_result_file, write_json
 from longembed.results.run_results import Interval
 
 ADVICE_FORMAT = "longembed-advice/2"
+#: The first format: its rule called a strategy "tied" with the best when their difference was not
+#: significant (no margin); published advice in results/advise/ has it.
+ADVICE_FORMAT_V1 = "longembed-advice/1"
 ADVICE_FILE = "advice.json"
 #: The kinds of strategy: lexical only, one embedding model's vectors, or those fused with BM25's ranking.
 BM25, DENSE, HYBRID = "bm25", "dense", "hybrid"
@@ -225,8 +229,32 @@ class Advice(Record):
     @classmethod
     def load(cls, path: str | Path) -> Advice:
         """Read advice: ``path`` is its folder or its advice.json."""
-        return load_result_file(path, ADVICE_FILE, "longembed advice file", ADVICE_FORMAT, cls.from_dict)
+        return load_result_file(
+            path, ADVICE_FILE, "longembed advice file", (ADVICE_FORMAT, ADVICE_FORMAT_V1), _from_any_format
+        )
 
     def save(self, path: str | Path) -> Path:
         """Write the advice as JSON to ``path`` (a file) atomically."""
         return write_json(Path(path), self.to_dict())
+
+
+def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """A ``longembed-advice/1`` file's data in the current format's shape, keeping what it concluded.
+
+    Format 1 had no margin: ``recommendation.tied`` were the strategies not significantly different from
+    the best (Holm), read here as ``within`` at margin 0, with nothing undecided; its ``caution`` becomes
+    ``more_queries``.  Strategies had no eval ``config`` or ``commands`` (they stay empty).
+    """
+    data = {**data, "format": ADVICE_FORMAT, "margin": 0.0}
+    old = dict(data["recommendation"])
+    data["recommendation"] = {
+        "best": old["best"], "choice": old["choice"], "margin": 0.0, "within": list(old.get("tied", [])),
+        "undecided": [], "cost_order": old["cost_order"], "reason": old["reason"],
+        "more_queries": old.get("caution", ""),
+    }
+    data.setdefault("recommended", old["choice"])
+    return data
+
+
+def _from_any_format(data: dict[str, Any]) -> Advice:
+    return Advice.from_dict(upgrade_v1(data) if data.get("format") == ADVICE_FORMAT_V1 else data)

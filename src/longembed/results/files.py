@@ -90,18 +90,22 @@ def read_json(path: Path, what: str = "JSON file") -> Any:
         raise UserError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno}): not a {what}") from None
 
 
-def read_json_object(path: Path, what: str, format_name: str) -> dict[str, Any]:
-    """A JSON object whose ``format`` field is ``format_name``; a clear error for anything else."""
+def read_json_object(path: Path, what: str, format_name: str | tuple[str, ...]) -> dict[str, Any]:
+    """A JSON object whose ``format`` field is ``format_name`` (or one of them: a reader that still
+    understands older formats); a clear error for anything else."""
     value = read_json(path, what)
     if not isinstance(value, dict):
         raise UserError(f"{path} holds a JSON {type(value).__name__}, not a {what}")
-    if value.get("format") != format_name:
-        raise UserError(f"{path} is not a {what} (format {value.get('format')!r}, expected {format_name!r})")
+    formats = (format_name,) if isinstance(format_name, str) else format_name
+    if value.get("format") not in formats:
+        expected = " or ".join(repr(f) for f in formats)
+        raise UserError(f"{path} is not a {what} (format {value.get('format')!r}, expected {expected})")
     return value
 
 
 def load_result_file(
-    path: str | Path, file_name: str, what: str, format_name: str, from_dict: Callable[[dict[str, Any]], Any]
+    path: str | Path, file_name: str, what: str, format_name: str | tuple[str, ...],
+    from_dict: Callable[[dict[str, Any]], Any],
 ) -> Any:
     """Read a result file (``path`` is the file or the folder holding ``file_name``) into a typed object;
     every failure is a ValueError or FileNotFoundError that names the file."""
