@@ -488,8 +488,12 @@ class LongContextEncoder:
                 default an eighth of the window) and each chunk is the mean of its tokens' states
                 (:mod:`longembed.chunking.late`); mean-pooling models only.  Naive chunking (False):
                 each chunk's text is embedded alone, prompt and special tokens added as for any input.
-            batch_size, show_progress_bar, prompt, prompt_name, max_tokens_per_batch, temperature: as
-                in :meth:`encode`.
+            batch_size: as in :meth:`encode`.
+            show_progress_bar: as in :meth:`encode`.
+            prompt: as in :meth:`encode`.
+            prompt_name: as in :meth:`encode`.
+            max_tokens_per_batch: as in :meth:`encode`.
+            temperature: as in :meth:`encode`.
             normalize_embeddings: None: unit vectors when the model normalizes; True / False force it.
             window_overlap: tokens shared by late chunking's windows of a text longer than max_length.
 
