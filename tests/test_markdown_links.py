@@ -18,6 +18,7 @@ LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"
 REFERENCE = re.compile(r"^\s*\[[^\]]+\]:\s*(\S+)", re.MULTILINE)
 FENCE = re.compile(r"^(```|~~~).*?^\1", re.MULTILINE | re.DOTALL)
 CODE = re.compile(r"`[^`\n]*`")
+REPO_LINK = "repo:"
 EXTERNAL = ("http://", "https://", "mailto:", "ftp://", "data:")
 
 
@@ -55,7 +56,11 @@ def broken_links(path: Path) -> list[str]:
         if target.startswith(EXTERNAL) or target.startswith("#") and path.suffix != ".md":
             continue
         file_part, _, anchor = target.partition("#")
-        resolved = path if not file_part else (path.parent / unquote(file_part)).resolve()
+        if file_part.startswith(REPO_LINK):  # the docs site's link to a file of the repository (docs/hooks)
+            resolved = (ROOT / unquote(file_part.removeprefix(REPO_LINK))).resolve()
+            file_part = "repo"
+        else:
+            resolved = path if not file_part else (path.parent / unquote(file_part)).resolve()
         if not file_part.startswith("/") and not resolved.exists():
             problems.append(f"{target}: no such file")
         elif anchor and resolved.suffix == ".md" and resolved.is_file() and anchor.lower() not in anchors(resolved):

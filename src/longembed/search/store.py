@@ -52,6 +52,11 @@ LOCK_FILE = "build.lock"
 DELETE_BATCH = 500
 
 
+class IndexBusyError(UserError, BlockingIOError):
+    """Another ``longembed index`` holds this index's build lock: a user error (exit 2), and still the
+    ``BlockingIOError`` it always was for code that catches that."""
+
+
 def require_lancedb() -> None:
     if LANCEDB_IMPORT_ERROR is not None:
         raise MissingExtraError(f"{INSTALL_HINT} ({LANCEDB_IMPORT_ERROR})")
@@ -127,7 +132,7 @@ class IndexStore:
         try:
             lock.acquire()
         except Timeout:
-            raise BlockingIOError(f"--index {self.path}: another longembed index is building this index now (it "
+            raise IndexBusyError(f"--index {self.path}: another longembed index is building this index now (it "
                                f"holds {folder / LOCK_FILE}); wait until it finishes, then run again") from None
         try:
             yield
