@@ -59,7 +59,7 @@ class ServerSettings:
         "under --scheduler fair, the most padded tokens of one model call: a batch runs as calls of at most this "
         "many tokens, shortest first, and cheaper requests that arrive meanwhile are run between its calls, so a "
         "short request waits for about one call, not a whole batch (an input longer than this runs alone; "
-        "smaller calls cost a little throughput; fifo runs a batch as one call)", 4096)
+        "smaller calls cost a little throughput; fifo runs a batch as one call)", 8192)
     queue_seconds: float = flag_field(
         "longest a request may wait for the model; a request that would wait longer (estimated from the queue "
         "and the measured tokens/s) gets 429 with Retry-After at once. A client may ask for less with the "
