@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[2]
 QUESTIONS = Path(__file__).resolve().parent / "questions.jsonl"
 #: $LONGEMBED_DATA_DIR/paul_graham_essays, else ../shared/data/paul_graham_essays beside the repository.
 DEFAULT_DATA = Path(os.environ.get("LONGEMBED_DATA_DIR") or REPO.parent / "shared" / "data") / "paul_graham_essays"
-DEFAULT_OUT = REPO / "docs" / "essays" / "task"
+DEFAULT_OUT = REPO / "results" / "essays" / "task"
 KINDS = ("fact", "paraphrase")
 
 

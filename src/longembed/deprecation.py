@@ -33,6 +33,7 @@ MOVED_MODULES = {
     "longembed.corpus.choices": "longembed.corpus.engines",
     "longembed.results.run": "longembed.results.run_results",
     "longembed.training.retrofit.run": "longembed.training.retrofit.pipeline",
+    "longembed.training.retrofit.plot": "longembed.training.loss_curve",
 }
 
 

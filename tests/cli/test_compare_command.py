@@ -123,4 +123,4 @@ def test_a_shared_and_a_distinct_needle_run_are_a_one_line_error(tmp_path: Path,
     err = capsys.readouterr().err
     assert err.startswith("longembed compare: error: runs shared (") and len(err.strip().splitlines()) == 1
     assert "scored different data for needle at length 256" in err
-    assert "their passkey/needle options differ (needle_haystacks: the default vs 'distinct')" in err
+    assert "their task options differ (needle_haystacks: the default vs 'distinct')" in err

@@ -143,3 +143,22 @@ def test_qmsum_as_a_task_folder_scores_as_the_builtin_task_with_an_encoder(tmp_p
     documents = get_task("qmsum").load(DATA_DIR).corpus.values()
     over = sum(round(len(text.split()) / WORDS_PER_TOKEN) > 512 for text in documents)
     assert folder.tasks["mine"].counts.documents_truncated == over > 0
+
+
+# --------------------------------------------------------------------------- --max-queries' sample
+def test_a_sampled_run_scores_its_sample_records_it_and_pairs_only_with_the_same_sample(tmp_path: Path) -> None:
+    from longembed.results.compare import compare
+
+    folder = small_task(tmp_path / "mine")
+    full = run(BM25Model(), tmp_path, "full", task_dirs=[folder])
+    sampled = run(BM25Model(), tmp_path, "sampled", task_dirs=[folder], max_queries=2, sample_seed=4)
+    again = run(BM25Model(), tmp_path, "again", task_dirs=[folder], max_queries=2, sample_seed=4)
+    assert len(full.tasks["mine"].per_query) == 3
+    kept = sampled.tasks["mine"].per_query
+    assert 0 < len(kept) <= 2 and kept == again.tasks["mine"].per_query
+    assert set(kept) < set(full.tasks["mine"].per_query)
+    assert sampled.config.task_options == {"max_queries": 2, "sample_seed": 4} and full.config.task_options == {}
+    assert RunResults.load(tmp_path / "sampled").config.task_options["max_queries"] == 2
+    compare([tmp_path / "sampled", tmp_path / "again"])  # the same sample pairs up
+    with pytest.raises(ValueError, match=r"task options differ \(max_queries: the default vs 2"):
+        compare([tmp_path / "full", tmp_path / "sampled"])

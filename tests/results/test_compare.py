@@ -313,7 +313,7 @@ def test_a_shared_needle_run_and_a_distinct_needle_run_are_refused(tmp_path: Pat
     for pair in ([shared, distinct], [distinct, shared]):
         with pytest.raises(ValueError, match=r"runs (shared|distinct) \(.*\) and (distinct|shared) \(.*\) scored "
                                              r"different data for needle at length 256 \(data_sha256 \w+ vs \w+\): "
-                                             r"their passkey/needle options differ \(needle_haystacks: "):
+                                             r"their task options differ \(needle_haystacks: "):
             compare(pair)
 
 

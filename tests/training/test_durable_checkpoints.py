@@ -107,3 +107,23 @@ def test_a_checkpoint_is_durable_before_older_ones_are_deleted(tmp_path, events)
     assert {str(staged / "model.safetensors"), str(staged / "trainer_state.json"), str(staged)} <= synced_before
     parent_synced = events.index(("fsync", str(tmp_path.resolve())), at)
     assert events.index(("rmtree", str(old))) > parent_synced
+
+
+def test_an_exported_folder_replaces_the_old_one_durably(tmp_path, events) -> None:
+    """``staged_folder`` (``longembed export``): the new folder's files are fsynced
+    before it takes the output's name, the name and its parent after; the old folder is removed only
+    then.  The old code renamed without any fsync."""
+    from longembed.export.folders import staged_folder
+
+    output = tmp_path / "exported"
+    write_checkpoint(output)  # an earlier export
+    events.clear()
+    with staged_folder(output) as staging:
+        (staging / "model.safetensors").write_bytes(b"new weights")
+        staged = str((staging / "model.safetensors").resolve())
+    at = events.index(("replace", str(output.resolve())))
+    assert ("fsync", staged) in events[:at]
+    assert events.index(("fsync", str(output.resolve())), at) < events.index(("fsync", str(tmp_path.resolve())), at)
+    removed = [i for i, (kind, path) in enumerate(events) if kind == "rmtree" and ".exported.previous-" in path]
+    assert removed and removed[0] > events.index(("fsync", str(tmp_path.resolve())), at)
+    assert (output / "model.safetensors").read_bytes() == b"new weights"

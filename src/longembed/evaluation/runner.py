@@ -62,6 +62,7 @@ from longembed.evaluation.task_options import SyntheticOptions
 from longembed.results import RunConfig, RunFolder, RunResults
 from longembed.retrieval.fusion import Fusion
 from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS, Task, get_task
+from longembed.tasks.subsample import SubsampledTask
 from longembed.tasks.task_dir import TaskDirRecord, task_dir_tasks
 
 DATA_DIR_ENV = "LONGEMBED_DATA_DIR"
@@ -235,9 +236,11 @@ def plan_run(model: Encoder | CachedEncoder | TextScorer, spec: EvalSpec) -> Run
     synthetic.check(task_objects)
     for note in synthetic.notes():
         say(note)
+    task_objects, sampled = _sampled(task_objects, spec, say)
     data_path = Path(spec.data_dir).expanduser() if spec.data_dir is not None else None
     described = RunConfig(encoder={}, tasks=[t.metadata.name for t in task_objects], lengths=length_list,
-                          data_dir=None if data_path is None else str(data_path), task_options=synthetic.record())
+                          data_dir=None if data_path is None else str(data_path),
+                          task_options={**synthetic.record(), **sampled})
     versions = library_versions()
     if isinstance(model, TextScorer):
         name = model.metadata.name
@@ -266,6 +269,19 @@ def plan_run(model: Encoder | CachedEncoder | TextScorer, spec: EvalSpec) -> Run
         None if isinstance(scorer, TextScorer) else scorer, spec.batch_size, spec.estimate, say,
     )
     return RunPlan(spec, scorer, task_objects, length_list, level, fusion, sides, max_length, units, results, say)
+
+
+def _sampled(tasks: list[Task], spec: EvalSpec, say: Callable[[str], None]) -> tuple[list[Task], dict[str, int]]:
+    """The tasks behind ``spec.max_queries``' seeded sample (:mod:`longembed.tasks.subsample`), and what
+    ``RunConfig.task_options`` records of it (nothing without a sample, so a full run's config is unchanged)."""
+    if spec.max_queries is None:
+        return tasks, {}
+    if spec.max_queries < 1:
+        raise UserError(f"--max-queries must be at least 1, not {spec.max_queries}")
+    say(f"sampling at most {spec.max_queries} queries per task and length (seed {spec.sample_seed}), in whole "
+        "groups with the documents they rank")
+    sampled: list[Task] = [SubsampledTask(task, spec.max_queries, spec.sample_seed) for task in tasks]
+    return sampled, {"max_queries": spec.max_queries, "sample_seed": spec.sample_seed}
 
 
 def cached_encoder(encoder: Encoder, spec: EvalSpec) -> CachedEncoder:

@@ -105,6 +105,13 @@ class EvalSpec:
         "every document is cut from its own window of the haystack, so candidates differ in all their text",
         choices=HAYSTACK_MODES,
     )
+    max_queries: int | None = option(
+        None, "a seeded sample of at most N queries per task (and length), drawn in whole groups with the "
+        "documents they rank: a meeting with its passages, a block, or documents with the queries they complete "
+        "(a cheaper run of the same kind of problem; compare it with runs of the same N and --sample-seed; "
+        "default: every query)", type=int, metavar="N",
+    )
+    sample_seed: int = option(0, "the seed of --max-queries' sample (default 0)", type=int, metavar="SEED")
     query_temperature: float | None = option(None, "TempScale tau for queries (default: --temperature)")
     document_temperature: float | None = option(None, "TempScale tau for documents (default: --temperature)")
     cache_includes_code: bool = option(

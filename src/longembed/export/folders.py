@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from longembed.durable import durable_replace_folder
 from longembed.errors import OutputExistsError, UserError
 from longembed.permissions import NEW_FOLDER_MODE, creation_mode, weights_follow_umask
 from longembed.sentence_transformers_folder import MODULES_FILE
@@ -58,7 +59,9 @@ def refuse_overlap(output: Path, protected: list[Path]) -> None:
 def staged_folder(output: Path) -> Iterator[Path]:
     """Yield an empty staging folder beside ``output``; on success it replaces ``output`` (the old
     folder is removed only after the new one is in place), on any error it is removed and ``output``
-    is untouched.  The folder gets the permissions ordinary ``mkdir`` gives under the umask, and its weight
+    is untouched.  The rename is durable (:func:`longembed.durable.durable_replace_folder`: the files are
+    fsynced before it, the new name after it), so a power loss cannot leave a half-written folder under
+    ``output``'s name.  The folder gets the permissions ordinary ``mkdir`` gives under the umask, and its weight
     files those ``open()`` gives (safetensors writes them owner-only)."""
     output.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.staging-", dir=output.parent))
@@ -74,7 +77,7 @@ def staged_folder(output: Path) -> Iterator[Path]:
         previous = Path(tempfile.mkdtemp(prefix=f".{output.name}.previous-", dir=output.parent))
         os.replace(output, previous / output.name)
     try:
-        os.replace(staging, output)
+        durable_replace_folder(staging, output)  # flushed before and after: a crash leaves all of it or none
     except BaseException:  # put the old folder back where it was
         if previous is not None:
             os.replace(previous / output.name, output)

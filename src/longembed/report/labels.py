@@ -98,8 +98,8 @@ def fusion_label(fusion: dict[str, Any]) -> str:
 
 
 def task_option_parts(options: dict[str, Any]) -> list[str]:
-    """The passkey/needle options a run changed, as label words ("200 q/length", "in blocks of 50",
-    "haystack=contracts", "needle haystacks=distinct"):
+    """The task options a run changed, as label words ("200 q/length", "in blocks of 50",
+    "haystack=contracts", "needle haystacks=distinct", "sample of 300 q (seed 0)"):
     runs of different query counts or haystacks score different data and must not look alike."""
     parts = []
     if "queries_per_length" in options:
@@ -112,6 +112,8 @@ def task_option_parts(options: dict[str, Any]) -> list[str]:
         parts.append(f"haystack={Path(str(path).rstrip('/')).name}")
     if options.get("needle_haystacks"):
         parts.append(f"needle haystacks={options['needle_haystacks']}")
+    if "max_queries" in options:
+        parts.append(f"sample of {options['max_queries']} q (seed {options.get('sample_seed', 0)})")
     return parts
 
 

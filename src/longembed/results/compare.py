@@ -215,7 +215,7 @@ def _data_difference(a: _Run, b: _Run) -> str:
     differ = [f"{key}: {_option(options_a.get(key))} vs {_option(options_b.get(key))}"
               for key in sorted(set(options_a) | set(options_b)) if options_a.get(key) != options_b.get(key)]
     if differ:
-        return "their passkey/needle options differ (" + "; ".join(differ) + ")"
+        return "their task options differ (" + "; ".join(differ) + ")"
     return ("generated with other settings (queries per length, candidates, haystack, needle haystacks, needles) "
             "or read from another data folder")
 

@@ -20,17 +20,19 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoint
 
 from longembed.durable import durable_replace_folder
 from longembed.errors import OutputExistsError, UserError
 from longembed.export import refuse_overlap
 from longembed.permissions import weights_follow_umask
+from longembed.results.files import write_json
+from longembed.training.loss_curve import CURVE_FILE, plot_loss_curve
 from longembed.weight_files import check_weight_files
 
 logger = logging.getLogger(__name__)
@@ -248,3 +250,32 @@ def prepare_output(output: Path, overwrite: bool, inputs: Sequence[Path], record
         shutil.rmtree(output)
     elif output.exists() and any(p.name != CHECKPOINTS for p in output.iterdir()):
         raise OutputExistsError(f"{output} exists and holds other files; choose an empty or new --output")
+
+
+def check_unfinished_run(checkpoint_dir: Path, resume: bool, overwrite: bool, what: str) -> None:
+    """An unfinished run's checkpoints continue only when asked (``resume``), or are removed (``overwrite``);
+    otherwise an :class:`~longembed.errors.OutputExistsError` names ``what`` ran there ("retrofit")."""
+    if resume or not checkpoint_dir.is_dir() or get_last_checkpoint(str(checkpoint_dir)) is None:
+        return
+    if not overwrite:
+        raise OutputExistsError(
+            f"{checkpoint_dir} holds the checkpoints of an unfinished {what}; pass resume=True (--resume) to "
+            "continue it, or overwrite=True (--overwrite) to start again"
+        )
+    shutil.rmtree(checkpoint_dir)
+
+
+def finish_run(
+    output: Path, record_file: str, record: dict[str, Any], fidelity: Callable[[], dict[str, Any]] | None,
+    curves: dict[str, Any], title: str, checkpoint_dir: Path,
+) -> dict[str, Any]:
+    """The end of a distillation run: write its record (before the short-text check, so a failing check
+    loses nothing), add ``fidelity()``'s check to it, plot the loss ``curves`` beside it, and only then remove
+    the checkpoints.  Returns the record."""
+    write_json(output / record_file, record)
+    if fidelity is not None:
+        record["fidelity"] = fidelity()
+        write_json(output / record_file, record)
+    plot_loss_curve(curves, output / CURVE_FILE, title)
+    shutil.rmtree(checkpoint_dir, ignore_errors=True)
+    return record

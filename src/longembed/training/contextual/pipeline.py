@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -11,12 +10,10 @@ from typing import Any
 
 from transformers import TrainerCallback, TrainingArguments
 from transformers.trainer_callback import ProgressCallback
-from transformers.trainer_utils import get_last_checkpoint
 
 from longembed.encoder import LongContextEncoder, load_encoder
-from longembed.errors import OutputExistsError, UserError
+from longembed.errors import UserError
 from longembed.loading import CONTEXTUAL_RECORD_FILE, ModelSource, resolve_device, resolve_model
-from longembed.results.files import write_json
 from longembed.training.contextual.batches import PlannedInputs, plan_inputs
 from longembed.training.contextual.config import ContextualConfig
 from longembed.training.contextual.data import (
@@ -33,12 +30,13 @@ from longembed.training.contextual.targets import targets_bytes, targets_folder,
 from longembed.training.contextual.trainer import LOSS_PARTS, ContextualTrainer, collate_steps
 from longembed.training.contrastive import require_training_extra
 from longembed.training.retrofit.fidelity import short_text_fidelity
-from longembed.training.retrofit.plot import plot_loss_curve
 from longembed.training.retrofit.targets import teacher_identity
 from longembed.training.retrofit.trainer import LossProgressBar
 from longembed.training.runs import (
     CHECKPOINTS,
     TrainingSummary,
+    check_unfinished_run,
+    finish_run,
     prepare_output,
     resume_point,
     run_trainer,
@@ -51,7 +49,6 @@ except ImportError:  # pragma: no cover - exercised only without the extra
     Dataset = None  # type: ignore[assignment,misc]
 
 RECORD_FILE = CONTEXTUAL_RECORD_FILE
-CURVE_FILE = "loss_curve.png"
 TARGETS_DIR = "distill-targets"
 FORMAT_VERSION = 1
 
@@ -121,7 +118,7 @@ def train_contextual(
     checkpoint_dir = output / CHECKPOINTS
     prepare_output(output, overwrite, [p for p in (source.folder, source.transformer_path) if p is not None],
                    RECORD_FILE, "a finished contextual training")
-    _check_unfinished_run(checkpoint_dir, resume, overwrite)
+    check_unfinished_run(checkpoint_dir, resume, overwrite, "contextual training")
     encoder = load_encoder(model, method=config.method, max_length=config.max_length, device=str(device))
     plan = _plan(encoder, source, config, data_dir, sources)
     resume_from = resume_point(checkpoint_dir, plan.identity) if resume else None
@@ -153,28 +150,17 @@ def train_contextual(
                     "bytes": targets_bytes(plan.inputs, encoder.embedding_dim) if targets is not None else 0},
         "summary": summary.to_dict(),
     }
-    write_json(output / RECORD_FILE, record)
+    fidelity = None
     if evaluate and plan.data["held_out_titles"]:
-        record["fidelity"] = short_text_fidelity(output, model, data_dir, plan.data["held_out_titles"], str(device),
-                                                 student_method=None)
-        write_json(output / RECORD_FILE, record)
+        def fidelity() -> dict[str, Any]:
+            return short_text_fidelity(output, model, data_dir, plan.data["held_out_titles"], str(device),
+                                       student_method=None)
     curves = {name: getattr(summary, name) for name in ("losses", "in_sequence_losses", "in_batch_losses",
                                                         "distill_losses")}
-    plot_loss_curve(curves, output / CURVE_FILE, f"contextual training of {source.name}: {summary.steps} steps")
-    shutil.rmtree(checkpoint_dir, ignore_errors=True)
+    finish_run(output, RECORD_FILE, record, fidelity, curves,
+               f"contextual training of {Path(source.name).name}: {summary.steps} steps", checkpoint_dir)
     return ContextualResult(output, summary, record)
 
-
-def _check_unfinished_run(checkpoint_dir: Path, resume: bool, overwrite: bool) -> None:
-    """An unfinished run's checkpoints continue only when asked (``resume``), or are removed (``overwrite``)."""
-    if resume or not checkpoint_dir.is_dir() or get_last_checkpoint(str(checkpoint_dir)) is None:
-        return
-    if not overwrite:
-        raise OutputExistsError(
-            f"{checkpoint_dir} holds the checkpoints of an unfinished contextual training; pass resume=True "
-            "(--resume) to continue it, or overwrite=True (--overwrite) to start again"
-        )
-    shutil.rmtree(checkpoint_dir)
 
 
 def _plan(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -12,13 +11,11 @@ from typing import Any
 import numpy as np
 from transformers import AutoTokenizer, BertConfig, TrainerCallback, TrainingArguments
 from transformers.trainer_callback import ProgressCallback
-from transformers.trainer_utils import get_last_checkpoint
 
 from longembed.encoder_protocol import retrieval_prompts
-from longembed.errors import OutputExistsError, UserError
+from longembed.errors import UserError
 from longembed.loading import ModelSource, resolve_device, resolve_model
 from longembed.models.jina_bert import JinaBertModel
-from longembed.results.files import write_json
 from longembed.training.choices import RETROFIT_POSITIONS
 from longembed.training.contrastive import require_training_extra
 from longembed.training.data import SOURCES, pairs_digest, training_pairs
@@ -27,7 +24,6 @@ from longembed.training.retrofit.data import BatchPlan, retrofit_texts, tokenize
 from longembed.training.retrofit.fidelity import short_text_fidelity
 from longembed.training.retrofit.folder import write_student_folder
 from longembed.training.retrofit.pairs import PairInputs, PairRow, plan_pair_batches
-from longembed.training.retrofit.plot import CURVE_FILE, plot_loss_curve
 from longembed.training.retrofit.student import build_student, load_teacher, teacher_config, teacher_window
 from longembed.training.retrofit.targets import (
     TeacherTargets,
@@ -45,7 +41,9 @@ from longembed.training.retrofit.trainer import (
 from longembed.training.runs import (
     CHECKPOINTS,
     TrainingSummary,
+    check_unfinished_run,
     checkpoint_step,
+    finish_run,
     prepare_output,
     resume_point,
     run_trainer,
@@ -153,7 +151,7 @@ def retrofit_alibi(
     checkpoint_dir = output / CHECKPOINTS
     teacher_folders = [p for p in (source.folder, source.transformer_path) if p is not None]
     prepare_output(output, overwrite, teacher_folders, RECORD_FILE, "a finished retrofit")
-    _check_unfinished_run(checkpoint_dir, resume, overwrite)
+    check_unfinished_run(checkpoint_dir, resume, overwrite, "retrofit")
     plan = _plan(source, bert_config, config, data_dir, text_file, pairs_file, positions)
     resume_from = resume_point(checkpoint_dir, plan.identity) if resume else None
 
@@ -187,25 +185,15 @@ def retrofit_alibi(
         },
         "summary": summary.to_dict(),
     }
+    fidelity = None
     if evaluate and plan.data["held_out_titles"]:
-        record["fidelity"] = short_text_fidelity(output, model, data_dir, plan.data["held_out_titles"], str(device))
-    write_json(output / RECORD_FILE, record)
+        def fidelity() -> dict[str, Any]:
+            return short_text_fidelity(output, model, data_dir, plan.data["held_out_titles"], str(device))
     curves = {name: getattr(summary, name) for name in ("losses", "pooled_losses", "token_losses", "pairs_losses")}
-    plot_loss_curve(curves, output / CURVE_FILE, f"retrofit of {source.name}: {summary.steps} steps")
-    shutil.rmtree(checkpoint_dir, ignore_errors=True)
+    finish_run(output, RECORD_FILE, record, fidelity, curves, f"retrofit of {source.name}: {summary.steps} steps",
+               checkpoint_dir)
     return RetrofitResult(output, summary, record)
 
-
-def _check_unfinished_run(checkpoint_dir: Path, resume: bool, overwrite: bool) -> None:
-    """An unfinished run's checkpoints continue only when asked (``resume``), or are removed (``overwrite``)."""
-    if resume or not checkpoint_dir.is_dir() or get_last_checkpoint(str(checkpoint_dir)) is None:
-        return
-    if not overwrite:
-        raise OutputExistsError(
-            f"{checkpoint_dir} holds the checkpoints of an unfinished retrofit; pass resume=True (--resume) to "
-            "continue it, or overwrite=True (--overwrite) to start again"
-        )
-    shutil.rmtree(checkpoint_dir)
 
 
 def _plan(

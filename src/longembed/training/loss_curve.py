@@ -1,4 +1,5 @@
-"""``loss_curve.png``: a retrofit's (or a contextual training's) loss against the optimizer step, with each of its terms.
+"""``loss_curve.png``: a training run's loss against the optimizer step, with each of its terms (the retrofit,
+the contextual training).
 
 The total and its parts as ``RetrofitSummary`` records them (every ``logging_steps``, and the first
 step): 1 - cos of the pooled vectors, the token states' MSE (unweighted: the total adds it times
@@ -8,9 +9,11 @@ where the student has just lost its position table, sit orders of magnitude abov
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 
@@ -30,15 +33,34 @@ LABELS = {
 }
 
 
+#: From this many logged points on, a curve is drawn faint with its trailing mean over it: a step's loss
+#: depends on the step's documents, and the trend is what the reader is after.
+SMOOTH_FROM = 30
+
+
+def trailing_mean(values: Sequence[float], window: int) -> np.ndarray:
+    """The mean of each ``window`` consecutive values (one per full window: ``len(values) - window + 1``).
+    Log-scale curves average the logs (a geometric mean), so one spike does not dominate its window."""
+    logs = np.log(np.maximum(np.asarray(values, dtype=float), 1e-12))
+    return np.exp(np.convolve(logs, np.ones(window) / window, mode="valid"))
+
+
 def plot_loss_curve(curves: dict[str, list[tuple[int, float]]], path: str | Path, title: str = "") -> Path:
     """Draw ``curves`` (a ``RetrofitSummary``'s ``losses``, ``pooled_losses``, ... as (step, value) lists; an
     empty one is left out) into ``path`` (PNG) and return the path."""
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for name, points in curves.items():
         label = LABELS.get(name, name)
-        if points:
-            steps, values = zip(*points, strict=True)
+        if not points:
+            continue
+        steps, values = zip(*points, strict=True)
+        if len(points) < SMOOTH_FROM:
             ax.plot(steps, values, marker="." if len(points) < 40 else None, label=label)
+            continue
+        window = max(3, len(points) // 10)
+        line = ax.plot(steps, values, alpha=0.3, linewidth=0.8)[0]
+        ax.plot(steps[window - 1:], trailing_mean(values, window), color=line.get_color(),
+                label=f"{label} (mean of {window} steps)")
     ax.set_yscale("log")
     ax.set_xlabel("optimizer step")
     ax.set_ylabel("loss (log scale)")
