@@ -137,7 +137,11 @@ def main() -> None:
     parser.add_argument("--lengths", default="512,1024,2048")
     parser.add_argument("--chunking", default="tokens:256")
     parser.add_argument("--out", type=Path, required=True, help="OUT.json and OUT.md are written")
+    parser.add_argument("--variants", default="single,naive,late",
+                        help="which of single, naive, late to analyse (e.g. 'late' for a model whose other "
+                             "variants are not needed: each variant not in the cache is encoded)")
     args = parser.parse_args()
+    variants = [v for v in ("single", "naive", "late") if v in args.variants.split(",")]
 
     options = {} if args.max_length is None else {"max_length": args.max_length}
     encoder = load_encoder(args.model, method=args.method, **options)
@@ -160,7 +164,6 @@ def main() -> None:
             queries = cached.encode(
                 [data.queries[q] for q in query_ids], shard=f"{shard}/queries", prompt=prompts["query"]
             ).vectors
-            single = cached.encode(texts, shard=f"{shard}/documents", prompt=prompts["document"])
             planted = np.array([planted_position(t, facts) for t in texts])
             relative = planted / np.array([len(t) for t in texts])
             # the chunk (index within its document) that holds the planted line's first character
@@ -176,9 +179,13 @@ def main() -> None:
                 "length": length,
                 "documents": len(texts),
                 "queries": len(query_ids),
-                "single": analyse(queries @ single.vectors.T, gold, relative, early),
             }
+            if "single" in variants:
+                single = cached.encode(texts, shard=f"{shard}/documents", prompt=prompts["document"])
+                run["single"] = analyse(queries @ single.vectors.T, gold, relative, early)
             for variant, late in (("naive", False), ("late", True)):
+                if variant not in variants:
+                    continue
                 chunks = cached.encode_chunks(
                     texts,
                     shard=f"{shard}/documents",
@@ -216,7 +223,7 @@ def main() -> None:
                 "| acc@1, planted in chunk 0 | acc@1, planted later |",
                 "|---|---|---|---|---|---|",
             ]
-            for variant in ("single", "naive", "late"):
+            for variant in variants:
                 r = run[variant]
                 hubs = ", ".join(f"{h['queries_won']} @ {h['planted_at']:.2f}" for h in r["hubs"][:3])
                 lines.append(
@@ -224,7 +231,7 @@ def main() -> None:
                     f"{r['accuracy@1_planted_in_first_chunk']} ({r['queries_planted_in_first_chunk']} q) | "
                     f"{r['accuracy@1_planted_elsewhere']} |"
                 )
-            for variant in ("naive", "late"):
+            for variant in [v for v in variants if v != "single"]:
                 cos = run[variant]["mean_cosine_by_chunk_index"]
                 lines.append("")
                 lines.append(
