@@ -209,8 +209,8 @@ def _listing(units: dict[tuple[str, int | None], Scored]) -> str:
 
 
 def _data_difference(a: _Run, b: _Run) -> str:
-    """Why two runs' data of a unit may differ: the passkey/needle options they recorded differently
-    ("candidates: 'blocks' vs the default"), else the settings that could."""
+    """Why two runs' data of a unit may differ: the task options they recorded differently (passkey/needle
+    options, a ``--max-queries`` sample: "candidates: 'blocks' vs the default"), else the settings that could."""
     options_a, options_b = a.results.config.task_options, b.results.config.task_options
     differ = [f"{key}: {_option(options_a.get(key))} vs {_option(options_b.get(key))}"
               for key in sorted(set(options_a) | set(options_b)) if options_a.get(key) != options_b.get(key)]
