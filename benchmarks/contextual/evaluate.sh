@@ -32,28 +32,10 @@ python benchmarks/essays/build_task.py --data "$DATA/paul_graham_essays" --out r
 SAMPLE=$([ "$MAX_QUERIES" = 0 ] || echo "--max-queries $MAX_QUERIES --sample-seed 0")
 TASKS="--tasks qmsum_passages squality hotpotqa passkey needle --lengths 1k 2k 4k --candidates blocks
        --task-dir results/essays/task --task-name essays --data-dir $DATA $SAMPLE"
-CHUNKS="--granularity chunks --chunking tokens:256"
-TRAINED_LATE="--model $TRAINED --method pi --max-length 4096 $CHUNKS --late"
-ORIGINAL_LATE="--model $ORIG --method pi --max-length 4096 $CHUNKS --late"
-ORIGINAL_NAIVE="--model $ORIG --method truncate $CHUNKS --naive"
+# shellcheck source=benchmarks/contextual/strategies.sh
+source benchmarks/contextual/strategies.sh
+run_all
 
-run() {  # run NAME FLAGS...
-  local name=$1; shift
-  # shellcheck disable=SC2086
-  longembed eval "$@" $TASKS --output "$OUT/$name"
-}
-run trained-late        $TRAINED_LATE
-run original-naive      $ORIGINAL_NAIVE
-run original-late       $ORIGINAL_LATE
-run bm25                --model bm25
-run trained-late+bm25   $TRAINED_LATE --fuse bm25
-run original-naive+bm25 $ORIGINAL_NAIVE --fuse bm25
-run original-late+bm25  $ORIGINAL_LATE --fuse bm25
-
-others="original-naive original-late bm25 trained-late+bm25 original-naive+bm25 original-late+bm25"
-# shellcheck disable=SC2046
-longembed compare "$OUT/trained-late" $(for n in $others; do echo "$OUT/$n"; done) --baseline "$OUT/trained-late" \
-  --output "$OUT/comparison"
 # the training's effect on the fused strategy, alone
 longembed compare "$OUT/original-late+bm25" "$OUT/trained-late+bm25" --output "$OUT/comparison-fused"
 # SQuALITY on its whole corpus (the sample above keeps 27 of 127 stories, where every strategy scores ~100),

@@ -17,25 +17,6 @@ ORIG=${LONGEMBED_MODELS_DIR:-/work/models}/all-MiniLM-L6-v2
 DATA=${LONGEMBED_DATA_DIR:-../shared/data}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 TASKS="--tasks squality --data-dir $DATA"
-CHUNKS="--granularity chunks --chunking tokens:256"
-TRAINED_LATE="--model $TRAINED --method pi --max-length 4096 $CHUNKS --late"
-ORIGINAL_LATE="--model $ORIG --method pi --max-length 4096 $CHUNKS --late"
-ORIGINAL_NAIVE="--model $ORIG --method truncate $CHUNKS --naive"
-
-run() {  # run NAME FLAGS...
-  local name=$1; shift
-  # shellcheck disable=SC2086
-  longembed eval "$@" $TASKS --output "$OUT/$name"
-}
-run trained-late        $TRAINED_LATE
-run original-naive      $ORIGINAL_NAIVE
-run original-late       $ORIGINAL_LATE
-run bm25                --model bm25
-run trained-late+bm25   $TRAINED_LATE --fuse bm25
-run original-naive+bm25 $ORIGINAL_NAIVE --fuse bm25
-run original-late+bm25  $ORIGINAL_LATE --fuse bm25
-
-others="original-naive original-late bm25 trained-late+bm25 original-naive+bm25 original-late+bm25"
-# shellcheck disable=SC2046
-longembed compare "$OUT/trained-late" $(for n in $others; do echo "$OUT/$n"; done) --baseline "$OUT/trained-late" \
-  --output "$OUT/comparison"
+# shellcheck source=benchmarks/contextual/strategies.sh
+source benchmarks/contextual/strategies.sh
+run_all
