@@ -25,7 +25,7 @@ import numpy as np
 from longembed.encoder import load_encoder
 from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.evaluation.metrics import mean_metrics, per_query_metrics
-from longembed.evaluation.scoring import lexical_scores, within_candidates
+from longembed.evaluation.scoring import candidates, lexical_scores
 from longembed.retrieval.bm25 import BM25Model
 from longembed.retrieval.fusion import Fusion
 from longembed.retrieval.rank_fusion import fuse_with_tie_break
@@ -51,7 +51,9 @@ def measure(label: str, data, encoder: CachedEncoder, metric: str) -> list[dict]
     prompts = encoder.retrieval_prompts()
     documents = encoder.encode(doc_texts, shard=f"{label}/documents", prompt=prompts["document"], desc=label)
     queries = encoder.encode(query_texts, shard=f"{label}/queries", prompt=prompts["query"], desc=label)
-    dense = within_candidates(queries.vectors @ documents.vectors.T, data, query_ids, doc_ids)
+    allowed = candidates(data, query_ids, doc_ids)
+    dense = queries.vectors @ documents.vectors.T
+    dense = dense if allowed is None else np.where(allowed, dense, -np.inf)
     lexical = lexical_scores(BM25Model(), data, query_texts, doc_texts)
     by_id = np.argsort(np.argsort(np.asarray(doc_ids)))  # each document's place in id order
     descending_ids = np.broadcast_to(by_id.astype(float), dense.shape)  # a higher key first: id descending

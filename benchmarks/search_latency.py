@@ -45,11 +45,11 @@ from longembed.retrieval.bm25 import BM25Model
 from longembed.retrieval.fusion import Fusion
 from longembed.retrieval.rank_fusion import fuse_with_tie_break
 from longembed.retrieval.ranking import max_over_rows, rank_order
+from longembed.retrieval.strategy import Strategy
 from longembed.search import open_index
 from longembed.search.build import build_index
 from longembed.search.ray_build import RayBuild
 from longembed.search.sources import Document, read_sources
-from longembed.search.strategy import IndexStrategy
 
 CHUNKS_PER_DOCUMENT = 8
 DIMENSIONS = 384
@@ -153,7 +153,7 @@ def build_throughput(data_dir: Path, documents: int, engines: list[str], folder:
     text = " ".join(d.text for d in essays)
     size = len(text) // max(documents, 1)
     docs = [Document(f"d{i}", f"d{i}", text[i * size : (i + 1) * size]) for i in range(documents)]
-    strategy = IndexStrategy("default", "truncate", granularity="chunks", chunking="tokens:256", late=False)
+    strategy = Strategy("default", "truncate", granularity="chunks", chunking="tokens:256", late=False)
     out = []
     for engine in engines:
         actors = {"local": 0, "ray1": 1, "ray2": 2}[engine]

@@ -16,15 +16,15 @@ from conftest import words
 from transformers import AutoTokenizer
 
 from longembed.advice import advise, estimate_advice
-from longembed.advice.commands import STRATEGY_KEYS
 from longembed.advice.data import load_data
 from longembed.advice.markdown import advice_markdown
 from longembed.advice.spec import AdviseSpec
 from longembed.cli.main import build_parser
-from longembed.cli.options import encoder_options, settings_from_args
+from longembed.cli.options import settings_from_args, strategy_from_args
 from longembed.evaluation.spec import EvalSpec
 from longembed.results import Advice, RunResults
 from longembed.results.advice import SampledTask
+from longembed.retrieval.strategy import Strategy
 from longembed.tasks import RetrievalData, write_task_dir
 
 CHUNKING = "tokens:8"
@@ -62,8 +62,9 @@ def test_every_strategy_is_a_run_of_the_same_sampled_data(advised: dict) -> None
         assert run.complete and run.average == strategy.score and run.average_interval == strategy.interval
         assert run.tasks["mine"].counts.queries == 10 and run.tasks["mine"].counts.documents == 10
         assert run.config.task_dirs["mine"]["left_out_by_reason"] == {"unjudged": 0, "no_relevant": 0, "sampled": 20}
-    assert runs["late-chunks+bm25"].config.fusion == {"source": "bm25", "method": "rrf", "k": 60}
-    assert runs["late-chunks"].config.granularity == {"level": "chunks", "chunking": CHUNKING, "late": True}
+    assert runs["late-chunks+bm25"].config.retrieval().fusion.to_dict() == {"source": "bm25", "method": "rrf", "k": 60}
+    late = runs["late-chunks"].config.retrieval()
+    assert (late.granularity, late.chunking, late.late) == ("chunks", CHUNKING, True)
     assert runs["pi-64+bm25"].tasks["mine"].cache.documents_encoded == 0  # the dense run's vectors
     best = advice.strategy(advice.recommendation.best)
     assert best.score == max(s.score for s in advice.strategies) and best.versus_best is None
@@ -175,26 +176,22 @@ def test_each_strategys_hubs_are_its_runs_and_advice_md_names_them(advised: dict
 
 
 def test_each_strategys_eval_command_parses_to_its_config(advised: dict) -> None:
-    """The printed eval command, read by eval's own parser, asks for exactly the strategy's config."""
+    """The printed eval command, read by eval's own parser, asks for exactly the strategy's config, and
+    the run it reproduces recorded that same config in results.json."""
     advice = advised["advice"]
-    defaults = {f.name: f.default for f in dataclasses.fields(EvalSpec)}
     for strategy in advice.strategies:
         config = strategy.config
-        assert list(config)[:10] == list(STRATEGY_KEYS)
+        assert list(config) == [f.name for f in dataclasses.fields(Strategy)]
         argv = shlex.split(strategy.commands["eval"])
         assert argv[:2] == ["longembed", "eval"]
         args = build_parser(argv[1:]).parse_args(argv[1:])
         spec = settings_from_args(EvalSpec, args)
-        parsed = {"model": args.model, "method": args.method, "max_length": args.max_length, **encoder_options(args)}
-        for key, value in config.items():
-            got = parsed[key] if key in parsed else getattr(spec, key)
-            if value is None and key not in parsed:  # does not apply: the flag is left out, eval's default stands
-                assert got == defaults[key], (strategy.name, key)
-            else:
-                assert got == value, (strategy.name, key, got, value)
+        assert strategy_from_args(args) == Strategy.from_dict(config), strategy.name
         assert [str(p) for p in spec.task_dirs] == [str(p) for p in advised["options"]["task_dirs"]]
         assert str(spec.output_dir) == str(advised["out"] / "rerun" / strategy.name)
         assert str(spec.cache_dir) == str(advised["options"]["cache_dir"])
+        recorded = RunResults.load(advised["out"] / "runs" / strategy.name).config.strategy
+        assert recorded == config, strategy.name
     by_name = {s.name: s.config for s in advice.strategies}
     assert by_name["naive-chunks"]["method"] == "truncate" and by_name["naive-chunks"]["late"] is False
     assert by_name["late-chunks"]["method"] == "pi" and by_name["late-chunks"]["max_length"] == 64

@@ -36,13 +36,13 @@ def candidate(name: str):
 
 def test_seconds_follow_what_each_strategy_encodes() -> None:
     # two documents of 10,000 tokens in all
-    assert side_seconds(2, 10_000, candidate("truncate"), TRUNCATE, LINEAR) == pytest.approx(2 * 0.512)  # cut at Lo
-    assert side_seconds(2, 10_000, candidate("pi-4096"), ENCODER, LINEAR) == pytest.approx(2 * 4.096)  # cut at Lt
+    assert side_seconds(2, 10_000, candidate("truncate").strategy, TRUNCATE, LINEAR) == pytest.approx(2 * 0.512)  # cut at Lo
+    assert side_seconds(2, 10_000, candidate("pi-4096").strategy, ENCODER, LINEAR) == pytest.approx(2 * 4.096)  # cut at Lt
     chunks = math.ceil(10_000 / 256)
-    assert side_seconds(2, 10_000, candidate("naive-chunks"), TRUNCATE, LINEAR) == pytest.approx(chunks * 0.258)
+    assert side_seconds(2, 10_000, candidate("naive-chunks").strategy, TRUNCATE, LINEAR) == pytest.approx(chunks * 0.258)
     windows = math.ceil(5_000 / (4096 - 512))  # 5,000 tokens each, windows of 4096 sharing an eighth
-    assert side_seconds(2, 10_000, candidate("late-chunks"), ENCODER, LINEAR) == pytest.approx(2 * windows * 4.096)
-    assert side_seconds(2, 2_000, candidate("late-chunks"), ENCODER, LINEAR) == pytest.approx(2.0)  # one pass each
+    assert side_seconds(2, 10_000, candidate("late-chunks").strategy, ENCODER, LINEAR) == pytest.approx(2 * windows * 4.096)
+    assert side_seconds(2, 2_000, candidate("late-chunks").strategy, ENCODER, LINEAR) == pytest.approx(2.0)  # one pass each
     assert query_seconds(10, 200, LINEAR) == pytest.approx(0.2) and query_seconds(0, 0, LINEAR) == 0.0
 
 

@@ -9,13 +9,12 @@ import pytest
 
 from longembed import load_encoder
 from longembed.advice.strategies import EXTENSION_FOR_SCHEME, ModelFacts, plan_candidates
-from longembed.evaluation.spec import EvalSpec
 from longembed.extension.methods import METHODS
-from longembed.results.advice import BM25, DENSE, HYBRID
+from longembed.retrieval.strategy import BM25, DENSE, HYBRID, Strategy
 
 
-def names(facts: ModelFacts, max_length: int | None, **options) -> list[str]:
-    return [c.name for c in plan_candidates(facts, max_length, **options)[0]]
+def names(facts: ModelFacts, max_length: int | None, chunking: str = "tokens:256", **options) -> list[str]:
+    return [c.name for c in plan_candidates(facts, max_length, base=Strategy(chunking=chunking), **options)[0]]
 
 
 def test_an_absolute_mean_pooling_model_gets_every_strategy() -> None:
@@ -24,10 +23,13 @@ def test_an_absolute_mean_pooling_model_gets_every_strategy() -> None:
     assert list(by_name) == ["bm25", "truncate", "pi-4096", "naive-chunks", "late-chunks", "truncate+bm25",
                              "pi-4096+bm25", "naive-chunks+bm25", "late-chunks+bm25"]
     assert left_out == {}
-    assert [by_name[n].kind for n in ("bm25", "truncate", "pi-4096+bm25")] == [BM25, DENSE, HYBRID]
-    assert by_name["naive-chunks"].encoder == "truncate" and not by_name["naive-chunks"].late  # chunks fit Lo
-    assert by_name["late-chunks"].encoder == "pi" and by_name["late-chunks"].late  # one pass at N
-    assert by_name["late-chunks+bm25"].dense == "late-chunks"
+    assert [by_name[n].strategy.kind for n in ("bm25", "truncate", "pi-4096+bm25")] == [BM25, DENSE, HYBRID]
+    naive, late = by_name["naive-chunks"].strategy, by_name["late-chunks"].strategy
+    assert naive.method == "truncate" and not naive.late  # chunks fit Lo
+    assert (late.method, late.max_length, late.late) == ("pi", 4096, True)  # one pass at N
+    assert by_name["late-chunks+bm25"].strategy.dense == late
+    for candidate in candidates:  # each name is the strategy's own: --strategy NAME rebuilds it
+        assert candidate.strategy.name == candidate.name
 
 
 @pytest.mark.parametrize(("family", "scheme", "method"), [("bert", "ape", "pi"), ("nomic", "rope", "ntk"),
@@ -56,16 +58,16 @@ def test_late_chunks_are_left_out_of_a_model_that_does_not_mean_pool() -> None:
 def test_without_a_length_above_the_window_nothing_is_extended() -> None:
     for max_length in (None, 512):
         candidates, left_out = plan_candidates(ModelFacts("ape", "mean", 512), max_length)
-        assert [c.name for c in candidates if c.kind == DENSE] == ["truncate", "naive-chunks", "late-chunks"]
-        assert next(c for c in candidates if c.name == "late-chunks").encoder == "truncate"  # windows of Lo
+        assert [c.name for c in candidates if c.strategy.kind == DENSE] == ["truncate", "naive-chunks", "late-chunks"]
+        assert next(c for c in candidates if c.name == "late-chunks").strategy.method == "truncate"  # windows of Lo
         assert "nothing to extend" in left_out["extension"]
 
 
 def test_methods_replace_the_schemes_choice() -> None:
     candidates, _ = plan_candidates(ModelFacts("ape", "mean", 512), 2048, methods=["rp", "gp"])
-    dense = [c.name for c in candidates if c.kind == DENSE]
+    dense = [c.name for c in candidates if c.strategy.kind == DENSE]
     assert dense == ["truncate", "rp-2048", "gp-2048", "naive-chunks", "late-chunks"]
-    assert next(c for c in candidates if c.name == "late-chunks").encoder == "rp"  # the first method
+    assert next(c for c in candidates if c.name == "late-chunks").strategy.method == "rp"  # the first method
 
 
 @pytest.mark.parametrize(("max_length", "options", "message"), [
@@ -78,17 +80,18 @@ def test_methods_replace_the_schemes_choice() -> None:
     (4096, {"chunking": "words:5"}, "chunking"),
 ])
 def test_bad_requests_are_refused(max_length: int | None, options: dict, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        plan_candidates(ModelFacts("ape", "mean", 512), max_length, **options)
+    chunking = options.pop("chunking", "tokens:256")
+    with pytest.raises(ValueError, match=message):  # a bad chunking fails as the strategy is made
+        plan_candidates(ModelFacts("ape", "mean", 512), max_length, base=Strategy(chunking=chunking), **options)
 
 
 def test_each_strategy_runs_with_the_options_of_its_kind() -> None:
     candidates, _ = plan_candidates(ModelFacts("ape", "mean", 512), 4096)
-    specs = {c.name: EvalSpec(**c.eval_options()) for c in candidates}  # every run's options are valid
-    assert specs["bm25"].granularity == "document" and specs["bm25"].fusion() is None
+    specs = {c.name: c.strategy for c in candidates}
+    assert specs["bm25"].granularity == "document" and specs["bm25"].fusion is None
     assert (specs["naive-chunks"].granularity, specs["naive-chunks"].late) == ("chunks", False)
     assert (specs["late-chunks"].granularity, specs["late-chunks"].late) == ("chunks", True)
     fused = specs["late-chunks+bm25"]
-    assert fused.fusion().to_dict() == {"source": "bm25", "method": "rrf", "k": 60}
+    assert fused.fusion.to_dict() == {"source": "bm25", "method": "rrf", "k": 60}
     assert (fused.granularity, fused.late) == ("chunks", True)
     assert set(EXTENSION_FOR_SCHEME) == {"ape", "rope", "alibi"}

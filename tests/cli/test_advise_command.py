@@ -44,8 +44,7 @@ def test_advise_with_a_haystack_writes_the_advice(
         strategy = advice.strategy(name)
         assert main(shlex.split(strategy.commands["eval"])[1:]) == 0
         again = RunResults.load(out / "rerun" / name)
-        assert again.average == strategy.score and again.config.granularity == run_of(out, name).config.granularity
-        assert again.config.fusion == run_of(out, name).config.fusion
+        assert again.average == strategy.score and again.config.strategy == run_of(out, name).config.strategy
         assert again.config.encoder.get("method") == run_of(out, name).config.encoder.get("method")
 
 

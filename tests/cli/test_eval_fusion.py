@@ -40,6 +40,6 @@ def test_eval_fused_run_goes_to_its_own_default_folder(
     name = tiny_models["bert"].name
     dense = RunResults.load(tmp_path / "runs" / f"{name}-truncate-native")
     fused = RunResults.load(tmp_path / "runs" / f"{name}-truncate-native-bm25-linear")
-    assert dense.config.fusion is None
-    assert fused.config.fusion == {"source": "bm25", "method": "linear", "weight": 0.7}
+    assert dense.config.retrieval().fusion is None
+    assert fused.config.retrieval().fusion.to_dict() == {"source": "bm25", "method": "linear", "weight": 0.7}
     assert fused.tasks["passkey"].cache.documents_encoded == 0  # the dense run's vectors, from the cache

@@ -17,7 +17,7 @@ from test_runner import HashEncoder
 
 from longembed.cli.main import main
 from longembed.evaluation.runner import evaluate_model
-from longembed.evaluation.scoring import lexical_scores, within_candidates
+from longembed.evaluation.scoring import candidates, lexical_scores
 from longembed.results import RunResults, compare
 from longembed.retrieval.bm25 import BM25Model
 from longembed.tasks import Blocks, Passage, RetrievalData, get_task
@@ -196,12 +196,11 @@ def test_bm25_indexes_each_block_alone() -> None:
 
 
 def test_the_mask_is_the_block_structure() -> None:
-    """-inf outside a query's block, the scores unchanged inside; nothing masked without blocks."""
+    """A query ranks its block only; every query ranks every document without blocks."""
     data = passkey_mod.generate(256, queries_per_length=100, candidates="blocks")
-    scores = np.arange(100 * 200, dtype=float).reshape(100, 200)
-    masked = within_candidates(scores, data, list(data.queries), list(data.corpus))
-    expected = np.full_like(scores, -np.inf)
-    expected[:50, :100], expected[50:, 100:] = scores[:50, :100], scores[50:, 100:]
-    assert np.array_equal(masked, expected)
+    allowed = candidates(data, list(data.queries), list(data.corpus))
+    expected = np.zeros((100, 200), dtype=bool)
+    expected[:50, :100] = expected[50:, 100:] = True
+    assert np.array_equal(allowed, expected)
     no_blocks = dataclasses.replace(data, blocks=None)
-    assert within_candidates(scores, no_blocks, list(data.queries), list(data.corpus)) is scores
+    assert candidates(no_blocks, list(data.queries), list(data.corpus)) is None

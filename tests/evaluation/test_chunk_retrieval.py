@@ -15,10 +15,11 @@ from longembed.evaluation.cache import EmbeddingCache
 from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.evaluation.cached_encoding import encode_cached
 from longembed.evaluation.runner import evaluate_model
-from longembed.evaluation.scoring import Granularity, within_context
+from longembed.evaluation.scoring import candidates
 from longembed.report.labels import run_label
 from longembed.results import RunResults
 from longembed.retrieval.ranking import max_over_rows
+from longembed.retrieval.strategy import Strategy
 from longembed.tasks import Passage, RetrievalData, TaskMetadata, get_task
 from longembed.tasks.qmsum_passages import (
     QMSumPassagesTask,
@@ -83,8 +84,8 @@ def test_queries_search_only_their_context() -> None:
         passages={"x0": Passage("X", 0, 2), "x1": Passage("X", 3, 5), "y0": Passage("Y", 0, 2)},
         query_contexts={"q": "X", "r": "Y"},
     ).validate()
-    scores = within_context(np.ones((2, 3)), data, ["q", "r"], ["x0", "x1", "y0"])
-    assert scores.tolist() == [[1, 1, -np.inf], [-np.inf, -np.inf, 1]]
+    allowed = candidates(data, ["q", "r"], ["x0", "x1", "y0"])
+    assert allowed.tolist() == [[True, True, False], [False, False, True]]
 
 
 def test_passage_data_is_validated() -> None:
@@ -195,12 +196,13 @@ def test_chunk_granularity_runs_scores_caches_and_is_recorded(tiny_models, tmp_p
             enc, tasks=[WordsTask(), PassageTask()], output_dir=tmp_path / name,
             cache_dir=tmp_path / "cache", estimate=False, show_progress=False, log=None, batch_size=4, **options,
         )
-    assert runs["document"].config.granularity == {"level": "document"}
+    assert runs["document"].config.strategy["granularity"] == "document"
     assert run_label(runs["late"]).endswith("late chunks tokens:8") and "chunks" not in run_label(runs["document"])
     assert run_label(runs["naive"]).endswith("naive chunks tokens:8")
-    assert runs["late"].config.granularity == {"level": "chunks", "chunking": "tokens:8", "late": True}
-    assert RunResults.from_dict(json.loads((tmp_path / "late/results.json").read_text())).config.granularity == {
-        "level": "chunks", "chunking": "tokens:8", "late": True}
+    late = {"granularity": "chunks", "chunking": "tokens:8", "late": True}
+    assert {k: runs["late"].config.strategy[k] for k in late} == late
+    written = RunResults.from_dict(json.loads((tmp_path / "late/results.json").read_text())).config.strategy
+    assert written == runs["late"].config.strategy
     # a document's score is its best chunk's, recomputed here from encode_chunks
     data = WordsTask().load(None)
     queries = enc.encode(list(data.queries.values()))
@@ -246,13 +248,14 @@ def test_eval_cli_takes_granularity_flags(tiny_models, tmp_path: Path) -> None:
     ])
     assert status == 0
     record = json.loads((tmp_path / "run/results.json").read_text())
-    assert record["config"]["granularity"] == {"level": "chunks", "chunking": "sentences:2", "late": False}
+    assert {k: record["config"]["strategy"][k] for k in ("granularity", "chunking", "late")} == {
+        "granularity": "chunks", "chunking": "sentences:2", "late": False}
     assert cli_main(["eval", "--model", "bm25", "--tasks", "passkey", "--lengths", "256", "--granularity", "chunks",
                      "--output", str(tmp_path / "bm25")]) != 0
 
 
 def test_granularity_is_checked() -> None:
     with pytest.raises(ValueError, match="granularity must be one of"):
-        Granularity("pages")
+        Strategy(granularity="pages")
     with pytest.raises(ValueError, match="unknown chunking"):
-        Granularity("chunks", "pages:3")
+        Strategy(granularity="chunks", chunking="pages:3")

@@ -18,7 +18,8 @@ from longembed.evaluation.estimate import (
     text_seconds,
 )
 from longembed.evaluation.runner import _sides_to_encode
-from longembed.evaluation.scoring import Granularity, Side, Unit
+from longembed.evaluation.scoring import Side, Unit
+from longembed.retrieval.strategy import Strategy
 
 LINEAR = CostModel(a=0.001, b=0.0)  # a second per 1000 tokens
 QUADRATIC = CostModel(a=0.0, b=1e-6)
@@ -49,12 +50,12 @@ def test_late_chunks_are_one_pass_or_overlapping_windows() -> None:
 def test_eval_tells_the_estimate_how_documents_are_chunked() -> None:
     unit = Unit("tiny", None, TinyTask().load(None), 0.0)
     sides = {"documents": Side("documents", "", 1.0), "queries": Side("queries", "", 1.0)}
-    documents, queries = _sides_to_encode(unit, sides, Granularity("chunks", "tokens:64", late=False))
+    documents, queries = _sides_to_encode(unit, sides, Strategy(granularity="chunks", chunking="tokens:64", late=False))
     assert (documents.chunking, documents.late) == ("tokens:64", False)
     assert (queries.chunking, queries.late) == (None, False)
-    documents, _ = _sides_to_encode(unit, sides, Granularity("chunks", "tokens:64", late=True))
+    documents, _ = _sides_to_encode(unit, sides, Strategy(granularity="chunks", chunking="tokens:64", late=True))
     assert documents.late
-    documents, _ = _sides_to_encode(unit, sides, Granularity())
+    documents, _ = _sides_to_encode(unit, sides, Strategy())
     assert (documents.chunking, documents.late) == (None, False)
 
 

@@ -12,12 +12,12 @@ from scipy.stats import rankdata
 from test_runner import HashEncoder, TinyTask, run
 
 from longembed.evaluation.metrics import per_query_metrics
-from longembed.evaluation.spec import EvalSpec
 from longembed.report.labels import run_label
 from longembed.results import RunResults
 from longembed.retrieval.bm25 import BM25Model
 from longembed.retrieval.fusion import Fusion
 from longembed.retrieval.rank_fusion import competition_ranks, fuse_scores, min_max
+from longembed.retrieval.strategy import Strategy
 from longembed.tasks import get_task
 
 
@@ -108,25 +108,25 @@ def test_documents_outside_a_querys_candidates_stay_out(method: str) -> None:
 
 def test_bad_fusion_options_are_refused_before_anything_runs() -> None:
     with pytest.raises(ValueError, match="fuse_weight given without fuse"):
-        EvalSpec(fuse_weight=0.3)
+        Strategy(fuse_weight=0.3)
     with pytest.raises(ValueError, match="with rrf set fuse_k"):
-        EvalSpec(fuse="bm25", fuse_weight=0.3)
+        Strategy(fuse="bm25", fuse_weight=0.3)
     with pytest.raises(ValueError, match="fuse_k is rrf's constant"):
-        EvalSpec(fuse="bm25", fuse_method="linear", fuse_k=10)
+        Strategy(fuse="bm25", fuse_method="linear", fuse_k=10)
     with pytest.raises(ValueError, match=r"fuse_weight must be in \[0, 1\]"):
-        EvalSpec(fuse="bm25", fuse_method="linear", fuse_weight=1.5)
+        Strategy(fuse="bm25", fuse_method="linear", fuse_weight=1.5)
     with pytest.raises(ValueError, match="fuse must be one of"):
-        EvalSpec(fuse="splade")
+        Strategy(fuse="splade")
     with pytest.raises(ValueError, match="fuse_k must be a positive integer"):
-        EvalSpec(fuse="bm25", fuse_k=0)
-    assert EvalSpec(fuse="bm25").fusion() == Fusion("bm25", "rrf", 60)
-    assert EvalSpec().fusion() is None
+        Strategy(fuse="bm25", fuse_k=0)
+    assert Strategy(fuse="bm25").fusion == Fusion("bm25", "rrf", 60)
+    assert Strategy().fusion is None
 
 
 def test_a_fused_run_scores_the_naive_fusion_of_the_encoders_and_bm25s_scores(tmp_path: Path) -> None:
     encoder = HashEncoder(tmp_path / "m")
     results = run(encoder, tmp_path, tasks=["passkey", TinyTask()], lengths=[256], fuse="bm25")
-    assert results.config.fusion == {"source": "bm25", "method": "rrf", "k": 60}
+    assert results.config.retrieval().fusion.to_dict() == {"source": "bm25", "method": "rrf", "k": 60}
     assert RunResults.load(tmp_path / "run") == results
     for task, length in (("passkey", 256), ("tiny", None)):
         data = (TinyTask() if task == "tiny" else get_task("passkey")).load(None, length)
@@ -154,7 +154,7 @@ def test_fusion_changes_the_ranking_and_the_dense_cache_is_reused(tmp_path: Path
     assert run_label(hybrid).endswith("+ bm25 rrf") and "bm25" not in run_label(dense)
     linear = run(encoder, tmp_path, "linear", tasks=["passkey"], lengths=[512], fuse="bm25",
                  fuse_method="linear", fuse_weight=0.3)
-    assert linear.config.fusion == {"source": "bm25", "method": "linear", "weight": 0.3}
+    assert linear.config.retrieval().fusion.to_dict() == {"source": "bm25", "method": "linear", "weight": 0.3}
     assert run_label(linear).endswith("+ bm25 linear w=0.3")
 
 

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from longembed.cli.main import build_parser
-from longembed.cli.options import settings_from_args
+from longembed.cli.options import settings_from_args, strategy_from_args
 from longembed.collapse.spec import CollapseSpec
 from longembed.evaluation.spec import EvalSpec
 from longembed.evaluation.sweep_spec import SweepSpec
+from longembed.retrieval.strategy import Strategy
 
 
 def to_flags(spec: Any, command: str) -> list[str]:
@@ -43,9 +44,12 @@ def parse(command: str, flags: list[str]) -> argparse.Namespace:
 
 
 EVAL = EvalSpec(tasks=["passkey", "qmsum"], lengths=[256, 4096], data_dir=Path("/d"), output_dir=Path("/o"),
-                query_prompt="q: ", document_prompt="", cache_dir=Path("/c"), use_cache=False, query_temperature=0.8,
+                cache_dir=Path("/c"), use_cache=False, query_temperature=0.8,
                 document_temperature=0.9, cache_includes_code=False, chunk_size=8, estimate=False, dry_run=True,
-                granularity="chunks", chunking="sentences:4", late=False, batch_size=4)
+                strategy=Strategy("m", query_prompt="q: ", document_prompt="", granularity="chunks",
+                                  chunking="sentences:4", late=False, fuse="bm25", fuse_method="linear",
+                                  fuse_weight=0.25),
+                batch_size=4)
 SWEEP = SweepSpec(select_task="qmsum", score_tasks=["passkey", "needle"], temperatures=[1.0, 0.7],
                   query_temperatures=[0.9], document_temperatures=[0.8, 0.6], decays=[0.5], decay_reference=256,
                   tie_tolerance=0.5, report_all=True, lengths=[512], data_dir=Path("/d"), output_dir=Path("/o"),
@@ -60,7 +64,12 @@ COLLAPSE = CollapseSpec(temperatures=[1.0, 0.5], data_dir=Path("/d"), output_dir
 @pytest.mark.parametrize(("command", "spec"), [("eval", EVAL), ("sweep", SWEEP), ("collapse", COLLAPSE)])
 def test_spec_to_flags_to_spec(command: str, spec: Any) -> None:
     flags = to_flags(spec, command)
-    again = settings_from_args(type(spec), parse(command, [*flags, "--batch-size", "4"]))
+    if command == "eval":  # the strategy's fields are flags of their own
+        flags += to_flags(spec.strategy, command)
+        args = parse(command, [*flags, "--batch-size", "4"])
+        again = settings_from_args(EvalSpec, args, strategy=strategy_from_args(args, method=None))
+    else:
+        again = settings_from_args(type(spec), parse(command, [*flags, "--batch-size", "4"]))
     assert again == spec
     # and a command line without the optional flags gives the spec's defaults (the encoder's batch size: 16)
     required = {
@@ -77,8 +86,9 @@ def test_eval_flags_keep_their_names_and_defaults() -> None:
     args = parse("eval", ["--tasks", "passkey,needle", "qmsum", "--lengths", "256,1k", "4k", "--naive"])
     spec = settings_from_args(EvalSpec, args)
     assert spec.tasks == ["passkey", "needle", "qmsum"] and spec.lengths == [256, 1024, 4096]
-    assert spec.late is False and spec.use_cache and spec.estimate and spec.cache_includes_code
-    assert (spec.granularity, spec.chunking, spec.chunk_size, spec.batch_size) == ("document", "tokens:256", 64, 16)
+    strategy = strategy_from_args(args)
+    assert strategy.late is False and spec.use_cache and spec.estimate and spec.cache_includes_code
+    assert (strategy.granularity, strategy.chunking, spec.chunk_size, spec.batch_size) == ("document", "tokens:256", 64, 16)
     assert spec.output_dir is None and spec.data_dir is None and spec.tasks is not None
     with pytest.raises(SystemExit):
         parse("eval", ["--granularity", "pages"])

@@ -17,8 +17,8 @@ from conftest import build_tiny, words
 
 from longembed.cli.main import main
 from longembed.cli.parsers import index as index_parser
-from longembed.retrieval.fusion import Fusion
 from longembed.retrieval.ranking import max_over_rows
+from longembed.retrieval.strategy import Strategy
 from longembed.search import ann as ann_module
 from longembed.search import open_index
 from longembed.search.ann import (
@@ -32,7 +32,6 @@ from longembed.search.ann import (
 )
 from longembed.search.build import build_index
 from longembed.search.sources import Document
-from longembed.search.strategy import IndexStrategy
 
 DIMENSIONS = 32
 
@@ -133,10 +132,10 @@ def documents(n: int) -> list[Document]:
     return [Document(f"doc{i:03d}", f"doc{i:03d}.txt", words(60 + i % 9, i)) for i in range(n)]
 
 
-@pytest.mark.parametrize("fusion", [None, Fusion()], ids=["dense", "hybrid"])
-def test_search_through_the_ann_index_returns_the_exact_documents(model: Path, tmp_path: Path, fusion) -> None:
-    strategy = IndexStrategy(str(model), "pi", 128, granularity="chunks", chunking="tokens:16", late=False,
-                             fusion=fusion)
+@pytest.mark.parametrize("fuse", [None, "bm25"], ids=["dense", "hybrid"])
+def test_search_through_the_ann_index_returns_the_exact_documents(model: Path, tmp_path: Path, fuse) -> None:
+    strategy = Strategy(str(model), "pi", 128, granularity="chunks", chunking="tokens:16", late=False,
+                        fuse=fuse)
     report = build_index(tmp_path / "index", documents(60), strategy, ann="on", show_progress=False, log=None)
     assert "ANN index built" in report.summary()
     index = open_index(tmp_path / "index")
@@ -149,7 +148,7 @@ def test_search_through_the_ann_index_returns_the_exact_documents(model: Path, t
     for a, e in zip(through_ann, exact, strict=True):  # a document found has its exact score and passage
         shared = {r.id: r for r in e}
         for result in a:
-            if result.id in shared and fusion is None:
+            if result.id in shared and fuse is None:
                 assert result.systems["dense"]["score"] == pytest.approx(shared[result.id].systems["dense"]["score"])
                 assert result.passage == shared[result.id].passage
     # filtered searches scan (the index could miss the filter's documents)
@@ -190,7 +189,7 @@ with IndexStore(sys.argv[1]).build_lock():
 
 def test_a_second_build_of_the_same_index_refuses_while_one_runs(model: Path, tmp_path: Path, capsys) -> None:
     index = tmp_path / "index"
-    strategy = IndexStrategy(str(model), "pi", 128, granularity="chunks", chunking="tokens:16", late=False)
+    strategy = Strategy(str(model), "pi", 128, granularity="chunks", chunking="tokens:16", late=False)
     build_index(index, documents(4), strategy, show_progress=False, log=None)
     holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(index)], stdout=subprocess.PIPE, text=True)
     try:

@@ -17,10 +17,10 @@ import pytest
 from conftest import build_tiny, words
 
 from longembed.cli.main import main
+from longembed.retrieval.strategy import Strategy
 from longembed.search import open_index
 from longembed.search.build import build_index
 from longembed.search.sources import Document, SourceOptions, read_sources
-from longembed.search.strategy import IndexStrategy
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +28,8 @@ def model(tmp_path_factory) -> Path:
     return build_tiny("bert", tmp_path_factory.mktemp("tiny") / "bert")
 
 
-def chunked(model: Path) -> IndexStrategy:
-    return IndexStrategy(str(model), "pi", 128, granularity="chunks", chunking="tokens:16", late=False)
+def chunked(model: Path) -> Strategy:
+    return Strategy(str(model), "pi", 128, granularity="chunks", chunking="tokens:16", late=False)
 
 
 def documents(n: int, seed: int = 0, length: int = 60) -> list[Document]:
@@ -69,13 +69,13 @@ def test_another_strategy_or_model_is_refused_unless_rebuild(model: Path, tmp_pa
     index = tmp_path / "index"
     build_index(index, documents(3), chunked(model), show_progress=False, log=None)
     with pytest.raises(ValueError, match="built with another strategy.*granularity.*--rebuild"):
-        build_index(index, documents(3), IndexStrategy(str(model), "pi", 128), show_progress=False, log=None)
+        build_index(index, documents(3), Strategy(str(model), "pi", 128), show_progress=False, log=None)
     other = build_tiny("bert", tmp_path / "other", hidden_dropout_prob=0.2)  # another model folder's files
     with pytest.raises(ValueError, match="model"):
-        build_index(index, documents(3), IndexStrategy(str(other), "pi", 128, granularity="chunks",
+        build_index(index, documents(3), Strategy(str(other), "pi", 128, granularity="chunks",
                                                         chunking="tokens:16", late=False), show_progress=False, log=None)
     assert open_index(index).facts()["documents"] == 3  # nothing lost
-    report = build_index(index, documents(3), IndexStrategy(str(model), "pi", 128), rebuild=True,
+    report = build_index(index, documents(3), Strategy(str(model), "pi", 128), rebuild=True,
                          show_progress=False, log=None)
     assert report.chunks == 3 and open_index(index).strategy.name == "pi-128"
 

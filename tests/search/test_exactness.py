@@ -18,6 +18,7 @@ import pytrec_eval
 from conftest import build_tiny
 
 from longembed.cli.main import main
+from longembed.search import open_index
 
 TASK = Path(__file__).parent / "data" / "tiny_beir"
 CHUNKS = ["--granularity", "chunks", "--chunking", "tokens:16"]
@@ -88,6 +89,9 @@ def test_a_searched_run_file_scores_what_eval_scored(name: str, model: Path, tmp
         listed = list(scores.values())
         assert all(a > b for a, b in zip(listed, listed[1:], strict=False)), query
     assert trec_ndcg10(run) == pytest.approx(expected, abs=0.01)
+    # and the index recorded the very strategy eval's results.json did
+    evaluated = json.loads((tmp_path / "eval" / "results.json").read_text())["config"]["strategy"]
+    assert open_index(tmp_path / "index").metadata["config"] == evaluated
 
 
 def test_the_folder_has_ties_that_a_tied_run_file_would_get_wrong(tmp_path: Path) -> None:

@@ -9,11 +9,11 @@ import lancedb
 import numpy as np
 from conftest import build_tiny, require_package, words
 
+from longembed.retrieval.strategy import Strategy
 from longembed.search import open_index
 from longembed.search.build import build_index
 from longembed.search.ray_build import RayBuild
 from longembed.search.sources import Document
-from longembed.search.strategy import IndexStrategy
 
 
 def rows(index: Path) -> dict[str, list]:
@@ -25,7 +25,7 @@ def rows(index: Path) -> dict[str, list]:
 def test_ray_with_two_actors_gives_the_local_builds_rows(tmp_path: Path) -> None:
     ray = require_package("ray")
     model = build_tiny("bert", tmp_path / "bert")
-    strategy = IndexStrategy(str(model), "pi", 128, granularity="chunks", chunking="tokens:16", late=True)
+    strategy = Strategy(str(model), "pi", 128, granularity="chunks", chunking="tokens:16", late=True)
     docs = [Document(f"d{i:02d}", f"d{i:02d}.txt", words(50 + 9 * i, i)) for i in range(20)]
     build_index(tmp_path / "local", docs, strategy, batch_documents=4, show_progress=False, log=None)
     ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)

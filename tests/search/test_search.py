@@ -12,11 +12,10 @@ from conftest import build_tiny, words
 
 from longembed.cli.main import main
 from longembed.retrieval.bm25 import BM25Model
-from longembed.retrieval.fusion import Fusion
+from longembed.retrieval.strategy import Strategy
 from longembed.search import open_index
 from longembed.search.build import build_index
 from longembed.search.sources import Document
-from longembed.search.strategy import IndexStrategy
 
 
 @pytest.fixture(scope="module")
@@ -25,10 +24,10 @@ def built(tmp_path_factory) -> tuple[Path, Path, list[Document]]:
     model = build_tiny("bert", root / "bert")
     docs = [Document(f"{'essays' if i % 2 else 'notes'}/d{i}.txt", f"{'essays' if i % 2 else 'notes'}/d{i}.txt",
                      words(70 + 10 * i, i) + (" harvest apple" if i == 3 else "")) for i in range(8)]
-    strategy = IndexStrategy(str(model), "pi", 128, granularity="chunks", chunking="tokens:16", late=True,
-                             fusion=None)
-    hybrid = IndexStrategy(str(model), "pi", 128, granularity="chunks", chunking="tokens:16", late=True,
-                           fusion=Fusion())
+    strategy = Strategy(str(model), "pi", 128, granularity="chunks", chunking="tokens:16", late=True,
+                             )
+    hybrid = Strategy(str(model), "pi", 128, granularity="chunks", chunking="tokens:16", late=True,
+                           fuse="bm25")
     build_index(root / "dense", docs, strategy, show_progress=False, log=None)
     build_index(root / "hybrid", docs, hybrid, show_progress=False, log=None)
     return root, model, docs
@@ -94,7 +93,7 @@ def test_concurrent_searches_answer_as_one_at_a_time(built) -> None:
 
 def test_an_index_whose_model_files_changed_is_refused(tmp_path: Path) -> None:
     model = build_tiny("bert", tmp_path / "bert")
-    build_index(tmp_path / "index", [Document("a", "a", words(40))], IndexStrategy(str(model), "truncate"),
+    build_index(tmp_path / "index", [Document("a", "a", words(40))], Strategy(str(model), "truncate"),
                 show_progress=False, log=None)
     build_tiny("bert", tmp_path / "bert", hidden_dropout_prob=0.3)  # the same folder, other files
     with pytest.raises(ValueError, match="is not the one that built this index"):

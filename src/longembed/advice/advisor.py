@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from longembed.advice.commands import DataFlags, strategy_commands, strategy_config
+from longembed.advice.commands import DataFlags, strategy_commands
 from longembed.advice.costs import CostMeter, Measured, cost_sample, machine
 from longembed.advice.data import AdviceData, Selection, load_data
 from longembed.advice.estimate import (
@@ -43,14 +43,7 @@ from longembed.advice.estimate import (
 )
 from longembed.advice.recommend import choose_best, compare_with_best, more_queries_text, recommend
 from longembed.advice.spec import AdviseSpec
-from longembed.advice.strategies import (
-    CONTEXTUAL,
-    TRUNCATE,
-    Candidate,
-    ContextualFacts,
-    ModelFacts,
-    plan_candidates,
-)
+from longembed.advice.strategies import Candidate, ContextualFacts, ModelFacts, plan_candidates
 from longembed.advice.write import write_advice
 from longembed.encoder import load_encoder
 from longembed.errors import UserError
@@ -65,8 +58,6 @@ from longembed.report.comparison import write_comparison
 from longembed.report.table import ScoreRow, score_table
 from longembed.results import RunResults
 from longembed.results.advice import (
-    BM25,
-    DENSE,
     Advice,
     AdviceEstimate,
     Sampling,
@@ -74,6 +65,7 @@ from longembed.results.advice import (
     StrategyResult,
 )
 from longembed.retrieval.bm25 import BM25Model
+from longembed.retrieval.strategy import DENSE, TRUNCATE, Strategy
 
 RUNS, COMPARISON = "runs", "comparison"
 
@@ -159,20 +151,32 @@ def plan_advice(
                          "model to advise about (a folder, a hub id, or 'default')")
     factory = EncoderFactory(model, TRUNCATE, None, device, options, load_encoder)
     say = spec.log or (lambda _message: None)
-    encoders = {TRUNCATE: _cached(factory(lazy=True), spec)}
-    base = encoders[TRUNCATE]
-    facts = ModelFacts(base.position_scheme, base.pooling, base.original_length)
+    plain = _cached(factory(lazy=True), spec)
+    facts = ModelFacts(plain.position_scheme, plain.pooling, plain.original_length)
     contextual = _contextual(spec, facts, device, options)
-    candidates, left_out = plan_candidates(facts, max_length, list(spec.methods) if spec.methods else None,
-                                           spec.chunking, contextual[0] if contextual else None)
+    base = Strategy(model=str(model), encoder_options=options, chunking=spec.chunking, query_prompt=spec.query_prompt,
+                    document_prompt=spec.document_prompt)
+    planned, left_out = plan_candidates(facts, max_length, list(spec.methods) if spec.methods else None, base,
+                                        contextual[0] if contextual else None)
+    by_setting = {(str(model), TRUNCATE, None): plain}
     if contextual is not None:
-        encoders[CONTEXTUAL] = contextual[1]
-    for candidate in candidates:
-        if candidate.encoder is not None and candidate.encoder not in encoders:
-            encoders[candidate.encoder] = _cached(factory(method=candidate.encoder, max_length=max_length, lazy=True), spec)
+        by_setting[(contextual[0].folder, contextual[0].method, contextual[0].max_length)] = contextual[1]
+    candidates, encoders = [], {}
+    for candidate in planned:
+        strategy = candidate.strategy
+        if not strategy.lexical_only:
+            setting = (strategy.model, strategy.method, strategy.max_length)
+            if setting not in by_setting:
+                by_setting[setting] = _cached(factory(method=strategy.method, max_length=strategy.max_length, lazy=True),
+                                              spec)
+            encoder = encoders[candidate.name] = by_setting[setting]
+            # the strategy as it runs: the encoder's method and Lt (truncate's Lt is the model's Lo)
+            candidate = candidate._replace(strategy=dataclasses.replace(
+                strategy, method=encoder.encoder.method, max_length=encoder.encoder.max_length))
+        candidates.append(candidate)
     data = load_data(spec, max_length or facts.original_length, say)
-    return AdvicePlan(spec, str(model), facts, max_length, candidates, left_out, encoders, data, Path(spec.output_dir),  # type: ignore[arg-type]
-                      say, options)
+    return AdvicePlan(spec, str(model), facts, max_length, candidates, left_out, encoders, plain, data,
+                      Path(spec.output_dir), say, options)  # type: ignore[arg-type]
 
 
 def _contextual(
@@ -201,7 +205,7 @@ def _cached(encoder: Any, spec: AdviseSpec) -> CachedEncoder:
 @dataclass
 class AdvicePlan:
     """Everything an advice does, decided before the first vector: its strategies, their encoders
-    (behind the embedding cache, keyed "truncate" or by method) and the data."""
+    (behind the embedding cache, by strategy name; strategies of one encoder share it) and the data."""
 
     spec: AdviseSpec
     model: str
@@ -210,6 +214,7 @@ class AdvicePlan:
     candidates: list[Candidate]
     left_out: dict[str, str]
     encoders: dict[str, CachedEncoder]
+    plain: CachedEncoder  # the model as it is (truncate): prompts, token counts
     data: AdviceData
     out: Path
     say: Callable[[str], None]
@@ -222,11 +227,12 @@ class AdvicePlan:
         s = self.spec
         synthetic = {"queries_per_length": selection.queries_per_length, "haystack": s.haystack} if self.data.synthetic else {}
         options = {
-            "tasks": selection.tasks, "data_dir": s.data_dir, "lengths": self.data.lengths, "query_prompt": s.query_prompt,
-            "document_prompt": s.document_prompt, "cache_dir": s.cache_dir, "use_cache": s.use_cache,
-            "batch_size": s.batch_size, "show_progress": s.show_progress, "log": s.log, "estimate": False, **synthetic,
-            **(candidate.eval_options() if candidate is not None else {}),
+            "tasks": selection.tasks, "data_dir": s.data_dir, "lengths": self.data.lengths,
+            "strategy": Strategy(query_prompt=s.query_prompt, document_prompt=s.document_prompt),
+            "cache_dir": s.cache_dir, "use_cache": s.use_cache, "batch_size": s.batch_size, "show_progress": s.show_progress, "log": s.log, "estimate": False, **synthetic,
         }
+        if candidate is not None:
+            options["strategy"] = candidate.strategy
         return EvalSpec(**{**options, **extra})
 
     def prompts(self, encoder: CachedEncoder) -> dict[str, str]:
@@ -238,24 +244,25 @@ class AdvicePlan:
     def cost_model(self, encoder: CachedEncoder) -> CostModel:
         """The encoder's cost model, from a timed warm-up on this machine (fastest of two) at the longest
         sequence any strategy will run through it (measured once)."""
-        key = next(name for name, e in self.encoders.items() if e is encoder)
+        key = str(id(encoder))
         if key not in self._cost_models:
-            self._cost_models[key] = measure_cost_model(encoder.encoder, self.spec.batch_size, self.longest(key))
+            self._cost_models[key] = measure_cost_model(encoder.encoder, self.spec.batch_size, self.longest(encoder))
         return self._cost_models[key]
 
-    def longest(self, key: str) -> int:
-        """The longest sequence the strategies of encoder ``key`` run (its Lt before the documents were
+    def longest(self, cached: CachedEncoder) -> int:
+        """The longest sequence the strategies of an encoder run (its Lt before the documents were
         counted): a whole document cut at Lt, a naive chunk, a late-chunking window."""
-        encoder = self.encoders[key].encoder
+        encoder = cached.encoder
         tokens = [n for counts in self._document_tokens.values() for n in counts]
         if not tokens:
             return encoder.max_length
-        return max(longest_sequence(tokens, encoder, c.chunking if c.chunked else None, c.late)
-                   for c in self.candidates if c.encoder == key and c.kind == DENSE)
+        return max(longest_sequence(tokens, encoder, s.chunking if s.chunked else None, s.late)
+                   for s in (c.strategy for c in self.candidates
+                             if self.encoders.get(c.name) is cached and c.strategy.kind == DENSE))
 
     def document_tokens(self, selection: Selection) -> dict[str, list[int]]:
         """Every unit's documents' tokens (the model's tokenizer, the document prompt), counted once."""
-        encoder = self.encoders[TRUNCATE]
+        encoder = self.plain
         prompt = self.prompts(encoder)["document"]
         for unit in self.units(selection):
             texts = list(unit.data.corpus.values())
@@ -270,8 +277,8 @@ class AdvicePlan:
     def estimate(self, selection: Selection) -> AdviceEstimate:
         """Every strategy's run planned dry on ``selection``: texts and tokens to encode, estimated seconds."""
         planned = {}
-        for candidate in (c for c in self.candidates if c.kind == DENSE):
-            encoder = self.encoders[candidate.encoder]  # type: ignore[index]
+        for candidate in (c for c in self.candidates if c.strategy.kind == DENSE):
+            encoder = self.encoders[candidate.name]
             dry = evaluate_model(encoder, self.eval_spec(selection, candidate, dry_run=True, log=None))
             assert dry.estimate is not None
             planned[candidate.name] = DenseEstimate(candidate, encoder, dry.estimate)
@@ -283,12 +290,12 @@ class AdvicePlan:
         """Estimated seconds of the cost measurements' uncached encodes (timing sample, latency queries)."""
         sample = cost_sample(self.units(selection), self.spec.sample_documents, self.spec.latency_queries, self.spec.seed)
         seconds = 0.0
-        for candidate in (c for c in self.candidates if c.kind == DENSE):
-            encoder = self.encoders[candidate.encoder]  # type: ignore[index]
+        for candidate in (c for c in self.candidates if c.strategy.kind == DENSE):
+            encoder = self.encoders[candidate.name]
             prompts, model = self.prompts(encoder), self.cost_model(encoder)
             tokens = encoder.count_tokens(sample.documents, prompts["document"])
             queries = encoder.count_tokens(sample.queries, prompts["query"])
-            seconds += side_seconds(len(tokens), sum(tokens), candidate, encoder.encoder, model)
+            seconds += side_seconds(len(tokens), sum(tokens), candidate.strategy, encoder.encoder, model)
             seconds += query_seconds(len(queries), sum(queries), model)
         return seconds
 
@@ -299,7 +306,7 @@ class AdvicePlan:
         rows = {} if estimate is None else {row.name: row for row in estimate.strategies}
         for i, candidate in enumerate(self.candidates, 1):
             self.say(f"\n[{i}/{len(self.candidates)}] {candidate.name}: {candidate.description}")
-            model = BM25Model() if candidate.kind == BM25 else self.encoders[candidate.encoder]  # type: ignore[index]
+            model = BM25Model() if candidate.strategy.lexical_only else self.encoders[candidate.name]
             began = time.perf_counter()
             results = evaluate_model(model, self.eval_spec(selection, candidate, output_dir=self.out / RUNS / candidate.name))
             if candidate.name in rows:
@@ -313,20 +320,23 @@ class AdvicePlan:
         """Every strategy's costs on this machine, and how they were measured."""
         s = self.spec
         sample = cost_sample(self.units(selection), s.sample_documents, s.latency_queries, s.seed)
-        tokens = sum(self.encoders[TRUNCATE].count_tokens(sample.documents, ""))
+        tokens = sum(self.plain.count_tokens(sample.documents, ""))
         meter = CostMeter(sample, s.batch_size, tokens)
         self.say(f"\nmeasuring costs: {len(sample.documents)} documents ({tokens:,} tokens) encoded uncached and "
                  f"{len(sample.queries)} queries timed per strategy (this machine; noisy)")
         measured: dict[str, Measured] = {}
         for candidate in self.candidates:
-            if candidate.kind == BM25:
+            strategy = candidate.strategy
+            if strategy.lexical_only:
                 measured[candidate.name] = meter.bm25()
-            elif candidate.kind == DENSE:
-                encoder = self.encoders[candidate.encoder]  # type: ignore[index]
-                measured[candidate.name] = meter.dense(candidate, encoder, self.prompts(encoder))
+            elif strategy.kind == DENSE:
+                encoder = self.encoders[candidate.name]
+                measured[candidate.name] = meter.dense(strategy, encoder, self.prompts(encoder))
             else:
-                measured[candidate.name] = meter.hybrid(measured[candidate.dense])  # type: ignore[index]
-        how = {"machine": {**machine(), "device": str(self.encoders[TRUNCATE].device)},
+                dense = next(c.name for c in self.candidates if c.strategy == strategy.dense)
+                encoder = self.encoders[candidate.name]
+                measured[candidate.name] = meter.hybrid(strategy, measured[dense], encoder, self.prompts(encoder))
+        how = {"machine": {**machine(), "device": str(self.plain.device)},
                "sample_documents": len(sample.documents), "sample_tokens": tokens,
                "latency_queries": len(sample.queries), "index_documents": sample.index_documents, "seed": s.seed}
         return {name: meter.cost(m) for name, m in measured.items()}, how
@@ -373,26 +383,23 @@ class AdvicePlan:
             cache_dir=None if s.cache_dir is None else str(s.cache_dir), use_cache=s.use_cache,
         )
 
-    def config(self, candidate: Candidate) -> dict[str, Any]:
-        """The strategy's eval options, keyed as eval's flags (:mod:`longembed.advice.commands`)."""
-        encoder = None if candidate.encoder is None else self.encoders[candidate.encoder].encoder
-        s = self.spec
-        run_options = {"query_prompt": s.query_prompt, "document_prompt": s.document_prompt,
-                       "batch_size": None if s.batch_size == 16 else s.batch_size}
-        return strategy_config(candidate, self.model, None if encoder is None else encoder.method,
-                               None if encoder is None else encoder.max_length, self.encoder_options, run_options)
-
     def _result(
         self, candidate: Candidate, run: RunResults, average: ScoreRow, cost: StrategyCost, data: DataFlags
     ) -> StrategyResult:
-        encoder = None if candidate.encoder is None else self.encoders[candidate.encoder]
-        config = self.config(candidate)
+        strategy = candidate.strategy
+        config = strategy.to_dict()
         return StrategyResult(
-            name=candidate.name, description=candidate.description, kind=candidate.kind,
+            name=candidate.name, description=candidate.description, kind=strategy.kind,
             run=f"{RUNS}/{candidate.name}", score=average.score, interval=run.average_interval, cost=cost,
-            method=None if encoder is None else encoder.method, max_length=None if encoder is None else encoder.max_length,
-            granularity=run.config.granularity or {}, fusion=run.config.fusion,
+            method=strategy.method, max_length=strategy.max_length,
+            granularity={"level": strategy.granularity, **({"chunking": strategy.chunking, "late": strategy.late}
+                                                           if strategy.chunked else {})},
+            fusion=None if strategy.fusion is None else strategy.fusion.to_dict(),
             hubs={task if length is None else f"{task}/{length}": stats.describe()
                   for (task, length), stats in run.hubs().items()},
-            config=config, commands=strategy_commands(candidate.name, config, data, self.out),
+            config=config, commands=strategy_commands(candidate.name, config, data, self.out, self._run_flags()),
         )
+
+    def _run_flags(self) -> list[str]:
+        """How the advice's runs ran, beyond the strategy (a batch size other than eval's default)."""
+        return [] if self.spec.batch_size == 16 else ["--batch-size", str(self.spec.batch_size)]

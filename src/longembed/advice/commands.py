@@ -1,15 +1,6 @@
-"""What a user runs after the advice: each strategy's configuration (``config`` in advice.json) and the
-commands that reproduce its score (``longembed eval``), serve its model (``longembed serve``) and build
-its index (``longembed index ... --from-advice advice.json --strategy NAME``).
-
-``config`` holds exactly the ``longembed eval`` options of the strategy's run, keyed as eval's flags
-(``--max-length`` -> ``max_length``; ``--late``/``--naive`` -> ``late`` true/false): ``model``,
-``method``, ``max_length``, ``granularity``, ``chunking``, ``late``, ``fuse``, ``fuse_method``,
-``fuse_weight``, ``fuse_k``, then the encoder options the advice was given (``prompts``, ``dtype``, ...)
-and, when set, ``query_prompt``, ``document_prompt``, ``batch_size``.  A key that does not apply is
-null: ``chunking`` and ``late`` for one vector per document, the ``fuse*`` keys without fusion, and
-``method``/``max_length`` for BM25 (``model`` "bm25").  The eval command is built from ``config``
-plus the data flags, so the two cannot disagree (tests/advice parse it with eval's own parser).
+"""What a user runs after the advice: the commands that reproduce a strategy's score (``longembed eval``),
+serve its model (``longembed serve``) and build its index (``longembed index --from-advice``), all built
+from its ``config`` (:meth:`~longembed.retrieval.strategy.Strategy.to_dict`), so they cannot disagree.
 """
 
 from __future__ import annotations
@@ -20,14 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from longembed.advice.strategies import Candidate
-from longembed.results.advice import BM25, HYBRID
+from longembed.retrieval.strategy import BM25, CHUNKS, Strategy
 
-#: The configuration keys every strategy has, in order (the eval strategy flags).
-STRATEGY_KEYS = ("model", "method", "max_length", "granularity", "chunking", "late", "fuse", "fuse_method",
-                 "fuse_weight", "fuse_k")
-#: What reciprocal rank fusion runs with when the run names no k (evaluation.fusion's default).
-RRF_K = 60
 RERUN, INDEX = "rerun", "index"
 
 
@@ -69,59 +54,50 @@ class DataFlags:
         return out
 
 
-def strategy_config(
-    candidate: Candidate, model: str, method: str | None, max_length: int | None,
-    encoder_options: Mapping[str, Any] | None = None, run_options: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The strategy's ``config`` (see the module docstring): its eval flags as keys."""
-    chunked = candidate.chunked
-    hybrid = candidate.kind == HYBRID
-    config: dict[str, Any] = {
-        "model": "bm25" if candidate.kind == BM25 else (candidate.model or model),
-        "method": None if candidate.kind == BM25 else method,
-        "max_length": None if candidate.kind == BM25 else max_length,
-        "granularity": candidate.granularity,
-        "chunking": candidate.chunking if chunked else None,
-        "late": candidate.late if chunked else None,
-        "fuse": "bm25" if hybrid else None,
-        "fuse_method": "rrf" if hybrid else None,
-        "fuse_weight": None,
-        "fuse_k": RRF_K if hybrid else None,
-    }
-    if candidate.kind != BM25:
-        config.update({k: v for k, v in (encoder_options or {}).items() if v is not None})
-    config.update({k: v for k, v in (run_options or {}).items() if v is not None})
-    return config
-
-
 def config_flags(config: Mapping[str, Any], serve: bool = False) -> list[str]:
-    """``config`` as flags (``serve``: the encoder's only, no data, chunk or fusion flags)."""
-    out: list[str] = []
-    for key, value in config.items():
-        if value is None or (serve and key in STRATEGY_KEYS[3:] + ("query_prompt", "document_prompt")):
-            continue
+    """A strategy's ``config`` as ``longembed eval`` flags (``serve``: the encoder's only: no chunk,
+    fusion or prompt flags).  The encoder's options are flags of their own (``--dtype bfloat16``)."""
+    strategy = Strategy.from_dict(config)
+    out = [] if strategy.lexical_only else _encoder_flags(strategy)
+    if serve:
+        return out
+    if strategy.lexical_only:
+        return ["--model", BM25]
+    if strategy.chunked:
+        out += ["--granularity", CHUNKS, "--chunking", strategy.chunking, "--late" if strategy.late else "--naive"]
+    for key in ("fuse", "fuse_method", "fuse_weight", "fuse_k", "query_prompt", "document_prompt"):
+        value = getattr(strategy, key)
+        if value is not None:
+            out += ["--" + key.replace("_", "-"), str(value)]
+    return out
+
+
+def _encoder_flags(strategy: Strategy) -> list[str]:
+    out = ["--model", str(strategy.model)]
+    options = {"method": strategy.method, "max_length": strategy.max_length, **strategy.encoder_options}
+    for key, value in options.items():
         flag = "--" + key.replace("_", "-")
-        if key == "late":
-            out.append("--late" if value else "--naive")
-        elif isinstance(value, dict):
+        if value is None or value is False:
+            continue
+        if isinstance(value, dict):
             for k, v in value.items():
                 out += [flag, f"{k}={v}"]
-        elif isinstance(value, bool):
-            if value:
-                out.append(flag)
+        elif value is True:
+            out.append(flag)
         else:
             out += [flag, str(value)]
     return out
 
 
-def eval_command(config: Mapping[str, Any], data: DataFlags, output: str | Path) -> str:
-    """``longembed eval`` of the strategy on the advice's data, into ``output``."""
-    return shlex.join(["longembed", "eval", *config_flags(config), *data.flags(), "--output", str(output)])
+def eval_command(config: Mapping[str, Any], data: DataFlags, output: str | Path, run_flags: Sequence[str] = ()) -> str:
+    """``longembed eval`` of the strategy on the advice's data, into ``output`` (``run_flags``: how the
+    advice's run ran beyond the strategy, e.g. ``--batch-size 8``)."""
+    return shlex.join(["longembed", "eval", *config_flags(config), *run_flags, *data.flags(), "--output", str(output)])
 
 
 def serve_command(config: Mapping[str, Any]) -> str | None:
     """``longembed serve`` of the strategy's model (None for BM25: no model to serve)."""
-    if config["model"] == "bm25":
+    if config["model"] == BM25:
         return None
     return shlex.join(["longembed", "serve", *config_flags(config, serve=True)])
 
@@ -132,11 +108,12 @@ def index_command(name: str, advice_file: str | Path, index_dir: str | Path) -> 
                        str(advice_file), "--strategy", name])
 
 
-def strategy_commands(name: str, config: Mapping[str, Any], data: DataFlags, out: str | Path) -> dict[str, str]:
+def strategy_commands(name: str, config: Mapping[str, Any], data: DataFlags, out: str | Path,
+                      run_flags: Sequence[str] = ()) -> dict[str, str]:
     """The strategy's commands: "eval" (into OUT/rerun/NAME), "serve" (not for BM25), "index" (into
     OUT/index/NAME)."""
     out = Path(out)
-    commands = {"eval": eval_command(config, data, out / RERUN / name)}
+    commands = {"eval": eval_command(config, data, out / RERUN / name, run_flags)}
     serve = serve_command(config)
     if serve is not None:
         commands["serve"] = serve
@@ -146,7 +123,7 @@ def strategy_commands(name: str, config: Mapping[str, Any], data: DataFlags, out
 
 def serve_request(config: Mapping[str, Any]) -> str:
     """What to send the server for the strategy's vectors, in words."""
-    if config["model"] == "bm25":
+    if config["model"] == BM25:
         return "no model: BM25 needs only the index"
     if config["granularity"] == "chunks":
         kind = "late" if config["late"] else "naive"

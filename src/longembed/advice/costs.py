@@ -10,7 +10,8 @@
   BM25: bm25s' sparse score matrix; a hybrid: both;
 * **query latency**: the median over the sampled queries (20 by default) of encoding the query
   (uncached) and scoring it against that index (the best chunk per document for chunk strategies, the
-  top 10 kept); a hybrid adds BM25's scoring and the reciprocal rank fusion of the two rankings.
+  top 10 kept), through the pipeline a search runs (:func:`~longembed.retrieval.pipeline.rank_documents`);
+  a hybrid's queries run the whole fused search.
 
 Each encoder is warmed up once (its weights loaded, first-call costs paid) before anything is timed,
 and each strategy's query timing starts after :data:`WARM_UP_QUERIES` untimed searches, right after
@@ -33,14 +34,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from longembed.advice.strategies import Candidate
 from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.evaluation.scoring import Unit
 from longembed.results.advice import StrategyCost
 from longembed.retrieval.bm25 import BM25Model, index_bytes
 from longembed.retrieval.fusion import Fusion
-from longembed.retrieval.rank_fusion import fuse_scores
-from longembed.retrieval.ranking import max_over_rows
+from longembed.retrieval.pipeline import RankedDocuments, exact_dense_scores, rank_documents, unit_rows
+from longembed.retrieval.strategy import Strategy
 
 TOP_K = 10
 #: Untimed searches before a strategy's queries are timed.
@@ -99,19 +99,24 @@ class CostMeter:
     _warm: set[int] = field(default_factory=set)
     _chunks: dict[str, np.ndarray] = field(default_factory=dict)
     _bm25: Measured | None = None
+    _lexical: tuple[BM25Model, Any] | None = None
+    #: (encoder, chunking) -> the dense index (random unit vectors, chunks per document) its queries search
+    _dense: dict[tuple[int, str | None], tuple[np.ndarray, np.ndarray | None]] = field(default_factory=dict)
 
-    def dense(self, candidate: Candidate, cached: CachedEncoder, prompts: dict[str, str]) -> Measured:
+    def dense(self, strategy: Strategy, cached: CachedEncoder, prompts: dict[str, str]) -> Measured:
         """An embedding strategy: uncached encode of the sample, its index and query latency."""
         encoder = cached.encoder
         self._warm_up(encoder, prompts)
-        rows = self._rows(candidate, encoder)
+        rows = self._rows(strategy, encoder)
         began = time.perf_counter()
-        dimensions = _encode_sample(encoder, candidate, self.sample.documents, prompts["document"], self.batch_size)
+        dimensions = _encode_sample(encoder, strategy, self.sample.documents, prompts["document"], self.batch_size)
         seconds = time.perf_counter() - began
         vectors = self.sample.index_documents if rows is None else int(rows.sum())
-        index = _unit_vectors(vectors, dimensions, self.sample.seed)
-        latencies = timed_queries(lambda q: _dense_query_ms(encoder, q, prompts["query"], index, rows),
-                                  self.sample.queries)
+        self._dense[id(encoder), strategy.chunking if strategy.chunked else None] = (
+            _unit_vectors(vectors, dimensions, self.sample.seed), rows)
+        search = _Search(self.doc_ids, encoder, prompts["query"], *self._dense[id(encoder), strategy.chunking
+                                                                               if strategy.chunked else None])
+        latencies = timed_queries(search.timed_ms, self.sample.queries)
         return Measured(seconds, latencies, vectors * dimensions * FLOAT32_BYTES, vectors, dimensions)
 
     def bm25(self) -> Measured:
@@ -122,22 +127,26 @@ class CostMeter:
             began = time.perf_counter()
             model.index(self.sample.documents)
             seconds = time.perf_counter() - began
-            index = model.index(self.sample.all_documents())
-            latencies = timed_queries(lambda q: _timed_ms(lambda: _top(model.query_scores(index, q))),
-                                      self.sample.queries)
-            self._bm25 = Measured(seconds, latencies, index_bytes(index), index="bm25s sparse matrix")
+            self._lexical = (model, model.index(self.sample.all_documents()))
+            latencies = timed_queries(_Search(self.doc_ids, lexical=self._lexical).timed_ms, self.sample.queries)
+            self._bm25 = Measured(seconds, latencies, index_bytes(self._lexical[1]), index="bm25s sparse matrix")
         return self._bm25
 
-    def hybrid(self, dense: Measured) -> Measured:
-        """A dense strategy fused with BM25: both encodes, both indexes, both queries plus the fusion."""
+    def hybrid(self, strategy: Strategy, dense: Measured, cached: CachedEncoder, prompts: dict[str, str]) -> Measured:
+        """A dense strategy fused with BM25: both encodes and both indexes; each query timed through the
+        whole fused search (encode, both scorings, the fusion and the ranking)."""
         lexical = self.bm25()
-        n = self.sample.index_documents
-        rng = np.random.default_rng(self.sample.seed)
-        first, second = rng.standard_normal((1, n)), rng.random((1, n))
-        fusion = [_timed_ms(lambda: _top(fuse_scores(Fusion(), first, second)[0])) for _ in self.sample.queries]
-        latencies = [a + b + c for a, b, c in zip(dense.latencies_ms, lexical.latencies_ms, fusion, strict=True)]
+        key = id(cached.encoder), strategy.chunking if strategy.chunked else None
+        search = _Search(self.doc_ids, cached.encoder, prompts["query"], *self._dense[key], self._lexical,
+                         strategy.fusion)
+        latencies = timed_queries(search.timed_ms, self.sample.queries)
         return Measured(dense.encode_seconds + lexical.encode_seconds, latencies, dense.index_bytes + lexical.index_bytes,
                         dense.vectors, dense.dimensions, f"{dense.index} + {lexical.index}")
+
+    @property
+    def doc_ids(self) -> list[str]:
+        """Ids of the index's documents (their positions: the index is random vectors)."""
+        return [str(i) for i in range(self.sample.index_documents)]
 
     def cost(self, measured: Measured) -> StrategyCost:
         """The measurements as a user's costs (per 1k tokens, per document, median latency)."""
@@ -156,25 +165,25 @@ class CostMeter:
             encoder.encode(["warm up one query"], batch_size=1, prompt=prompts["query"])
             self._warm.add(id(encoder))
 
-    def _rows(self, candidate: Candidate, encoder: Any) -> np.ndarray | None:
+    def _rows(self, strategy: Strategy, encoder: Any) -> np.ndarray | None:
         """Chunks per evaluated document (None: one vector each); counted once per chunking."""
-        if not candidate.chunked:
+        if not strategy.chunked:
             return None
-        if candidate.chunking not in self._chunks:
+        if strategy.chunking not in self._chunks:
             counts = [np.ones(len(u.data.corpus), dtype=np.int64) if u.data.passages is not None
                       else np.asarray([len(s) for s in encoder.chunk_spans(list(u.data.corpus.values()),
-                                                                            candidate.chunking)], dtype=np.int64)
+                                                                            strategy.chunking)], dtype=np.int64)
                       for u in self.sample.units]
-            self._chunks[candidate.chunking] = np.concatenate(counts)
-        return self._chunks[candidate.chunking]
+            self._chunks[strategy.chunking] = np.concatenate(counts)
+        return self._chunks[strategy.chunking]
 
 
-def _encode_sample(encoder: Any, candidate: Candidate, texts: list[str], prompt: str, batch_size: int) -> int:
+def _encode_sample(encoder: Any, strategy: Strategy, texts: list[str], prompt: str, batch_size: int) -> int:
     """Encode the sample as the strategy does (uncached); returns the vectors' dimensions."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # truncation warnings: truncating is the strategy
-        if candidate.chunked:
-            out = encoder.encode_chunks(texts, candidate.chunking, late=candidate.late, batch_size=batch_size,
+        if strategy.chunked:
+            out = encoder.encode_chunks(texts, strategy.chunking, late=strategy.late, batch_size=batch_size,
                                         prompt=prompt, normalize_embeddings=True)
             return int(out[0][0].shape[1])
         return int(encoder.encode(texts, batch_size=batch_size, prompt=prompt, normalize_embeddings=True).shape[1])
@@ -194,20 +203,34 @@ def _unit_vectors(n: int, dimensions: int, seed: int) -> np.ndarray:
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
-def _dense_query_ms(encoder: Any, query: str, prompt: str, index: np.ndarray, rows: np.ndarray | None) -> float:
-    def search() -> None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            vector = encoder.encode([query], batch_size=1, prompt=prompt, normalize_embeddings=True)
-        _top(max_over_rows(vector @ index.T, rows)[0])
+@dataclass
+class _Search:
+    """One search as ``longembed search`` runs it, on the meter's index: the query encoded, each system's
+    scores, then :func:`~longembed.retrieval.pipeline.rank_documents` (the top :data:`TOP_K`)."""
 
-    return _timed_ms(search)
+    doc_ids: list[str]
+    encoder: Any = None
+    prompt: str = ""
+    vectors: np.ndarray | None = None
+    rows: np.ndarray | None = None
+    lexical: tuple[BM25Model, Any] | None = None
+    fusion: Fusion | None = None
 
+    def __call__(self, query: str) -> RankedDocuments:
+        dense = lexical = None
+        if self.encoder is not None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                vector = unit_rows(self.encoder.encode([query], batch_size=1, prompt=self.prompt,
+                                                       normalize_embeddings=True))
+            dense = exact_dense_scores(vector, self.vectors, self.rows)  # type: ignore[arg-type]
+        if self.lexical is not None:
+            model, index = self.lexical
+            lexical = model.query_scores(index, query)[None, :]
+        return rank_documents(self.doc_ids, TOP_K, dense=dense, lexical=lexical, fusion=self.fusion)
 
-def _top(scores: np.ndarray) -> np.ndarray:
-    """The indices of the best ``TOP_K`` scores (what a search returns)."""
-    k = min(TOP_K, len(scores))
-    return np.argpartition(-scores, k - 1)[:k]
+    def timed_ms(self, query: str) -> float:
+        return _timed_ms(lambda: self(query))
 
 
 def _timed_ms(call: Callable[[], Any]) -> float:

@@ -22,7 +22,8 @@ from longembed.advice.strategies import Candidate
 from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.evaluation.estimate import CostModel, format_duration, text_seconds
 from longembed.results import Estimate
-from longembed.results.advice import BM25, AdviceEstimate, Sampling, StrategyEstimate
+from longembed.results.advice import AdviceEstimate, Sampling, StrategyEstimate
+from longembed.retrieval.strategy import Strategy
 
 #: Rounds of sampling before giving up on the budget, and the margin each round aims under it.
 SAMPLING_ROUNDS = 4
@@ -59,23 +60,23 @@ def strategy_seconds(
         tokens = (document_tokens or {}).get(u.unit)
         if tokens is not None and len(tokens) == u.documents.count and u.documents.count:
             share = u.documents.to_encode / u.documents.count
-            seconds += share * sum(side_seconds(1, n, candidate, encoder, model) for n in tokens)
+            seconds += share * sum(side_seconds(1, n, candidate.strategy, encoder, model) for n in tokens)
         else:
-            seconds += side_seconds(u.documents.to_encode, u.documents.tokens, candidate, encoder, model)
+            seconds += side_seconds(u.documents.to_encode, u.documents.tokens, candidate.strategy, encoder, model)
         seconds += query_seconds(u.queries.to_encode, u.queries.tokens, model)
     return seconds
 
 
-def side_seconds(count: int, tokens: int, candidate: Candidate, encoder: object, model: CostModel) -> float:
+def side_seconds(count: int, tokens: int, strategy: Strategy, encoder: object, model: CostModel) -> float:
     """Seconds to encode ``count`` documents of ``tokens`` tokens in all, as the strategy encodes them
     (:func:`~longembed.evaluation.estimate.text_seconds` on the mean document; naive chunks: every
     chunk of the side's tokens)."""
     if count == 0:
         return 0.0
-    if candidate.chunked and not candidate.late:
-        return text_seconds(tokens, encoder, model, candidate.chunking)  # type: ignore[arg-type]
-    chunking = candidate.chunking if candidate.chunked else None
-    return count * text_seconds(tokens / count, encoder, model, chunking, candidate.chunked)  # type: ignore[arg-type]
+    if strategy.chunked and not strategy.late:
+        return text_seconds(tokens, encoder, model, strategy.chunking)  # type: ignore[arg-type]
+    chunking = strategy.chunking if strategy.chunked else None
+    return count * text_seconds(tokens / count, encoder, model, chunking, strategy.chunked)  # type: ignore[arg-type]
 
 
 def query_seconds(count: int, tokens: int, model: CostModel) -> float:
@@ -98,12 +99,12 @@ def advice_estimate(
                                        if dense.estimate.tokens_to_encode else 0.0)
             rows.append(strategy_row(dense, candidate, seconds[candidate.name], documents))
             continue
-        source = planned.get(candidate.dense or "")
+        source = next((p for p in planned.values() if p.candidate.strategy == candidate.strategy.dense), None)
         if source is not None and source.encoder.cache is None:  # no cache: the hybrid encodes everything again
             rows.append(strategy_row(source, candidate, seconds[source.candidate.name], documents,
                                      "no embedding cache: encodes again"))
             continue
-        rows.append(strategy_row(None, candidate, 0.0, documents, free_note(candidate)))
+        rows.append(strategy_row(None, candidate, 0.0, documents, free_note(candidate, candidates)))
     total = sum(r.seconds for r in rows) + measurement_seconds
     return AdviceEstimate(rows, round(measurement_seconds, 6), round(total, 6), budget, ESTIMATE_METHOD)  # unrounded enough to compare with any budget
 
@@ -138,11 +139,12 @@ def error_percent(estimated: float, actual: float) -> str:
     return f"{100 * (actual - estimated) / estimated:+.0f}%"
 
 
-def free_note(candidate: Candidate) -> str:
+def free_note(candidate: Candidate, candidates: Sequence[Candidate]) -> str:
     """Why BM25 or a hybrid counts 0 seconds."""
-    if candidate.kind == BM25:
+    if candidate.strategy.lexical_only:
         return "BM25: nothing to encode; indexing not timed"
-    return f"reuses {candidate.dense}'s cached vectors: BM25 scoring only"
+    dense = next(c.name for c in candidates if c.strategy == candidate.strategy.dense)
+    return f"reuses {dense}'s cached vectors: BM25 scoring only"
 
 
 def format_advice_estimate(estimate: AdviceEstimate, sampled: bool = False) -> str:

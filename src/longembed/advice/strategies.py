@@ -1,70 +1,39 @@
-"""The strategies ``longembed advise`` measures for one model: which, and why the others are left out.
-
-For a model with window Lo, asked about documents up to N tokens (``--max-length``):
-
-* **bm25**: lexical retrieval (:class:`~longembed.retrieval.bm25.BM25Model`), no model at all;
-* **truncate**: one vector per document from its first Lo tokens;
-* **<method>-<N>**: one vector per document with the extension method that fits the model's position
-  scheme (absolute -> pi, rotary -> ntk, ALiBi -> native: each method declares its ``schemes``), only
-  when N > Lo; ``methods`` replaces the list;
-* **naive-chunks**: the documents cut into chunks (``tokens:256``), each embedded alone by the plain
-  model (a chunk fits its window, so no extension is needed); a document scores its best chunk;
-* **late-chunks**: late chunking, the whole document run once (with the extension at N when there is
-  one, else as windows of Lo) and each chunk the mean of its token states: mean-pooling models only;
-* **trained-late-chunks** (with ``advise --contextual FOLDER``): late chunks of a model fine-tuned for them
-  (``longembed train contextual``), run with the method and Lt it was trained under;
-* **<dense>+bm25**: every strategy above but BM25, its ranking fused with BM25's (reciprocal rank
-  fusion, k = 60): the dense vectors are reused from the cache, so a hybrid costs BM25's scoring only.
-"""
+"""The strategies ``longembed advise`` measures for one model, each a named
+:class:`~longembed.retrieval.strategy.Strategy`, and why the others are left out (the list and its
+reasons: docs/guides/advise.md, "Strategies")."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from longembed.chunking.spans import TokenChunking, parse_chunking
 from longembed.errors import UserError
 from longembed.extension.methods import ALIBI, APE, ROPE, check_method
-from longembed.results.advice import BM25, DENSE, HYBRID
+from longembed.retrieval.strategy import (
+    BM25,
+    CHUNKS,
+    FUSION_SUFFIX,
+    LATE_CHUNKS,
+    NAIVE_CHUNKS,
+    TRUNCATE,
+    Strategy,
+)
 
 #: The extension method that fits each position scheme (LongEmbed's best training-free choice per family
 #: that longembed can also export: PI for absolute positions, NTK for RoPE; ALiBi extrapolates natively).
 EXTENSION_FOR_SCHEME = {APE: "pi", ROPE: "ntk", ALIBI: "native"}
-TRUNCATE = "truncate"
-#: The strategies named without a method: BM25, the chunk strategies.
-BM25_NAME, NAIVE_CHUNKS, LATE_CHUNKS = "bm25", "naive-chunks", "late-chunks"
-#: The late chunks of a ``longembed train contextual`` folder, and the key of its encoder.
-TRAINED_LATE_CHUNKS, CONTEXTUAL = "trained-late-chunks", "contextual"
-FUSION_SUFFIX = "+bm25"
+#: The late chunks of a ``longembed train contextual`` folder.
+TRAINED_LATE_CHUNKS = "trained-late-chunks"
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """One strategy to run: an ``evaluate_model`` run of an encoder (named by ``encoder``: "truncate" or
-    an extension method; None for BM25) at a granularity, optionally fused with BM25 (``dense``: the
-    strategy whose vectors a hybrid reuses)."""
+class Candidate(NamedTuple):
+    """One strategy advise measures: the name it reports, the :class:`~longembed.retrieval.strategy.Strategy`
+    its run evaluates, and a line saying what it does."""
 
     name: str
-    kind: str
+    strategy: Strategy
     description: str
-    encoder: str | None = None
-    granularity: str = "document"
-    chunking: str = "tokens:256"
-    late: bool = False
-    dense: str | None = None
-    #: the model this strategy runs, when not the advised one (a ``--contextual`` folder)
-    model: str | None = None
-
-    @property
-    def chunked(self) -> bool:
-        return self.granularity == "chunks"
-
-    def eval_options(self) -> dict[str, Any]:
-        """The ``evaluate_model`` options (``EvalSpec`` fields) of its run."""
-        options: dict[str, Any] = {"granularity": self.granularity, "chunking": self.chunking, "late": self.late}
-        if self.kind == HYBRID:
-            options.update(fuse="bm25", fuse_method="rrf")
-        return options
 
 
 @dataclass(frozen=True)
@@ -86,43 +55,49 @@ class ContextualFacts:
 
 
 def plan_candidates(
-    model: ModelFacts, max_length: int | None, methods: list[str] | None = None, chunking: str = "tokens:256",
+    model: ModelFacts, max_length: int | None, methods: list[str] | None = None, base: Strategy | None = None,
     contextual: ContextualFacts | None = None,
 ) -> tuple[list[Candidate], dict[str, str]]:
     """The strategies to measure, in the order advice lists them, and those left out with the reason
-    (with ``contextual``, the trained folder's late chunks too).
+    (with ``contextual``, the trained folder's late chunks too).  ``base``: the advised model's strategy
+    (its model, encoder options, chunking and prompts), which every candidate varies.
 
-    Errors (ValueError): ``max_length`` below Lo; ``methods`` given without a ``max_length`` above Lo, naming
+    Errors (UserError): ``max_length`` below Lo; ``methods`` given without a ``max_length`` above Lo, naming
     truncate (always a candidate), or a method that does not fit the model's positions; chunks of
-    ``chunking`` longer than the model's window.
+    ``base.chunking`` longer than the model's window.
     """
-    lo = model.original_length
+    base = base or Strategy()
+    lo, chunking = model.original_length, base.chunking
     if max_length is not None and max_length < lo:
         raise UserError(f"--max-length {max_length} is below the model's window Lo = {lo}: advice about "
                          f"documents that short needs no extension (leave --max-length out)")
     _check_chunking(chunking, lo)
     left_out: dict[str, str] = {}
     extensions = _extension_methods(model, max_length, methods, left_out)
-    dense = [Candidate(TRUNCATE, DENSE, f"one vector per document from its first {lo} tokens", TRUNCATE)]
-    dense += [Candidate(f"{m}-{max_length}", DENSE, f"one vector per document, {m} extending the window to "
-                        f"{max_length} tokens", m) for m in extensions]
-    dense.append(Candidate(NAIVE_CHUNKS, DENSE, f"chunks ({chunking}) embedded alone, a document scored by its best "
-                           "chunk", TRUNCATE, "chunks", chunking, late=False))
+    truncate = replace(base, method=TRUNCATE, max_length=None, granularity="document")
+    dense = [Candidate(TRUNCATE, truncate, f"one vector per document from its first {lo} tokens")]
+    dense += [Candidate(f"{m}-{max_length}", replace(truncate, method=m, max_length=max_length),
+                        f"one vector per document, {m} extending the window to {max_length} tokens") for m in extensions]
+    dense.append(Candidate(NAIVE_CHUNKS, replace(truncate, granularity=CHUNKS, late=False),
+                           f"chunks ({chunking}) embedded alone, a document scored by its best chunk"))
     if model.pooling == "mean":
         context = f"{extensions[0]} at {max_length}" if extensions else f"windows of {lo}"
-        dense.append(Candidate(LATE_CHUNKS, DENSE, f"late chunks ({chunking}): one pass over the document "
-                               f"({context}), a chunk the mean of its token states", extensions[0] if extensions
-                               else TRUNCATE, "chunks", chunking, late=True))
+        late = replace(truncate, granularity=CHUNKS, late=True, method=extensions[0] if extensions else TRUNCATE,
+                       max_length=max_length if extensions else None)
+        dense.append(Candidate(LATE_CHUNKS, late, f"late chunks ({chunking}): one pass over the document "
+                               f"({context}), a chunk the mean of its token states"))
     else:
         left_out[LATE_CHUNKS] = (f"late chunking mean-pools each chunk's token states, and this model pools with "
                                  f"{model.pooling!r} (its vectors were trained that way)")
     if contextual is not None:
-        dense.append(Candidate(TRAINED_LATE_CHUNKS, DENSE, f"late chunks ({chunking}) of the model fine-tuned for them "
-                               f"({contextual.folder}, run with {contextual.method} at {contextual.max_length})",
-                               CONTEXTUAL, "chunks", chunking, late=True, model=contextual.folder))
-    hybrids = [Candidate(c.name + FUSION_SUFFIX, HYBRID, f"{c.name} fused with BM25 (reciprocal rank fusion, k = 60)",
-                         c.encoder, c.granularity, c.chunking, c.late, dense=c.name, model=c.model) for c in dense]
-    return [Candidate(BM25_NAME, BM25, "BM25 (lexical; no model)"), *dense, *hybrids], left_out
+        trained = replace(truncate, model=contextual.folder, method=contextual.method, max_length=contextual.max_length,
+                          granularity=CHUNKS, late=True)
+        dense.append(Candidate(TRAINED_LATE_CHUNKS, trained, f"late chunks ({chunking}) of the model fine-tuned for "
+                               f"them ({contextual.folder}, run with {contextual.method} at {contextual.max_length})"))
+    hybrids = [Candidate(c.name + FUSION_SUFFIX, replace(c.strategy, fuse=BM25),
+                         f"{c.name} fused with BM25 (reciprocal rank fusion, k = 60)") for c in dense]
+    lexical = Candidate(BM25, Strategy(BM25), "BM25 (lexical; no model)")
+    return [lexical, *dense, *hybrids], left_out
 
 
 def _extension_methods(

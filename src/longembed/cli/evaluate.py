@@ -32,6 +32,7 @@ from longembed.cli.options import (
     existing_folder,
     given_encoder_flags,
     settings_from_args,
+    strategy_from_args,
 )
 from longembed.encoder import LongContextEncoder, load_encoder
 from longembed.errors import MissingFileError, UserError
@@ -69,15 +70,16 @@ def resolve_task_list(
 
 def run_variant(spec: EvalSpec) -> list[str]:
     """What the default run folder's name adds for chunked and fused runs ("late-chunks", "bm25-rrf")."""
-    variant = [f"{'late' if spec.late else 'naive'}-chunks"] if spec.granularity == "chunks" else []
-    fusion = spec.fusion()
+    strategy = spec.strategy
+    variant = [f"{'late' if strategy.late else 'naive'}-chunks"] if strategy.chunked else []
+    fusion = strategy.fusion
     return variant + ([f"{fusion.source}-{fusion.method}"] if fusion is not None else [])
 
 
 def run(args: argparse.Namespace) -> int:
     """Build the model, evaluate it, write results.json; exit status 1 if no task could run."""
     resolve_method(args)
-    spec = settings_from_args(EvalSpec, args)
+    spec = settings_from_args(EvalSpec, args, strategy=strategy_from_args(args))
     data_dir = existing_folder(spec.data_dir if spec.data_dir is not None else default_data_dir(), "--data-dir")
     output = spec.output_dir or default_output(args.model, args.method, args.max_length, run_variant(spec))
     spec = dataclasses.replace(spec, tasks=resolve_task_list(spec.tasks, args.needles, spec,

@@ -15,63 +15,71 @@ import argparse
 import dataclasses
 
 from longembed.cli.model_defaults import resolve_method
-from longembed.cli.options import encoder_options, given_encoder_flags, settings_from_args
-from longembed.cli.parsers.index import IndexStrategyFlags
+from longembed.cli.options import given_encoder_flags, strategy_from_args
 from longembed.encoder import LongContextEncoder
 from longembed.errors import UserError
 from longembed.evaluation.estimate import format_duration, longest_sequence, measure_cost_model, text_seconds
-from longembed.retrieval.fusion import Fusion
+from longembed.results.advice import strategy_from_advice
+from longembed.retrieval.strategy import BM25, CHUNKS, Strategy
 from longembed.search.build import BuildPlan, build_index
 from longembed.search.ray_build import RayBuild
 from longembed.search.sources import SourceOptions, read_sources
-from longembed.search.strategy import BM25, IndexStrategy, strategy_from_advice, strategy_from_name
 
 
 def run(args: argparse.Namespace) -> int:
-    flags = settings_from_args(IndexStrategyFlags, args)
-    strategy = chosen_strategy(args, flags)
-    print(f"strategy {strategy.name}: {describe(strategy)}")
+    name, strategy = chosen_strategy(args)
+    print(f"strategy {name}: {describe(strategy)}")
     documents = read_sources(args.sources, SourceOptions(args.glob, args.id_field, args.text_field))
     engine = None
     if args.engine == "ray":
         engine = RayBuild(args.actors, args.cpus_per_actor, args.ray_address, args.device)
     report = build_index(
-        args.index, documents, strategy, rebuild=args.rebuild, ann=args.ann, device=args.device, batch_size=args.batch_size,
-        engine=engine, on_plan=(lambda plan, encoder: print_estimate(plan, encoder, strategy, args.batch_size))
-        if flags.estimate else None,
+        args.index, documents, strategy, name=name, rebuild=args.rebuild, ann=args.ann, device=args.device,
+        batch_size=args.batch_size, engine=engine,
+        on_plan=(lambda plan, encoder: print_estimate(plan, encoder, strategy, args.batch_size))
+        if args.estimate else None,
     )
     print(report.summary())
     return 0
 
 
-def chosen_strategy(args: argparse.Namespace, flags: object) -> IndexStrategy:
-    """The strategy of --from-advice, --strategy NAME, or eval's flags."""
+def chosen_strategy(args: argparse.Namespace) -> tuple[str, Strategy]:
+    """(its name, the strategy) of --from-advice, --strategy NAME, or eval's flags."""
     if args.from_advice is not None:
+        given = ([f for f in given_encoder_flags(args) if f not in ("--device", "--batch-size")]
+                 + (["--model"] if args.model else []) + _given_strategy_flags(args))
+        if given:
+            raise UserError(f"--from-advice gives the whole strategy, model included: drop {', '.join(given)} "
+                             "(or leave out --from-advice and give the strategy's flags)")
         return strategy_from_advice(args.from_advice, args.strategy)
     model = args.model or "default"
     resolve_method(args)
     if model == BM25 or args.strategy == BM25:
-        dense_only = [flag for flag, given in (("--fuse", flags.fuse is not None),  # type: ignore[attr-defined]
-                                               ("--granularity chunks", flags.granularity == "chunks"))  # type: ignore[attr-defined]
-                      if given]
-        if dense_only:
-            raise UserError(f"{' and '.join(dense_only)} need an embedding model: --model bm25 is BM25 alone "
+        if args.fuse is not None or args.granularity == CHUNKS:
+            flags = " and ".join(f for f, given in (("--fuse", args.fuse is not None),
+                                                    ("--granularity chunks", args.granularity == CHUNKS)) if given)
+            raise UserError(f"{flags} need an embedding model: --model bm25 is BM25 alone "
                              "(for a hybrid give --model MODEL --fuse bm25)")
         ignored = given_encoder_flags(args)
         if ignored:
             print(f"note: {', '.join(ignored)} ignored for BM25 (it has no encoder)")
-        return IndexStrategy(BM25)
-    fusion = Fusion.from_options(flags.fuse, flags.fuse_method, flags.fuse_weight, flags.fuse_k)  # type: ignore[attr-defined]
-    values = {f.name: getattr(flags, f.name) for f in dataclasses.fields(flags)}  # type: ignore[arg-type]
-    base = IndexStrategy(
-        model=model, method=args.method, max_length=args.max_length, encoder_options=encoder_options(args),
-        granularity=values["granularity"], chunking=values["chunking"], late=values["late"], fusion=fusion,
-        query_prompt=values["query_prompt"], document_prompt=values["document_prompt"],
-    )
-    return base if args.strategy is None else strategy_from_name(args.strategy, model, base)
+        return BM25, Strategy(BM25)
+    strategy = strategy_from_args(args, model=model)
+    if args.strategy is not None:
+        strategy = Strategy.from_name(args.strategy, model, strategy)
+        return args.strategy, strategy
+    return strategy.name, strategy
 
 
-def describe(strategy: IndexStrategy) -> str:
+def _given_strategy_flags(args: argparse.Namespace) -> list[str]:
+    """The Strategy flags set to other than their default (``--late``/``--naive`` as ``--naive``)."""
+    default = Strategy()
+    return ["--" + f.name.replace("_", "-") if f.name != "late" else "--naive"
+            for f in dataclasses.fields(Strategy) if f.metadata.get("flag", True)
+            and getattr(args, f.name, getattr(default, f.name)) != getattr(default, f.name)]
+
+
+def describe(strategy: Strategy) -> str:
     if strategy.lexical_only:
         return "BM25 (bm25s, Lucene's variant, eval's tokenizer, stemmer and stopwords)"
     parts = [f"{strategy.model} {strategy.method or 'truncate'}"
@@ -83,7 +91,7 @@ def describe(strategy: IndexStrategy) -> str:
     return "; ".join(parts)
 
 
-def print_estimate(plan: BuildPlan, encoder: LongContextEncoder | None, strategy: IndexStrategy,
+def print_estimate(plan: BuildPlan, encoder: LongContextEncoder | None, strategy: Strategy,
                    batch_size: int) -> None:
     """eval's estimate of the encoding ahead: tokens to encode and seconds from a timed warm-up."""
     if encoder is None or not plan.to_embed:

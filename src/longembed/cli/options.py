@@ -25,6 +25,7 @@ from typing import Any
 from longembed.config import EncoderConfig
 from longembed.errors import MissingFileError, UserError
 from longembed.extension.methods import METHODS
+from longembed.retrieval.strategy import BM25, Strategy
 
 MODEL_HELP = EncoderConfig.__dataclass_fields__["model"].metadata["help"]
 #: Fields given to load_encoder by position, not as options.
@@ -292,6 +293,14 @@ def encoder_options(args: argparse.Namespace) -> dict[str, Any]:
         value = getattr(args, field.name)
         options[field.name] = dict(value) if isinstance(value, list) else value
     return options
+
+
+def strategy_from_args(args: argparse.Namespace, **overrides: Any) -> Strategy:
+    """The :class:`~longembed.retrieval.strategy.Strategy` of the flags: the encoder's (``--model``,
+    ``--method``, ``--max-length``, its options; none for ``--model bm25``) and the strategy's own."""
+    if getattr(args, "model", None) == BM25:
+        overrides = {"method": None, "max_length": None, "encoder_options": {}, **overrides}
+    return settings_from_args(Strategy, args, **{"encoder_options": encoder_options(args), **overrides})
 
 
 def given_encoder_flags(args: argparse.Namespace) -> list[str]:

@@ -45,7 +45,6 @@ from longembed.evaluation.provenance import (
     resolved_settings,
 )
 from longembed.evaluation.scoring import (
-    Granularity,
     Side,
     Unit,
     average,
@@ -60,7 +59,7 @@ from longembed.evaluation.scoring import (
 from longembed.evaluation.spec import EvalSpec
 from longembed.evaluation.task_options import SyntheticOptions
 from longembed.results import RunConfig, RunFolder, RunResults
-from longembed.retrieval.fusion import Fusion
+from longembed.retrieval.strategy import BM25, Strategy
 from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS, Task, get_task
 from longembed.tasks.subsample import SubsampledTask
 from longembed.tasks.task_dir import TaskDirRecord, task_dir_tasks
@@ -171,10 +170,9 @@ def evaluate_model(
               write): the embedding cache;
             - ``estimate``, ``dry_run``: time a warm-up to estimate seconds; stop after the estimate;
             - ``batch_size``, ``show_progress``, ``log`` (where progress lines go; None: silent);
-            - ``granularity`` ("document" or "chunks") with ``chunking`` ("tokens:256", "sentences:4")
-              and ``late`` (late or naive chunking);
-            - ``fuse="bm25"`` (hybrid retrieval) with ``fuse_method`` "rrf" (``fuse_k``) or "linear"
-              (``fuse_weight``).
+            - ``strategy``: a :class:`~longembed.retrieval.strategy.Strategy` (granularity, chunking,
+              late or naive, fusion with BM25, prompts); its fields may also be given as keywords
+              (``granularity="chunks"``, ``fuse="bm25"``, ``query_prompt=""``).
 
     Returns:
         The :class:`~longembed.results.RunResults`: per task and length the main score with its 95%
@@ -204,6 +202,11 @@ def _spec_of(
     """The run's spec: the one given (its fields replaced by any argument given too), or one built
     from the arguments."""
     named = {"data_dir": data_dir, "lengths": lengths, "output_dir": output_dir}
+    strategy_fields = {f.name for f in dataclasses.fields(Strategy)}
+    chosen = {k: options.pop(k) for k in list(options) if k in strategy_fields}
+    base = tasks.strategy if isinstance(tasks, EvalSpec) else Strategy()
+    if chosen:
+        options["strategy"] = dataclasses.replace(options.get("strategy", base), **chosen)
     if not isinstance(tasks, EvalSpec):
         return EvalSpec(tasks=tasks, **named, **options)
     return dataclasses.replace(tasks, **{k: v for k, v in named.items() if v is not None}, **options)
@@ -218,8 +221,7 @@ class RunPlan:
     scorer: CachedEncoder | TextScorer
     tasks: list[Task]
     lengths: list[int]
-    level: Granularity
-    fusion: Fusion | None
+    strategy: Strategy
     sides: dict[str, Side]
     max_length: int | None
     units: list[Unit]
@@ -230,7 +232,7 @@ class RunPlan:
 def plan_run(model: Encoder | CachedEncoder | TextScorer, spec: EvalSpec) -> RunPlan:
     """Resolve tasks and lengths, describe the run (config, versions), load the units, estimate the cost."""
     say = spec.log or (lambda _message: None)
-    level, fusion = Granularity(spec.granularity, spec.chunking, spec.late), spec.fusion()
+    strategy = spec.strategy
     synthetic = SyntheticOptions.from_spec(spec)
     task_objects, length_list = spec_tasks(spec, synthetic), resolve_lengths(spec.lengths)
     synthetic.check(task_objects)
@@ -244,31 +246,40 @@ def plan_run(model: Encoder | CachedEncoder | TextScorer, spec: EvalSpec) -> Run
     versions = library_versions()
     if isinstance(model, TextScorer):
         name = model.metadata.name
-        if level.chunked:
+        if strategy.chunked:
             raise UserError(f"{name} scores whole documents: granularity='chunks' needs an encoder")
-        if fusion is not None:
+        if strategy.fusion is not None:
             raise UserError(f"fuse='bm25' fuses an encoder's ranking with BM25's: the model is {name} already")
         scorer: CachedEncoder | TextScorer = model
         sides, max_length = {}, None
         described.encoder, versions["model"] = dict(model.metadata.config), dict(model.metadata.provenance)
         described.similarity = model.metadata.config.get("model", name)
+        strategy = dataclasses.replace(strategy, model=BM25, method=None, max_length=None, encoder_options={})
     else:
         scorer = model if isinstance(model, CachedEncoder) else cached_encoder(model, spec)
         sides = _sides(scorer, spec)
         max_length = scorer.max_length
-        _describe_encoder(described, scorer, sides, spec, level)
+        _describe_encoder(described, scorer, sides, spec)
+        strategy = _resolved(strategy, described.encoder)
         versions["model"] = scorer.identity or {"name": type(scorer.encoder).__name__, "files": None}
         versions["device"] = encoder_device(scorer)
-    described.fusion = None if fusion is None else fusion.to_dict()
+    described.strategy = strategy.to_dict()
     results = RunResults(config=described, created=_dt.datetime.now(tz=_dt.UTC).isoformat(timespec="seconds"),
                          versions=versions)
     units, results.skipped = load_units(task_objects, data_path, length_list, say)
     _record_task_dirs(task_objects, described, say)
     results.estimate = estimate_cost(
-        [(u.label, *_sides_to_encode(u, sides, level)) for u in units],
+        [(u.label, *_sides_to_encode(u, sides, strategy)) for u in units],
         None if isinstance(scorer, TextScorer) else scorer, spec.batch_size, spec.estimate, say,
     )
-    return RunPlan(spec, scorer, task_objects, length_list, level, fusion, sides, max_length, units, results, say)
+    return RunPlan(spec, scorer, task_objects, length_list, strategy, sides, max_length, units, results, say)
+
+
+def _resolved(strategy: Strategy, encoder: dict[str, Any]) -> Strategy:
+    """The strategy as run: the encoder's model, method and Lt where the strategy leaves them open."""
+    return dataclasses.replace(strategy, model=strategy.model or encoder.get("model"),
+                               method=strategy.method or encoder.get("method"),
+                               max_length=strategy.max_length or encoder.get("max_length"))
 
 
 def _sampled(tasks: list[Task], spec: EvalSpec, say: Callable[[str], None]) -> tuple[list[Task], dict[str, int]]:
@@ -294,8 +305,8 @@ def cached_encoder(encoder: Encoder, spec: EvalSpec) -> CachedEncoder:
 def _sides(cached: CachedEncoder, spec: EvalSpec) -> dict[str, Side]:
     """Queries and documents with their prompts (the spec's, else the model's) and taus."""
     prompts = cached.retrieval_prompts()
-    query = prompts["query"] if spec.query_prompt is None else spec.query_prompt
-    document = prompts["document"] if spec.document_prompt is None else spec.document_prompt
+    query = prompts["query"] if spec.strategy.query_prompt is None else spec.strategy.query_prompt
+    document = prompts["document"] if spec.strategy.document_prompt is None else spec.strategy.document_prompt
     return {
         "queries": Side("queries", query, cached.temperature(spec.query_temperature, "query temperature")),
         "documents": Side("documents", document,
@@ -304,7 +315,7 @@ def _sides(cached: CachedEncoder, spec: EvalSpec) -> dict[str, Side]:
 
 
 def _describe_encoder(
-    config: RunConfig, cached: CachedEncoder, sides: dict[str, Side], spec: EvalSpec, level: Granularity
+    config: RunConfig, cached: CachedEncoder, sides: dict[str, Side], spec: EvalSpec
 ) -> None:
     """Fill in what the run records of an encoder: its config, prompts, taus, cache namespaces."""
     namespaces = {s.name: cached.namespace(s.prompt, s.temperature) for s in sides.values()}
@@ -312,14 +323,13 @@ def _describe_encoder(
     config.resolved = resolved_settings(cached)
     config.prompts = {"query": sides["queries"].prompt, "document": sides["documents"].prompt}
     config.prompt_source = {
-        "query": "argument" if spec.query_prompt is not None else "model",
-        "document": "argument" if spec.document_prompt is not None else "model",
+        "query": "argument" if spec.strategy.query_prompt is not None else "model",
+        "document": "argument" if spec.strategy.document_prompt is not None else "model",
     }
     config.temperatures = {"query": sides["queries"].temperature, "document": sides["documents"].temperature}
     config.batch_size = cached.batch_size
     config.cache_dir = None if cached.cache is None else str(cached.cache.root)
     config.cache_namespaces = {name: ns.key for name, ns in namespaces.items() if ns is not None}
-    config.granularity = level.to_dict()
 
 
 def run_plan(plan: RunPlan, started: float) -> RunResults:
@@ -333,8 +343,8 @@ def run_plan(plan: RunPlan, started: float) -> RunResults:
         if not task_units:
             continue
         scored = [
-            (unit, score_unit(unit, plan.scorer, plan.sides, plan.max_length, task.metadata.main_score, plan.level,
-                              plan.fusion))
+            (unit, score_unit(unit, plan.scorer, plan.sides, plan.max_length, task.metadata.main_score,
+                              plan.strategy))
             for unit in task_units
         ]
         results.tasks[name] = task_result(task, scored)
@@ -359,7 +369,7 @@ def _record(results: RunResults, folder: RunFolder | None, lengths: list[int], s
 
 
 def _sides_to_encode(
-    unit: Unit, sides: dict[str, Side], level: Granularity
+    unit: Unit, sides: dict[str, Side], strategy: Strategy
 ) -> tuple[SideToEncode, SideToEncode]:
     """A unit's documents and queries as the estimate sees them (chunk granularity: the texts that
     are chunked, under their chunk cache quantity)."""
@@ -369,10 +379,10 @@ def _sides_to_encode(
         side = sides.get(name)
         prompt, tau = (side.prompt, side.temperature) if side else ("", None)
         to_encode = SideToEncode(list(texts.values()), unit.shard(name), prompt, tau)
-        if name == "documents" and level.chunked and data.passages is None:
-            to_encode.quantity = chunk_quantity(level.chunking, level.late)
-            to_encode.chunking, to_encode.late = level.chunking, level.late
-        elif name == "documents" and level.chunked and level.late:
+        if name == "documents" and strategy.chunked and data.passages is None:
+            to_encode.quantity = chunk_quantity(strategy.chunking, strategy.late)
+            to_encode.chunking, to_encode.late = strategy.chunking, strategy.late
+        elif name == "documents" and strategy.chunked and strategy.late:
             context_texts, spans = context_spans(data)
             to_encode = SideToEncode(
                 context_texts, unit.shard("contexts"), prompt, tau, chunk_quantity(None, True),

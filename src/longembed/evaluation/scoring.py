@@ -13,16 +13,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from longembed.chunking.spans import parse_chunking
 from longembed.encoder_protocol import TextScorer
-from longembed.errors import UserError
 from longembed.evaluation.cached_encoder import CachedEncoder
 from longembed.evaluation.cached_encoding import CachedEncoding
-from longembed.evaluation.choices import GRANULARITIES
 from longembed.evaluation.metrics import (
     DEFAULT_K_VALUES,
     mean_metrics,
@@ -41,9 +37,8 @@ from longembed.results import (
 from longembed.results.intervals import bootstrap_interval, stratified_bootstrap_interval
 from longembed.results.run_results import SECONDARY_METRICS
 from longembed.retrieval.bm25 import BM25Model
-from longembed.retrieval.fusion import Fusion
-from longembed.retrieval.rank_fusion import fuse_with_tie_break
-from longembed.retrieval.ranking import max_over_rows, rank
+from longembed.retrieval.pipeline import exact_dense_scores, rank_documents
+from longembed.retrieval.strategy import Strategy
 from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS, RetrievalData, Task, TaskDataMissing
 from longembed.tasks.base import WORDS_PER_TOKEN
 
@@ -64,37 +59,6 @@ class Unit:
     def shard(self, side: str) -> str:
         """The cache shard of one side ("documents" or "queries"), e.g. "passkey/4096/documents"."""
         return f"{self.task}/{'all' if self.length is None else self.length}/{side}"
-
-
-@dataclass(frozen=True)
-class Granularity:
-    """What a document vector is: the whole document ("document"), or its chunks ("chunks": a
-    document scores its best chunk, MaxSim), chunked by ``chunking`` with late or naive chunking.
-
-    On a passage task (``RetrievalData.passages``) the task's passages are the chunks: "chunks" with
-    ``late`` embeds each passage inside its whole context; naive chunking is the document level.
-    """
-
-    level: str = "document"
-    chunking: str = "tokens:256"
-    late: bool = True
-
-    def __post_init__(self) -> None:
-        if self.level not in GRANULARITIES:
-            raise UserError(f"granularity must be one of {GRANULARITIES}, got {self.level!r}")
-        parse_chunking(self.chunking)
-
-    @property
-    def chunked(self) -> bool:
-        return self.level == "chunks"
-
-    def to_dict(self) -> dict[str, Any]:
-        if not self.chunked:
-            return {"level": self.level}
-        return {"level": self.level, "chunking": self.chunking, "late": self.late}
-
-
-DOCUMENT_LEVEL = Granularity()
 
 
 @dataclass
@@ -145,29 +109,32 @@ def score_unit(
     sides: dict[str, Side],
     max_length: int | None,
     main_score: str,
-    granularity: Granularity = DOCUMENT_LEVEL,
-    fusion: Fusion | None = None,
+    strategy: Strategy | None = None,
 ) -> UnitResult:
-    """Encode (or BM25-score) one unit and evaluate it; metrics in percent.  With ``fusion`` the
+    """Encode (or BM25-score) one unit and evaluate it; metrics in percent.  The ranking is
+    :func:`~longembed.retrieval.pipeline.rank_documents`, search's own: with the strategy's fusion the
     dense ranking (after MaxSim over chunks) is fused with BM25's on the same documents."""
     began = time.perf_counter()
+    strategy = strategy or Strategy()
     data = unit.data
     doc_ids, doc_texts = list(data.corpus), list(data.corpus.values())
     query_ids, query_texts = list(data.queries), list(data.queries.values())
     cache: CacheUse | None = None
     truncated: int | None = None
+    dense = lexical = None
     if isinstance(model, TextScorer):
-        scores = lexical_scores(model, data, query_texts, doc_texts)
+        lexical = lexical_scores(model, data, query_texts, doc_texts)
         doc_tokens = np.asarray([round(len(t.split()) / WORDS_PER_TOKEN) for t in doc_texts])
         encode_seconds = 0.0
     else:
-        documents = encode_documents(unit, model, sides["documents"], granularity)
+        documents = encode_documents(unit, model, sides["documents"], strategy)
         queries = model.encode(
             query_texts, shard=unit.shard("queries"), prompt=sides["queries"].prompt,
             temperature=sides["queries"].temperature, desc=f"{unit.label} queries",
         )
-        scores = within_candidates(max_over_rows(queries.vectors @ documents.vectors.T, documents.rows),
-                                   data, query_ids, doc_ids)
+        dense = exact_dense_scores(queries.vectors, documents.vectors, documents.rows)
+        if strategy.fusion is not None:
+            lexical = lexical_scores(BM25Model(), data, query_texts, doc_texts)
         doc_tokens = documents.tokens
         if data.passages is not None and len(doc_tokens) != len(doc_ids):  # contexts were encoded
             doc_tokens = np.asarray(model.count_tokens(doc_texts, sides["documents"].prompt))
@@ -175,13 +142,12 @@ def score_unit(
         cache = CacheUse(documents.n_cached, documents.n_encoded, queries.n_cached, queries.n_encoded)
         if max_length is not None:
             # chunks are never cut: late chunking runs long texts as overlapping windows
-            truncated = 0 if granularity.chunked else int(np.sum(doc_tokens > max_length))
+            truncated = 0 if strategy.chunked else int(np.sum(doc_tokens > max_length))
+    ranked = rank_documents(doc_ids, max(DEFAULT_K_VALUES), dense=dense, lexical=lexical, fusion=strategy.fusion,
+                            allowed=candidates(data, query_ids, doc_ids))
+    ranking = {qid: [doc_ids[d] for d in row] for qid, row in zip(query_ids, ranked.order, strict=True)}
     # documents with the same vector (BM25 has none; fused ranks would hide them)
-    same_vector = None if isinstance(model, TextScorer) else same_vector_groups(scores, doc_ids)
-    tie_break = None
-    if fusion is not None:
-        scores, tie_break = fused(scores, fusion, data, query_texts, doc_texts)
-    ranking = rank(scores, query_ids, doc_ids, top_k=max(DEFAULT_K_VALUES), tie_break=tie_break)
+    same_vector = None if dense is None else same_vector_groups(ranked.systems["dense"], doc_ids)
     per_query = per_query_metrics(data.qrels, ranking)
     metrics = _percent(mean_metrics(per_query))
     first = {qid: ranking[qid][0] for qid in data.qrels if ranking.get(qid)}
@@ -212,23 +178,17 @@ def score_unit(
     )
 
 
-def fused(dense: np.ndarray, fusion: Fusion, data: RetrievalData, query_texts: list[str],
-          doc_texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(the dense scores fused with BM25's on the same queries and documents, the key that breaks their
-    ties): each query's candidates limited to its context on a passage task, or to its block, for both
-    systems, before ranks are taken."""
-    return fuse_with_tie_break(fusion, dense, lexical_scores(BM25Model(), data, query_texts, doc_texts))
-
-
 def lexical_scores(model: TextScorer, data: RetrievalData, query_texts: list[str], doc_texts: list[str]) -> np.ndarray:
-    """A lexical model's (BM25's) (queries x documents) scores, limited as :func:`within_candidates` limits the dense ones.
+    """A lexical model's (BM25's) (queries x documents) scores, ``-inf`` outside each query's :func:`candidates`.
 
     On a set cut into blocks every block is indexed alone (its own document frequencies), so a block
     scores exactly as the paper's 100-document set would on its own, for BM25 as for a dense model.
     """
     query_ids, doc_ids = list(data.queries), list(data.corpus)
     if data.blocks is None:
-        return within_candidates(model.score(query_texts, doc_texts), data, query_ids, doc_ids)
+        allowed = candidates(data, query_ids, doc_ids)
+        scores = model.score(query_texts, doc_texts)
+        return scores if allowed is None else np.where(allowed, scores, -np.inf)
     query_block, doc_block = block_labels(data, query_ids, doc_ids)
     scores = np.full((len(query_ids), len(doc_ids)), -np.inf)
     for block in np.unique(query_block):
@@ -237,7 +197,7 @@ def lexical_scores(model: TextScorer, data: RetrievalData, query_texts: list[str
     return scores
 
 
-def encode_documents(unit: Unit, model: CachedEncoder, side: Side, granularity: Granularity) -> CachedEncoding:
+def encode_documents(unit: Unit, model: CachedEncoder, side: Side, strategy: Strategy) -> CachedEncoding:
     """The unit's document vectors (``rows`` set when documents have several chunk vectors each).
 
     Document level: one vector per document.  Chunks: every document's chunk vectors; on a passage
@@ -248,11 +208,11 @@ def encode_documents(unit: Unit, model: CachedEncoder, side: Side, granularity: 
     texts = list(data.corpus.values())
     desc = f"{unit.label} {side.name}"
     common = {"prompt": side.prompt, "temperature": side.temperature, "desc": desc}
-    if not granularity.chunked or (data.passages is not None and not granularity.late):
+    if not strategy.chunked or (data.passages is not None and not strategy.late):
         return model.encode(texts, shard=unit.shard(side.name), **common)
     if data.passages is None:
         return model.encode_chunks(
-            texts, shard=unit.shard(side.name), chunking=granularity.chunking, late=granularity.late, **common
+            texts, shard=unit.shard(side.name), chunking=strategy.chunking, late=strategy.late, **common
         )
     by_context = passages_by_context(data)
     context_texts, spans = context_spans(data, by_context)
@@ -285,20 +245,18 @@ def context_spans(
     return texts, spans
 
 
-def within_candidates(scores: np.ndarray, data: RetrievalData, query_ids: list[str], doc_ids: list[str]) -> np.ndarray:
-    """Scores with every document a query does not rank set to -inf: outside its context on a passage
-    task, outside its block on a set cut into blocks; ``scores`` itself when every query ranks all."""
+def candidates(data: RetrievalData, query_ids: list[str], doc_ids: list[str]) -> np.ndarray | None:
+    """The (queries x documents) documents each query ranks: those of its context on a passage task, of
+    its block on a set cut into blocks; None when every query ranks every document."""
     if data.query_contexts is not None:
-        return within_context(scores, data, query_ids, doc_ids)
+        assert data.passages is not None
+        doc_context = np.asarray([data.passages[d].context for d in doc_ids])
+        query_context = np.asarray([data.query_contexts[q] for q in query_ids])
+        return query_context[:, None] == doc_context[None, :]
     if data.blocks is not None:
-        return within_blocks(scores, data, query_ids, doc_ids)
-    return scores
-
-
-def within_blocks(scores: np.ndarray, data: RetrievalData, query_ids: list[str], doc_ids: list[str]) -> np.ndarray:
-    """Scores with every document outside a query's block set to -inf (it ranks its block only)."""
-    query_block, doc_block = block_labels(data, query_ids, doc_ids)
-    return np.where(query_block[:, None] == doc_block[None, :], scores, -np.inf)
+        query_block, doc_block = block_labels(data, query_ids, doc_ids)
+        return query_block[:, None] == doc_block[None, :]
+    return None
 
 
 def block_labels(data: RetrievalData, query_ids: list[str], doc_ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -306,14 +264,6 @@ def block_labels(data: RetrievalData, query_ids: list[str], doc_ids: list[str]) 
     assert data.blocks is not None
     return (np.asarray([data.blocks.queries[q] for q in query_ids]),
             np.asarray([data.blocks.documents[d] for d in doc_ids]))
-
-
-def within_context(scores: np.ndarray, data: RetrievalData, query_ids: list[str], doc_ids: list[str]) -> np.ndarray:
-    """Scores with every document outside a query's context set to -inf (it searches its context only)."""
-    assert data.query_contexts is not None and data.passages is not None
-    doc_context = np.asarray([data.passages[d].context for d in doc_ids])
-    query_context = np.asarray([data.query_contexts[q] for q in query_ids])
-    return np.where(query_context[:, None] == doc_context[None, :], scores, -np.inf)
 
 
 def task_result(task: Task, unit_results: list[tuple[Unit, UnitResult]]) -> TaskResult:

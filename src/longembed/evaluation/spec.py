@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from longembed.errors import UserError
-from longembed.evaluation.choices import FUSE_METHODS, FUSE_SOURCES, GRANULARITIES
 from longembed.flag_fields import flag_field
-from longembed.retrieval.fusion import Fusion
+from longembed.retrieval.strategy import Strategy
 from longembed.tasks import DEFAULT_TASKS, Task
 from longembed.tasks.needle import HAYSTACK_MODES, SHARED_HAYSTACKS, check_haystacks
 from longembed.tasks.query_sets import (
@@ -30,8 +29,6 @@ from longembed.tasks.query_sets import (
 )
 
 BENCHMARK = "benchmark"
-CHUNKS = "chunks (retrieve passages, not only documents)"
-HYBRID = "hybrid retrieval (the dense ranking fused with BM25's)"
 
 
 def option(default: Any, help: str, group: str | None = BENCHMARK, **flag: Any) -> Any:
@@ -80,8 +77,6 @@ class EvalSpec:
     lengths: Sequence[int] | None = _DATA["lengths"]
     data_dir: str | Path | None = _DATA["data_dir"]
     output_dir: str | Path | None = _DATA["output_dir"]
-    query_prompt: str | None = _DATA["query_prompt"]
-    document_prompt: str | None = _DATA["document_prompt"]
     cache_dir: str | Path | None = _DATA["cache_dir"]
     use_cache: bool = _DATA["use_cache"]
     queries_per_length: int = option(
@@ -124,32 +119,9 @@ class EvalSpec:
     estimate: bool = option(True, "skip the warm-up that times the encoder (counts are still printed)",
                             flags=("--no-estimate",), negate=True)
     dry_run: bool = option(False, "print the plan and the cost estimate, then stop (nothing encoded or written)")
-    granularity: str = option(
-        "document", "document: one vector per document; chunks: a document scores its best chunk (MaxSim), and a "
-        "passage task (qmsum_passages) embeds its passages with their context (default: document)",
-        group=CHUNKS, choices=GRANULARITIES,
-    )
-    chunking: str = option("tokens:256", "with --granularity chunks: tokens:SIZE[:OVERLAP] or sentences:N "
-                           "(default tokens:256)", group=CHUNKS, metavar="SPEC")
-    late: bool = option(True, "", group=CHUNKS, switches={
-        "--late": (True, "late chunking: one pass over the whole document, chunk = mean of its token states "
-                   "(default)"),
-        "--naive": (False, "naive chunking: every chunk embedded alone"),
-    })
-    fuse: str | None = option(
-        None, "fuse the dense ranking with this lexical one (bm25), on any granularity (default: none)",
-        group=HYBRID, choices=FUSE_SOURCES,
-    )
-    fuse_method: str | None = option(
-        None, "rrf: reciprocal rank fusion, sum of 1/(k + rank) (Cormack et al. 2009); linear: min-max "
-        "normalised scores mixed by --fuse-weight (default: rrf)", group=HYBRID, choices=FUSE_METHODS,
-    )
-    fuse_weight: float | None = option(
-        None, "with --fuse-method linear: the BM25 side's weight w in (1 - w) dense + w bm25 (default 0.5)",
-        group=HYBRID, type=float, metavar="W",
-    )
-    fuse_k: int | None = option(None, "with rrf: the constant k (default 60, the paper's)", group=HYBRID,
-                                type=int, metavar="K")
+    strategy: Strategy = option(
+        Strategy(), "what the run retrieves with: granularity, chunking, fusion, prompts (its fields are flags of "
+        "their own; the encoder's flags give its model)", flag=False)
     # set by the encoder's flags (--batch-size) or by the caller, not flags of their own
     batch_size: int = option(16, "most sequences per batch", flag=False)
     show_progress: bool = option(True, "progress bars", flag=False)
@@ -161,8 +133,5 @@ class EvalSpec:
         check_queries_per_length(self.queries_per_length)
         check_candidates(self.candidates, self.queries_per_length)
         check_haystacks(self.needle_haystacks)
-        self.fusion()  # bad fusion options fail here, before any model is loaded
-
-    def fusion(self) -> Fusion | None:
-        """The :class:`~longembed.retrieval.fusion.Fusion` the run asks for (None: dense only)."""
-        return Fusion.from_options(self.fuse, self.fuse_method, self.fuse_weight, self.fuse_k)
+        if not isinstance(self.strategy, Strategy):
+            raise UserError(f"strategy must be a Strategy, got {type(self.strategy).__name__}")

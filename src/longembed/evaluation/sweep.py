@@ -68,6 +68,7 @@ from longembed.results.sweep import (
     Selection,
     TaskComparison,
 )
+from longembed.retrieval.strategy import Strategy
 from longembed.tasks import Task, TaskDataMissing
 
 #: EncoderConfig fields the sweep sets itself: they may not come in ``encoder_options``.
@@ -167,7 +168,7 @@ class SweepPlan:
         return evaluate_model(self.pool.get(candidate), EvalSpec(
             tasks=tasks, data_dir=self.data_path, lengths=self.lengths,
             output_dir=None if self.out is None else self.out / phase / candidate.slug,
-            query_prompt=spec.query_prompt, document_prompt=spec.document_prompt,
+            strategy=Strategy(query_prompt=spec.query_prompt, document_prompt=spec.document_prompt),
             query_temperature=candidate.query_temperature, document_temperature=candidate.document_temperature,
             batch_size=spec.batch_size, cache_dir=spec.cache_dir, use_cache=spec.use_cache, estimate=spec.estimate,
             show_progress=spec.show_progress, log=spec.log,

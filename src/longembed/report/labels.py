@@ -77,12 +77,11 @@ def strategy_label(results: RunResults) -> str:
     for key, default in LABELLED_SETTINGS:
         if config.encoder.get(key, default) != default:
             parts.append(f"{key}={config.encoder[key]}")
-    granularity = config.granularity or {}
-    if granularity.get("level", "document") != "document":
-        style = "late" if granularity.get("late", True) else "naive"
-        parts.append(f"{style} chunks {granularity.get('chunking', '')}".rstrip())
-    if config.fusion:
-        parts.append(fusion_label(config.fusion))
+    strategy = config.retrieval()
+    if strategy.chunked:
+        parts.append(f"{'late' if strategy.late else 'naive'} chunks {strategy.chunking}")
+    if strategy.fusion is not None:
+        parts.append(fusion_label(strategy.fusion.to_dict()))
     return " ".join(parts)
 
 

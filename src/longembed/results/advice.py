@@ -15,21 +15,24 @@ minus the best strategy's, on the same queries.  Costs are measured on the machi
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from longembed.errors import UserError, UserFileError
 from longembed.results.codec import Record, to_data
 from longembed.results.files import load_result_file, write_json
 from longembed.results.run_results import Interval
+from longembed.retrieval.strategy import BM25, DEFAULT_CHUNKING, DENSE, HYBRID, Strategy
+
+__all__ = ["BM25", "DENSE", "HYBRID"]  # the kinds of strategy, as advice.json writes them
 
 ADVICE_FORMAT = "longembed-advice/2"
 #: The first format: its rule called a strategy "tied" with the best when their difference was not
 #: significant (no margin); published advice in results/advise/ has it.
 ADVICE_FORMAT_V1 = "longembed-advice/1"
 ADVICE_FILE = "advice.json"
-#: The kinds of strategy: lexical only, one embedding model's vectors, or those fused with BM25's ranking.
-BM25, DENSE, HYBRID = "bm25", "dense", "hybrid"
 
 
 @dataclass
@@ -258,3 +261,49 @@ def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
 
 def _from_any_format(data: dict[str, Any]) -> Advice:
     return Advice.from_dict(upgrade_v1(data) if data.get("format") == ADVICE_FORMAT_V1 else data)
+
+
+def strategy_from_advice(path: str | Path, name: str | None = None) -> tuple[str, Strategy]:
+    """(the name, the strategy) advice.json recommends, or the one called ``name``: its ``config``
+    (:meth:`~longembed.retrieval.strategy.Strategy.to_dict`), or in a format-1 file without one what it
+    records of the run.  Read as plain JSON, so a hand-edited file fails in one line, not a traceback."""
+    path = Path(path)
+    try:
+        advice = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UserFileError(f"--from-advice {path}: cannot be read ({exc.strerror or exc})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UserError(f"--from-advice {path}: not a JSON file ({exc})") from None
+    if not isinstance(advice, dict) or not isinstance(advice.get("strategies"), list):
+        raise UserError(f"--from-advice {path}: not an advice.json (no 'strategies' list)")
+    wanted = name or advice.get("recommended") or (advice.get("recommendation") or {}).get("choice")
+    if not wanted:
+        raise UserError(f"--from-advice {path}: names no recommended strategy ('recommended')")
+    found = next((s for s in advice["strategies"] if isinstance(s, dict) and s.get("name") == wanted), None)
+    if found is None:
+        names = [s.get("name") for s in advice["strategies"] if isinstance(s, dict)]
+        raise UserError(f"--from-advice {path}: no strategy {wanted!r} (it has {', '.join(map(str, names))})")
+    try:
+        config = found.get("config")
+        if isinstance(config, dict):
+            return wanted, Strategy.from_dict(config, default_model=advice.get("model"))
+        return wanted, _from_record(found, advice.get("model"), wanted)
+    except UserError as exc:
+        raise UserError(f"--from-advice {path}: strategy {wanted!r}: {exc}") from None
+
+
+def _from_record(record: dict[str, Any], model: str | None, name: str) -> Strategy:
+    """A format-1 strategy (no ``config``) from what it records of its run."""
+    if record.get("kind") == BM25 or name == BM25:
+        return Strategy(BM25)
+    granularity = record.get("granularity") or {}
+    fusion = record.get("fusion") or {}
+    if not isinstance(granularity, dict) or not isinstance(fusion, dict):
+        raise UserError("granularity and fusion must be objects")
+    if model is None:
+        raise UserError("names no model")
+    return Strategy(model=model, method=record.get("method"), max_length=record.get("max_length"),
+                    granularity=granularity.get("level", "document"),
+                    chunking=granularity.get("chunking") or DEFAULT_CHUNKING, late=bool(granularity.get("late", True)),
+                    fuse=fusion.get("source"), fuse_method=fusion.get("method"), fuse_k=fusion.get("k"),
+                    fuse_weight=fusion.get("weight"))

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 from longembed.results.codec import Record, to_data
 from longembed.results.files import load_result_file, write_json
 from longembed.results.hubness import FirstRanked
+from longembed.retrieval.strategy import BM25, DEFAULT_CHUNKING, Strategy
 
 RESULTS_FORMAT = "longembed-results/1"
 RESULTS_FILE = "results.json"
@@ -231,8 +232,11 @@ class RunConfig(Record):
     similarity: str = "cosine"
     cache_dir: str | None = None
     cache_namespaces: dict[str, str] = field(default_factory=dict)
-    granularity: dict[str, Any] | None = None  # {"level": "chunks", "chunking": "tokens:256", "late": True}
-    # hybrid retrieval: {"source": "bm25", "method": "rrf", "k": 60} or {..., "method": "linear", "weight": 0.5}
+    # the retrieval strategy: longembed.retrieval.strategy.Strategy.to_dict(), as advice.json and an index record it
+    strategy: dict[str, Any] | None = field(default=None, metadata=OPTIONAL)
+    # format 1 (before ``strategy``): {"level": "chunks", "chunking": ..., "late": ...} and {"source": "bm25",
+    # "method": "rrf", "k": 60}; read by :meth:`retrieval`, never written
+    granularity: dict[str, Any] | None = field(default=None, metadata=OPTIONAL)
     fusion: dict[str, Any] | None = field(default=None, metadata=OPTIONAL)
     # task name -> the folder a --task-dir task was read from: path, qrels file, documents, queries,
     # queries_left_out (and by reason), sha256 of each file (longembed.tasks.task_dir.TaskDirRecord)
@@ -244,6 +248,22 @@ class RunConfig(Record):
     @property
     def is_bm25(self) -> bool:
         return self.encoder.get("model") == "bm25"
+
+    def retrieval(self) -> Strategy:
+        """The run's strategy: ``strategy`` when the file has it, else built from a format-1 file's
+        ``granularity``, ``fusion`` and encoder config."""
+        if self.strategy is not None:
+            return Strategy.from_dict(self.strategy, default_model=BM25 if self.is_bm25 else
+                                      str(self.encoder.get("model", "an unnamed encoder")))
+        level = self.granularity or {}
+        fusion = self.fusion or {}
+        encoder = {} if self.is_bm25 else self.encoder
+        return Strategy(
+            model=self.encoder.get("model"), method=encoder.get("method"), max_length=encoder.get("max_length"),
+            granularity=level.get("level", "document"), chunking=level.get("chunking") or DEFAULT_CHUNKING,
+            late=level.get("late", True), fuse=fusion.get("source"), fuse_method=fusion.get("method"),
+            fuse_k=fusion.get("k"), fuse_weight=fusion.get("weight"),
+        )
 
 @dataclass
 class RunResults(Record):

@@ -15,9 +15,15 @@ def fuse_scores(fusion: Fusion, dense: np.ndarray, lexical: np.ndarray) -> np.nd
     if dense.shape != lexical.shape:
         raise UserError(f"dense scores {dense.shape} and lexical scores {lexical.shape} differ in shape")
     if fusion.method == "rrf":
-        return reciprocal_rank_fusion([dense, np.where(lexical > 0, lexical, -np.inf)], fusion.k,
+        return reciprocal_rank_fusion([dense, lexical_ranking(lexical)], fusion.k,
                                       outside=np.isneginf(dense) & np.isneginf(lexical))
     return linear_fusion(dense, lexical, fusion.weight)
+
+
+def lexical_ranking(scores: np.ndarray) -> np.ndarray:
+    """BM25's scores as a ranking: a document scored 0 shares no term with the query and is not in BM25's
+    answer (``-inf``), as it would not be in a Lucene index's (:mod:`longembed.retrieval.fusion`)."""
+    return np.where(scores > 0, scores, -np.inf)
 
 
 def fuse_with_tie_break(fusion: Fusion, dense: np.ndarray, lexical: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

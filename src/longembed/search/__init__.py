@@ -18,6 +18,5 @@ if TYPE_CHECKING:
     from longembed.search.index import SearchIndex, SearchResponse, SearchResult, open_index
     from longembed.search.runfile import write_run
     from longembed.search.sources import Document, SourceOptions, read_sources
-    from longembed.search.strategy import IndexStrategy, strategy_from_advice, strategy_from_name
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, __file__)

@@ -33,6 +33,7 @@ import longembed
 from longembed.encoder import LongContextEncoder
 from longembed.errors import UserError
 from longembed.retrieval.model_files import model_identity, same_files
+from longembed.retrieval.strategy import BM25, Strategy
 from longembed.search.ann import ann_wanted, update_ann_index
 from longembed.search.embedding import DocumentEmbedder, load_strategy_encoder, resolved_prompts
 from longembed.search.sources import Document
@@ -45,7 +46,6 @@ from longembed.search.store import (
     mark_complete,
     table_metadata,
 )
-from longembed.search.strategy import IndexStrategy
 
 #: documents per encode call and per Lance append (a crash loses at most one batch's work)
 BATCH_DOCUMENTS = 32
@@ -88,11 +88,11 @@ class BuildReport:
                 + (f"; {self.ann}" if self.ann else ""))
 
 
-def index_metadata(strategy: IndexStrategy, encoder: LongContextEncoder | None) -> dict[str, Any]:
+def index_metadata(strategy: Strategy, encoder: LongContextEncoder | None, name: str | None = None) -> dict[str, Any]:
     """What the table records of its build (and a later build or a search compares)."""
     return {
         "format": INDEX_FORMAT,
-        "strategy": strategy.name,
+        "strategy": name or strategy.name,
         "config": strategy.to_dict(),
         "prompts": resolved_prompts(strategy, encoder),
         "model": None if encoder is None else {
@@ -117,8 +117,9 @@ def model_name(model: str, encoder: LongContextEncoder) -> str:
 def check_same_build(recorded: dict[str, Any], wanted: dict[str, Any], path: str) -> None:
     """A ValueError naming what differs when an index was built otherwise than ``wanted`` (``--rebuild``
     replaces it)."""
-    differences = [f"{key}: {recorded['config'].get(key)!r} -> {value!r}"
-                   for key, value in wanted["config"].items() if recorded["config"].get(key) != value]
+    built = Strategy.from_dict(recorded["config"], default_model=BM25).to_dict()
+    differences = [f"{key}: {built.get(key)!r} -> {value!r}"
+                   for key, value in wanted["config"].items() if built.get(key) != value]
     if recorded.get("prompts") != wanted["prompts"]:
         differences.append(f"prompts: {recorded.get('prompts')!r} -> {wanted['prompts']!r}")
     old, new = recorded.get("model") or {}, wanted.get("model") or {}
@@ -154,8 +155,9 @@ def plan_build(documents: Sequence[Document], committed: dict[str, tuple[str, st
 def build_index(
     path: str | Path,
     documents: Sequence[Document],
-    strategy: IndexStrategy,
+    strategy: Strategy,
     *,
+    name: str | None = None,
     rebuild: bool = False,
     ann: str = "auto",
     device: str | None = None,
@@ -166,7 +168,8 @@ def build_index(
     show_progress: bool = True,
     log: Callable[[str], None] | None = print,
 ) -> BuildReport:
-    """Index ``documents`` at ``path`` with ``strategy`` (see the module docstring).
+    """Index ``documents`` at ``path`` with ``strategy`` (see the module docstring), recorded as ``name``
+    (default: the strategy's own, e.g. ``late-chunks+bm25``).
 
     ``engine``: None embeds here; a callable ``engine(documents, embedder_args, append)`` embeds
     elsewhere (``longembed.search.ray_build``) and calls ``append(rows)`` per batch of whole documents.
@@ -177,16 +180,16 @@ def build_index(
     ann_wanted(ann, 0)  # a bad mode fails before anything is loaded
     store = IndexStore(path)
     with store.build_lock():
-        return _build(store, path, documents, strategy, rebuild, ann, device, batch_size, batch_documents, engine,
+        return _build(store, path, documents, strategy, name, rebuild, ann, device, batch_size, batch_documents, engine,
                       on_plan, show_progress, log or (lambda _: None))
 
 
-def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], strategy: IndexStrategy,
-           rebuild: bool, ann: str, device: str | None, batch_size: int, batch_documents: int,
+def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], strategy: Strategy,
+           name: str | None, rebuild: bool, ann: str, device: str | None, batch_size: int, batch_documents: int,
            engine: Callable[..., Any] | None, on_plan: Callable[[BuildPlan, LongContextEncoder | None], None] | None,
            show_progress: bool, say: Callable[[str], None]) -> BuildReport:
     encoder = None if strategy.lexical_only else load_strategy_encoder(strategy, device)
-    wanted = index_metadata(strategy, encoder)
+    wanted = index_metadata(strategy, encoder, name)
     if store.has_table() and not rebuild:
         table = store.table()
         check_same_build(table_metadata(table), wanted, str(path))

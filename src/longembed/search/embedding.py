@@ -21,12 +21,12 @@ import numpy as np
 
 from longembed.encoder import LongContextEncoder, load_encoder
 from longembed.errors import UserError
+from longembed.retrieval.strategy import Strategy
 from longembed.search.sources import Document
 from longembed.search.store import ChunkRows
-from longembed.search.strategy import IndexStrategy
 
 
-def load_strategy_encoder(strategy: IndexStrategy, device: str | None = None) -> LongContextEncoder:
+def load_strategy_encoder(strategy: Strategy, device: str | None = None) -> LongContextEncoder:
     """The strategy's encoder, built as ``longembed eval`` builds it."""
     options: dict[str, Any] = dict(strategy.encoder_options)
     if device is not None:
@@ -34,7 +34,7 @@ def load_strategy_encoder(strategy: IndexStrategy, device: str | None = None) ->
     return load_encoder(strategy.model, method=strategy.method, max_length=strategy.max_length, **options)
 
 
-def resolved_prompts(strategy: IndexStrategy, encoder: LongContextEncoder | None) -> dict[str, str]:
+def resolved_prompts(strategy: Strategy, encoder: LongContextEncoder | None) -> dict[str, str]:
     """The prefixes of queries and documents: the strategy's, else the model's (eval's rule)."""
     model = {"query": "", "document": ""} if encoder is None else encoder.retrieval_prompts()
     return {"query": model["query"] if strategy.query_prompt is None else strategy.query_prompt,
@@ -44,7 +44,7 @@ def resolved_prompts(strategy: IndexStrategy, encoder: LongContextEncoder | None
 class DocumentEmbedder:
     """Turns documents into :class:`~longembed.search.store.ChunkRows` with one encoder (None: BM25)."""
 
-    def __init__(self, strategy: IndexStrategy, encoder: LongContextEncoder | None, batch_size: int = 16) -> None:
+    def __init__(self, strategy: Strategy, encoder: LongContextEncoder | None, batch_size: int = 16) -> None:
         self.strategy = strategy
         self.encoder = encoder
         self.batch_size = batch_size

@@ -31,12 +31,18 @@ from longembed.encoder import LongContextEncoder
 from longembed.errors import MissingFileError, UserError
 from longembed.retrieval.bm25 import BM25Model
 from longembed.retrieval.model_files import model_identity, same_files
-from longembed.retrieval.rank_fusion import competition_ranks, fuse_with_tie_break
-from longembed.retrieval.ranking import max_over_rows, rank_order, strictly_decreasing
+from longembed.retrieval.pipeline import (
+    DenseScores,
+    RankedDocuments,
+    exact_dense_scores,
+    rank_documents,
+    unit_rows,
+)
+from longembed.retrieval.ranking import strictly_decreasing
+from longembed.retrieval.strategy import BM25, Strategy
 from longembed.search.ann import ann_state, document_scores
 from longembed.search.embedding import load_strategy_encoder
 from longembed.search.store import IndexStore, table_metadata
-from longembed.search.strategy import IndexStrategy
 
 #: characters of the document shown before and after a passage
 CONTEXT_CHARS = 300
@@ -114,13 +120,15 @@ class SearchIndex:
         self.version = int(table.version)
         self.built_at = _version_time(table, self.version)
         self.metadata = table_metadata(table)
-        self.strategy = IndexStrategy.from_dict(self.metadata["config"], self.metadata["strategy"])
+        self.strategy = Strategy.from_dict(self.metadata["config"], default_model=BM25)
+        #: the strategy's name when it was built (advise's, e.g. ``trained-late-chunks``, or its own)
+        self.name = str(self.metadata.get("strategy") or self.strategy.name)
         self.prompts = self.metadata["prompts"]
         self._data = _read_rows(table.to_arrow(), not self.strategy.lexical_only)
         if not self._data.doc_ids:
             raise UserError(f"{self.path}: the index holds no documents")
         self._bm25 = BM25Model()
-        self._bm25_index = self._bm25.index(self._data.texts) if "bm25" in self.strategy.systems else None
+        self._bm25_index = self._bm25.index(self._data.texts) if BM25 in self.strategy.systems else None
         self._table = table
         #: the ANN index searches use (None: an exact scan; see the module docstring)
         self.ann = ann_state(table) if self._data.vectors is not None else None
@@ -144,10 +152,9 @@ class SearchIndex:
             "model": model.get("name", "bm25"),
             "method": model.get("method"),
             "max_length": model.get("max_length"),
-            "strategy": self.strategy.name,
+            "strategy": self.name,
             "systems": self.strategy.systems,
-            "fusion": None if fusion is None else {"method": fusion.method, **(
-                {"k": fusion.k} if fusion.method == "rrf" else {"weight": fusion.weight})},
+            "fusion": None if fusion is None else {k: v for k, v in fusion.to_dict().items() if k != "source"},
             "built_at": self.built_at,
             "longembed_version": self.metadata.get("longembed_version"),
         }
@@ -170,8 +177,8 @@ class SearchIndex:
             raise UserError("a query is empty")
         allowed = self._allowed(ids, path_prefix)
         use_ann = self.ann is not None and not exact and bool(allowed.all())
-        systems = self._system_scores(list(queries), allowed, k if use_ann else None)
-        return [self._results(q, systems, k) for q in range(len(queries))]
+        ranked = self._rank(list(queries), allowed, k, use_ann)
+        return [self._results(q, ranked) for q in range(len(queries))]
 
     def _allowed(self, ids: Sequence[str] | None, path_prefix: str | None) -> np.ndarray:
         allowed = np.ones(len(self._data.doc_ids), dtype=bool)
@@ -182,30 +189,22 @@ class SearchIndex:
             allowed &= np.array([s.startswith(path_prefix) for s in self._data.sources])
         return allowed
 
-    def _system_scores(self, queries: list[str], allowed: np.ndarray, ann_k: int | None) -> dict[str, Any]:
-        """Each system's (queries x documents) scores, the best chunk of each, and the ranking's scores
-        (``ann_k``: the dense side through the ANN index, for the top ``ann_k``; None: exact)."""
-        out: dict[str, Any] = {}
+    def _rank(self, queries: list[str], allowed: np.ndarray, k: int, use_ann: bool) -> RankedDocuments:
+        """The queries ranked by eval's pipeline (:func:`~longembed.retrieval.pipeline.rank_documents`);
+        the dense side an exact scan, or through the ANN index (``use_ann``)."""
+        lexical = None
         if self._bm25_index is not None:
-            lexical = np.stack([self._bm25.query_scores(self._bm25_index, q) for q in queries]).astype(np.float64)
-            out["bm25"] = np.where(allowed, lexical, -np.inf)
+            lexical = np.stack([self._bm25.query_scores(self._bm25_index, q) for q in queries])
+        dense = None
         if self.encoder is not None:
+            assert self._data.vectors is not None
             vectors = self._query_vectors(queries)
-            if ann_k is None:
-                chunk_scores = vectors @ self._data.vectors.T  # type: ignore[union-attr]
-                dense = max_over_rows(chunk_scores, self._data.rows)
-                out["best_chunk"] = _best_chunks(chunk_scores, self._data.rows)
-            else:
-                dense, out["best_chunk"] = self._ann_dense(vectors, out.get("bm25"), ann_k)
-            out["dense"] = np.where(allowed, dense, -np.inf)
-        fusion = self.strategy.fusion
-        if fusion is not None:
-            out["score"], out["tie_break"] = fuse_with_tie_break(fusion, out["dense"], out["bm25"])
-        else:
-            out["score"], out["tie_break"] = out[self.strategy.systems[0]], None
-        return out
+            dense = (self._ann_dense(vectors, lexical, k) if use_ann
+                     else exact_dense_scores(vectors, self._data.vectors, self._data.rows))
+        return rank_documents(self._data.doc_ids, k, dense=dense, lexical=lexical, fusion=self.strategy.fusion,
+                              allowed=allowed)
 
-    def _ann_dense(self, vectors: np.ndarray, lexical: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def _ann_dense(self, vectors: np.ndarray, lexical: np.ndarray | None, k: int) -> DenseScores:
         """Dense scores and best chunks through the ANN index (see the module docstring)."""
         assert self.ann is not None and self._data.vectors is not None
         dense = np.empty((len(vectors), len(self._data.doc_ids)))
@@ -218,34 +217,28 @@ class SearchIndex:
                 extra = extra[lexical[q, extra] > 0]
             dense[q], best[q] = document_scores(self._table, self.ann, vector, k, self._data.vectors,
                                                 self._data.rows, self._position, extra)
-        return dense, best
+        return DenseScores(dense, best)
 
     def _query_vectors(self, queries: list[str]) -> np.ndarray:
         assert self.encoder is not None
         with self._lock:
-            vectors = np.asarray(self.encoder.encode(queries, batch_size=16, prompt=self.prompts["query"],
-                                                     normalize_embeddings=True), dtype=np.float32)
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        return vectors / np.where(norms > 0, norms, 1.0)
+            vectors = self.encoder.encode(queries, batch_size=16, prompt=self.prompts["query"],
+                                          normalize_embeddings=True)
+        return unit_rows(vectors)
 
-    def _results(self, q: int, systems: dict[str, Any], k: int) -> list[SearchResult]:
+    def _results(self, q: int, ranked: RankedDocuments) -> list[SearchResult]:
         data = self._data
-        scores = systems["score"][q : q + 1]
-        tie_break = None if systems["tie_break"] is None else systems["tie_break"][q : q + 1]
-        (order,) = rank_order(scores, ["q"], data.doc_ids, top_k=k, tie_break=tie_break)
-        order = [int(d) for d in order if np.isfinite(scores[0, d])]
-        ranks = {name: competition_ranks(np.where(systems[name][q : q + 1] > 0, systems[name][q : q + 1], -np.inf)
-                                         if name == "bm25" else systems[name][q : q + 1])[0]
-                 for name in self.strategy.systems}
-        shown = strictly_decreasing([scores[0, d] for d in order])
+        order = [int(d) for d in ranked.order[q]]
+        shown = strictly_decreasing([ranked.scores[q, d] for d in order])
+        ranks = {name: ranked.ranks(name)[q] for name in ranked.systems}
         results = []
         for position, (d, score) in enumerate(zip(order, shown, strict=True), start=1):
             per_system = {}
-            for name in self.strategy.systems:
-                ranked = np.isfinite(ranks[name][d])
-                per_system[name] = {"rank": int(ranks[name][d]) if ranked else None,
-                                    "score": float(systems[name][q, d]) if ranked else None}
-            chunk = int(systems["best_chunk"][q, d]) if "best_chunk" in systems else -1
+            for name, system_ranks in ranks.items():
+                found = np.isfinite(system_ranks[d])
+                per_system[name] = {"rank": int(system_ranks[d]) if found else None,
+                                    "score": float(ranked.systems[name][q, d]) if found else None}
+            chunk = int(ranked.best_chunk[q, d]) if ranked.best_chunk is not None else -1
             chunk = chunk if chunk >= 0 else self._first_chunk(d)
             results.append(SearchResult(position, data.doc_ids[d], score, data.sources[d], self._passage(d, chunk),
                                         per_system))
@@ -259,15 +252,6 @@ class SearchIndex:
         start, end = int(self._data.starts[chunk]), int(self._data.ends[chunk])
         return Passage(text[start:end], start, end, text[max(0, start - CONTEXT_CHARS) : start],
                        text[end : end + CONTEXT_CHARS])
-
-
-def _best_chunks(chunk_scores: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Per query and document, the (global) row of the document's best chunk (the first of equals)."""
-    starts = np.concatenate([[0], np.cumsum(rows)[:-1]])
-    best = np.empty((chunk_scores.shape[0], len(rows)), dtype=np.int64)
-    for d, (start, count) in enumerate(zip(starts.tolist(), rows.tolist(), strict=True)):
-        best[:, d] = start + np.argmax(chunk_scores[:, start : start + count], axis=1)
-    return best
 
 
 def _read_rows(table: Any, dense: bool) -> _Rows:

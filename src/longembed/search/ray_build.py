@@ -23,16 +23,16 @@ from typing import Any
 import torch
 
 from longembed.corpus.ray_engine import RaySettings, check_resources, connect, disconnect, ray
+from longembed.retrieval.strategy import Strategy
 from longembed.search.embedding import DocumentEmbedder, load_strategy_encoder
 from longembed.search.sources import Document
 from longembed.search.store import ChunkRows
-from longembed.search.strategy import IndexStrategy
 
 
 class _Embedder:
     """A Ray actor: one encoder, batches of documents -> chunk rows."""
 
-    def __init__(self, strategy: IndexStrategy, batch_size: int, device: str | None, threads: int) -> None:
+    def __init__(self, strategy: Strategy, batch_size: int, device: str | None, threads: int) -> None:
         torch.set_num_threads(threads)  # in the actor's own process
         encoder = None if strategy.lexical_only else load_strategy_encoder(strategy, device)
         self.embedder = DocumentEmbedder(strategy, encoder, batch_size)
@@ -49,7 +49,7 @@ class RayBuild:
         self.settings = RaySettings(actors=actors, cpus_per_actor=cpus_per_actor, address=address)
         self.device = device
 
-    def __call__(self, documents: Sequence[Document], strategy: IndexStrategy, batch_size: int,
+    def __call__(self, documents: Sequence[Document], strategy: Strategy, batch_size: int,
                  batch_documents: int, append: Callable[[ChunkRows], None], progress: Callable[[int], Any]) -> None:
         if not documents:
             return

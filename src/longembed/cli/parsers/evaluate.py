@@ -16,6 +16,7 @@ from longembed.cli.options import (
     help_epilog,
 )
 from longembed.evaluation.spec import BENCHMARK, EvalSpec
+from longembed.retrieval.strategy import Strategy
 
 
 def register_cli(subparsers: argparse._SubParsersAction) -> None:
@@ -40,6 +41,7 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     add_encoder_arguments(parser, model_required=True, model_help=MODEL_HELP + ", or 'bm25' for the BM25 baseline")
     groups = {BENCHMARK: parser.add_argument_group(BENCHMARK)}
     add_settings_arguments(parser, EvalSpec, groups)  # every EvalSpec field is a flag
+    add_settings_arguments(parser, Strategy, groups)  # and every Strategy field but the encoder's
     groups[BENCHMARK].add_argument(
         "--needles",
         type=Path,

@@ -1,9 +1,6 @@
-"""The flags of ``longembed index`` (the command itself: :mod:`longembed.cli.index`).
-
-The strategy flags are ``longembed eval``'s own: the encoder's (every ``EncoderConfig`` field) and
-:data:`STRATEGY_FIELDS` of :class:`~longembed.evaluation.spec.EvalSpec`, copied from its fields (help,
-choices, switches), so an index is built with exactly the options a run was evaluated with and the
-two commands cannot drift apart.  Only light imports here.
+"""The flags of ``longembed index`` (the command itself: :mod:`longembed.cli.index`): the encoder's and
+the :class:`~longembed.retrieval.strategy.Strategy` fields, the flags ``longembed eval`` runs with, so an
+index is built exactly as a run was evaluated.  Only light imports here.
 """
 
 from __future__ import annotations
@@ -20,28 +17,10 @@ from longembed.cli.options import (
     help_epilog,
 )
 from longembed.corpus.engines import ENGINES
-from longembed.evaluation.spec import EvalSpec
+from longembed.evaluation.spec import BENCHMARK, EvalSpec
+from longembed.retrieval.strategy import Strategy
 
-#: The EvalSpec fields that decide what an index holds and how it scores.
-STRATEGY_FIELDS = ("granularity", "chunking", "late", "fuse", "fuse_method", "fuse_weight", "fuse_k", "query_prompt",
-                   "document_prompt", "estimate")
 STRATEGY = "strategy (the flags of longembed eval, or --strategy / --from-advice)"
-
-
-def _strategy_settings() -> type:
-    """A dataclass of eval's strategy fields, each with its metadata (group moved to :data:`STRATEGY`)."""
-    fields = []
-    for spec_field in dataclasses.fields(EvalSpec):
-        if spec_field.name in STRATEGY_FIELDS:
-            metadata = {**spec_field.metadata, "group": STRATEGY}
-            fields.append((spec_field.name, spec_field.type,
-                           dataclasses.field(default=spec_field.default, metadata=metadata)))
-    flags = dataclasses.make_dataclass("IndexStrategyFlags", fields)
-    flags.__module__ = EvalSpec.__module__  # where its string annotations resolve
-    return flags
-
-
-IndexStrategyFlags = _strategy_settings()
 
 
 def register_cli(subparsers: argparse._SubParsersAction) -> None:
@@ -68,8 +47,10 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--index", required=True, metavar="DIR", help="the index folder (created if missing)")
     add_encoder_arguments(parser, model_help=MODEL_HELP + ", or 'bm25' for BM25 alone (default: the packaged "
                           "all-MiniLM-L6-v2)")
-    add_settings_arguments(parser, IndexStrategyFlags)
     named = parser.add_argument_group(STRATEGY)
+    groups = {name: named for name in _strategy_groups() | {BENCHMARK}}  # one group in --help
+    add_settings_arguments(parser, Strategy, groups)
+    add_settings_arguments(parser, EvalSpec, groups, only=("estimate",))
     named.add_argument("--strategy", default=None, metavar="NAME",
                        help="a strategy longembed advise names: bm25, truncate, <method>-<length> (pi-4096), "
                        "naive-chunks, late-chunks (with --method/--max-length: the pass's extension), each dense "
@@ -95,3 +76,8 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     group.add_argument("--ray-address", default=None,
                        help="with --engine ray: the cluster (default: $RAY_ADDRESS, else a local Ray)")
     parser.set_defaults(func=CommandHandler("longembed.cli.index", "run"))
+
+
+def _strategy_groups() -> set[str]:
+    """The ``--help`` groups of the Strategy's flags (shown here as one group)."""
+    return {f.metadata["group"] for f in dataclasses.fields(Strategy) if f.metadata.get("group")}
