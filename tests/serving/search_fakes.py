@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 CHUNK_CHARS = 200
 CONTEXT_CHARS = 300
@@ -36,7 +39,9 @@ class FakeSearchResponse:
 @dataclass
 class FakeSearchIndex:
     """``documents``: id -> text (the id is also the source path).  ``gate``: when set, each search
-    waits for it (to hold searches in flight); ``calls`` records each search's arguments."""
+    waits for it (to hold searches in flight); ``calls`` records each search's arguments.  With an
+    ``encoder`` (any value: the index embeds its queries), each search asks ``embed_queries`` for its
+    query's vector and records it in ``vectors`` (its ranking stays the word overlap)."""
 
     documents: dict[str, str]
     model: str = "all-MiniLM-L6-v2"
@@ -45,6 +50,9 @@ class FakeSearchIndex:
     gate: threading.Event | None = None
     calls: list[dict[str, Any]] = field(default_factory=list)
     prompts: dict[str, str] = field(default_factory=lambda: {"query": "", "document": ""})
+    encoder: Any = None
+    embed_queries: Callable[[list[str]], np.ndarray] | None = None
+    vectors: list[np.ndarray] = field(default_factory=list)
 
     def facts(self) -> dict[str, Any]:
         chunks = sum(len(self._chunks(text)) for text in self.documents.values())
@@ -56,6 +64,9 @@ class FakeSearchIndex:
     def search(self, query: str, k: int = 10, ids: list[str] | None = None,
                path_prefix: str | None = None) -> FakeSearchResponse:
         self.calls.append({"query": query, "k": k, "ids": ids, "path_prefix": path_prefix})
+        if self.encoder is not None:
+            assert self.embed_queries is not None
+            self.vectors.append(self.embed_queries([query]))
         if self.gate is not None:
             self.gate.wait(30)
         terms = set(_words(query))

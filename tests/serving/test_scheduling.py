@@ -227,6 +227,20 @@ def test_scheduler_fifo_is_still_available() -> None:
     assert calls == [["long.0:400", "long.1:400", "short.0:10"]]  # arrival order; one call, as before
 
 
+@pytest.mark.parametrize("scheduler", ["fair", "fifo"])
+def test_a_request_submitted_alone_shares_the_batch_but_never_a_model_call(scheduler) -> None:
+    """A search's query (``alone``) is batched, budgeted and scheduled with the rest, but runs in a
+    call of its own: beside longer inputs it would be padded, which changes its vector's last bits."""
+    batcher, calls = stepped_batcher(FakeClock(), scheduler=scheduler)
+    submit(batcher, "a", 12)
+    query = submit(batcher, "query", 10, alone=True)
+    submit(batcher, "b", 14)
+    assert batcher.queued_tokens == 36
+    assert batcher.step() == 3 and batcher.batches_formed == 1
+    assert sorted(sorted(call) for call in calls) == [["a.0:12", "b.0:14"], ["query.0:10"]]
+    assert query.result().ravel().tolist() == [10.0]
+
+
 def test_a_request_that_would_wait_past_its_limit_is_refused_at_once_with_retry_after() -> None:
     """After one measured batch (1 ms per token: 1,000 tokens/s), three queued 1,000-token requests
     mean 3 s of waiting for another one: with a 2 s limit it is refused on submit, Retry-After 3 - 2 =

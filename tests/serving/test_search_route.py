@@ -3,9 +3,12 @@ limits and metrics.
 
 Most tests use :class:`search_fakes.FakeSearchIndex` (the contract's API, cheap, and able to hold a search
 in flight): the server must answer exactly what the index answers, refuse bad bodies with a 400/413
-naming the field, and keep serving while a search runs.  The last ones use a real index built by
-``longembed index``: ``POST /search`` must equal ``longembed search --json``, and ``serve --index``
-refuses a missing index or model flags that are not the index's.
+naming the field, and keep serving while a search runs.  A search's query is embedded by the server's
+batcher like any embedding request (issue 50): it waits in the queue under the token budget, is refused
+429/503 with Retry-After, and is drained or refused at shutdown; the tests hold the model to see it
+there.  The last ones use a real index built by ``longembed index``: ``POST /search`` must equal
+``longembed search --json`` and the index's own ``search`` bit for bit, and ``serve --index`` refuses a
+missing index or model flags that are not the index's.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-from conftest import real_model_folder
+from conftest import real_model_folder, words
 from fastapi.testclient import TestClient
 from search_fakes import FakeSearchIndex
 from search_support import DOCUMENTS, MAX_LENGTH, METHOD, build_real_index
@@ -25,10 +28,10 @@ from search_support import DOCUMENTS, MAX_LENGTH, METHOD, build_real_index
 from longembed import load_encoder
 from longembed.cli.main import build_parser, main
 from longembed.cli.serve import check_model_flags
+from longembed.errors import UserError
 from longembed.search import open_index
 from longembed.serving import ServerSettings, create_app
-from longembed.serving import search_route as route
-from longembed.serving.search_route import add_search_routes
+from longembed.serving.search_route import add_search_routes, queued_query_vectors
 
 HOSTS = ("testserver",)
 
@@ -172,25 +175,138 @@ def test_searches_are_counted_and_timed(http) -> None:
     assert (metric(http, ok), metric(http, bad), metric(http, timed)) == (before[0] + 1, before[1] + 1, before[2] + 2)
 
 
-def test_a_running_search_does_not_block_the_server_and_a_flood_gets_429(encoder, monkeypatch) -> None:
-    """Searches run in worker threads: while one is held, /health answers; past the in-flight limit, 429."""
-    monkeypatch.setattr(route, "MAX_SEARCHES_IN_FLIGHT", 1)
+def wait_until(condition, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_a_running_search_does_not_block_the_server(encoder) -> None:
+    """The index's search runs in a worker thread: while one is held, /health and other searches answer."""
     gate = threading.Event()
     index = FakeSearchIndex(DOCUMENTS, gate=gate)
-    with TestClient(search_app(encoder, index)) as client:
-        held = threading.Thread(target=lambda: client.post("/search", json={"query": "founded"}))
-        held.start()
-        deadline = time.monotonic() + 30
-        while not index.calls:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+    with TestClient(search_app(encoder, index)) as client, ThreadPoolExecutor(1) as pool:
+        held = pool.submit(client.post, "/search", json={"query": "founded"})
+        wait_until(lambda: index.calls)
         started = time.monotonic()  # a search run on the event loop would hold this for the gate's 30 s
         assert client.get("/health").status_code == 200 and time.monotonic() - started < 10
-        flood = client.post("/search", json={"query": "founded"})
-        assert flood.status_code == 429 and flood.json()["error"]["code"] == "queue_full"
         gate.set()
-        held.join(30)
+        assert held.result(30).status_code == 200
         assert client.post("/search", json={"query": "founded"}).status_code == 200
+
+
+QUERY_PROMPT = "search_query: "
+QUESTION = "who founded Y Combinator?"
+
+
+def embedding_index(encoder, **fields) -> FakeSearchIndex:
+    """A fake index that embeds its queries, through the server's queue, with its own query prompt."""
+    return FakeSearchIndex(DOCUMENTS, encoder=encoder, embed_queries=queued_query_vectors,
+                           prompts={"query": QUERY_PROMPT, "document": ""}, **fields)
+
+
+def hold_model(batcher) -> tuple[threading.Event, list[list[int]]]:
+    """Hold the batcher's model calls until the event is set; the list gets each call's token counts."""
+    release, real_encode, calls = threading.Event(), batcher.encode, []
+
+    def held(inputs, *args):
+        release.wait(60)
+        calls.append([item.n_tokens for item in inputs])
+        return real_encode(inputs, *args)
+
+    batcher.encode = held
+    return release, calls
+
+
+def test_a_searchs_query_waits_in_the_batchers_queue_and_counts_against_its_token_budget(encoder) -> None:
+    """While the model is held on an embedding request, a search's query waits in the batcher's queue
+    (its tokens, the index's query prompt included, are the queue's) and the index has not searched;
+    once the model is free the search answers, with the vector the encoder gives that query alone, and
+    the query is counted under route="search"."""
+    index = embedding_index(encoder)
+    app = search_app(encoder, index)
+    batcher = app.state.service.batcher
+    release, calls = hold_model(batcher)
+    n_query = encoder.tokenize([QUESTION], prompt=QUERY_PROMPT)[0].n_tokens
+    with TestClient(app) as http, ThreadPoolExecutor(2) as pool:
+        first = pool.submit(http.post, "/embed", json={"inputs": [words(600, 3)]})
+        wait_until(lambda: batcher.batches_formed == 1)
+        search = pool.submit(http.post, "/search", json={"query": QUESTION})
+        wait_until(lambda: batcher.queued_tokens == n_query)
+        assert metric(http, "longembed_queue_tokens") == n_query
+        time.sleep(0.3)
+        assert not search.done() and not index.calls  # the index waits for the batcher's vector
+        release.set()
+        assert first.result(60).status_code == 200
+        answer = search.result(60)
+        assert answer.status_code == 200, answer.text
+        assert metric(http, 'longembed_tokens_total{route="search"}') == n_query
+        assert metric(http, 'longembed_inputs_total{route="search"}') == 1
+        assert metric(http, "longembed_batch_tokens_sum") >= 600 + n_query  # both ran in the batcher's batches
+    assert calls[-1] == [n_query]
+    assert [c["query"] for c in index.calls] == [QUESTION]
+    np.testing.assert_array_equal(index.vectors[0], encoder.encode([QUESTION], prompt=QUERY_PROMPT,
+                                                                   normalize_embeddings=True))
+
+
+def test_a_search_is_refused_429_with_retry_after_when_the_queue_is_full(encoder) -> None:
+    """A search whose query would pass --max-queue-tokens, or wait longer than its
+    X-Longembed-Queue-Seconds, is refused at once as an embedding request is, and never searches."""
+    index = embedding_index(encoder)
+    app = search_app(encoder, index, max_batch_tokens=1024, max_queue_tokens=1100, queue_seconds=0)
+    batcher = app.state.service.batcher
+    release, _ = hold_model(batcher)
+    with TestClient(app) as http, ThreadPoolExecutor(2) as pool:
+        first = pool.submit(http.post, "/embed", json={"inputs": [words(600, 3)]})
+        wait_until(lambda: batcher.batches_formed == 1)
+        second = pool.submit(http.post, "/embed", json={"inputs": [words(1000, 4)]})
+        wait_until(lambda: batcher.queued_tokens > 1000)
+        full = http.post("/search", json={"query": "who founded Y Combinator and when? " * 15})
+        assert full.status_code == 429, full.text
+        assert full.json()["error"]["code"] == "queue_full" and "queue holds" in full.json()["error"]["message"]
+        assert int(full.headers["Retry-After"]) >= 1
+        batcher.throughput.record(100, 1.0)  # as if measured: 100 tokens/s
+        hurried = http.post("/search", json={"query": QUESTION}, headers={"X-Longembed-Queue-Seconds": "1"})
+        assert hurried.status_code == 429 and "would wait about" in hurried.json()["error"]["message"]
+        assert int(hurried.headers["Retry-After"]) >= 2
+        assert not index.calls
+        release.set()
+        assert first.result(60).status_code == 200 and second.result(60).status_code == 200
+        assert http.post("/search", json={"query": QUESTION}).status_code == 200
+    assert len(index.calls) == 1
+
+
+@pytest.mark.parametrize("has_time", [True, False])
+def test_a_search_at_shutdown_is_drained_or_refused_503_like_an_embedding_request(encoder, has_time) -> None:
+    """Shutdown begins while a search's query waits: with time for it, it is drained (200); a search or
+    an embedding request arriving after is a 503 with Retry-After; without time (a slow model and a
+    short deadline), the waiting query is refused 503 when its batch would start."""
+    index = embedding_index(encoder)
+    app = search_app(encoder, index)
+    batcher = app.state.service.batcher
+    release, _ = hold_model(batcher)
+    n_query = encoder.tokenize([QUESTION], prompt=QUERY_PROMPT)[0].n_tokens
+    with TestClient(app) as http, ThreadPoolExecutor(2) as pool:
+        first = pool.submit(http.post, "/embed", json={"inputs": [words(600, 3)]})
+        wait_until(lambda: batcher.batches_formed == 1)
+        queued = pool.submit(http.post, "/search", json={"query": QUESTION})
+        wait_until(lambda: batcher.queued_tokens == n_query)
+        if not has_time:
+            batcher.throughput.record(1, 10_000.0)  # so slow that the query alone needs minutes
+        batcher.begin_close(None if has_time else 10.0)
+        late_search, late_embed = http.post("/search", json={"query": QUESTION}), http.post("/embed", json={"inputs": ["hi"]})
+        for late in (late_search, late_embed):
+            assert late.status_code == 503 and int(late.headers["Retry-After"]) >= 1
+        assert late_search.json()["error"]["code"] == "shutting_down" and late_embed.json()["error_type"] == "Unhealthy"
+        release.set()
+        assert first.result(60).status_code == 200
+        answer = queued.result(60)
+    if has_time:
+        assert answer.status_code == 200 and [c["query"] for c in index.calls] == [QUESTION]
+    else:
+        assert answer.status_code == 503 and answer.json()["error"]["code"] == "shutting_down"
+        assert int(answer.headers["Retry-After"]) >= 1 and not index.calls
 
 
 # ------------------------------------------------------------------ a real index (longembed index / search)
@@ -205,11 +321,22 @@ def real_index_dir(tmp_path_factory, minilm):
 
 
 @pytest.fixture(scope="module")
-def real(real_index_dir):
+def served_index(real_index_dir):
+    """The index as ``serve --index`` opens it: its query encodes go through the server's queue."""
+    return open_index(real_index_dir, embed_queries=queued_query_vectors)
+
+
+@pytest.fixture(scope="module")
+def own_index(real_index_dir):
+    """The index as ``longembed search`` opens it: it embeds its queries itself."""
+    return open_index(real_index_dir)
+
+
+@pytest.fixture(scope="module")
+def real(served_index):
     """The app ``serve --index`` builds: the index's own encoder behind every route."""
-    index = open_index(real_index_dir)
-    app = create_app(index.encoder, ServerSettings(allowed_hosts=HOSTS))
-    add_search_routes(app, index)
+    app = create_app(served_index.encoder, ServerSettings(allowed_hosts=HOSTS))
+    add_search_routes(app, served_index)
     with TestClient(app) as client:
         yield client
 
@@ -231,11 +358,13 @@ def test_search_route_equals_the_search_command(real, real_index_dir, capsys) ->
     assert real.get("/search/index").json() == printed["index"]
 
 
-def test_concurrent_searches_and_embeddings_on_a_real_index_equal_one_at_a_time(real) -> None:
-    """Searches (in worker threads) and /embed (the batcher's thread) share the index's encoder."""
+def test_concurrent_searches_and_embeddings_on_a_real_index_equal_the_indexs_own_search(real, own_index) -> None:
+    """Searches and /embed share the batcher; each search equals the index's own ``search`` (which
+    embeds its query itself), whatever ran beside it."""
     questions = ["who founded Y Combinator?", "which language do hackers like", "what do cities value",
                  "script onerror", "the first batch", "Lisp"] * 2
     alone = [real.post("/search", json={"query": q}).json() for q in questions]
+    assert alone == [own_index.search(q).to_dict() for q in questions]
     vectors = real.post("/embed", json={"inputs": questions}).json()
 
     def call(i: int):
@@ -247,6 +376,44 @@ def test_concurrent_searches_and_embeddings_on_a_real_index_equal_one_at_a_time(
         together = list(pool.map(call, range(2 * len(questions))))
     assert together[0::2] == alone
     np.testing.assert_allclose(np.array(together[1::2]), np.array(vectors), atol=1e-5)
+
+
+def test_search_vectors_are_bit_for_bit_the_indexs_own_beside_longer_inputs_in_a_batch(served_index,
+                                                                                    own_index) -> None:
+    """Searches queued with embedding requests of a little longer inputs (the same prompt: a model call
+    would pad the query to their length, which changes its vector's last bits) all run in one batch;
+    each query runs in a call of its own, and each answer is exactly the index's own search."""
+    assert served_index.prompts["query"] == ""  # the queries share the embedding requests' prompt
+    app = create_app(served_index.encoder, ServerSettings(allowed_hosts=HOSTS))
+    add_search_routes(app, served_index)
+    batcher = app.state.service.batcher
+    release, calls = hold_model(batcher)
+    questions = ["who founded Y Combinator?", "Lisp", "which language do hackers like"]
+    neighbours = [q + " and why, in a few words?" for q in questions]
+    with TestClient(app) as http, ThreadPoolExecutor(8) as pool:
+        first = pool.submit(http.post, "/embed", json={"inputs": [words(600, 3)]})
+        wait_until(lambda: batcher.batches_formed == 1)
+        embeds = [pool.submit(http.post, "/embed", json={"inputs": [n]}) for n in neighbours]
+        searches = [pool.submit(http.post, "/search", json={"query": q}) for q in questions]
+        wait_until(lambda: batcher.queued_inputs == len(neighbours) + len(questions))
+        release.set()
+        assert first.result(60).status_code == 200 and all(e.result(60).status_code == 200 for e in embeds)
+        answers = [s.result(60) for s in searches]
+    assert batcher.batches_formed == 2  # everything queued ran in one batch
+    query_tokens = {served_index.encoder.tokenize([q])[0].n_tokens for q in questions}
+    assert all(len(call) == 1 for call in calls if set(call) & query_tokens)
+    assert [ordered(json.loads(a.text)) for a in answers] == [ordered(own_index.search(q).to_dict()) for q in questions]
+
+
+def test_an_index_searched_by_the_server_never_runs_the_model_beside_its_queue(real_index_dir, served_index,
+                                                                                own_index) -> None:
+    """The routes refuse an index that embeds its queries itself; an index opened for the server
+    refuses to search outside a /search request."""
+    app = create_app(own_index.encoder, ServerSettings(allowed_hosts=HOSTS))
+    with pytest.raises(UserError, match="queued_query_vectors"):
+        add_search_routes(app, own_index)
+    with pytest.raises(RuntimeError, match="server's queue"):
+        served_index.search("who founded Y Combinator?")
 
 
 def test_serve_refuses_a_missing_index_and_model_flags_that_are_not_the_indexs(real_index_dir, tmp_path,

@@ -49,8 +49,10 @@ def run(args: argparse.Namespace) -> int:
     serving.require_serving_extra()
     # the key may come from the environment, so that it stays out of the process list
     settings = settings_from_args(ServerSettings, args, api_key=api_key)
-    # longembed.search (and its database) is imported only for --index: a plain server starts without it
-    index = search.open_index(args.index, device=args.device) if args.index is not None else None
+    # longembed.search (and its database) is imported only for --index: a plain server starts without it;
+    # the index's query encodes wait in the server's queue, as every model call does
+    index = None if args.index is None else search.open_index(args.index, device=args.device,
+                                                               embed_queries=serving.queued_query_vectors)
     encoder = served_encoder(args, index)
     access = "API key required" if settings.api_key else (
         "no API key (--no-auth)" if args.no_auth else f"no API key (set --api-key or ${API_KEY_ENV}, or --no-auth)")

@@ -15,12 +15,14 @@ searches many times pays for them once.
 
 A :class:`SearchIndex` is read-only after it opens, and :meth:`~SearchIndex.search` keeps no state
 between calls, so one instance serves concurrent searches (a lock guards the encoder's forward pass).
+The query vectors come from ``embed_queries`` (default: the index's encoder with its query prompt); a
+server passes its own, so that query encodes wait in its queue (``longembed serve --index``).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -102,19 +104,24 @@ class _Rows:
     vectors: np.ndarray | None
 
 
-def open_index(path: str | Path, device: str | None = None) -> SearchIndex:
+def open_index(path: str | Path, device: str | None = None,
+               embed_queries: Callable[[list[str]], np.ndarray] | None = None) -> SearchIndex:
     """The index at ``path``, with its model loaded (FileNotFoundError: no index there; ValueError: the
-    model's files differ from those that built it)."""
+    model's files differ from those that built it); ``embed_queries``: as :class:`SearchIndex`'s."""
     if not IndexStore.exists(path):
         raise MissingFileError(f"--index {path}: no index there (build one with: longembed index SOURCE... "
                                 f"--index {path})")
-    return SearchIndex(path, device)
+    return SearchIndex(path, device, embed_queries)
 
 
 class SearchIndex:
-    """One index, opened at its last complete version (see the module docstring)."""
+    """One index, opened at its last complete version (see the module docstring).
 
-    def __init__(self, path: str | Path, device: str | None = None) -> None:
+    ``embed_queries(queries)``: the queries' (len(queries), dim) float32 vectors (normalised again
+    here); default: the index's encoder, with the index's query prompt, normalised."""
+
+    def __init__(self, path: str | Path, device: str | None = None,
+                 embed_queries: Callable[[list[str]], np.ndarray] | None = None) -> None:
         self.path = str(path)
         table = IndexStore(path).complete_table()
         self.version = int(table.version)
@@ -134,6 +141,7 @@ class SearchIndex:
         self.ann = ann_state(table) if self._data.vectors is not None else None
         self._position = {d: p for p, d in enumerate(self._data.doc_ids)}
         self._lock = threading.Lock()
+        self.embed_queries = embed_queries or self._encode_queries
         self.encoder: LongContextEncoder | None = None
         if not self.strategy.lexical_only:
             self.encoder = load_strategy_encoder(self.strategy, device)
@@ -219,12 +227,14 @@ class SearchIndex:
                                                 self._data.rows, self._position, extra)
         return DenseScores(dense, best)
 
-    def _query_vectors(self, queries: list[str]) -> np.ndarray:
+    def _encode_queries(self, queries: list[str]) -> np.ndarray:
+        """The default ``embed_queries``: the index's encoder, with its query prompt, normalised."""
         assert self.encoder is not None
         with self._lock:
-            vectors = self.encoder.encode(queries, batch_size=16, prompt=self.prompts["query"],
-                                          normalize_embeddings=True)
-        return unit_rows(vectors)
+            return self.encoder.encode(queries, batch_size=16, prompt=self.prompts["query"], normalize_embeddings=True)
+
+    def _query_vectors(self, queries: list[str]) -> np.ndarray:
+        return unit_rows(self.embed_queries(queries))
 
     def _results(self, q: int, ranked: RankedDocuments) -> list[SearchResult]:
         data = self._data

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from longembed.serving.batcher import DynamicBatcher
     from longembed.serving.choices import OVERFLOW_POLICIES
     from longembed.serving.overflow import OverflowPlanner
-    from longembed.serving.search_route import add_search_routes
+    from longembed.serving.search_route import add_search_routes, queued_query_vectors
     from longembed.serving.server import bound_port, build_server
     from longembed.serving.service import EmbeddingService
     from longembed.serving.settings import ServerSettings

@@ -34,6 +34,11 @@ Two kinds of work share the queue and the budget: ``"vectors"`` (one pooled vect
 ``encode`` function) and ``"states"`` (one (len, dim) array of last-layer token states per input, the
 ``encode_states`` function: token-id sequences the server planned as windows, for late chunking and
 ``/embed_all``).  A batch may hold both; each kind runs as its own call.
+
+A request submitted ``alone`` (a search's query, :mod:`longembed.serving.search_route`) shares batches,
+the budget and the order with every other, but its inputs never share a model call with another
+request's: padding beside a longer input changes a vector's last bits, and a search must rank with the
+vector the encoder gives the query on its own, the command line's ``longembed search``.
 """
 
 from __future__ import annotations
@@ -104,6 +109,7 @@ class _Job:
     queued_at_batch: int  # batches formed before it arrived
     deadline: float | None  # it must reach the model by then (clock time), or QueueTimeout
     n_inputs: int
+    alone: bool = False  # its inputs run in model calls of their own (see the module docstring)
     pending: list[_Item] = field(default_factory=list)
     started: bool = False
 
@@ -184,12 +190,13 @@ class DynamicBatcher:
     # ---------------------------------------------------------------- client side
     def submit(
         self, inputs: Sequence[Any], token_counts: Sequence[int], prompt: str = "", normalize: bool = True,
-        kind: str = "vectors", queue_seconds: float | None = None,
+        kind: str = "vectors", queue_seconds: float | None = None, alone: bool = False,
     ) -> Future:
         """Queue ``inputs`` (of ``token_counts`` tokens); the future resolves to their (n, dim) float32
         vectors in input order (``kind="states"``: the list of their token-state arrays).  Inputs of one
         kind, prompt and normalization are encoded together.  ``queue_seconds``: this request's own
-        limit on its wait for a batch (the smaller of it and ``max_queue_seconds`` holds).
+        limit on its wait for a batch (the smaller of it and ``max_queue_seconds`` holds).  ``alone``:
+        its inputs are never put in a model call with another request's (see the module docstring).
 
         Raises :class:`RequestTooLarge` when the request alone holds more than ``max_queue_tokens``
         (it could never be queued: the client must split it), :class:`QueueFull` when the queue's
@@ -212,7 +219,7 @@ class DynamicBatcher:
             self._refuse_if_full(tokens, limit)
             now = self.clock()
             job = _Job(Future(), kind, prompt, normalize, self._arrivals, self._batches_formed,
-                       None if limit is None else now + limit, len(inputs))
+                       None if limit is None else now + limit, len(inputs), alone)
             job.pending = [_Item(item, n, job, i) for i, (item, n) in enumerate(zip(inputs, token_counts, strict=True))]
             self._arrivals += 1
             self._jobs[job.future] = job
@@ -454,12 +461,14 @@ class DynamicBatcher:
             self.on_batch(BatchRecord(n_inputs, n_tokens, seconds, [s for s in call_seconds if s is not None]))
 
     def _calls(self, items: list[_Item]) -> list[list[_Item]]:
-        """The model calls that embed ``items``: one per kind / prompt / normalization; when the policy
-        answers short inputs first, one per length sub-batch under ``call_tokens`` (the ones the
-        encoder would form under that budget), shortest first."""
-        groups: dict[tuple[str, str, bool], list[_Item]] = {}
+        """The model calls that embed ``items``: one per kind / prompt / normalization (and one per
+        request submitted ``alone``); when the policy answers short inputs first, one per length
+        sub-batch under ``call_tokens`` (the ones the encoder would form under that budget), shortest
+        first."""
+        groups: dict[tuple[str, str, bool, int | None], list[_Item]] = {}
         for item in items:
-            groups.setdefault((item.job.kind, item.job.prompt, item.job.normalize), []).append(item)
+            job = item.job
+            groups.setdefault((job.kind, job.prompt, job.normalize, id(job) if job.alone else None), []).append(item)
         if not self.policy.answers_short_first:
             return list(groups.values())
         calls = []

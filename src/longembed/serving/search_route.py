@@ -6,13 +6,19 @@ of :mod:`longembed.search`), behind the same API key, body limit and metrics as 
 (``longembed_requests{route="search"}``, ``longembed_request_seconds{route="search"}``), with errors in
 OpenAI's shape (``{"error": {"message", "type", "param", "code"}}``, ``param`` naming the field).
 
-A search runs the index's own ``search`` (the code path of the command line, so the answers are the
-same) in a worker thread, so the event loop keeps serving while it embeds the query and scores the
-index; at most :data:`SEARCH_THREADS` run at once (the machine's cores are the model's), and a search
-arriving while :data:`MAX_SEARCHES_IN_FLIGHT` are running or waiting is a 429, as a full embedding queue
-is.  The query is not sent
-through the embedding batcher: it is one short input, and a second code path for the query vector
-could make the server's results drift from the command line's.
+One queue for every model call: a search's query is embedded by the server's batcher, as one input of
+an embedding request is (:meth:`EmbeddingService.run <longembed.serving.service.EmbeddingService.run>`):
+tokenized once with the index's query prompt, queued under the token budget and the scheduling policy,
+refused early with 429 or 503 and Retry-After (a full queue, ``--queue-seconds`` or the request's
+``X-Longembed-Queue-Seconds``), cancelled when its client leaves, and run or refused 503 at shutdown
+within ``--shutdown-seconds``; it is counted under ``route="search"`` in ``longembed_inputs`` and
+``longembed_tokens``.  The query runs in a model call of its own (the batcher's ``alone``), so its
+vector is bit-for-bit the one the index computes itself.  Then the index's own ``search`` (the
+command line's code path, so the answers are the same) ranks with that vector in a worker thread:
+``serve --index`` opens the index with :func:`queued_query_vectors` as its ``embed_queries``, which
+hands it the vector the route awaited.  Scoring (a matrix product, BM25, fusion: no model) has no
+limit of its own: it starts only once the batcher delivers the query's vector, and a BM25-only index,
+which embeds nothing, is scored as ``/tokenize`` tokenizes, in the server's thread pool.
 
 A query longer than the served model's window (Lt under ``--overflow extend``, else Lo: a search never
 cuts its query), counted with the index's query prompt, is a 413 naming ``query``.  ``serve --index``
@@ -27,24 +33,25 @@ server has one; the page then asks for the key and keeps it in the tab's ``sessi
 
 from __future__ import annotations
 
-import asyncio
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Protocol
 
+import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from longembed.errors import UserError
+from longembed.inputs import TokenizedInput
 from longembed.serving.app import respond
+from longembed.serving.overflow import PlannedInput
 from longembed.serving.search_request import SearchRequest, search_request
 from longembed.serving.service import EmbeddingService
 from longembed.serving.validation import ApiError, openai_error, read_json
 
-#: Searches running at once, each in a worker thread.
-SEARCH_THREADS = 2
-#: Searches in flight (running, or waiting for a thread) before more are refused (429).
-MAX_SEARCHES_IN_FLIGHT = 64
 #: The page's files (``src/longembed/serving/page``) and their media types.
 PAGE_FILES = {"index.html": "text/html; charset=utf-8", "search.css": "text/css; charset=utf-8",
               "search.js": "text/javascript; charset=utf-8"}
@@ -60,9 +67,12 @@ PAGE_HEADERS = {
 
 class SearchableIndex(Protocol):
     """What the server needs of an index (:class:`longembed.search.SearchIndex` meets it): its facts,
-    its search, and its prompts (``"query"``: the prefix its queries are embedded with)."""
+    its search, its prompts (``"query"``: the prefix its queries are embedded with), its encoder (None:
+    its queries are not embedded, BM25 only) and the ``embed_queries`` its search gets vectors from."""
 
     prompts: dict[str, str]
+    encoder: Any
+    embed_queries: Callable[[list[str]], np.ndarray]
 
     def facts(self) -> dict[str, Any]: ...
 
@@ -70,14 +80,30 @@ class SearchableIndex(Protocol):
                path_prefix: str | None = None) -> Any: ...  # a SearchResponse: .to_dict()
 
 
+#: The query vectors the batcher gave the search running in this context: (its queries, their vectors),
+#: set by :meth:`SearchWork.search` in the worker thread around the index's ``search``.
+_QUEUED_VECTORS: ContextVar[tuple[list[str], np.ndarray] | None] = ContextVar("longembed_queued_vectors",
+                                                                               default=None)
+
+
+def queued_query_vectors(queries: list[str]) -> np.ndarray:
+    """The ``embed_queries`` of an index a server searches (``serve --index`` opens it with this): the
+    vectors of ``queries`` that ``POST /search`` got from the server's batcher before it ran the index's
+    search.  Anywhere else a RuntimeError: such an index never runs the model beside the batcher."""
+    queued = _QUEUED_VECTORS.get()
+    if queued is None or queued[0] != list(queries):
+        raise RuntimeError("this index embeds its queries in a server's queue (POST /search): open it without "
+                           "embed_queries to search it directly")
+    return queued[1]
+
+
 @dataclass
 class SearchWork:
-    """One index behind the routes: checks the query's length, then runs the search in a worker thread."""
+    """One index behind the routes: checks the query's length, embeds it through the batcher, then
+    runs the index's search in a worker thread."""
 
     index: SearchableIndex
     service: EmbeddingService
-    running: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(SEARCH_THREADS))
-    in_flight: int = 0
 
     @property
     def query_limit(self) -> int:
@@ -85,35 +111,52 @@ class SearchWork:
         encoder = self.service.encoder
         return encoder.max_length if self.service.settings.overflow == "extend" else encoder.original_length
 
-    async def check_query_length(self, query: str) -> None:
-        """A 413 naming ``query`` when it has more tokens (query prompt and special tokens included) than
-        :attr:`query_limit`; tokenizing stops a little past the limit, whatever the query's size."""
+    @property
+    def query_prompt(self) -> str:
+        return self.index.prompts.get("query", "")
+
+    async def check_query_length(self, query: str) -> TokenizedInput:
+        """The query's tokens (query prompt and special tokens included), or a 413 naming ``query`` when
+        it has more than :attr:`query_limit`; tokenizing stops a little past the limit, whatever the
+        query's size."""
         limit = self.query_limit
-        prefix = self.index.prompts.get("query", "")
-        tokens = (await run_in_threadpool(self.service.planner.tokenize_up_to, [query], prefix, limit))[0]
+        tokens = (await run_in_threadpool(self.service.planner.tokenize_up_to, [query], self.query_prompt, limit))[0]
         if tokens.complete and tokens.n_tokens <= limit:
-            return
+            return tokens
         self.service.metrics.over_window.inc()
         self.service.metrics.refused.inc()
         size = f"{tokens.n_tokens} tokens" if tokens.complete else f"more than {limit} tokens"
         raise ApiError(413, f"'query' has {size} (prompt and special tokens included), more than the "
                        f"{limit} this server embeds: shorten the question", "query", "context_length_exceeded")
 
-    async def search(self, checked: SearchRequest) -> dict[str, Any]:
-        """The index's answer (``to_dict()``), searched in a worker thread once one is free."""
-        if self.in_flight >= MAX_SEARCHES_IN_FLIGHT:
-            raise ApiError(429, f"{MAX_SEARCHES_IN_FLIGHT} searches are already running or waiting: retry shortly",
-                           code="queue_full")
-        await self.check_query_length(checked.query)
-        self.in_flight += 1
-        try:
-            async with self.running:
-                response = await run_in_threadpool(
-                    self.index.search, checked.query, k=checked.k, ids=checked.ids, path_prefix=checked.path_prefix
-                )
-        finally:
-            self.in_flight -= 1
+    async def search(self, checked: SearchRequest, request: Request | None = None) -> dict[str, Any]:
+        """The index's answer (``to_dict()``): the query embedded by the batcher (when the index embeds
+        its queries), then the index searched in a worker thread with that vector."""
+        tokens = await self.check_query_length(checked.query)
+        vectors = None if self.index.encoder is None else await self.query_vectors(checked.query, tokens, request)
+        response = await run_in_threadpool(self._search_with, checked, vectors)
         return response.to_dict()
+
+    async def query_vectors(self, query: str, tokens: TokenizedInput, request: Request | None) -> np.ndarray:
+        """The query's (1, dim) vector, from the batcher as an embedding request's (see the module
+        docstring), normalised, in a model call of its own."""
+        try:
+            vectors = await self.service.run([tokens], [tokens.n_tokens], request, self.query_prompt, normalize=True,
+                                             alone=True)
+        except ApiError as error:
+            if error.code == "request_too_large":  # the whole queue holds fewer tokens than this query
+                error.param = "query"
+            raise
+        self.service.count("search", [PlannedInput(tokens, query)])
+        return vectors
+
+    def _search_with(self, checked: SearchRequest, vectors: np.ndarray | None) -> Any:
+        """The index's search (in a worker thread), its ``embed_queries`` answered with ``vectors``."""
+        token = _QUEUED_VECTORS.set(None if vectors is None else ([checked.query], vectors))
+        try:
+            return self.index.search(checked.query, k=checked.k, ids=checked.ids, path_prefix=checked.path_prefix)
+        finally:
+            _QUEUED_VECTORS.reset(token)
 
 
 def page_file(name: str) -> bytes:
@@ -123,7 +166,15 @@ def page_file(name: str) -> bytes:
 
 def add_search_routes(app: FastAPI, index: SearchableIndex) -> None:
     """``POST /search``, ``GET /search/index``, the page ``GET /`` and its ``/page/`` files, on an app
-    made by :func:`longembed.serving.create_app` (its service gives the key, limits and metrics)."""
+    made by :func:`longembed.serving.create_app` (its service gives the key, limits, queue and metrics).
+
+    An index that embeds its queries must have been opened with ``embed_queries=``
+    :func:`queued_query_vectors` (a UserError otherwise): its query encodes then wait in the server's
+    queue instead of running the model beside it."""
+    if index.encoder is not None and index.embed_queries is not queued_query_vectors:
+        raise UserError("an index served by the search routes must embed its queries through the server's queue: "
+                        "open it with open_index(path, embed_queries=longembed.serving.search_route."
+                        "queued_query_vectors)")
     service: EmbeddingService = app.state.service
     work = SearchWork(index, service)
     app.state.search = work
@@ -133,7 +184,7 @@ def add_search_routes(app: FastAPI, index: SearchableIndex) -> None:
     async def search(request: Request) -> Response:
         async def handle() -> Response:
             checked = search_request(await read_json(request, service.settings.max_body_bytes))
-            return JSONResponse(await work.search(checked))
+            return JSONResponse(await work.search(checked, request))
 
         return await respond(service, "search", handle, openai_error, request)
 

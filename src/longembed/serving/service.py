@@ -183,14 +183,16 @@ class EmbeddingService:
 
     async def run(
         self, inputs: Sequence[Any], token_counts: Sequence[int], request: Request | None, prefix: str = "",
-        normalize: bool | None = None, kind: str = "vectors",
+        normalize: bool | None = None, kind: str = "vectors", alone: bool = False,
     ) -> Any:
-        """Queue ``inputs`` (the batcher's ``kind`` of work) and await their results; the batcher's
-        refusals as 413 (larger than the whole queue), 429 (queue full, or the wait would pass the
-        request's limit) or 503 (waited its whole limit, shutting down), the last two with Retry-After."""
+        """Queue ``inputs`` (the batcher's ``kind`` of work; ``alone``: in model calls of their own) and
+        await their results; the batcher's refusals as 413 (larger than the whole queue), 429 (queue
+        full, or the wait would pass the request's limit) or 503 (waited its whole limit, shutting
+        down), the last two with Retry-After."""
         limit = queue_seconds(request)
         try:
-            future = self.batcher.submit(inputs, token_counts, prefix, normalize, kind, queue_seconds=limit)
+            future = self.batcher.submit(inputs, token_counts, prefix, normalize, kind, queue_seconds=limit,
+                                         alone=alone)
         except RequestTooLarge as exc:
             raise ApiError(413, str(exc), "input", "request_too_large") from None
         except QueueFull as exc:
