@@ -41,6 +41,7 @@ from longembed.evaluation.spec import EvalSpec
 from longembed.report.tables import results_summary
 from longembed.results import RESULTS_FILE
 from longembed.retrieval.bm25 import BM25Model
+from longembed.retrieval.strategy import BM25
 from longembed.tasks import DEFAULT_TASKS, get_task
 from longembed.tasks.needle import set_size as needle_set_size
 
@@ -79,7 +80,9 @@ def run_variant(spec: EvalSpec) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     """Build the model, evaluate it, write results.json; exit status 1 if no task could run."""
     resolve_method(args)
-    spec = settings_from_args(EvalSpec, args, strategy=strategy_from_args(args))
+    # BM25 alone: the runner names the model and refuses the dense options in words of its own
+    lexical = {"model": None} if args.model == BM25 else {}
+    spec = settings_from_args(EvalSpec, args, strategy=strategy_from_args(args, **lexical))
     data_dir = existing_folder(spec.data_dir if spec.data_dir is not None else default_data_dir(), "--data-dir")
     output = spec.output_dir or default_output(args.model, args.method, args.max_length, run_variant(spec))
     spec = dataclasses.replace(spec, tasks=resolve_task_list(spec.tasks, args.needles, spec,

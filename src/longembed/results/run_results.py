@@ -235,8 +235,9 @@ class RunConfig(Record):
     # the retrieval strategy: longembed.retrieval.strategy.Strategy.to_dict(), as advice.json and an index record it
     strategy: dict[str, Any] | None = field(default=None, metadata=OPTIONAL)
     # format 1 (before ``strategy``): {"level": "chunks", "chunking": ..., "late": ...} and {"source": "bm25",
-    # "method": "rrf", "k": 60}; read by :meth:`retrieval`, never written
-    granularity: dict[str, Any] | None = field(default=None, metadata=OPTIONAL)
+    # "method": "rrf", "k": 60}; read by :meth:`retrieval`, never set (a null granularity is how old files
+    # wrote a BM25 run, so it is written back as null)
+    granularity: dict[str, Any] | None = None
     fusion: dict[str, Any] | None = field(default=None, metadata=OPTIONAL)
     # task name -> the folder a --task-dir task was read from: path, qrels file, documents, queries,
     # queries_left_out (and by reason), sha256 of each file (longembed.tasks.task_dir.TaskDirRecord)
