@@ -3,8 +3,7 @@
 ``evaluate_model`` runs the LongEmbed benchmark (``runner``); ``CachedEncoder`` wraps any encoder
 with the on-disk embedding cache (``cached_encoder``); ``sweep_temperature`` chooses a TempScale tau
 on one task and scores it on the others (``sweep``); ``retrieval_metrics`` computes nDCG, MRR,
-recall and accuracy@1 of a ranking (``metrics``; its old name ``evaluate`` still works, with a
-DeprecationWarning).
+recall and accuracy@1 of a ranking (``metrics``).
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from longembed.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from longembed.evaluation.cached_encoder import CachedEncoder
-    from longembed.evaluation.metrics import evaluate, evaluate_scores, rank, retrieval_metrics
+    from longembed.evaluation.metrics import evaluate_scores, rank, retrieval_metrics
     from longembed.evaluation.runner import evaluate_model
     from longembed.evaluation.sweep import sweep_temperature
     from longembed.retrieval.bm25 import BM25Model
