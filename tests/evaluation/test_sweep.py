@@ -424,7 +424,7 @@ def test_real_encoder_baseline_equals_plain_evaluate_model(tmp_path: Path) -> No
     import json as _json
 
     from longembed import load_encoder
-    from longembed.evaluation.cache import EmbeddingCache, text_key
+    from longembed.evaluation.cache.storage import EmbeddingCache, text_key
 
     try:
         plain_encoder = load_encoder("default")

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from longembed.advice.strategies import Candidate
-from longembed.evaluation.cached_encoder import CachedEncoder
+from longembed.evaluation.cache import CachedEncoder
 from longembed.evaluation.scoring import Unit
 from longembed.results.advice import StrategyCost
 from longembed.retrieval.bm25 import BM25Model, index_bytes

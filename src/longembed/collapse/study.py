@@ -42,7 +42,7 @@ from longembed.collapse.spectral import SIGMA_A_METHOD
 from longembed.config import check_temperature
 from longembed.encoder import load_encoder
 from longembed.errors import UserError, UserTypeError
-from longembed.evaluation.cached_encoder import CachedEncoder
+from longembed.evaluation.cache import CachedEncoder
 from longembed.evaluation.encoders import EncoderFactory
 from longembed.evaluation.estimate import fit_cost_model, format_duration, measure_cost_model
 from longembed.evaluation.provenance import library_versions

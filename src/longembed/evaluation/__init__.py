@@ -1,7 +1,7 @@
 """Scoring retrieval: metrics, the BM25 baseline, the embedding cache, and the benchmark runner.
 
 ``evaluate_model`` runs the LongEmbed benchmark (``runner``); ``CachedEncoder`` wraps any encoder
-with the on-disk embedding cache (``cached_encoder``); ``sweep_temperature`` chooses a TempScale tau
+with the on-disk embedding cache (``cache``); ``sweep_temperature`` chooses a TempScale tau
 on one task and scores it on the others (``sweep``); ``retrieval_metrics`` computes nDCG, MRR,
 recall and accuracy@1 of a ranking (``metrics``).
 """
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from longembed.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from longembed.evaluation.cached_encoder import CachedEncoder
+    from longembed.evaluation.cache import CachedEncoder
     from longembed.evaluation.metrics import evaluate_scores, rank, retrieval_metrics
     from longembed.evaluation.runner import evaluate_model
     from longembed.evaluation.sweep import sweep_temperature

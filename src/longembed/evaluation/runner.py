@@ -12,7 +12,7 @@ What one run does, and where each step lives:
    skipped, not fatal: its message is kept under ``skipped`` and the average says what it covers.
 2. **Estimate** (:mod:`.estimate`): count documents, queries, tokens and cache hits, time a warm-up,
    and print the estimate before the long part starts.
-3. **Encode** (:mod:`.cached_encoder`): queries with the query prompt, documents with the document
+3. **Encode** (:mod:`.cache`): queries with the query prompt, documents with the document
    prompt (the model's "query" and "document"/"passage" prompts by default), each side with its own
    TempScale tau; unit vectors; chunks written to the cache as they finish.
 4. **Score** (:mod:`.scoring`): cosine similarity, then nDCG@k, MRR@k, recall@k and accuracy@1.
@@ -37,7 +37,7 @@ from typing import Any
 
 from longembed.encoder_protocol import Encoder, TextScorer
 from longembed.errors import UserError
-from longembed.evaluation.cached_encoder import CachedEncoder, chunk_keys, chunk_quantity
+from longembed.evaluation.cache.wrapper import CachedEncoder, chunk_keys, chunk_quantity
 from longembed.evaluation.estimate import SideToEncode, estimate_cost
 from longembed.evaluation.provenance import (
     encoder_device,

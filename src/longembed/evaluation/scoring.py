@@ -20,8 +20,8 @@ import numpy as np
 from longembed.chunking.spans import parse_chunking
 from longembed.encoder_protocol import TextScorer
 from longembed.errors import UserError
-from longembed.evaluation.cached_encoder import CachedEncoder
-from longembed.evaluation.cached_encoding import CachedEncoding
+from longembed.evaluation.cache import CachedEncoder
+from longembed.evaluation.cache.wrapper import CachedEncoding
 from longembed.evaluation.choices import GRANULARITIES
 from longembed.evaluation.metrics import (
     DEFAULT_K_VALUES,

@@ -50,7 +50,7 @@ from typing import Any
 
 from longembed.encoder import load_encoder
 from longembed.errors import UserError
-from longembed.evaluation.cached_encoder import CachedEncoder
+from longembed.evaluation.cache import CachedEncoder
 from longembed.evaluation.encoders import EncoderFactory
 from longembed.evaluation.provenance import library_versions
 from longembed.evaluation.runner import cached_encoder, evaluate_model, resolve_lengths, resolve_tasks
