@@ -26,7 +26,7 @@ from longembed import load_encoder
 from longembed.cli.main import build_parser, main
 from longembed.cli.options import encoder_options
 from longembed.serving import ServerSettings, create_app
-from longembed.serving.overflow import CHARS_PER_TOKEN, COUNT_WHOLE_FACTOR
+from longembed.serving.overflow_planner import CHARS_PER_TOKEN, COUNT_WHOLE_FACTOR
 
 LT = 2 * LO
 KEY = "s3cret"

@@ -2,7 +2,7 @@
 
 ``evaluate_model`` runs the LongEmbed benchmark (``runner``); ``CachedEncoder`` wraps any encoder
 with the on-disk embedding cache (``cache``); ``sweep_temperature`` chooses a TempScale tau
-on one task and scores it on the others (``sweep``); ``retrieval_metrics`` computes nDCG, MRR,
+on one task and scores it on the others (``sweep_runner``); ``retrieval_metrics`` computes nDCG, MRR,
 recall and accuracy@1 of a ranking (``metrics``).
 """
 
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from longembed.evaluation.cache import CachedEncoder
     from longembed.evaluation.metrics import evaluate_scores, rank, retrieval_metrics
     from longembed.evaluation.runner import evaluate_model
-    from longembed.evaluation.sweep import sweep_temperature
+    from longembed.evaluation.sweep_runner import sweep_temperature
     from longembed.retrieval.bm25 import BM25Model
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, __file__)

@@ -46,7 +46,7 @@ from longembed.results.run_results import (
     UnitEstimate,
     UnitResult,
 )
-from longembed.results.sweep import SWEEP_FILE, SweepResults
+from longembed.results.sweep_results import SWEEP_FILE, SweepResults
 
 __all__ = [
     "ADVICE_FILE",
