@@ -11,6 +11,7 @@ import longembed
 import longembed.evaluation
 import longembed.extension
 import longembed.results
+import longembed.results.files as files
 from longembed.evaluation.metrics import retrieval_metrics
 from longembed.extension.methods.base import ExtensionMethod
 
@@ -35,10 +36,11 @@ def test_retrieval_metrics_is_the_one_name_of_the_metrics() -> None:
     assert metrics["mrr@2"] == 0.5 and metrics["ndcg@1"] == 0.0
 
 
-def test_file_helpers_are_importable_but_not_public() -> None:
+def test_file_helpers_live_in_results_files_only() -> None:
+    """One import path per name: the helpers are in ``longembed.results.files``, not re-exported."""
     for name in FILE_HELPERS:
-        assert name not in longembed.results.__all__
-        assert callable(getattr(longembed.results, name))
+        assert name not in longembed.results.__all__ and not hasattr(longembed.results, name)
+        assert callable(getattr(files, name))
     assert {"RunResults", "compare", "RESULTS_FILE"} <= set(longembed.results.__all__)
 
 

@@ -49,7 +49,8 @@ from longembed.evaluation.provenance import library_versions
 from longembed.evaluation.runner import cached_encoder
 from longembed.evaluation.spec import EvalSpec
 from longembed.inputs import special_token_layout
-from longembed.results import COLLAPSE_FILE, BucketStats, CollapseResults, json_safe
+from longembed.results import COLLAPSE_FILE, BucketStats, CollapseResults
+from longembed.results.files import json_safe
 
 __all__ = ["DEFAULT_LENGTHS", "DEFAULT_SHORT_EDGES", "run_collapse"]
 

@@ -16,7 +16,7 @@ What one run does, and where each step lives:
    prompt (the model's "query" and "document"/"passage" prompts by default), each side with its own
    TempScale tau; unit vectors; chunks written to the cache as they finish.
 4. **Score** (:mod:`.scoring`): cosine similarity, then nDCG@k, MRR@k, recall@k and accuracy@1.
-5. **Record** (:class:`~longembed.results.RunFolder`): ``<output_dir>/results.json``, rewritten after
+5. **Record** (:class:`~longembed.results.files.RunFolder`): ``<output_dir>/results.json``, rewritten after
    every task (``complete`` only at the end), never replacing a finished results.json with an
    unfinished one.
 
