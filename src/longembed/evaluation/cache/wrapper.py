@@ -421,8 +421,8 @@ def encode_missing(
     computed = ShardEntries()
     seconds = 0.0
     for start, end in plan_chunks([len(plan.unique[k]) for k in plan.missing], chunk_size, chunk_chars):
-        chunk_keys = plan.missing[start:end]
-        chunk_texts = [plan.unique[k] for k in chunk_keys]
+        written_keys = plan.missing[start:end]
+        chunk_texts = [plan.unique[k] for k in written_keys]
         began = time.perf_counter()
         encoded = encode(chunk_texts)
         seconds += time.perf_counter() - began
@@ -433,12 +433,12 @@ def encode_missing(
         if len(vectors) != len(chunk_texts):
             raise UserError(f"the encoder returned {len(vectors)} vectors for {len(chunk_texts)} texts")
         tokens = count_tokens(chunk_texts)
-        store(chunk_keys, vectors, tokens)
-        for i, key in enumerate(chunk_keys):
+        store(written_keys, vectors, tokens)
+        for i, key in enumerate(written_keys):
             computed.vectors[key] = vectors[i]
             computed.tokens[key] = int(tokens[i])
         if progress is not None:
-            done = set(chunk_keys)
+            done = set(written_keys)
             progress(sum(_weight(weight, plan.unique[k]) for k in plan.keys if k in done))
     return computed, seconds
 
@@ -480,9 +480,9 @@ def encode_cached(
     if before_encoding is not None and plan.missing:
         before_encoding()
 
-    def store(chunk_keys: list[str], vectors: np.ndarray | list[np.ndarray], tokens: list[int]) -> None:
+    def store(written_keys: list[str], vectors: np.ndarray | list[np.ndarray], tokens: list[int]) -> None:
         if namespace is not None:
-            namespace.add(shard, chunk_keys, vectors, tokens)
+            namespace.add(shard, written_keys, vectors, tokens)
 
     computed, seconds = encode_missing(plan, encode, count_tokens, store, chunk_size, chunk_chars, progress, weight)
     if namespace is not None and plan.missing:
