@@ -59,7 +59,8 @@ from longembed.evaluation.scoring import (
 )
 from longembed.evaluation.spec import EvalSpec
 from longembed.evaluation.task_options import SyntheticOptions
-from longembed.results import RunConfig, RunFolder, RunResults
+from longembed.results import RunConfig, RunResults
+from longembed.results.files import RunFolder
 from longembed.retrieval.fusion import Fusion
 from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS, Task, get_task
 from longembed.tasks.subsample import SubsampledTask
