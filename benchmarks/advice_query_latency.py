@@ -24,7 +24,7 @@ from pathlib import Path
 from longembed.advice.costs import CostMeter, cost_sample
 from longembed.advice.strategies import ModelFacts, plan_candidates
 from longembed.encoder import load_encoder
-from longembed.evaluation.cached_encoder import CachedEncoder
+from longembed.evaluation.cache import CachedEncoder
 from longembed.evaluation.scoring import Unit
 from longembed.tasks import RetrievalData
 

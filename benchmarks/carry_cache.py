@@ -28,7 +28,7 @@ import os
 import shutil
 from pathlib import Path
 
-from longembed.evaluation.cache import fingerprint_key
+from longembed.evaluation.cache.storage import fingerprint_key
 from longembed.evaluation.provenance import code_fingerprint
 
 DEFAULT_CACHE = Path("~/.cache/longembed/embeddings").expanduser()

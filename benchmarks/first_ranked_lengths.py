@@ -21,7 +21,8 @@ import argparse
 import statistics
 from pathlib import Path
 
-from longembed.results import RunResults, write_json
+from longembed.results import RunResults
+from longembed.results.files import write_json
 from longembed.tasks import get_task
 
 QUINTILES = 5

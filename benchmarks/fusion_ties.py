@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from longembed.encoder import load_encoder
-from longembed.evaluation.cached_encoder import CachedEncoder
+from longembed.evaluation.cache import CachedEncoder
 from longembed.evaluation.metrics import mean_metrics, per_query_metrics
 from longembed.evaluation.scoring import candidates, lexical_scores
 from longembed.retrieval.bm25 import BM25Model

@@ -37,7 +37,7 @@ import numpy as np
 
 from longembed import load_encoder
 from longembed.encoder_protocol import retrieval_prompts
-from longembed.evaluation.cached_encoder import CachedEncoder
+from longembed.evaluation.cache import CachedEncoder
 from longembed.tasks import get_task
 from longembed.tasks.needle import NeedleTask
 

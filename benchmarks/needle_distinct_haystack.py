@@ -28,7 +28,7 @@ import numpy as np
 
 from longembed import load_encoder
 from longembed.evaluation.metrics import per_query_scores
-from longembed.results import write_json
+from longembed.results.files import write_json
 from longembed.results.intervals import bootstrap_interval
 from longembed.results.paired import difference_interval, mean_terms, sign_flip_test
 from longembed.tasks.base import RetrievalData

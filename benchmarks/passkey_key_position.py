@@ -20,7 +20,8 @@ import argparse
 import json
 from pathlib import Path
 
-from longembed.results import RunResults, write_json
+from longembed.results import RunResults
+from longembed.results.files import write_json
 from longembed.results.intervals import bootstrap_interval
 from longembed.tasks.passkey import PasskeyTask, key_sentence_offset
 

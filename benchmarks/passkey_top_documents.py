@@ -26,8 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from longembed import load_encoder
-from longembed.evaluation.cached_encoder import CachedEncoder
-from longembed.results import RunResults, write_json
+from longembed.evaluation.cache import CachedEncoder
+from longembed.results import RunResults
+from longembed.results.files import write_json
 from longembed.tasks import RetrievalData
 from longembed.tasks.passkey import PasskeyTask, key_sentence_offset
 

@@ -12,7 +12,7 @@ from test_runner import HashEncoder
 
 from longembed import load_encoder
 from longembed.encoder_protocol import Encoder, check_encoder, retrieval_prompts
-from longembed.evaluation.cached_encoder import CachedEncoder
+from longembed.evaluation.cache import CachedEncoder
 from longembed.evaluation.provenance import resolved_settings
 
 

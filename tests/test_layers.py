@@ -2,7 +2,7 @@
 
 core (config, loading, quantization, inputs, overflow, encoder, pooling, batching, chunking, extension, models, and
 the package plumbing: lazy exports, library-noise filters, file permissions, durable renames, UTF-8 text
-files, weight-file checks, dataclass fields that are flags, the old paths of renamed modules) <- export; core <- tasks
+files, weight-file checks, dataclass fields that are flags) <- export; core <- tasks
 <- evaluation <- report / collapse / advice / training <- cli (training also builds on export); core <- serving
 (the HTTP server) <- cli; core <- integrations (mteb, LangChain adapters); core <- corpus (embedding corpora of shards, locally or on Ray) <- cli; ``results`` is plain data that every layer above core may use.
 """
@@ -18,7 +18,7 @@ ROOT = Path(longembed.__file__).resolve().parent
 CORE = {
     "config", "loading", "quantization", "inputs", "overflow", "encoder", "encoder_protocol", "pooling", "batching",
     "chunking", "extension", "models", "lazy", "noise", "permissions", "textfiles", "weight_files", "flag_fields",
-    "deprecation", "sentence_transformers_folder", "durable", "errors",
+    "sentence_transformers_folder", "durable", "errors",
 }
 #: Which top-level parts each part may import (besides itself and the package root).
 ALLOWED = {

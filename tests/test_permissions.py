@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from longembed.evaluation.cache import EmbeddingCache, text_key
+from longembed.evaluation.cache.storage import EmbeddingCache, text_key
 from longembed.permissions import current_umask
 from longembed.results.files import atomic_write_bytes, write_json
 

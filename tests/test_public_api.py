@@ -1,5 +1,5 @@
 """The public API's names (issue 44): what users subclass is exported, a metrics function is not named
-like the benchmark, file helpers are not public; old names keep working for one release."""
+like the benchmark, file helpers are not public; the old names are gone (nothing was released under them)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import longembed
 import longembed.evaluation
 import longembed.extension
 import longembed.results
+import longembed.results.files as files
 from longembed.evaluation.metrics import retrieval_metrics
 from longembed.extension.methods.base import ExtensionMethod
 
@@ -18,26 +19,28 @@ FILE_HELPERS = ("RunFolder", "atomic_write_bytes", "atomic_write_text", "unwrita
                 "read_json", "write_json")
 
 
-def test_extension_method_is_exported_where_method_info_is() -> None:
+def test_extension_method_is_exported_and_its_old_name_is_gone() -> None:
     assert "ExtensionMethod" in longembed.extension.__all__
-    assert longembed.extension.ExtensionMethod is ExtensionMethod is longembed.extension.MethodInfo
+    assert longembed.extension.ExtensionMethod is ExtensionMethod
+    assert not hasattr(longembed.extension, "MethodInfo")
 
 
-def test_retrieval_metrics_and_the_deprecated_evaluate() -> None:
+def test_retrieval_metrics_is_the_one_name_of_the_metrics() -> None:
     qrels, ranking = {"q": {"a": 1}}, {"q": ["b", "a"]}
-    assert "retrieval_metrics" in longembed.evaluation.__all__
-    with pytest.warns(DeprecationWarning, match="use retrieval_metrics"):
-        old = longembed.evaluation.evaluate(qrels, ranking, (1, 2))
-    assert old == retrieval_metrics(qrels, ranking, (1, 2)) and old["mrr@2"] == 0.5
+    assert "retrieval_metrics" in longembed.evaluation.__all__ and "evaluate" not in longembed.evaluation.__all__
+    with pytest.raises(AttributeError):
+        longembed.evaluation.evaluate  # noqa: B018 - the deprecated alias was removed
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        retrieval_metrics(qrels, ranking)
+        metrics = retrieval_metrics(qrels, ranking, (1, 2))
+    assert metrics["mrr@2"] == 0.5 and metrics["ndcg@1"] == 0.0
 
 
-def test_file_helpers_are_importable_but_not_public() -> None:
+def test_file_helpers_live_in_results_files_only() -> None:
+    """One import path per name: the helpers are in ``longembed.results.files``, not re-exported."""
     for name in FILE_HELPERS:
-        assert name not in longembed.results.__all__
-        assert callable(getattr(longembed.results, name))
+        assert name not in longembed.results.__all__ and not hasattr(longembed.results, name)
+        assert callable(getattr(files, name))
     assert {"RunResults", "compare", "RESULTS_FILE"} <= set(longembed.results.__all__)
 
 

@@ -160,7 +160,7 @@ def test_a_cut_server_input_is_tokenized_once_and_runs_as_the_cut_ids(bert, plai
     with TestClient(app) as http:
         response = http.post("/embed", json={"inputs": [long, short], "truncate": True})
     assert response.status_code == 200 and response.headers["x-longembed-truncated"] == "0"
-    # one call for the request, each text in it once (of the long one, a bounded prefix: see serving.overflow)
+    # one call for the request, each text in it once (of the long one, a bounded prefix: see serving.overflow_planner)
     assert len(calls) == 2 and long.startswith(calls[0]) and calls[1] == short
     with pytest.warns(UserWarning, match="truncated"):
         expected = plain.encode([long, short], normalize_embeddings=True)  # the plain model cuts at Lo itself

@@ -17,12 +17,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from longembed.deprecation import install_moved_module_finder
 from longembed.lazy import lazy_exports
 
 __version__ = "0.1.0"
-
-install_moved_module_finder()  # renamed modules' old paths import for one release (longembed.deprecation)
 
 if TYPE_CHECKING:
     from longembed.config import EncoderConfig

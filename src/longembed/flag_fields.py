@@ -34,9 +34,7 @@ def flag_field(
             ``nargs``, ``negate`` (a True-by-default bool whose flag turns it off, e.g. ``--no-cache``),
             ``switches`` (``{"--late": (True, help), "--naive": (False, help)}``: mutually exclusive flags
             setting one value), ``list`` (comma- or space-separated values; ints may be written 4k),
-            ``repeat`` (a flag given once per value), ``show_default``, ``group`` (the argument group) and
-            ``deprecated_flags`` (old names of a renamed flag: hidden from ``--help``, they still work
-            and warn).
+            ``repeat`` (a flag given once per value), ``show_default`` and ``group`` (the argument group).
 
     Returns:
         A ``dataclasses.field`` carrying ``{"help": ..., "choices": ..., **flag}`` as its metadata.

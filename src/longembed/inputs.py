@@ -120,7 +120,7 @@ class TokenizedInput:
                 :func:`common_prefix_length`).
     n_original: the input's tokens before any cut (for a bounded count: at least this many).
     complete:   False when only a prefix of the text was tokenized (a bounded count, see
-                ``longembed.serving.overflow``).
+                ``longembed.serving.overflow_planner``).
     """
 
     text: str

@@ -1,7 +1,7 @@
 """Packages whose public names are imported on first use (PEP 562), not when the package is.
 
 A package such as ``longembed.training`` re-exports names from modules that import torch,
-transformers or sentence-transformers.  Importing one light submodule (``longembed.training.choices``
+transformers or sentence-transformers.  Importing one light submodule (``longembed.training.config``
 for the command line's ``--help``) first runs the package's ``__init__``; with eager re-exports that
 would import everything.  A package lists its public names once, as the imports of an
 ``if TYPE_CHECKING:`` block (what type checkers and editors read), and calls

@@ -16,7 +16,7 @@ from test_runner import TinyTask, run
 from longembed import load_encoder
 from longembed.config import EncoderConfig
 from longembed.encoder_protocol import EncoderMetadata, ScorerMetadata, TextScorer
-from longembed.evaluation.cached_encoder import CachedEncoder
+from longembed.evaluation.cache import CachedEncoder
 from longembed.evaluation.provenance import (
     cache_fingerprint,
     library_versions,

@@ -2,21 +2,32 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from longembed.evaluation.cache import (
+import longembed.evaluation.cache as cache_package
+from longembed.evaluation.cache.storage import (
     EmbeddingCache,
     canonical_json,
     default_cache_dir,
     fingerprint_key,
     text_key,
 )
-from longembed.evaluation.cached_encoding import encode_cached, plan_chunks
+from longembed.evaluation.cache.wrapper import CachedEncoder, encode_cached, plan_chunks
 from longembed.results.files import atomic_write_bytes, atomic_write_text
+
+
+def test_the_cache_is_one_package_with_one_public_class() -> None:
+    """One cache, one name: CachedEncoder (the wrapper, as mteb's cache is); the storage and the encode loop
+    are its modules, and the three old sibling modules are gone."""
+    assert cache_package.__all__ == ["CachedEncoder"] and cache_package.CachedEncoder is CachedEncoder
+    for old in ("cached_encoder", "cached_encoding"):
+        assert importlib.util.find_spec(f"longembed.evaluation.{old}") is None
+    assert importlib.util.find_spec("longembed.evaluation.cache").submodule_search_locations  # a package
 
 
 def fake_vectors(texts: list[str], dim: int = 8) -> np.ndarray:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import load_benchmark_script
 
-from longembed.evaluation.cache import EmbeddingCache, text_key
+from longembed.evaluation.cache.storage import EmbeddingCache, text_key
 
 OLD, NEW = "old-code", "new-code"
 

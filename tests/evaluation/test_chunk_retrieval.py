@@ -11,9 +11,9 @@ from conftest import DATA_DIR, require_data, words
 
 from longembed import load_encoder
 from longembed.cli.main import main as cli_main
-from longembed.evaluation.cache import EmbeddingCache
-from longembed.evaluation.cached_encoder import CachedEncoder
-from longembed.evaluation.cached_encoding import encode_cached
+from longembed.evaluation.cache import CachedEncoder
+from longembed.evaluation.cache.storage import EmbeddingCache
+from longembed.evaluation.cache.wrapper import encode_cached
 from longembed.evaluation.runner import evaluate_model
 from longembed.evaluation.scoring import candidates
 from longembed.report.labels import run_label

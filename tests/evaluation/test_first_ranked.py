@@ -17,7 +17,7 @@ from test_per_query_scores import FIXTURE
 from test_runner import HashEncoder, TinyTask, run
 
 from longembed import load_encoder
-from longembed.evaluation.cached_encoder import CachedEncoder
+from longembed.evaluation.cache import CachedEncoder
 from longembed.evaluation.metrics import same_vector_groups
 from longembed.report.tables import results_summary
 from longembed.report.write import write_report

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from test_runner import HashEncoder
 
-from longembed.evaluation import cached_encoder as module
-from longembed.evaluation.cached_encoder import CHARS_PER_TOKEN, CachedEncoder
+from longembed.evaluation.cache import wrapper as module
+from longembed.evaluation.cache.wrapper import CHARS_PER_TOKEN, CachedEncoder
 
 
 class RecordingBar:

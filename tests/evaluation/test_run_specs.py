@@ -106,13 +106,13 @@ def test_sweep_and_collapse_flag_aliases() -> None:
         parse("sweep", ["--score-tasks", "passkey"])  # --select-task is required
 
 
-def test_cache_write_every_is_the_flag_and_chunk_size_a_hidden_alias_that_warns() -> None:
+def test_cache_write_every_is_the_flag_and_chunk_size_is_not_one() -> None:
     """``--chunk-size`` (texts per cache write) read like ``--chunking`` (how documents are cut): the flag is
-    now ``--cache-write-every``; the old name still sets the same value, warns, and is not in ``--help``."""
+    ``--cache-write-every``, and the old name is an unknown flag (it was never released)."""
     assert settings_from_args(EvalSpec, parse("eval", ["--cache-write-every", "8"])).chunk_size == 8
-    with pytest.warns(FutureWarning, match="--chunk-size is deprecated.*use --cache-write-every"):
-        old = parse("eval", ["--chunk-size", "8"])
-    assert settings_from_args(EvalSpec, old).chunk_size == 8
     assert settings_from_args(EvalSpec, parse("eval", [])).chunk_size == 64
+    with pytest.raises(SystemExit) as exited:
+        parse("eval", ["--chunk-size", "8"])
+    assert exited.value.code == 2
     sub = next(a for a in build_parser(["eval"])._actions if isinstance(a, argparse._SubParsersAction)).choices["eval"]
     assert "--cache-write-every N" in sub.format_help() and "--chunk-size" not in sub.format_help()

@@ -442,7 +442,7 @@ def test_minilm_results_versions_and_estimate(tmp_path: Path, minilm) -> None:
 
 def test_query_temperature_reaches_the_real_encoder(tmp_path: Path, minilm) -> None:
     """The cached query vectors are the encoder's vectors at the query tau and prompt."""
-    from longembed.evaluation.cache import EmbeddingCache, text_key
+    from longembed.evaluation.cache.storage import EmbeddingCache, text_key
 
     results = run(minilm, tmp_path, tasks=[TinyTask()], query_temperature=0.5, query_prompt="q: ")
     key = results.config.cache_namespaces["queries"]

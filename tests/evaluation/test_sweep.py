@@ -1,4 +1,4 @@
-"""Tests of the TempScale sweep (longembed.evaluation.sweep) and the ``sweep`` subcommand.
+"""Tests of the TempScale sweep (longembed.evaluation.sweep_runner) and the ``sweep`` subcommand.
 
 Most tests use :class:`PeakEncoder`, a stub whose retrieval quality depends on the temperature in a
 known way: the relevant document of a :class:`PeakTask` wins only when the document tau equals the
@@ -20,18 +20,18 @@ import pytest
 from conftest import DATA_DIR, missing, require_data
 from encoder_fakes import FakeEncoderMembers
 
-import longembed.evaluation.sweep as sweep_module
+import longembed.evaluation.sweep_runner as sweep_module
 from longembed.config import EncoderConfig
 from longembed.evaluation.runner import evaluate_model
 from longembed.evaluation.spec import EvalSpec
-from longembed.evaluation.sweep import (
+from longembed.evaluation.sweep_runner import (
     NOT_USED_FOR_SELECTION,
-    Candidate,
+    TemperatureCandidate,
     choose,
     parse_candidates,
     sweep_temperature,
 )
-from longembed.report.sweep import write_sweep_report
+from longembed.report.sweep_report import write_sweep_report
 from longembed.results import RunResults, SweepResults
 from longembed.tasks import RetrievalData, TaskMetadata
 
@@ -248,9 +248,9 @@ def test_no_gain_keeps_the_baseline(tmp_path: Path, recorder: list[dict[str, Any
 
 
 def test_choose_tie_rules() -> None:
-    base, cool = Candidate(), Candidate(0.9, 0.9)
-    doc_only = Candidate(1.0, 0.8)
-    decay = Candidate(1.0, 1.0, 0.5, 512)
+    base, cool = TemperatureCandidate(), TemperatureCandidate(0.9, 0.9)
+    doc_only = TemperatureCandidate(1.0, 0.8)
+    decay = TemperatureCandidate(1.0, 1.0, 0.5, 512)
     assert choose([(cool, 50.0), (base, 50.0)])[0] == base
     assert choose([(decay, 50.0), (cool, 50.0)])[0] == cool  # constant tau before length-dependent
     assert choose([(cool, 50.0), (doc_only, 50.0)])[0] == cool  # 0.2 vs 0.2 deviation: order given
@@ -267,13 +267,13 @@ def test_candidate_parsing() -> None:
     ])
     assert [(c.label, source) for c, source in parsed] == [
         ("tau=0.9", "given"), ("q=0.9 d=0.7", "given"), ("tau=1.0", "given")]
-    decay = Candidate.from_settings({"temperature": 0.8, "temperature_decay": 0.5})
+    decay = TemperatureCandidate.from_settings({"temperature": 0.8, "temperature_decay": 0.5})
     assert decay.encoder_key == (0.5, 512) and decay.slug == "tau0.8-decay0.5-ref512"
-    assert parse_candidates([{"temperature": 0.8}])[0] == (Candidate(), "baseline (added)")
+    assert parse_candidates([{"temperature": 0.8}])[0] == (TemperatureCandidate(), "baseline (added)")
     for bad in ({"temperature": 0.0}, {"temperature": 1.2}, {"tau": 0.9}, {"temperature_decay": -1},
                 {"temperature_decay": 0.5, "temperature_reference": 1}):
         with pytest.raises(ValueError):
-            Candidate.from_settings(bad)
+            TemperatureCandidate.from_settings(bad)
 
 
 def test_overlap_and_bad_options_raise_before_any_work(tmp_path: Path, recorder: list[dict[str, Any]]) -> None:
@@ -317,7 +317,7 @@ def test_one_encoder_per_decay_setting_and_cached_rerun(tmp_path: Path, recorder
     by_label = {}
     for call in recorder:
         if call["phase"] == "select":
-            label = Candidate(call["query_temperature"], call["document_temperature"],
+            label = TemperatureCandidate(call["query_temperature"], call["document_temperature"],
                               call["encoder"].config.temperature_decay,
                               call["encoder"].config.temperature_reference
                               if call["encoder"].config.temperature_decay else None).label
@@ -424,7 +424,7 @@ def test_real_encoder_baseline_equals_plain_evaluate_model(tmp_path: Path) -> No
     import json as _json
 
     from longembed import load_encoder
-    from longembed.evaluation.cache import EmbeddingCache, text_key
+    from longembed.evaluation.cache.storage import EmbeddingCache, text_key
 
     try:
         plain_encoder = load_encoder("default")

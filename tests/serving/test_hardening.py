@@ -26,7 +26,7 @@ from longembed import load_encoder
 from longembed.cli.main import build_parser, main
 from longembed.cli.options import encoder_options
 from longembed.serving import ServerSettings, create_app
-from longembed.serving.overflow import CHARS_PER_TOKEN, COUNT_WHOLE_FACTOR
+from longembed.serving.overflow_planner import CHARS_PER_TOKEN, COUNT_WHOLE_FACTOR
 
 LT = 2 * LO
 KEY = "s3cret"
@@ -250,7 +250,7 @@ def test_the_413_of_a_huge_input_gives_a_bound_that_reads_as_one(encoder, tokeni
     assert bound <= len(tokenizer(huge[:scanned])["input_ids"]) <= len(tokenizer(huge)["input_ids"])
 
 
-def test_serve_has_one_overflow_flag_and_the_encoders_is_a_deprecated_alias(capsys) -> None:
+def test_serve_has_one_overflow_flag_and_the_encoders_is_not_one(capsys) -> None:
     parser = build_parser(["serve"])
     help_text = parser._subparsers._group_actions[0].choices["serve"].format_help()
     assert "--overflow" in help_text and "--on-overflow" not in help_text and "truncate_to_max" in help_text
@@ -260,10 +260,7 @@ def test_serve_has_one_overflow_flag_and_the_encoders_is_a_deprecated_alias(caps
 
     assert parse().overflow == "extend" and "on_overflow" not in encoder_options(parse())
     assert parse("--overflow", "truncate").overflow == "truncate"  # the server's: cut to Lo
-    assert parse("--on-overflow", "truncate").overflow == "truncate_to_max"  # the encoder's meaning: cut at Lt
-    warning = capsys.readouterr().err
-    assert "--on-overflow is deprecated" in warning and "--overflow truncate_to_max" in warning
-    assert parse("--on-overflow", "error").overflow == "extend"  # the encoder's "error": refuse above Lt
+    assert parse("--overflow", "truncate_to_max").overflow == "truncate_to_max"
     with pytest.raises(SystemExit) as exited:
-        parse("--overflow", "error", "--on-overflow", "truncate")
-    assert exited.value.code == 2 and "not allowed with argument --overflow" in capsys.readouterr().err
+        parse("--on-overflow", "truncate")  # the encoder's flag (its "truncate" cuts at Lt) is no serve flag
+    assert exited.value.code == 2 and "unrecognized arguments: --on-overflow" in capsys.readouterr().err

@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from longembed import load_encoder
 from longembed.serving import ServerSettings, create_app
-from longembed.serving.choices import OVERFLOW_POLICIES
+from longembed.serving.settings import OVERFLOW_POLICIES
 from longembed.serving.token_validation import CHUNK_FIELDS, EMBED_ALL_FIELDS, TOKENIZE_FIELDS
 from longembed.serving.validation import OPENAI_FIELDS, TEI_EMBED_FIELDS
 

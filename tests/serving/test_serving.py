@@ -558,7 +558,7 @@ def test_a_disconnected_clients_queued_work_is_cancelled(encoder) -> None:
 def test_planning_reads_a_bounded_prefix_of_a_huge_input(encoder) -> None:
     """A 4 MB input is planned from a few thousand tokens: refused under extend and error, cut under
     truncate exactly as the cut of the whole text would be."""
-    from longembed.serving.overflow import CHARS_PER_TOKEN, OverflowPlanner
+    from longembed.serving.overflow_planner import CHARS_PER_TOKEN, OverflowPlanner
 
     planner = OverflowPlanner(encoder)
     tokenized: list[int] = []

@@ -13,45 +13,7 @@ be within a margin of the best (non-inferiority, a lower bound simultaneous over
 ``commands`` (each strategy's configuration and commands), ``markdown``, ``plot``, ``write``, and
 ``advisor`` (``advise``).  Names are imported on first use, so the command line's ``--help`` reads only ``spec``.
 
-**advice.json** (``"format": "longembed-advice/2"``; :class:`longembed.results.advice.Advice`, key for
-key), what other tools read::
-
-    {
-      "format": "longembed-advice/2",
-      "recommended": "naive-chunks",            # the strategy to use (= recommendation.choice)
-      "margin": 2.0,                            # points of the score a cheaper strategy may lose
-      "model": "...", "position_scheme": "ape", "pooling": "mean", "original_length": 512,
-      "max_length": 4096, "tasks": ["mine"],
-      "recommendation": {"best": "late-chunks+bm25", "choice": "naive-chunks", "margin": 2.0,
-                         "within": [...], "undecided": [...], "cost_order": "...",
-                         "reason": "the headline", "more_queries": "..."},
-      "strategies": [                           # every strategy, in the order advise ran them
-        {"name": "naive-chunks", "description": "...", "kind": "dense",   # or "bm25", "hybrid"
-         "run": "runs/naive-chunks", "score": 96.6, "interval": {"estimate", "low", "high", ...},
-         "config": {                            # exactly its `longembed eval` options, keyed as the flags
-           "model": "default", "method": "truncate", "max_length": 512,
-           "granularity": "chunks",             # or "document"
-           "chunking": "tokens:256", "late": false,          # null for "document"
-           "fuse": null, "fuse_method": null, "fuse_weight": null, "fuse_k": null,  # "bm25", "rrf", null, 60
-           ...                                  # any encoder option advise was given (prompts, dtype, ...),
-         },                                     # query_prompt / document_prompt / batch_size when set
-         "commands": {"eval": "longembed eval ...", "serve": "longembed serve ...",   # no serve for bm25
-                      "index": "longembed index SOURCE... --index DIR --from-advice advice.json --strategy NAME"},
-         "cost": {"encode_seconds_per_1k_tokens", "vectors_per_document", "dimensions", "index_bytes",
-                  "query_latency_ms", "index"},
-         "versus_best": null or {"difference": interval (95%), "bound": interval (simultaneous; low is the
-                                 bound the rule reads), "verdict": "within" | "worse" | "undecided",
-                                 "queries", "queries_needed", "level", "p_value", "p_method", "p_adjusted",
-                                 "significant"},
-         "method": "truncate", "max_length": 512, "granularity": {...}, "fusion": null, "hubs": {...}},
-        ...
-      ],
-      "estimate": {"strategies": [{"name", "seconds", "actual_seconds", "tokens_to_encode", ...}], ...},
-      "sampling": null or {...}, "measurement": {...}, "wall_time_s": ..., "created": "..."
-    }
-
-BM25's config is ``{"model": "bm25", "method": null, "max_length": null, "granularity": "document",
-...}``.  A hybrid's config is its dense strategy's plus ``fuse``/``fuse_method``/``fuse_k``.
+The advice.json it writes is described in the docs (Reference: advice.json).
 """
 
 from __future__ import annotations

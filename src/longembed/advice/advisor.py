@@ -47,7 +47,7 @@ from longembed.advice.strategies import Candidate, ContextualFacts, ModelFacts, 
 from longembed.advice.write import write_advice
 from longembed.encoder import load_encoder
 from longembed.errors import UserError
-from longembed.evaluation.cached_encoder import CachedEncoder
+from longembed.evaluation.cache import CachedEncoder
 from longembed.evaluation.encoders import EncoderFactory
 from longembed.evaluation.estimate import CostModel, longest_sequence, measure_cost_model
 from longembed.evaluation.runner import evaluate_model, plan_run

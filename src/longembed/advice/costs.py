@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from longembed.evaluation.cached_encoder import CachedEncoder
+from longembed.evaluation.cache import CachedEncoder
 from longembed.evaluation.scoring import Unit
 from longembed.results.advice import StrategyCost
 from longembed.retrieval.bm25 import BM25Model, index_bytes

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from longembed.advice.data import AdviceData, Selection
 from longembed.advice.strategies import Candidate
-from longembed.evaluation.cached_encoder import CachedEncoder
+from longembed.evaluation.cache import CachedEncoder
 from longembed.evaluation.estimate import CostModel, format_duration, text_seconds
 from longembed.results import Estimate
 from longembed.results.advice import AdviceEstimate, Sampling, StrategyEstimate

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from longembed.advice.markdown import advice_markdown
 from longembed.advice.plot import plot_advice
-from longembed.results import ADVICE_FILE, Advice, atomic_write_text
+from longembed.results import ADVICE_FILE, Advice
+from longembed.results.files import atomic_write_text
 
 ADVICE_MARKDOWN = "advice.md"
 ADVICE_PLOT = "advice.png"

@@ -23,7 +23,7 @@ from longembed.corpus.shards import TEXT_SUFFIXES, text_unit
 from longembed.encoder import load_encoder
 from longembed.errors import MissingFileError, OutputExistsError, UserError, UserFileError
 from longembed.inputs import unicode_problem
-from longembed.results import atomic_write_bytes, unwritable_folder
+from longembed.results.files import atomic_write_bytes, unwritable_folder
 from longembed.tasks.base import iter_jsonl
 from longembed.textfiles import read_utf8
 

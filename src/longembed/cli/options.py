@@ -16,7 +16,6 @@ import json
 import re
 import types
 import typing
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,8 +177,6 @@ def add_settings_arguments(
         flags = meta.get("flags") or ("--" + field.name.replace("_", "-"),)
         options = _flag_options(field, _base_type(hints[field.name]))
         group.add_argument(*flags, **options)
-        for old_flag in meta.get("deprecated_flags", ()):
-            _add_deprecated_alias(group, old_flag, flags[0], options)
 
 
 def _flag_options(field: dataclasses.Field, base: Any) -> dict[str, Any]:
@@ -211,27 +208,6 @@ def _flag_options(field: dataclasses.Field, base: Any) -> dict[str, Any]:
     if kwargs.get("required"):
         kwargs.pop("default")
     return kwargs
-
-
-class _DeprecatedFlag(argparse.Action):
-    """A flag's old name, hidden from ``--help``: it sets the same value as the new name and warns."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str, replacement: str, **kwargs: Any) -> None:
-        super().__init__(option_strings, dest, **kwargs)
-        self.replacement = replacement
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: str | None = None) -> None:
-        warnings.warn(f"{option_string} is deprecated and will be removed; use {self.replacement}",
-                      FutureWarning, stacklevel=1)
-        setattr(namespace, self.dest, values)
-
-
-def _add_deprecated_alias(group: Any, old_flag: str, new_flag: str, options: dict[str, Any]) -> None:
-    """``old_flag`` as a hidden alias of ``new_flag`` (a flag that takes one value)."""
-    kept = {key: options[key] for key in ("dest", "type", "choices", "metavar") if key in options}
-    group.add_argument(old_flag, action=_DeprecatedFlag, replacement=new_flag, default=argparse.SUPPRESS,
-                       help=argparse.SUPPRESS, **kept)
 
 
 def _add_switches(group: Any, field: dataclasses.Field) -> None:

@@ -9,8 +9,8 @@
 Every candidate is evaluated on --select-task only; the best one (ties: the least change from
 tau = 1) is then compared with tau = 1 on --score-tasks, which must not include the selection task.
 --report-all adds every candidate's scores on the scoring tasks, marked "not used for selection".
-Writes OUTPUT/sweep.json (``longembed.evaluation.sweep``), sweep.md and sweep.png
-(``longembed.report.sweep``), and prints the tables. Embeddings are cached (``--cache-dir``), so a rerun is fast.
+Writes OUTPUT/sweep.json (``longembed.evaluation.sweep_runner``), sweep.md and sweep.png
+(``longembed.report.sweep_report``), and prints the tables. Embeddings are cached (``--cache-dir``), so a rerun is fast.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from longembed.cli.model_defaults import resolve_method
 from longembed.cli.options import default_output, encoder_options, existing_folder, settings_from_args
 from longembed.errors import UserError
 from longembed.evaluation.runner import default_data_dir
-from longembed.evaluation.sweep import sweep_temperature
+from longembed.evaluation.sweep_runner import sweep_temperature
 from longembed.evaluation.sweep_spec import SweepSpec
-from longembed.report.sweep import sweep_tables, write_sweep_report
+from longembed.report.sweep_report import sweep_tables, write_sweep_report
 from longembed.results import SWEEP_FILE
 
 

@@ -42,14 +42,15 @@ from longembed.collapse.spectral import SIGMA_A_METHOD
 from longembed.config import check_temperature
 from longembed.encoder import load_encoder
 from longembed.errors import UserError, UserTypeError
-from longembed.evaluation.cached_encoder import CachedEncoder
+from longembed.evaluation.cache import CachedEncoder
 from longembed.evaluation.encoders import EncoderFactory
 from longembed.evaluation.estimate import fit_cost_model, format_duration, measure_cost_model
 from longembed.evaluation.provenance import library_versions
 from longembed.evaluation.runner import cached_encoder
 from longembed.evaluation.spec import EvalSpec
 from longembed.inputs import special_token_layout
-from longembed.results import COLLAPSE_FILE, BucketStats, CollapseResults, json_safe
+from longembed.results import COLLAPSE_FILE, BucketStats, CollapseResults
+from longembed.results.files import json_safe
 
 __all__ = ["DEFAULT_LENGTHS", "DEFAULT_SHORT_EDGES", "run_collapse"]
 

@@ -23,7 +23,7 @@ from longembed.corpus.shards import Shard, find_shards
 from longembed.corpus.unique_ids import check_unique_ids
 from longembed.corpus.writer import output_file, read_written, stray_outputs
 from longembed.errors import UserError, UserFileError
-from longembed.results import unwritable_folder
+from longembed.results.files import unwritable_folder
 
 logger = logging.getLogger(__name__)
 

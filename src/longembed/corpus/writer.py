@@ -27,7 +27,7 @@ import numpy as np
 from longembed.corpus.arrow import pa, pq, require_arrow
 from longembed.corpus.shards import Shard
 from longembed.errors import MissingFileError, UserError
-from longembed.results import atomic_write_bytes
+from longembed.results.files import atomic_write_bytes
 
 OUTPUT_FORMAT = "longembed-corpus-1"
 METADATA_KEY = b"longembed"

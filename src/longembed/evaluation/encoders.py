@@ -2,7 +2,7 @@
 
 ``longembed eval`` builds one encoder, the TempScale sweep one per (decay, reference) pair, the
 collapse measurement one for all its taus; all three build it here and wrap it in the same
-:class:`~longembed.evaluation.cached_encoder.CachedEncoder` the runner uses
+:class:`~longembed.evaluation.cache.CachedEncoder` the runner uses
 (:func:`~longembed.evaluation.runner.cached_encoder`), so every vector any of them computes is cached
 the same way.
 """

@@ -17,7 +17,7 @@ from typing import Any
 
 from longembed.chunking.spans import TokenChunking, parse_chunking
 from longembed.encoder_protocol import Encoder
-from longembed.evaluation.cached_encoder import CachedEncoder
+from longembed.evaluation.cache import CachedEncoder
 from longembed.results import Estimate, SideEstimate, UnitEstimate
 from longembed.tasks.base import WORDS_PER_TOKEN
 

@@ -1,6 +1,6 @@
 """Ranking and retrieval metrics (nDCG@k, MRR@k, recall@k, accuracy@1), equal to trec_eval's.
 
-:func:`rank` turns a (queries x documents) score matrix into ranked document ids; :func:`evaluate`
+:func:`rank` turns a (queries x documents) score matrix into ranked document ids; :func:`retrieval_metrics`
 scores rankings against graded relevance judgements. The definitions follow trec_eval (and so
 pytrec_eval and MTEB), which the tests check on random runs:
 
@@ -25,7 +25,6 @@ scores, so it cannot). NaN scores rank last.
 from __future__ import annotations
 
 import math
-import warnings
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -164,17 +163,6 @@ def retrieval_metrics(
         UserError: an empty qrels, or a ranking that lists a document twice.
     """
     return mean_metrics(per_query_metrics(qrels, ranking, k_values))
-
-
-def evaluate(
-    qrels: Mapping[str, Mapping[str, int]],
-    ranking: Mapping[str, Sequence[str]],
-    k_values: Sequence[int] = DEFAULT_K_VALUES,
-) -> dict[str, float]:
-    """Deprecated name of :func:`retrieval_metrics` (it read like :func:`~longembed.evaluation.evaluate_model`)."""
-    warnings.warn("longembed.evaluation.evaluate is deprecated: use retrieval_metrics (same arguments)",
-                  DeprecationWarning, stacklevel=2)
-    return retrieval_metrics(qrels, ranking, k_values)
 
 
 def mean_metrics(per_query: Mapping[str, Mapping[str, float]]) -> dict[str, float]:

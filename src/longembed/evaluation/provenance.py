@@ -20,7 +20,7 @@ import transformers
 
 import longembed
 from longembed.encoder_protocol import EncoderMetadata
-from longembed.evaluation.cache import CACHE_FORMAT
+from longembed.evaluation.cache.storage import CACHE_FORMAT
 from longembed.retrieval.model_files import hash_file, model_folder, model_identity  # noqa: F401 (their old home)
 
 #: EncoderConfig fields that never change a vector: ``model`` (the folder's *content* is in the

@@ -12,11 +12,11 @@ What one run does, and where each step lives:
    skipped, not fatal: its message is kept under ``skipped`` and the average says what it covers.
 2. **Estimate** (:mod:`.estimate`): count documents, queries, tokens and cache hits, time a warm-up,
    and print the estimate before the long part starts.
-3. **Encode** (:mod:`.cached_encoder`): queries with the query prompt, documents with the document
+3. **Encode** (:mod:`.cache`): queries with the query prompt, documents with the document
    prompt (the model's "query" and "document"/"passage" prompts by default), each side with its own
    TempScale tau; unit vectors; chunks written to the cache as they finish.
 4. **Score** (:mod:`.scoring`): cosine similarity, then nDCG@k, MRR@k, recall@k and accuracy@1.
-5. **Record** (:class:`~longembed.results.RunFolder`): ``<output_dir>/results.json``, rewritten after
+5. **Record** (:class:`~longembed.results.files.RunFolder`): ``<output_dir>/results.json``, rewritten after
    every task (``complete`` only at the end), never replacing a finished results.json with an
    unfinished one.
 
@@ -37,7 +37,7 @@ from typing import Any
 
 from longembed.encoder_protocol import Encoder, TextScorer
 from longembed.errors import UserError
-from longembed.evaluation.cached_encoder import CachedEncoder, chunk_keys, chunk_quantity
+from longembed.evaluation.cache.wrapper import CachedEncoder, chunk_keys, chunk_quantity
 from longembed.evaluation.estimate import SideToEncode, estimate_cost
 from longembed.evaluation.provenance import (
     encoder_device,
@@ -58,7 +58,8 @@ from longembed.evaluation.scoring import (
 )
 from longembed.evaluation.spec import EvalSpec
 from longembed.evaluation.task_options import SyntheticOptions
-from longembed.results import RunConfig, RunFolder, RunResults
+from longembed.results import RunConfig, RunResults
+from longembed.results.files import RunFolder
 from longembed.retrieval.strategy import BM25, Strategy
 from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS, Task, get_task
 from longembed.tasks.subsample import SubsampledTask

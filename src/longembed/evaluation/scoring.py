@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from longembed.encoder_protocol import TextScorer
-from longembed.evaluation.cached_encoder import CachedEncoder
-from longembed.evaluation.cached_encoding import CachedEncoding
+from longembed.evaluation.cache import CachedEncoder
+from longembed.evaluation.cache.wrapper import CachedEncoding
 from longembed.evaluation.metrics import (
     DEFAULT_K_VALUES,
     mean_metrics,

@@ -114,8 +114,7 @@ class EvalSpec:
         "(reuse vectors across code edits you know do not change them)", flags=("--cache-ignore-code",), negate=True,
     )
     chunk_size: int = option(64, "texts encoded between two writes of the embedding cache (default 64; a killed "
-                             "run loses at most that many)", flags=("--cache-write-every",), metavar="N",
-                             deprecated_flags=("--chunk-size",))
+                             "run loses at most that many)", flags=("--cache-write-every",), metavar="N")
     estimate: bool = option(True, "skip the warm-up that times the encoder (counts are still printed)",
                             flags=("--no-estimate",), negate=True)
     dry_run: bool = option(False, "print the plan and the cost estimate, then stop (nothing encoded or written)")

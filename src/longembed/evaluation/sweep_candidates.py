@@ -30,7 +30,7 @@ DEFAULT_REFERENCE = 512  # EncoderConfig.temperature_reference's default
 
 # --------------------------------------------------------------------------- candidates
 @dataclass(frozen=True)
-class Candidate:
+class TemperatureCandidate:
     """One TempScale setting: a tau per side and an optional length decay (reference None if no decay)."""
 
     query_temperature: float = 1.0
@@ -39,7 +39,7 @@ class Candidate:
     temperature_reference: int | None = None
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, Any]) -> Candidate:
+    def from_settings(cls, settings: Mapping[str, Any]) -> TemperatureCandidate:
         """Parse a settings dict (keys: :data:`CANDIDATE_KEYS`); unknown keys and bad values raise.
 
         ``temperature`` sets both sides; ``query_temperature``/``document_temperature`` override it
@@ -113,7 +113,7 @@ class Candidate:
         return (self.temperature_decay > 0, round(deviation, 9), self.temperature_decay)
 
 
-BASELINE = Candidate()
+BASELINE = TemperatureCandidate()
 
 
 def _num(value: float) -> str:
@@ -122,16 +122,16 @@ def _num(value: float) -> str:
 
 
 def parse_candidates(
-    candidates: Sequence[Mapping[str, Any] | Candidate], include_baseline: bool = True
-) -> list[tuple[Candidate, str]]:
+    candidates: Sequence[Mapping[str, Any] | TemperatureCandidate], include_baseline: bool = True
+) -> list[tuple[TemperatureCandidate, str]]:
     """Candidates in the given order, duplicates dropped, with the baseline added first if missing.
 
     Returns (candidate, source) pairs; source is "given" or "baseline (added)".
     """
-    out: list[tuple[Candidate, str]] = []
-    seen: set[Candidate] = set()
+    out: list[tuple[TemperatureCandidate, str]] = []
+    seen: set[TemperatureCandidate] = set()
     for item in candidates:
-        candidate = item if isinstance(item, Candidate) else Candidate.from_settings(item)
+        candidate = item if isinstance(item, TemperatureCandidate) else TemperatureCandidate.from_settings(item)
         if candidate not in seen:
             seen.add(candidate)
             out.append((candidate, "given"))
@@ -143,12 +143,12 @@ def parse_candidates(
 
 
 def choose(
-    scores: Sequence[tuple[Candidate, float]], tie_tolerance: float = 0.0
-) -> tuple[Candidate, list[Candidate]]:
+    scores: Sequence[tuple[TemperatureCandidate, float]], tie_tolerance: float = 0.0
+) -> tuple[TemperatureCandidate, list[TemperatureCandidate]]:
     """The selected candidate and the candidates tied with the best score.
 
     The best selection score wins; candidates within ``tie_tolerance`` points of it are tied, and the
-    tie goes to the least change from the unmodified model (:meth:`Candidate.change`), then to the
+    tie goes to the least change from the unmodified model (:meth:`TemperatureCandidate.change`), then to the
     earliest given. So a temperature is only adopted when it beats "no change" on the selection task.
     """
     if not scores:

@@ -58,7 +58,7 @@ def _tau_list(default: Any, help: str, **flag: Any) -> Any:
 class SweepSpec:
     """The options of one sweep (``sweep_temperature(model, spec)``; see its docstring).
 
-    ``candidates`` (settings dicts or Candidate objects) when given, else the grid of
+    ``candidates`` (settings dicts or TemperatureCandidate objects) when given, else the grid of
     ``temperatures`` x per-side taus x ``decays`` (:func:`build_candidates`), as the CLI builds it.
     """
 

@@ -1,7 +1,6 @@
-"""The options a run gives the generated tasks, passkey and needle: how many queries per length
-(``--queries-per-length``), which documents a query ranks (``--candidates``: all of the set's, or its
-50-query block's), whose documents make the haystack (``--haystack``) and whether the needle
-documents of a length share one haystack or each get their own (``--needle-haystacks``).
+"""The options a run gives the generated tasks, passkey and needle, checked and recorded: how many queries
+per length (``--queries-per-length``), which documents a query ranks (``--candidates``: the set's or its
+50-query block's), the haystack (``--haystack``) and whether needles share it (``--needle-haystacks``).
 
 They apply to the tasks that take them only (passkey and needle; needle alone for the needle
 haystacks): asked for in a run without such a task, they are an error rather than silently ignored.

@@ -1,50 +1,8 @@
 """JinaBERT: the encoder of Jina Embeddings v2 (Günther et al., 2023, section 4.1), in one file.
 
-A BERT with three changes, each named as in the paper:
-
-- **ALiBi** instead of position embeddings: every attention head adds -m_h * |i - j| to its
-  logits (symmetric, bidirectional; slopes in ``longembed.extension.alibi``).  Trained at 512
-  tokens, used at 8192: nothing in the model depends on a maximum length.
-- **GEGLU** feed-forward (GLU with GELU; ReGLU for the large model): one bias-free projection
-  hidden -> 2 * intermediate, GELU on the first half times the second half, then back.
-  Jina's remote code also keeps BERT's own feed-forward, ``feed_forward_type="original"``
-  (dense -> ``hidden_act`` -> dense), which a BERT retrofitted with ALiBi uses (``longembed retrofit``).
-- **Post-LN**: LayerNorm(x + sublayer(x)) after attention and after the feed-forward, as in BERT.
-
-Embeddings are mean-pooled outside the model (paper section 5); ``JinaBertModel`` returns the
-token states only.
-
-Parameter names follow the released checkpoints (jina-embeddings-v2-small/base-*), which were
-saved by Jina's remote code ``jinaai/jina-bert-implementation/modeling_bert.py`` (the same names
-are read by TEI's ``backends/candle/src/models/jina.rs`` and candle's ``models/jina_bert.rs``):
-
-    embeddings.{word_embeddings, token_type_embeddings, LayerNorm}
-    encoder.layer.N.attention.self.{query, key, value}
-    encoder.layer.N.attention.output.{dense, LayerNorm}
-    encoder.layer.N.mlp.{gated_layers (no bias), wo, layernorm}      geglu / reglu
-    encoder.layer.N.intermediate.dense, encoder.layer.N.output.{dense, LayerNorm}      original (BERT's)
-
-A released folder (config.json with ``"model_type": "bert"``, ``"position_embedding_type":
-"alibi"``) loads with ``JinaBertModel.from_pretrained(folder)``, no remote code needed.
-
-``JinaBertForMaskedLM`` is the pre-training model (paper section 4.3): the encoder under ``bert.``
-and BERT's MLM head under ``cls.predictions``, as in Jina's remote code (whose classes are
-HF BERT's, renamed):
-
-    bert.embeddings...,  bert.encoder.layer.N...
-    cls.predictions.transform.{dense, LayerNorm}   dense -> act (config.hidden_act) -> LayerNorm
-    cls.predictions.decoder.{weight, bias}         tied: word_embeddings.weight, cls.predictions.bias
-    cls.predictions.bias
-
-``JinaBertModel.from_pretrained`` reads such a folder too (the prefix is stripped, the head ignored).
-
-Attention contract (relied on by longembed's encoder): each ``JinaBertSelfAttention`` has a
-buffer ``alibi_slopes`` (H,) and calls ``attention_interface(module, q, k, v, mask, scaling=...,
-dropout=..., **kwargs)`` with q, k, v of shape (B, H, n, head_dim) and a padding-only mask.  For
-``config._attn_implementation`` "eager" and "sdpa" the interface is this file's own functions,
-which add the ALiBi bias themselves; any other name is looked up in ``ALL_ATTENTION_FUNCTIONS``
-and that function must add the bias from ``module.alibi_slopes`` (``kwargs`` such as
-``longembed_plan=`` are passed through unchanged).
+A BERT with ALiBi instead of position embeddings, a GEGLU (or ReGLU, or BERT's) feed-forward and
+post-LN, under the released checkpoints' parameter names, and its MLM head (``JinaBertForMaskedLM``).
+The parameter layout and the attention contract longembed's encoder relies on: docs/architecture.md.
 """
 
 from __future__ import annotations

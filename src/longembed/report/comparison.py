@@ -12,7 +12,8 @@ from pathlib import Path
 
 from longembed.report.comparison_tables import comparison_markdown
 from longembed.report.forest_plot import plot_comparison
-from longembed.results import COMPARISON_FILE, Comparison, atomic_write_text
+from longembed.results import COMPARISON_FILE, Comparison
+from longembed.results.files import atomic_write_text
 
 COMPARISON_MARKDOWN = "comparison.md"
 COMPARISON_PLOT = "comparison.png"

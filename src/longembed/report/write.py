@@ -8,7 +8,7 @@ from pathlib import Path
 from longembed.errors import MissingFileError
 from longembed.report.labels import Run, unique_labels
 from longembed.report.plots import plot_length_heatmap, plot_length_lines, plot_task_bars
-from longembed.report.sweep import write_sweep_report
+from longembed.report.sweep_report import write_sweep_report
 from longembed.report.tables import by_length_tasks, markdown_report, task_columns
 from longembed.results import RESULTS_FILE, SWEEP_FILE, RunResults
 

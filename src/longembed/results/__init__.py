@@ -8,9 +8,8 @@ reader (``report``, ``sweep``, ``collapse``, your own notebook) loads them back 
     >>> RunResults.load("runs/minilm-pi-4k").tasks["passkey"].by_length
     >>> compare(["runs/minilm-truncate", "runs/minilm-pi-4k"]).pairs[0].differences  # paired, per query
 
-The file helpers (``atomic_write_text``, ``read_json``, ``RunFolder``, ...) stay importable from here
-for old code, but are not part of the public API (``__all__``): import them from
-``longembed.results.files``.
+The file helpers (``atomic_write_text``, ``read_json``, ``RunFolder``, ...) are not part of the public
+API: they live in ``longembed.results.files``.
 
 ``compare`` is imported here, not lazily: its module shares its name, and a lazy export would be
 shadowed by the module as soon as anything imported ``longembed.results.compare`` first.  Nothing on
@@ -21,15 +20,6 @@ from longembed.results.advice import ADVICE_FILE, Advice, StrategyCost, Strategy
 from longembed.results.collapse import COLLAPSE_FILE, BucketStats, CollapseResults
 from longembed.results.compare import compare
 from longembed.results.comparison import COMPARISON_FILE, Comparison
-from longembed.results.files import (  # noqa: F401 (importable, not in __all__)
-    RunFolder,
-    atomic_write_bytes,
-    atomic_write_text,
-    json_safe,
-    read_json,
-    unwritable_folder,
-    write_json,
-)
 from longembed.results.hubness import HUB_RULE, FirstRanked, first_ranked_summary, hub_line
 from longembed.results.pooled_runs import pool_runs
 from longembed.results.run_results import (
@@ -46,7 +36,7 @@ from longembed.results.run_results import (
     UnitEstimate,
     UnitResult,
 )
-from longembed.results.sweep import SWEEP_FILE, SweepResults
+from longembed.results.sweep_results import SWEEP_FILE, SweepResults
 
 __all__ = [
     "ADVICE_FILE",

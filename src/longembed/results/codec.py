@@ -3,7 +3,7 @@
     >>> data = to_data(run_results)             # dataclass -> dict, recursively
     >>> again = from_data(RunResults, data)     # dict -> dataclass, from its type hints
 
-Every result class (:mod:`longembed.results.run_results`, :mod:`longembed.results.sweep`) serialises through
+Every result class (:mod:`longembed.results.run_results`, :mod:`longembed.results.sweep_results`) serialises through
 these two functions instead of a hand-written ``to_dict`` / ``from_dict`` pair per class, in the manner
 of pydantic's ``model_dump`` / ``model_validate`` (which mteb uses) without the dependency:
 

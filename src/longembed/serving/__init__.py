@@ -3,7 +3,7 @@
 The web part needs the ``serving`` extra (``pip install "longembed[serving]"``: FastAPI, uvicorn,
 prometheus-client); without it this package still imports (the settings and the overflow policy
 need nothing), and :func:`require_serving_extra` says what to install.  :func:`create_app` builds the
-ASGI app for any encoder; :func:`build_server` wraps it in uvicorn.  The modules: ``overflow``
+ASGI app for any encoder; :func:`build_server` wraps it in uvicorn.  The modules: ``overflow_planner``
 (extend / truncate / error), ``batcher`` (dynamic batching under a token budget), ``metrics``
 (Prometheus), ``scheduling`` (which inputs run next: fair or fifo), ``throughput`` (measured
 tokens/s, for Retry-After), ``validation`` and ``token_validation`` (request checks and error shapes), ``service``
@@ -27,12 +27,11 @@ SERVING_PACKAGES = ("fastapi", "uvicorn", "prometheus_client")
 if TYPE_CHECKING:
     from longembed.serving.app import create_app
     from longembed.serving.batcher import DynamicBatcher
-    from longembed.serving.choices import OVERFLOW_POLICIES
-    from longembed.serving.overflow import OverflowPlanner
+    from longembed.serving.overflow_planner import OverflowPlanner
     from longembed.serving.search_route import add_search_routes, queued_query_vectors
     from longembed.serving.server import bound_port, build_server
     from longembed.serving.service import EmbeddingService
-    from longembed.serving.settings import ServerSettings
+    from longembed.serving.settings import OVERFLOW_POLICIES, ServerSettings
     from longembed.serving.validation import ApiError
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, __file__, also=("SERVING_PACKAGES", "require_serving_extra"))

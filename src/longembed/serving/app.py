@@ -7,11 +7,11 @@ by :mod:`longembed.serving.validation` and :mod:`longembed.serving.token_validat
 answers in its own error shape, OpenAI's or TEI's; a field a route does not read is a 400 naming it);
 the work is :mod:`longembed.serving.service` (plan, queue, count) and :mod:`longembed.serving.chunks`
 (late and naive chunks, token states, token lists); the bodies are :mod:`longembed.serving.responses`.
-Each input is tokenized once, when its request is planned (:mod:`longembed.serving.overflow`); the
+Each input is tokenized once, when its request is planned (:mod:`longembed.serving.overflow_planner`); the
 batcher queues those token ids.
 
 Extra request fields (the OpenAI client sends them with ``extra_body``): ``overflow`` (extend /
-truncate / error, see :mod:`longembed.serving.overflow`), ``prompt_name`` ("query", "document",
+truncate / error, see :mod:`longembed.serving.overflow_planner`), ``prompt_name`` ("query", "document",
 ... from the model's prompts) and ``late_chunking`` (Jina's convention: the ``input`` list is the
 consecutive chunks of one document, joined with nothing between them, so each chunk's span is its
 character range in the joined text; one vector per chunk from one pass over the document, and

@@ -33,7 +33,7 @@ from longembed.chunking.tokens import (
     window_inputs,
 )
 from longembed.inputs import OverflowPolicy, TokenizedInput, require_offsets
-from longembed.serving.overflow import PlannedInput, size_of
+from longembed.serving.overflow_planner import PlannedInput, size_of
 from longembed.serving.service import EmbeddingService
 from longembed.serving.token_validation import ChunkRequest, TokenizeRequest
 from longembed.serving.validation import ApiError, EmbedRequest

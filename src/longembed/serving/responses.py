@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 
 from longembed.chunking.tokens import TokenEmbeddings
 from longembed.serving.chunks import ChunkVectors
-from longembed.serving.overflow import PlannedInput
+from longembed.serving.overflow_planner import PlannedInput
 from longembed.serving.service import Embedded
 from longembed.serving.token_validation import ChunkRequest
 from longembed.serving.validation import EmbedRequest

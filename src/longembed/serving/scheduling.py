@@ -1,57 +1,8 @@
 """Which waiting inputs go into the next batch: the batcher's scheduling policies, pure functions.
 
-A policy sees the waiting requests (each with its inputs not yet started, in order) and the number of
-batches formed so far, and returns the inputs of the next batch, whose tokens never pass the budget
-(one input alone always fits: the server refuses inputs longer than ``max_batch_tokens``).  No clock,
-no threads: the tests drive them with plain data.
-
-``fifo`` (longembed's first policy, and TEI's order): the oldest waiting input first, then later
-inputs in arrival order while they fit.  Under a steady load of long requests a short one waits for
-the long inputs ahead of it whenever they fill the budget, and, in a batch with long ones, until the
-whole batch ends (issue 40 measured a median of 31 s for a one-line question beside 10 long clients).
-
-``fair`` (the default): shortest request first, with aging, and short inputs answered first.
-
-1. **Overdue lane.**  An input passed over by ``max_skips`` batches is overdue.  Overdue inputs come
-   first, oldest first, while they fit in ``overdue_share`` of the budget, and the oldest overdue
-   input is always taken.
-2. **Cheapest request first.**  The rest of the budget goes to requests in order of the tokens they
-   still have waiting (ties: the older first), each request's inputs in order; an input that does not
-   fit is skipped and smaller ones behind it still fill the room (as ``fifo`` does).
-3. **Short inputs answered first.**  The batcher runs a batch as model calls of at most
-   ``sub_batch_tokens`` padded tokens (the encoder's own length sub-batches under that smaller
-   budget: same padding rule), shortest first, and answers each as soon as it is done; ``fifo``
-   makes one call, which the encoder runs longest first, so a short input in a batch of long ones
-   was answered only when the whole batch ended.
-4. **Cheaper requests taken between calls** (:meth:`Fair.admit`).  Between two calls of a batch, the
-   requests that arrived meanwhile and are cheaper (tokens still waiting) than every request the
-   batch has left are run first, within one call's budget: they would have come first had they
-   arrived before the batch was formed.  At most one such call per gap, so a batch's own inputs are
-   delayed by at most as many admitted calls as it has gaps (bounded: nothing waits forever).
-
-Why a short request waits at most one model call plus its own encode (issue 40's goal, "one batch"
-being the longest unit of work that cannot be interrupted, a model call): a request cheaper than
-the work a running batch has left is taken at the next gap between its calls, or, after the last
-call, first in the next batch (the cheapest-first order, within ``1 - overdue_share`` of the budget
-after the overdue lane); either way it waits for the call running when it arrived (at most
-``sub_batch_tokens`` tokens), then runs.  Arriving during an admitted call, it waits that (short)
-call and the next one of the batch.  Before (one call per batch, or the whole batch's long
-sub-batches of up to ``max_batch_tokens``), it waited for the whole running batch: issue 40 measured
-p99 1.2-1.3 x the mean batch plus its own encode.
-
-Why nothing waits forever (the aging bound): once an input is overdue, every batch takes the oldest
-overdue input, and inputs that arrive later are younger, so they never come before it in the
-overdue lane.  An input with ``k`` inputs ahead of it when it arrived (queued before it, its own
-request's earlier inputs included) is therefore in a batch at most ``max_skips + k + 1`` batches
-after it arrived, however many cheaper requests keep coming
-(``tests/serving/test_scheduling.py`` checks this with a stream of short requests that alone would
-fill every batch).  Each batch holds at most ``max_batch_tokens`` tokens, plus at most one admitted
-call per gap between its calls, so the bound is in time too.
-
-What TEI's queue (``core/src/queue.rs``) contributed: a budget counted in tokens per batch, queue
-entries per input (not per request), entries whose client left dropped before they run.  Its order is
-strict arrival order and a batch stops at the first entry that does not fit; ``fifo`` keeps the
-arrival order but lets smaller inputs fill the room left.
+``fifo`` takes inputs in arrival order; ``fair`` (the default) takes the cheapest request first, with
+aging, so a short request waits about one model call and nothing waits forever.  How and why, with the
+bounds: docs/guides/serving.md ("How the schedulers choose the next batch").
 """
 
 from __future__ import annotations

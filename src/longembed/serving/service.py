@@ -30,10 +30,9 @@ from longembed.serving.batcher import (
     RequestTooLarge,
     ShuttingDown,
 )
-from longembed.serving.choices import OVERFLOW_POLICIES
 from longembed.serving.metrics import ServerMetrics
-from longembed.serving.overflow import InputTooLong, OverflowPlanner, PlannedInput, TooManyTokens
-from longembed.serving.settings import MATRYOSHKA_DIMENSIONS, ServerSettings
+from longembed.serving.overflow_planner import InputTooLong, OverflowPlanner, PlannedInput, TooManyTokens
+from longembed.serving.settings import MATRYOSHKA_DIMENSIONS, OVERFLOW_POLICIES, ServerSettings
 from longembed.serving.throughput import retry_after_seconds
 from longembed.serving.validation import ApiError, EmbedRequest, RequestValidator
 

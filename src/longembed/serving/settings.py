@@ -6,9 +6,11 @@ from dataclasses import dataclass
 
 from longembed.errors import UserError
 from longembed.flag_fields import flag_field
-from longembed.overflow import resolve_overflow
-from longembed.serving.choices import OVERFLOW_POLICIES
+from longembed.overflow import overflow_names, resolve_overflow
 from longembed.serving.scheduling import SCHEDULERS
+
+#: The server's overflow names (:mod:`longembed.overflow`): what happens to an input longer than Lo.
+OVERFLOW_POLICIES = overflow_names("server")
 
 #: Models trained with Matryoshka representation learning: the output sizes they support.
 MATRYOSHKA_DIMENSIONS = {"nomic-embed-text-v1.5": (768, 512, 256, 128, 64)}

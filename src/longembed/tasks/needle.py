@@ -1,58 +1,8 @@
 """Needle-in-a-haystack retrieval (LongEmbed section 3.2, Figures 3 and 7), built from the essays.
 
-Haystack (the data README's "Needle documents" recipe): the Paul Graham essays of
-``<data_dir>/paul_graham_essays/PaulGrahamEssays/*.txt`` are concatenated (no separator) starting with
-``rss.txt`` and ``goodtaste.txt``, as LongEmbed's documents do; newlines become spaces; the text is
-split on ``"."``, every piece is stripped and the pieces are re-joined with ``". "``. The result starts
-``"Aaron Swartz created a scraped feed of the essays page. November 2021(This essay is derived from a
-talk at the Cambridge Union. )When I was a kid, ..."`` exactly like LongEmbed's documents. Only the
-first two files of LongEmbed's order are known; the remaining essays follow in alphabetical order of
-file name (the documents of lengths >= 2048 reach past the first two essays, so their text after
-word ~1,130 differs from LongEmbed's).
-
-Documents, per evaluation length L (word budget B = 0.75 L):
-
-* one document per needle, from the first 100 needles of the file (all of them if it has fewer);
-  document i holds needle i;
-* every document is the same haystack prefix of ``B - M`` words, M = the word count of the longest
-  needle in use, with its needle inserted; so each document has at most B words and the needle is the
-  only difference between documents (LongEmbed's documents are likewise one fixed prefix plus a needle:
-  the character lengths of its documents vary by the same amount at every length);
-* the needle goes, on its own line (newline before and after, as in Figure 7 and in Kamradt's
-  original needle), at a uniformly random sentence boundary of the prefix;
-* 50 queries per length: the questions of a random subset of 50 of the 100 needles (with fewer than
-  50 needles, one question per needle);
-* ``haystacks="distinct"`` (:func:`distinct_documents`; ``longembed eval --needle-haystacks distinct``)
-  keeps the needles, queries, qrels and ids and replaces the shared prefix: document i of the n
-  documents (100, or 2N for N > 50 below) is the window of ``B - M`` words that starts at word
-  ``i * stride`` of the haystack (its words re-joined by single spaces), with
-  ``stride = (W - (B - M)) // (n - 1)`` for a haystack of W words, so that the windows are spread
-  evenly from its start to its end; its needle goes, on its own line, at a uniformly random sentence
-  boundary of its window, drawn from ``random.Random(f"longembed-needle-distinct:{seed}:{L}")`` in
-  document order.  Windows overlap when the haystack has fewer than about n (B - M) words (the
-  essays' 113,604 words give 100 disjoint windows up to L = 1024): every window starts at another
-  word, so no two documents have the same haystack, but neighbours share part of it.  The haystack must
-  hold n windows that start at distinct words, ``W >= (B - M) + n - 1``, else a ValueError; it is
-  never repeated to fill a window.  For N > 50 the queries stay nested but the documents do not: the
-  stride spreads the windows over all 2N documents, so every window moves.  LongEmbed's candidates
-  differ only by the needle; these differ in all their text, as real candidates do
-  (``benchmarks/needle_distinct_haystack.py``: models that find the needle among shared haystacks fall
-  to near chance).
-
-Queries per length (``queries_per_length=N``, :mod:`longembed.tasks.query_sets`): the sets above are
-the paper's, N = 50.  N > 50 needs 2N needles: needles 100 .. 2N-1 become the new documents, in pairs,
-one question of each pair asked, placed by ``random.Random(f"longembed-needle:{seed}:{L}:more")``;
-N < 50 takes the first N queries.  The packaged file holds 400 needles (N up to 200), none of the 300
-after the first 100 longer than the longest of those, so every N shares the 50-set's prefix.
-
-Haystack (``haystack=``, :mod:`longembed.tasks.haystack`): a user's documents replace the essays
-(no data folder needed); a length whose word budget they cannot fill is an error.
-
-The needles are not LongEmbed's (those are not public): ``tasks/data/needles.jsonl`` holds 400 new
-fact/question pairs; a user file with the fields ``fact`` and ``question`` may replace them.
-Determinism: each length draws from ``random.Random(f"longembed-needle:{seed}:{L}")`` (with distinct
-haystacks too: the queries are drawn as for the shared set, the windows' needle places from their own
-stream).
+Per length: one document per needle (a fact on its own line in a prefix of the Paul Graham essays, or in
+a window of its own with distinct haystacks) and 50 of the needles' questions.  The exact recipe:
+docs/reference/synthetic-tasks.md.
 """
 
 from __future__ import annotations

@@ -1,33 +1,7 @@
 """Personalized passkey retrieval (LongEmbed section 3.2, Figures 3 and 7), generated offline.
 
-Recipe, per evaluation length L (one of 256 ... 32768 tokens):
-
-* word budget B = L * 0.75 words; no document has more than B words (``str.split()``);
-* 100 candidate documents, shared by 50 queries (LongEmbed's footnote 4: candidates are shared
-  within a length to make evaluation 50x cheaper than the original per-query candidate sets);
-* every document belongs to one person (a unique full name) and holds that person's 5-digit pass key
-  in the key sentence ``"<name>'s pass key is <n>. Remember it. <n> is the pass key for <name>."``;
-* the rest of the document is the filler ``"The grass is green. The sky is blue. The sun is yellow.
-  Here we go. There and back again."`` repeated, sentence by sentence, as long as the document stays
-  within B words (all documents of a length therefore have the same filler length);
-* the key sentence sits at a uniformly random sentence boundary of the filler, on its own line
-  (a newline before and after it, as in Figure 7);
-* query: ``"What is the pass key for <name>?"``; its only relevant document is its person's; the other
-  50 documents hold other people and act as distractors.
-
-Determinism: each length draws from its own ``random.Random(f"longembed-passkey:{seed}:{L}")``, so a
-length's data does not depend on which other lengths were generated, nor on the order. Which 50 of
-the 100 people are queried is random, so relevance is unrelated to document-id order (this matters
-when a model gives several documents exactly the same score: ties are broken by document id).
-
-Queries per length (``queries_per_length=N``, :mod:`longembed.tasks.query_sets`): the sets above are
-the paper's, N = 50.  N > 50 adds 2(N - 50) new people (names and keys distinct from every other at
-that length; at most 1,250 queries: the 50 x 50 name pool) in pairs, one of each pair asked, drawn
-from ``random.Random(f"longembed-passkey:{seed}:{L}:more")``; N < 50 takes the first N queries.
-
-Haystack (``haystack=``, :mod:`longembed.tasks.haystack`): the filler is the start of the user's text
-(its first B - 16 words, 16 being the key sentence's), shared by every document of a length; the key
-sentence goes, on its own line, at a uniformly random sentence boundary of it.
+Per length: 100 people's documents of filler sentences, each hiding its person's 5-digit key on its own
+line, and 50 questions "What is the pass key for <name>?".  The exact recipe: docs/reference/synthetic-tasks.md.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""The hyperparameters of a contrastive run (position tuning, the Jina recipe's pairs and negatives).
+"""What the training configs share, the values their flags accept, and a contrastive run's hyperparameters.
 
-Plain data with no torch or transformers import, so that ``longembed tune --help`` shows the paper's
-defaults without loading the training stack (``longembed.training.contrastive`` runs them).
+Plain data with no torch or transformers import, so that the training commands' ``--help`` lists the
+choices and the paper's defaults without loading the training stack.
 """
 
 from __future__ import annotations
@@ -12,7 +12,19 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 from longembed.errors import UserError
-from longembed.training.choices import PRECISIONS
+
+#: Trainer precisions (fp16 needs CUDA).
+PRECISIONS = ("fp32", "bf16", "fp16")
+#: Extension methods whose new position rows ``longembed tune`` trains (LongEmbed Fig. 6a: PI > RP).
+TUNABLE_METHODS = ("pi", "rp")
+#: What ``longembed tune`` trains the new rows for (``training.tune_objectives``).
+TUNE_OBJECTIVES = ("contrastive", "distill", "both")
+#: The Jina v2 recipe's stages: MLM pre-training, pairs, hard negatives.
+STAGES = ("mlm", "pairs", "negatives")
+#: Benchmark-safe sources of training pairs (``training.data``).
+SOURCES = ("squad", "hotpotqa")
+#: What ``longembed retrofit`` can put in place of a BERT's position table (bidirectional ALiBi, Jina's slopes).
+RETROFIT_POSITIONS = ("alibi",)
 
 
 class FlatConfig:

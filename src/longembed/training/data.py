@@ -28,7 +28,7 @@ from longembed.tasks.base import iter_jsonl, read_json_file, require_fields
 from longembed.tasks.hotpotqa import FILENAME as HOTPOTQA_FILENAME
 from longembed.tasks.hotpotqa import SUBDIR as HOTPOTQA_SUBDIR
 from longembed.tasks.hotpotqa import read_hotpotqa, select_hotpotqa
-from longembed.training.choices import SOURCES
+from longembed.training.config import SOURCES
 
 SQUAD_FILE = "squad/dev-v2.0.json"
 HOTPOTQA_FILE = f"{HOTPOTQA_SUBDIR}/{HOTPOTQA_FILENAME}"

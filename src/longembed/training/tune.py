@@ -43,8 +43,7 @@ from longembed.extension.positions import AbsolutePositions
 from longembed.loading import ModelSource, resolve_device, resolve_model
 from longembed.permissions import weights_follow_umask
 from longembed.sentence_transformers_folder import is_sentence_transformers_folder
-from longembed.training.choices import TUNABLE_METHODS
-from longembed.training.config import ContrastiveConfig, default_tuning_config
+from longembed.training.config import TUNABLE_METHODS, ContrastiveConfig, default_tuning_config
 from longembed.training.contrastive import SentenceTransformer, require_training_extra, train_contrastive
 from longembed.training.data import SOURCES, TrainingPair, pairs_digest, training_pairs
 from longembed.training.positions import PoseDataCollator, freeze_all_but_new_rows

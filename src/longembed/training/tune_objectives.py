@@ -30,7 +30,7 @@ import torch
 from torch import nn
 
 from longembed.errors import UserError
-from longembed.training.choices import TUNE_OBJECTIVES
+from longembed.training.config import TUNE_OBJECTIVES
 from longembed.training.contrastive import SentenceTransformer, info_nce_loss
 
 try:  # the ``training`` extra (``contrastive.require_training_extra`` says what to install)

@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 
 from longembed.cli.options import CommandHandler, add_data_dir_argument
-from longembed.training.choices import PRECISIONS, RETROFIT_POSITIONS
+from longembed.training.config import PRECISIONS, RETROFIT_POSITIONS
 from longembed.training.retrofit.config import RetrofitConfig
 
 #: The defaults, shown in --help.

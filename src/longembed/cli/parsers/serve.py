@@ -3,19 +3,16 @@
 Only light imports here: ``longembed serve --help`` imports neither torch nor transformers.
 
 One flag per meaning: ``--overflow`` (the server's policy, the names of :mod:`longembed.overflow`) is
-the only overflow flag; the encoder's ``--on-overflow`` (where "truncate" cuts at Lt, not at Lo) is
-not a serve flag, only a hidden, deprecated alias that maps its names by their encoder meaning and
-says so.  Ports outside 0..65535 and blank API keys are argument errors (exit 2).
+the only overflow flag; the encoder's ``--on-overflow`` is not a serve flag.  Ports outside 0..65535
+and blank API keys are argument errors (exit 2).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from longembed.cli.options import CommandHandler, add_encoder_arguments, add_settings_arguments, help_epilog
-from longembed.overflow import overflow_names, resolve_overflow
 from longembed.serving.settings import ServerSettings
 
 #: Highest TCP port.
@@ -31,20 +28,6 @@ def port_number(text: str) -> int:
     if not 0 <= port <= MAX_PORT:
         raise argparse.ArgumentTypeError(f"a port is an integer in 0..{MAX_PORT} (0 picks a free one); got {port}")
     return port
-
-
-class DeprecatedOnOverflow(argparse.Action):
-    """``serve --on-overflow NAME``: the encoder's flag, read with the encoder's meaning of NAME
-    ("truncate" cuts at Lt: truncate_to_max; "error" refuses above Lt: extend) and stored as the
-    ``--overflow`` policy of that meaning, with a warning that names it."""
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, value: str,
-                 option_string: str | None = None) -> None:
-        policy = resolve_overflow(value, "encoder", "--on-overflow").name
-        print(f"longembed serve: warning: --on-overflow is deprecated for serve and will be removed; "
-              f"--on-overflow {value} means --overflow {policy} (serve's --overflow truncate cuts to the model's "
-              "window Lo instead)", file=sys.stderr)
-        setattr(namespace, self.dest, policy)
 
 
 def register_cli(subparsers: argparse._SubParsersAction) -> None:
@@ -69,10 +52,7 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     group = parser.add_argument_group("server")
     group.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine only)")
     group.add_argument("--port", type=port_number, default=8080, help="port (default: 8080; 0 picks a free one)")
-    overflow = group.add_mutually_exclusive_group()
-    add_settings_arguments(overflow, ServerSettings, only=("overflow",))
-    overflow.add_argument("--on-overflow", dest="overflow", choices=list(overflow_names("encoder")), action=DeprecatedOnOverflow,
-                          default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    add_settings_arguments(group, ServerSettings, only=("overflow",))
     auth = group.add_mutually_exclusive_group()
     add_settings_arguments(auth, ServerSettings, only=("api_key",))
     auth.add_argument("--no-auth", action="store_true",

@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 
 from longembed.cli.options import CommandHandler
-from longembed.training.choices import PRECISIONS, SOURCES, STAGES
+from longembed.training.config import PRECISIONS, SOURCES, STAGES
 from longembed.training.contextual.config import ContextualConfig
 
 CONTEXTUAL = ContextualConfig()

@@ -9,8 +9,13 @@ import argparse
 from pathlib import Path
 
 from longembed.cli.options import CommandHandler, add_data_dir_argument, parse_length
-from longembed.training.choices import PRECISIONS, SOURCES, TUNABLE_METHODS, TUNE_OBJECTIVES
-from longembed.training.config import default_tuning_config
+from longembed.training.config import (
+    PRECISIONS,
+    SOURCES,
+    TUNABLE_METHODS,
+    TUNE_OBJECTIVES,
+    default_tuning_config,
+)
 
 #: The paper's hyperparameters, shown as the flags' defaults.
 PAPER = default_tuning_config()

@@ -52,9 +52,6 @@ from longembed.extension.methods.native import Native
 from longembed.errors import UserError
 # isort: on
 
-#: The name this catalogue's entries had before they were classes (each has ``name``, ``schemes``, ``summary``).
-MethodInfo = ExtensionMethod
-
 
 def check_method(method: str, scheme: str) -> type[ExtensionMethod]:
     """The method's class, or a ValueError that names the methods this model does support."""
@@ -90,7 +87,7 @@ def method_names(**flags: bool) -> tuple[str, ...]:
 
 __all__ = [
     "ALIBI", "APE", "APPLY_MODES", "GP", "METHODS", "NTK", "NTK_VARIANTS", "OFFSET_POSITION_MODEL_TYPES", "PCW",
-    "PI", "POSITION_SCHEMES", "ROPE", "RP", "SCALE_MODES", "ExtensionMethod", "MethodInfo", "Native", "SelfExtend",
+    "PI", "POSITION_SCHEMES", "ROPE", "RP", "SCALE_MODES", "ExtensionMethod", "Native", "SelfExtend",
     "Truncate", "YaRN", "build_method", "check_method", "check_method_options", "detect_position_scheme",
     "method_names", "register",
 ]

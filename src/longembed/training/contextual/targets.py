@@ -19,7 +19,7 @@ from tqdm.auto import tqdm
 
 from longembed.encoder import LongContextEncoder
 from longembed.errors import UserFileError
-from longembed.evaluation.cache import canonical_json
+from longembed.evaluation.cache.storage import canonical_json
 from longembed.pooling import pool
 from longembed.results.files import atomic_write_bytes, read_json, write_json
 from longembed.training.contextual.batches import PlannedInputs

@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from longembed.errors import MissingFileError, UserError
-from longembed.training.choices import SOURCES, STAGES
-from longembed.training.config import ContrastiveConfig
+from longembed.training.config import SOURCES, STAGES, ContrastiveConfig
 from longembed.training.mlm.config import MLMConfig, MLMModelConfig
 
 DEFAULT_TOKENIZER = "default"

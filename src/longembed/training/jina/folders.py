@@ -47,12 +47,11 @@ def sentence_model(folder: Path | str, max_seq_length: int, device: str = "cpu")
     return SentenceTransformer(modules=[transformer, pooling], device=device)
 
 
-def write_sentence_transformers_files(folder: Path, device: str | None = None) -> None:
+def write_sentence_transformers_files(folder: Path) -> None:
     """Add sentence-transformers' files (modules.json, mean pooling, max_seq_length) beside a model
     folder's own (section 5: mean pooling), so that ``SentenceTransformer(folder)`` and ``load_encoder``
-    open it; the model's weights (with the MLM head), config and tokenizer are left as they are.
-    ``device`` is not used (no model is loaded to write them); it is kept for earlier callers.
-    """
+    open it; the model's weights (with the MLM head), config and tokenizer are left as they are (no
+    model is loaded to write them)."""
     config = json.loads((Path(folder) / "config.json").read_text())
     write_modules(folder, "mean", int(config["hidden_size"]))
     set_max_seq_length(folder, readable_length_of(Path(folder)))

@@ -16,7 +16,7 @@ from longembed.encoder_protocol import retrieval_prompts
 from longembed.errors import UserError
 from longembed.loading import ModelSource, resolve_device, resolve_model
 from longembed.models.jina_bert import JinaBertModel
-from longembed.training.choices import RETROFIT_POSITIONS
+from longembed.training.config import RETROFIT_POSITIONS
 from longembed.training.contrastive import require_training_extra
 from longembed.training.data import SOURCES, pairs_digest, training_pairs
 from longembed.training.retrofit.config import RetrofitConfig

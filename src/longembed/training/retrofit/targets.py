@@ -31,7 +31,7 @@ from tqdm.auto import tqdm
 from transformers import BertModel
 
 from longembed.errors import UserFileError
-from longembed.evaluation.cache import canonical_json
+from longembed.evaluation.cache.storage import canonical_json
 from longembed.evaluation.provenance import hash_file
 from longembed.results.files import atomic_write_bytes, write_json
 

@@ -1,9 +1,9 @@
 """A TempScale sweep as tables and a plot: ``sweep.md`` and ``sweep.png`` next to ``sweep.json``.
 
-    >>> from longembed.report.sweep import write_sweep_report
+    >>> from longembed.report.sweep_report import write_sweep_report
     >>> write_sweep_report("runs/sweep-minilm")          # reads runs/sweep-minilm/sweep.json
 
-The protocol itself (select on one task, score on the others) is ``longembed.evaluation.sweep``.
+The protocol itself (select on one task, score on the others) is ``longembed.evaluation.sweep_runner``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A TempScale sweep's results, typed: what ``longembed sweep`` writes to ``sweep.json``.
 
-The protocol (``longembed.evaluation.sweep``): every candidate tau is scored on one selection task,
+The protocol (``longembed.evaluation.sweep_runner``): every candidate tau is scored on one selection task,
 the best is chosen, and only then the baseline (tau = 1) and the chosen candidate are scored on the
 other tasks.  ``selection`` holds the first step, ``scoring`` the second, ``all_candidates`` (only
 with ``report_all``) every candidate on the scoring tasks, marked as not used for selection.

@@ -1,30 +1,7 @@
-"""On-disk embedding cache of the benchmark: a killed run resumes, a finished run reruns in seconds.
+"""The embedding cache on disk: namespaces of shards of content-named, atomically written part files.
 
-This module is the storage format; what one encode call does with it (look up, encode the missing
-texts in chunks, store them) is :mod:`longembed.evaluation.cached_encoding`.
-
-Layout (everything under one root, by default ``$LONGEMBED_CACHE_DIR`` or
-``~/.cache/longembed/embeddings``)::
-
-    <root>/<namespace>/fingerprint.json          what the namespace key was computed from
-    <root>/<namespace>/<shard>/part-<sha>.npz    keys (sha256 of each text), vectors, token counts
-
-* A **namespace** is the sha256 of a *fingerprint*: everything that decides the vector a text gets
-  (model content, the encoder settings that affect vectors, the prompt, the temperature, the code
-  and library versions; see :func:`longembed.evaluation.provenance.cache_fingerprint`).  Two runs that
-  would compute the same vectors share a namespace, whatever their output folders.
-* A **shard** is one task/length/side, e.g. ``passkey/4096/documents``: the unit the runner loads.
-* A vector is found by the sha256 of its text (after no transformation: the prompt is part of the
-  namespace), so a text's entry is valid whatever the order or the company it is evaluated in.
-
-Writes are atomic: a part is written to a temporary file in the same folder, flushed, fsynced and
-renamed with ``os.replace``; a process killed at any point leaves either the whole part or nothing.
-Part names are content hashes, so concurrent writers of the same shard cannot clobber each other, and
-a part whose content no longer matches its name (altered or damaged on disk) is not used.
-An entry is one vector per text, or, for chunked documents, a matrix of one vector per chunk (a
-part then also stores ``rows``: how many vectors each key has).
-When a shard is complete, :meth:`CacheNamespace.compact` merges its parts into one file so that a
-warm run opens one file per shard.
+The layout and its guarantees are described in the benchmark guide ("How the cache is stored"); what
+one encode call does with it is :class:`~longembed.evaluation.cache.CachedEncoder`'s.
 """
 
 from __future__ import annotations
@@ -91,7 +68,7 @@ class ShardEntries:
 
 
 class CacheNamespace:
-    """The cached vectors of one fingerprint, organised in shards (see the module docstring)."""
+    """The cached vectors of one fingerprint, organised in shards (one task/length/side each)."""
 
     def __init__(self, root: Path, fingerprint: dict[str, Any]):
         self.fingerprint = fingerprint

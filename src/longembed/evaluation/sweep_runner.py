@@ -1,6 +1,7 @@
-"""TempScale temperature sweep with honest model selection (length-collapse paper, sections 4 and 5.1).
+"""The TempScale sweep (length-collapse paper, sections 4 and 5.1): choose tau on one task, then score
+the choice against tau = 1 on the others, so the reported gain is not selection noise.
 
-    >>> from longembed.evaluation.sweep import sweep_temperature
+    >>> from longembed.evaluation.sweep_runner import sweep_temperature
     >>> sweep = sweep_temperature(
     ...     "default", method="pi", max_length=4096,
     ...     candidates=[{"temperature": t} for t in (1.0, 0.9, 0.8, 0.7, 0.5)],
@@ -8,34 +9,8 @@
     ...     data_dir="../shared/data", output_dir="runs/sweep-minilm-pi4k")
     >>> sweep["chosen"]["label"], sweep["scoring"]["average"]
 
-The paper "select[s] the optimal temperature tau for each model based on their performance across a
-single task" and reports the gain on the benchmark. Reported on the same tasks that picked tau, such a
-gain is partly selection noise (the best of several draws). This module keeps the two apart:
-
-1. **Select.** Every candidate is evaluated on ``select_task`` only; the best selection score wins.
-   Ties (within ``tie_tolerance`` points) go to the candidate that changes the model least: constant
-   temperatures before length-dependent ones, then the smallest ``|1 - tau_q| + |1 - tau_d|``, then the
-   smallest decay, then the order given. The baseline (tau = 1, no decay) is always a candidate, so
-   "change nothing" can win.
-2. **Score.** Only then are the baseline and the chosen candidate evaluated on ``score_tasks``, which
-   must not contain the selection task. The reported gain is chosen minus baseline on those tasks.
-3. Optionally (``report_all``) every candidate is also scored on the scoring tasks, for a full table
-   that is marked as *not used for selection* (picking from it would be selecting on the test tasks).
-
-A candidate is a settings dict: ``{"temperature": 0.9}`` (one tau for queries and documents),
-``{"query_temperature": 1.0, "document_temperature": 0.8}`` (separate taus, the paper's Appendix C.7,
-Figures 11 and 13), or a length-aware one ``{"temperature": 1.0, "temperature_decay": 0.5,
-"temperature_reference": 512}`` (tau(n) = tau x (log ref / log n) ** decay above ref tokens,
-:func:`longembed.extension.scaling.length_temperature`). Per-side taus are applied per call
-(``evaluate_model(query_temperature=..., document_temperature=...)``) with one shared encoder; only a
-new (decay, reference) pair builds another encoder (``load_encoder(..., temperature_decay=...)``).
-All runs go through the runner's embedding cache, so documents encoded at one tau are reused by every
-candidate that shares it, and a rerun of the sweep is fast.
-
-Written to ``output_dir``: ``sweep.json`` (a :class:`~longembed.results.SweepResults`) and one
-runner folder per run under ``select/<candidate>/`` and ``score/<candidate>/`` (each with its
-``results.json``).  Tables and the plot are the report's job: ``longembed.report.write_sweep_report``
-(``longembed sweep`` and ``longembed report SWEEP_DIR`` write ``sweep.md`` and ``sweep.png``).
+The protocol, the candidates (:mod:`.sweep_candidates`) and what is written: docs/guides/benchmark.md
+("The TempScale sweep").  Tables and the plot are :mod:`longembed.report.sweep_report`'s.
 """
 
 from __future__ import annotations
@@ -50,15 +25,15 @@ from typing import Any
 
 from longembed.encoder import load_encoder
 from longembed.errors import UserError
-from longembed.evaluation.cached_encoder import CachedEncoder
+from longembed.evaluation.cache import CachedEncoder
 from longembed.evaluation.encoders import EncoderFactory
 from longembed.evaluation.provenance import library_versions
 from longembed.evaluation.runner import cached_encoder, evaluate_model, resolve_lengths, resolve_tasks
 from longembed.evaluation.spec import EvalSpec
-from longembed.evaluation.sweep_candidates import BASELINE, Candidate, choose, parse_candidates
+from longembed.evaluation.sweep_candidates import BASELINE, TemperatureCandidate, choose, parse_candidates
 from longembed.evaluation.sweep_spec import SweepSpec
 from longembed.results import RunConfig, RunResults, SweepResults
-from longembed.results.sweep import (
+from longembed.results.sweep_results import (
     SWEEP_FILE,
     AllCandidates,
     CandidateRow,
@@ -92,7 +67,7 @@ class _EncoderPool:
         self.pinned: tuple[tuple[float, int], CachedEncoder] | None = None
         self.slot: tuple[tuple[float, int], CachedEncoder] | None = None
 
-    def get(self, candidate: Candidate) -> CachedEncoder:
+    def get(self, candidate: TemperatureCandidate) -> CachedEncoder:
         key = candidate.encoder_key
         if key is None:
             if self.base is None:
@@ -105,7 +80,7 @@ class _EncoderPool:
         self.slot = (key, cached_encoder(self.factory(**candidate.encoder_options()), self.spec))
         return self.slot[1]
 
-    def pin(self, candidate: Candidate) -> None:
+    def pin(self, candidate: TemperatureCandidate) -> None:
         """Keep ``candidate``'s encoder (the best so far) alive; release the previously pinned one."""
         key = candidate.encoder_key
         if key is None:
@@ -148,7 +123,7 @@ class SweepPlan:
     select: Task
     score: list[Task]
     lengths: list[int]
-    candidates: list[tuple[Candidate, str]]
+    candidates: list[tuple[TemperatureCandidate, str]]
     data_path: Path | None
     out: Path | None
     say: Callable[[str], None]
@@ -161,7 +136,7 @@ class SweepPlan:
     def score_names(self) -> list[str]:
         return [t.metadata.name for t in self.score]
 
-    def run(self, candidate: Candidate, tasks: list[Task], phase: str) -> RunResults:
+    def run(self, candidate: TemperatureCandidate, tasks: list[Task], phase: str) -> RunResults:
         """One candidate on ``tasks`` through the runner, into ``<out>/<phase>/<candidate>``."""
         self.say(f"[sweep] {phase}: {candidate.label} on {', '.join(t.metadata.name for t in tasks)}")
         spec = self.spec
@@ -193,7 +168,7 @@ def sweep_temperature(
                  candidates set them (and temperature_reference, which is dropped here).
     spec:        a :class:`~longembed.evaluation.sweep_spec.SweepSpec`; its fields may also be given as
                  keyword arguments (which replace the spec's):
-    candidates:  settings dicts (see the module docstring) or :class:`Candidate` objects; duplicates
+    candidates:  settings dicts (see the module docstring) or :class:`TemperatureCandidate` objects; duplicates
                  are dropped and the baseline (tau = 1, no decay) is added if absent (unless
                  ``include_baseline`` is False).
     select_task: the one task tau is chosen on (name or Task object).
@@ -293,13 +268,13 @@ class SelectionOutcome:
     """Step 1's result: every candidate's score on the selection task, the chosen one and the ties."""
 
     main_score: str
-    scores: list[tuple[Candidate, float]]
-    chosen: Candidate
-    tied: list[Candidate]
+    scores: list[tuple[TemperatureCandidate, float]]
+    chosen: TemperatureCandidate
+    tied: list[TemperatureCandidate]
     order: list[int]
 
     @property
-    def score_of(self) -> dict[Candidate, float]:
+    def score_of(self) -> dict[TemperatureCandidate, float]:
         return dict(self.scores)
 
 
@@ -307,7 +282,7 @@ def run_selection(plan: SweepPlan) -> SelectionOutcome:
     """Every candidate on the selection task only (grouped by encoder: each built once)."""
     name, parsed = plan.select_name, plan.candidates
     order = sorted(range(len(parsed)), key=lambda i: _group_rank(parsed, i))
-    runs: dict[Candidate, RunResults] = {}
+    runs: dict[TemperatureCandidate, RunResults] = {}
     for i in order:
         candidate = parsed[i][0]
         results = plan.run(candidate, [plan.select], "select")
@@ -324,20 +299,20 @@ def run_selection(plan: SweepPlan) -> SelectionOutcome:
     return SelectionOutcome(main_score, scores, chosen, tied, order)
 
 
-def run_scoring(plan: SweepPlan, chosen: Candidate) -> dict[Candidate, RunResults]:
+def run_scoring(plan: SweepPlan, chosen: TemperatureCandidate) -> dict[TemperatureCandidate, RunResults]:
     """The baseline and the chosen candidate on the scoring tasks (every candidate with report_all)."""
     order = sorted(range(len(plan.candidates)), key=lambda i: _group_rank(plan.candidates, i))
     to_score = [BASELINE, chosen]
     if plan.spec.report_all:
         to_score += [plan.candidates[i][0] for i in order]
-    runs: dict[Candidate, RunResults] = {}
+    runs: dict[TemperatureCandidate, RunResults] = {}
     for candidate in to_score:
         if candidate not in runs:
             runs[candidate] = plan.run(candidate, plan.score, "score")
     return runs
 
 
-def _comparisons(plan: SweepPlan, runs: dict[Candidate, RunResults], chosen: Candidate) -> dict[str, TaskComparison]:
+def _comparisons(plan: SweepPlan, runs: dict[TemperatureCandidate, RunResults], chosen: TemperatureCandidate) -> dict[str, TaskComparison]:
     """Baseline vs chosen on every scoring task both ran."""
     baseline_results, chosen_results = runs[BASELINE], runs[chosen]
     per_task: dict[str, TaskComparison] = {}
@@ -358,7 +333,7 @@ def _comparisons(plan: SweepPlan, runs: dict[Candidate, RunResults], chosen: Can
 
 
 def _all_candidates(
-    plan: SweepPlan, runs: dict[Candidate, RunResults], selection: SelectionOutcome, ran: list[str]
+    plan: SweepPlan, runs: dict[TemperatureCandidate, RunResults], selection: SelectionOutcome, ran: list[str]
 ) -> AllCandidates | None:
     """Every candidate on the scoring tasks (report_all only), marked as not used for selection."""
     if not plan.spec.report_all:
@@ -379,7 +354,7 @@ def _all_candidates(
 
 
 def sweep_results(
-    plan: SweepPlan, selection: SelectionOutcome, runs: dict[Candidate, RunResults]
+    plan: SweepPlan, selection: SelectionOutcome, runs: dict[TemperatureCandidate, RunResults]
 ) -> SweepResults:
     """The sweep's record: protocol, configuration, candidates, selection, scoring."""
     chosen, score_of, out = selection.chosen, selection.score_of, plan.out
@@ -455,7 +430,7 @@ def _sweep_config(plan: SweepPlan, run_config: RunConfig) -> dict[str, Any]:
     }
 
 
-def _group_rank(parsed: Sequence[tuple[Candidate, str]], index: int) -> tuple[int, int]:
+def _group_rank(parsed: Sequence[tuple[TemperatureCandidate, str]], index: int) -> tuple[int, int]:
     """Sort key that groups candidates by encoder (shared encoder first), keeping the given order inside."""
     keys: list[tuple[float, int] | None] = []
     for candidate, _ in parsed:
