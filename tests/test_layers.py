@@ -4,7 +4,7 @@ core (config, loading, quantization, inputs, overflow, encoder, pooling, batchin
 the package plumbing: lazy exports, library-noise filters, file permissions, durable renames, UTF-8 text
 files, weight-file checks, dataclass fields that are flags) <- export; core <- tasks
 <- evaluation <- report / collapse / advice / training <- cli (training also builds on export); core <- serving
-(the HTTP server) <- cli; core <- integrations (mteb, LangChain adapters); core <- corpus (embedding corpora of shards, locally or on Ray) <- cli; ``results`` is plain data that every layer above core may use.
+(the HTTP server) <- cli; core <- integrations (mteb, LangChain adapters); core <- corpus (embedding corpora of shards, locally or on Ray) <- cli; ``results`` is plain data that every layer above core may use (its strategies are ``retrieval``'s).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ CORE = {
 ALLOWED = {
     "__init__": CORE,  # the package root exports the encoder API
     **{part: CORE for part in CORE},
-    "results": {"permissions", "errors"},
+    "results": {"permissions", "errors", "retrieval"},  # a run's and an advice's strategy is a retrieval.Strategy
     "tasks": CORE,
     "retrieval": CORE,
     "evaluation": CORE | {"tasks", "results", "retrieval"},

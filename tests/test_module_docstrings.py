@@ -12,17 +12,6 @@ import longembed
 ROOT = Path(longembed.__file__).resolve().parent
 #: Most lines of a module docstring's first paragraph.
 MAX_OPENING_LINES = 3
-#: Modules the lead is rewriting (strategy, fusion, ranking; issue 50, items 1 and 2), left out of this
-#: check until that rewrite is merged.  The lead empties this list after merging; a folder ends in "/".
-LEAD_REWRITE_EXCLUDED = (
-    "advice/",
-    "retrieval/",
-    "search/",
-    "evaluation/choices.py",
-    "evaluation/spec.py",
-    "evaluation/scoring.py",
-    "cli/parsers/index.py",
-)
 
 
 def opening_lines(source: str) -> int | None:
@@ -33,17 +22,10 @@ def opening_lines(source: str) -> int | None:
     return len(re.split(r"\n[ \t]*\n", docstring.strip(), maxsplit=1)[0].splitlines())
 
 
-def _excluded(relative: str) -> bool:
-    return any(relative.startswith(entry) if entry.endswith("/") else relative == entry
-               for entry in LEAD_REWRITE_EXCLUDED)
-
-
 def test_every_module_opens_with_at_most_three_lines() -> None:
     missing, long = [], []
     for path in sorted(ROOT.rglob("*.py")):
         relative = path.relative_to(ROOT).as_posix()
-        if _excluded(relative):
-            continue
         lines = opening_lines(path.read_text(encoding="utf-8"))
         if lines is None:
             missing.append(relative)
@@ -51,12 +33,6 @@ def test_every_module_opens_with_at_most_three_lines() -> None:
             long.append(f"{relative}: {lines} lines")
     assert not missing, f"modules without a docstring: {missing}"
     assert not long, f"module docstrings whose first paragraph has more than {MAX_OPENING_LINES} lines: {long}"
-
-
-def test_the_exclusions_name_existing_modules() -> None:
-    """A stale entry would hide nothing and mislead: each names a folder or a module that exists."""
-    for entry in LEAD_REWRITE_EXCLUDED:
-        assert (ROOT / entry).is_dir() if entry.endswith("/") else (ROOT / entry).is_file(), entry
 
 
 def test_the_opening_is_the_first_paragraph() -> None:

@@ -1,8 +1,6 @@
-"""``advice.md``: the headline (what to use and what it costs in points against the best), the table
-of strategies (score, difference from the best with its 95% interval and the simultaneous bound the
-rule reads, the verdict, costs), the commands that reproduce, serve and index the recommendation and
-every strategy, the plot, and how every number was obtained (data and any sampling, statistics, where
-costs were timed, the estimate against each run's actual time)."""
+"""``advice.md``: what to use and what it costs against the best, the table of strategies with their
+intervals, verdicts and costs, the commands that reproduce, serve and index each, the plot, and how
+every number was obtained (data, sampling, statistics, where costs were timed, the estimate's error)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""``advice.png``: one row per strategy (best score at the top), three panels sharing the rows: the
-score with its 95% interval, the encode cost (seconds per 1k tokens, log scale) and the index size
-(bytes, log scale).  The strategies' names are the rows' labels, so long names never overlap one
-another or a point (scatter labels did, and were clipped at the edges); the recommended row is bold
-and marked, the best is a star, and each score's colour is its verdict against the margin."""
+"""``advice.png``: one row per strategy, best at the top, with three panels sharing the rows: the score
+with its 95% interval, the encode cost and the index size (log scales).  Names label the rows (never
+clipped); the recommended row is bold, the best a star, each score coloured by its verdict."""
 
 from __future__ import annotations
 

@@ -1,0 +1,1 @@
+"""Retrieval shared by eval, advise, index and search: the strategy, the ranking pipeline, BM25, fusion."""

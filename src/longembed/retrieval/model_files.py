@@ -1,8 +1,6 @@
-"""Which model files a vector came from: each file's size and sha256 (the weights' by their first and
-last MiB).  The embedding cache keys on it (:mod:`longembed.evaluation.provenance`), and a search index
-records it, so that ``longembed search`` refuses to encode queries with another model than the one that
-encoded the documents.
-"""
+"""Which model files a vector came from (each file's size and sha256; the weights' by their first and
+last MiB): the embedding cache keys on it, and an index records it so that ``longembed search`` never
+encodes queries with another model than the one that encoded the documents."""
 
 from __future__ import annotations
 
