@@ -417,3 +417,17 @@ def test_token_states_report_their_stats_and_the_encoder_keeps_none(tiny_models)
     tokens, stats = encoder.encode_tokens([words(5), words(70, seed=13)], return_stats=True)
     assert len(tokens) == 2 and (stats.n_inputs, stats.n_sequences, stats.n_truncated) == (2, 4, 0)
     assert not hasattr(encoder, "last_stats") and not hasattr(encoder.runner, "last_stats")
+
+
+def test_a_truncation_warning_points_at_the_callers_line(tiny_models):
+    """However deep in the encoder the cut is made (encode_query -> encode -> the runner), its warning
+    names the line that called the encoder, as does a direct call of the runner (the server's way)."""
+    encoder = encoder_for(tiny_models, "bert", "truncate")
+    long = [words(200, seed=1)]
+    calls = [encoder.encode, encoder.encode_query, encoder.encode_tokens,
+             lambda texts: encoder.encode_chunks(texts, "tokens:64", late=False),
+             lambda texts: encoder.runner.encode_tokenized(encoder.runner.tokenize(texts), RunOptions())]
+    for call in calls:
+        with pytest.warns(UserWarning, match="exceed max_length") as caught:
+            call(long)
+        assert [w.filename for w in caught] == [__file__]

@@ -52,8 +52,8 @@ ENCODER_MODULES = frozenset({__name__, "longembed.encoder"})
 class RunOptions:
     """How one call runs the model: texts per forward pass, padded tokens per batch (None: batch_size
     full-length inputs, capped at max(batch_size x Lo, 65,536)), the TempScale tau of this call (None: the
-    configured one) and a progress bar.  The one place these arguments are checked: the encoder's methods make one, the
-    runner's entry points take it."""
+    configured one) and a progress bar.  The one place these arguments are checked: the encoder's methods
+    make one, the runner's entry points take it."""
 
     batch_size: int = 32
     max_tokens_per_batch: int | None = None
