@@ -82,7 +82,7 @@ def main() -> None:
                 encoder.encode([text])
                 times.append(time.perf_counter() - start)
             seconds, peak = statistics.median(times), statistics.median(peaks)
-            flops = forward_flops(encoder.model_config, n)
+            flops = forward_flops(encoder.runner.model_config, n)
             row = {"model": name, "method": method, "tokens": n, "seconds": round(seconds, 3),
                    "gflops": round(flops / 1e9, 1), "achieved_gflops_s": round(flops / seconds / 1e9, 1),
                    "peak_gflops_s": round(peak / 1e9, 1), "utilisation": round(flops / seconds / peak, 3)}

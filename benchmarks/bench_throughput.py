@@ -116,11 +116,11 @@ def compare_with_sentence_transformers(args: argparse.Namespace) -> None:
 def naive_encode(encoder: LongContextEncoder, docs: list[str], batch: int) -> np.ndarray:
     """Fixed-size batches in input order, each padded to its longest input: the encoder's own
     forward, without its sorting and length batching."""
-    prepared = encoder._prepare(docs, None, None)
+    prepared = encoder.runner.prepare(encoder.runner.tokenize(docs))
     out = []
     with torch.inference_mode():
         for start in range(0, len(prepared.sequences), batch):
-            pooled = encoder._forward(prepared.sequences[start : start + batch])
+            pooled = encoder.runner._pooled(prepared.sequences[start : start + batch])
             out.append(torch.nn.functional.normalize(pooled.float(), dim=-1) if encoder.normalize else pooled.float())
     return torch.cat(out).numpy()
 

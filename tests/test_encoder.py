@@ -14,6 +14,7 @@ from transformers import AutoTokenizer
 
 from longembed import load_encoder
 from longembed.loading import load_transformer
+from longembed.model_runner import RunOptions
 from longembed.pooling import pool
 
 METHODS_BY_FAMILY = {
@@ -105,7 +106,7 @@ def test_blocked_attention_equals_unblocked(tiny_models, family):
     encoder = encoder_for(tiny_models, family, method)
     texts = [words(120, seed=10), words(40, seed=11)]
     full = encoder.encode(texts)
-    encoder.max_score_elements = 64  # forces blocks of a single query row
+    encoder.runner.max_score_elements = 64  # forces blocks of a single query row
     np.testing.assert_allclose(encoder.encode(texts), full, atol=1e-5, rtol=0)
 
 
@@ -139,7 +140,7 @@ def test_pcw_is_the_mean_of_end_aligned_token_windows(tiny_models):
     spans = [(0, room), (room, 2 * room), (len(ids) - room, len(ids))]
     windows = [[cls, *ids[a:b], sep] for a, b in spans]
     with torch.no_grad():
-        expected = torch.stack([plain._forward([w])[0] for w in windows]).mean(0).numpy()
+        expected = torch.stack([plain.runner._pooled([w])[0] for w in windows]).mean(0).numpy()
     got, stats = encoder.encode([text], normalize_embeddings=False, return_stats=True)
     np.testing.assert_allclose(got[0], expected, atol=1e-5)
     assert stats.n_sequences == 3
@@ -156,7 +157,7 @@ def test_overflow_is_reported_or_rejected(tiny_models):
     ids = encoder.tokenizer(texts[1])["input_ids"]
     kept = ids[: LO - 1] + ids[-1:]
     with torch.no_grad():
-        np.testing.assert_allclose(out[1], encoder._forward([kept])[0].numpy(), atol=1e-6)
+        np.testing.assert_allclose(out[1], encoder.runner._pooled([kept])[0].numpy(), atol=1e-6)
     strict = encoder_for(tiny_models, "bert", "truncate", on_overflow="error")
     with pytest.raises(ValueError, match="exceed max_length"):
         strict.encode(texts)
@@ -261,8 +262,8 @@ def test_default_batches_hold_batch_size_full_length_inputs(tiny_models, monkeyp
     """Uniform long inputs are not split into batches of one (memory is linear in tokens)."""
     encoder = encoder_for(tiny_models, "bert", "pi")
     sizes = []
-    forward = encoder._forward
-    monkeypatch.setattr(encoder, "_forward", lambda seqs, **kw: sizes.append(len(seqs)) or forward(seqs, **kw))
+    forward = encoder.runner._pooled
+    monkeypatch.setattr(encoder.runner, "_pooled", lambda seqs, **kw: sizes.append(len(seqs)) or forward(seqs, **kw))
     encoder.encode([words(110, seed=i) for i in range(10)], batch_size=4)
     assert sizes == [4, 4, 2]
     sizes.clear()
@@ -367,19 +368,19 @@ def test_token_states_runs_id_sequences_as_they_are(tiny_models):
     enc = load_encoder(folder, "pi", max_length=2 * LO)
     tokenizer = AutoTokenizer.from_pretrained(folder)
     sequences = [tokenizer(words(n, seed=n))["input_ids"] for n in (5, 2 * LO - 2, 20)]
-    got = enc.token_states(sequences, max_tokens_per_batch=2 * LO)
+    got = enc.runner.token_states(sequences, RunOptions(max_tokens_per_batch=2 * LO))
     model = AutoModel.from_pretrained(folder).eval()
     for ids, states in zip(sequences[::2], got[::2], strict=True):  # within Lo: the plain model is the reference
         with torch.no_grad():
             reference = model(input_ids=torch.tensor([ids])).last_hidden_state[0].numpy()
         assert states.dtype == np.float32 and states.shape == reference.shape
         np.testing.assert_allclose(states, reference, atol=1e-5)
-    alone = enc.token_states([sequences[1]])[0]  # past Lo: the extension method's states, batch-independent
+    alone = enc.runner.token_states([sequences[1]], RunOptions())[0]  # past Lo: the extension method's states, batch-independent
     np.testing.assert_allclose(got[1], alone, atol=1e-5)
     np.testing.assert_allclose(got[1], enc.encode(tokenizer.decode(sequences[1][1:-1]), output_value="token_embeddings"),
                                atol=1e-5)
     with pytest.raises(ValueError, match="more than one model input holds"):
-        enc.token_states([list(range(2 * LO + 1))])
+        enc.runner.token_states([list(range(2 * LO + 1))], RunOptions())
 
 
 def test_each_call_gets_its_own_stats_when_threads_share_an_encoder(tiny_models):
@@ -409,12 +410,24 @@ def test_each_call_gets_its_own_stats_when_threads_share_an_encoder(tiny_models)
         assert seen[name] == [expected[name]] * 20
 
 
-def test_last_stats_still_works_with_a_deprecation_warning(tiny_models):
+def test_token_states_report_their_stats_and_the_encoder_keeps_none(tiny_models):
+    """encode_tokens(..., return_stats=True) returns the call's stats as encode does; no call leaves
+    stats behind on the encoder (the old last_stats side channel is gone)."""
+    encoder = encoder_for(tiny_models, "bert", "pcw")
+    tokens, stats = encoder.encode_tokens([words(5), words(70, seed=13)], return_stats=True)
+    assert len(tokens) == 2 and (stats.n_inputs, stats.n_sequences, stats.n_truncated) == (2, 4, 0)
+    assert not hasattr(encoder, "last_stats") and not hasattr(encoder.runner, "last_stats")
+
+
+def test_a_truncation_warning_points_at_the_callers_line(tiny_models):
+    """However deep in the encoder the cut is made (encode_query -> encode -> the runner), its warning
+    names the line that called the encoder, as does a direct call of the runner (the server's way)."""
     encoder = encoder_for(tiny_models, "bert", "truncate")
-    with pytest.warns(UserWarning):
-        _, stats = encoder.encode([words(5), words(200, seed=1)], return_stats=True)
-    with pytest.warns(DeprecationWarning, match="return_stats=True"):
-        assert encoder.last_stats == stats
-    encoder.encode_tokens([words(5)])
-    with pytest.warns(DeprecationWarning):
-        assert encoder.last_stats.n_inputs == 1 and encoder.last_stats.n_sequences == 1
+    long = [words(200, seed=1)]
+    calls = [encoder.encode, encoder.encode_query, encoder.encode_tokens,
+             lambda texts: encoder.encode_chunks(texts, "tokens:64", late=False),
+             lambda texts: encoder.runner.encode_tokenized(encoder.runner.tokenize(texts), RunOptions())]
+    for call in calls:
+        with pytest.warns(UserWarning, match="exceed max_length") as caught:
+            call(long)
+        assert [w.filename for w in caught] == [__file__]

@@ -20,9 +20,9 @@ from test_encoder import CASES, encoder_for
 
 from longembed import load_encoder
 from longembed.cli.main import main
-from longembed.encoder import LongContextEncoder
 from longembed.evaluation.provenance import cache_fingerprint, library_versions, model_identity
 from longembed.evaluation.runner import evaluate_model
+from longembed.model_runner import ModelRunner
 
 TOLERANCE = {"bfloat16": 3e-2, "float16": 5e-3}
 TEXTS = [words(3 * LO, 1), words(10, 2), words(2 * LO + 5, 3)]  # past Lo, short, and padded together
@@ -89,7 +89,7 @@ def test_real_minilm_in_bfloat16_is_within_5e_3() -> None:
 def test_a_lazy_encoder_loads_its_weights_at_the_first_forward(tiny_models) -> None:
     lazy = encoder_for(tiny_models, "nomic", "selfextend", lazy=True)
     assert not lazy.model_loaded
-    assert (lazy.embedding_dim, lazy.max_length, lazy.num_layers) == (32, 4 * LO, 2)  # known without weights
+    assert (lazy.embedding_dim, lazy.max_length, lazy.runner.num_layers) == (32, 4 * LO, 2)  # known without weights
     vectors = lazy.encode(TEXTS)
     assert lazy.model_loaded
     np.testing.assert_array_equal(vectors, encoder_for(tiny_models, "nomic", "selfextend").encode(TEXTS))
@@ -103,7 +103,7 @@ def test_a_fully_cached_evaluation_never_loads_the_weights(tiny_models, tmp_path
     assert encoder.model_loaded
 
     loads = []
-    monkeypatch.setattr(LongContextEncoder, "_load_model", lambda self: loads.append(1) or pytest.fail("loaded"))
+    monkeypatch.setattr(ModelRunner, "_load_model", lambda self: loads.append(1) or pytest.fail("loaded"))
     again = load_encoder(tiny_models["bert"], "pi", max_length=512, lazy=True)
     second = evaluate_model(again, ["passkey"], lengths=[256], output_dir=tmp_path / "b", cache_dir=tmp_path / "c",
                             estimate=False)
@@ -116,7 +116,7 @@ def test_the_cli_takes_dtype_and_a_cached_eval_rerun_loads_no_weights(tiny_model
                "--tasks", "passkey", "--lengths", "256", "--dtype", "bfloat16", "--cache-dir", str(tmp_path / "c"),
                "--no-estimate"]
     assert main([*command, "--output", str(tmp_path / "a")]) == 0
-    monkeypatch.setattr(LongContextEncoder, "_load_model", lambda self: pytest.fail("the weights were loaded"))
+    monkeypatch.setattr(ModelRunner, "_load_model", lambda self: pytest.fail("the weights were loaded"))
     assert main([*command, "--output", str(tmp_path / "b")]) == 0
     recorded = (tmp_path / "b" / "results.json").read_text()
     assert '"dtype": "bfloat16"' in recorded

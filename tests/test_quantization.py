@@ -21,8 +21,8 @@ from test_encoder import CASES, encoder_for
 from longembed import load_encoder
 from longembed import quantization as quantization_module
 from longembed.cli.main import main
-from longembed.encoder import LongContextEncoder
 from longembed.evaluation.provenance import cache_fingerprint, library_versions, model_identity
+from longembed.model_runner import ModelRunner
 from longembed.quantization import quantize_linear_layers
 
 TEXTS = [words(3 * LO, 1), words(10, 2), words(2 * LO + 5, 3)]
@@ -106,7 +106,7 @@ def test_bad_quantization_options_are_clear_errors(tiny_models, monkeypatch) -> 
 
 def test_the_cli_takes_quantization_and_records_it(tiny_models, tmp_path, monkeypatch) -> None:
     loaded = []
-    original = LongContextEncoder._load_model
+    original = ModelRunner._load_model
 
     def spy(self):
         model = original(self)
@@ -114,7 +114,7 @@ def test_the_cli_takes_quantization_and_records_it(tiny_models, tmp_path, monkey
                           if isinstance(m, torch.nn.Linear)))
         return model
 
-    monkeypatch.setattr(LongContextEncoder, "_load_model", spy)
+    monkeypatch.setattr(ModelRunner, "_load_model", spy)
     command = ["eval", "--model", str(tiny_models["bert"]), "--method", "pi", "--max-length", "512",
                "--tasks", "passkey", "--lengths", "256", "--quantization", "int8",
                "--cache-dir", str(tmp_path / "c"), "--no-estimate", "--output", str(tmp_path / "a")]

@@ -19,6 +19,7 @@ from longembed import load_encoder
 from longembed.cli.main import build_parser
 from longembed.config import OVERFLOW_MODES, EncoderConfig
 from longembed.inputs import cut, cut_text, resolve_overflow, tokenize
+from longembed.model_runner import RunOptions
 from longembed.overflow import (
     ERROR_OVER_WINDOW,
     EXTEND,
@@ -112,7 +113,7 @@ def test_one_validation_for_the_config_the_settings_the_app_and_the_command_line
 # ----------------------------------------------------------------------------- TokenizedInput
 def test_a_tokenized_input_is_the_tokenizers_ids_offsets_and_layout(pi) -> None:
     tokenizer, prompt, text = pi.tokenizer, "query: is it ", words(20, seed=4)
-    (x,) = tokenize([text], tokenizer, prompt, pi.special_tokens)
+    (x,) = tokenize([text], tokenizer, prompt, pi.runner.special_tokens)
     assert x.ids == tokenizer(prompt + text)["input_ids"] and x.n_tokens == x.n_original == len(x.ids)
     own = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     assert x.body == own["input_ids"] and x.offsets == [tuple(o) for o in own["offset_mapping"]]
@@ -124,7 +125,7 @@ def test_a_tokenized_input_is_the_tokenizers_ids_offsets_and_layout(pi) -> None:
 
 def test_a_cut_keeps_the_first_tokens_and_the_closing_ones_and_maps_back_to_text(pi) -> None:
     tokenizer, text = pi.tokenizer, words(60, seed=5)
-    (x,) = tokenize([text], tokenizer, "", pi.special_tokens)
+    (x,) = tokenize([text], tokenizer, "", pi.runner.special_tokens)
     ids = tokenizer(text)["input_ids"]
     assert len(ids) > LO
     short = cut(x, LO)
@@ -139,13 +140,13 @@ def test_a_cut_keeps_the_first_tokens_and_the_closing_ones_and_maps_back_to_text
 def test_an_encoder_input_is_tokenized_once(bert) -> None:
     encoder = load_encoder(bert, method="pcw", max_length=LT)
     calls: list[str] = []
-    encoder.tokenizer = Counting(encoder.tokenizer, calls)
+    encoder.runner.tokenizer = Counting(encoder.tokenizer, calls)
     text = words(100, seed=6)  # longer than Lo (PCW windows), within Lt
     vector = encoder.encode([text], prompt="query: ")
     assert [c for c in calls if text in c] == ["query: " + text]  # once; the prompt alone once more, for its layout
     assert calls == ["query: " + text, "query: "]
     calls.clear()
-    again = encoder.encode_tokenized(encoder.tokenize([text], prompt="query: "))
+    again, _ = encoder.runner.encode_tokenized(encoder.runner.tokenize([text], "query: "), RunOptions())
     assert len(calls) == 2 and np.array_equal(again, vector)
 
 
@@ -154,7 +155,7 @@ def test_a_cut_server_input_is_tokenized_once_and_runs_as_the_cut_ids(bert, plai
     app = create_app(encoder, ServerSettings(max_batch_tokens=LT, allowed_hosts=("testserver",)))
     service, calls = app.state.service, []
     service.planner.tokenizer = Counting(service.planner.tokenizer, calls)
-    encoder.tokenizer = Counting(encoder.tokenizer, calls)
+    encoder.runner.tokenizer = Counting(encoder.tokenizer, calls)
     long, short = words(90, seed=7), words(5, seed=8)
     assert n_tokens(plain, long) > LO
     with TestClient(app) as http:
@@ -199,5 +200,5 @@ def test_the_encoder_and_the_server_apply_every_policy_the_same_way(bert, plain)
     assert refused == [413, 413, 413]
     with torch.no_grad():  # the planner's cut is the plain model's: first Lo - 1 tokens and [SEP]
         ids = plain.tokenizer(texts[1])["input_ids"]
-        reference = torch.nn.functional.normalize(plain._forward([ids[: LO - 1] + ids[-1:]]), dim=-1)[0].numpy()
+        reference = torch.nn.functional.normalize(plain.runner._pooled([ids[: LO - 1] + ids[-1:]]), dim=-1)[0].numpy()
     np.testing.assert_allclose(as_window.json()[1], reference, atol=1e-6)

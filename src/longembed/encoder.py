@@ -4,30 +4,24 @@
     >>> enc.encode_document(["a long text ..."], batch_size=4)  # the model's "document" prompt
     >>> enc.encode_query(["a question"])                          # its "query" prompt
 
-The encoder loads an unmodified model, selects longembed's attention function on that model
-instance only, and passes per-batch instructions (an ``AttentionPlan``) through the model's
-forward keyword arguments.  What a method needs per batch comes from the model family's position
-scheme (``extension.positions``); everything is computed per document, so a text's embedding does
-not depend on what else is in its batch, and inputs the method does not act on (at most Lo tokens,
-by default) embed exactly as with the original model.
+The encoder is what a user calls (``encode``, ``encode_query``, ``encode_document``, ``encode_chunks``,
+``encode_tokens``); how its model runs token ids under the extension method is its runner
+(:class:`~longembed.model_runner.ModelRunner`, ``encoder.runner``), which the server, the contextual
+trainer and the collapse study call directly.  The encoder loads an unmodified model and selects
+longembed's attention function on that model instance only; everything is computed per document, so a
+text's embedding does not depend on what else is in its batch, and inputs the method does not act on
+(at most Lo tokens, by default) embed exactly as with the original model.
 """
 
 from __future__ import annotations
 
-import inspect
-import logging
-import warnings
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args, overload
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
-from transformers import AutoTokenizer
 
-from longembed.batching import length_batches
 from longembed.chunking.late import late_chunk_vectors
 from longembed.chunking.spans import (
     SentenceChunking,
@@ -38,122 +32,109 @@ from longembed.chunking.spans import (
     sentence_chunk_spans,
     token_chunk_spans,
 )
-from longembed.chunking.tokens import TokenEmbeddings, assemble_tokens, plan_windows, window_inputs
-from longembed.config import EncoderConfig, check_scale_factor, check_temperature
-from longembed.encoder_protocol import EncoderMetadata, retrieval_prompts, role_prompt_name
+from longembed.chunking.tokens import TokenEmbeddings
+from longembed.config import EncoderConfig
+from longembed.encoder_protocol import EncoderMetadata, resolve_prompt, retrieval_prompts, role_prompt_name
 from longembed.errors import UserError
-from longembed.extension.attention import AttentionPlan
-from longembed.extension.methods import build_method
-from longembed.extension.pcw import mean_over_windows
-from longembed.extension.positions import position_scheme_for
-from longembed.extension.scaling import document_scales, length_temperature, logn_factor
-from longembed.inputs import (
-    EncodeStats,
-    PreparedInputs,
-    TokenizedInput,
-    apply_overflow,
-    check_texts,
-    prepare_inputs,
-    require_offsets,
-    resolve_overflow,
-    special_token_layout,
-    tokenize,
-)
-from longembed.loading import (
-    DTYPES,
-    default_method,
-    load_model_for_encoding,
-    load_transformer_config,
-    recorded_encoder,
-    resolve_device,
-    resolve_model,
-)
-from longembed.pooling import pool
+from longembed.inputs import EncodeStats, check_texts, require_offsets
+from longembed.loading import ModelSource, default_method, recorded_encoder, resolve_device, resolve_model
+from longembed.model_runner import ModelRunner, RunOptions
 
-logger = logging.getLogger(__name__)
-
-# Token budget per batch that the default never goes below: activations are linear in tokens.
-MIN_TOKEN_BUDGET = 65_536
-
-__all__ = ["AttentionView", "EncodeStats", "LongContextEncoder", "TokenEmbeddings", "load_encoder"]
+__all__ = ["EncodeStats", "LongContextEncoder", "TokenEmbeddings", "load_encoder"]
 
 #: encode()'s output_value choices (sentence-transformers' names).
-OUTPUT_VALUES = ("sentence_embedding", "token_embeddings")
+OutputValue = Literal["sentence_embedding", "token_embeddings"]
+OUTPUT_VALUES: tuple[str, ...] = get_args(OutputValue)
 #: Chunk boundaries: a chunking string ("tokens:256", "sentences:4") or (start, end) spans per text.
 ChunkingArgument = str | TokenChunking | SentenceChunking | Sequence[Sequence[Span]]
 
 
-@dataclass
-class AttentionView:
-    """One layer's attention over one sequence, as an attention observer sees it.
-
-    ``rows(start, stop)`` returns the softmax probabilities of query rows start..stop for every head,
-    shape (heads, stop - start, length), recomputed from q and k on demand (the n x n matrix is never
-    held).  ``text`` is the index of the text the sequence belongs to (PCW windows share one).
-    """
-
-    layer: int
-    sequence: int
-    text: int
-    length: int
-    rows: Callable[[int, int], torch.Tensor]
-
-
 class LongContextEncoder:
-    """Embeds texts of any length with a chosen context-window extension method."""
+    """Embeds texts of any length with a chosen context-window extension method.
+
+    What a user calls: :meth:`encode` (sentence-transformers' signature), :meth:`encode_query` and
+    :meth:`encode_document` (the model's retrieval prompts), :meth:`encode_chunks` (one vector per chunk,
+    late or naive chunking) and :meth:`encode_tokens` (token states with their character offsets).
+    ``runner`` is how the model runs token ids (:class:`~longembed.model_runner.ModelRunner`), for the
+    server, the contextual trainer and the collapse study; ``prompts`` are the model's named prompts.
+    """
 
     def __init__(self, config: EncoderConfig, device: str | torch.device | None = None, lazy: bool = False):
         """``lazy=True`` reads only the model's configuration and tokenizer now and its weights at the
         first forward: a run whose every vector is cached never loads them."""
-        self.config = config
-        self.source = resolve_model(config.model)
-        self.device = resolve_device(device)
-        self.dtype = DTYPES[config.dtype]
-        self.tokenizer = AutoTokenizer.from_pretrained(self.source.transformer_path)
-        self.model_config = load_transformer_config(self.source.transformer_path)
-        self.positions = position_scheme_for(
-            self.model_config,
-            build_method(config),
-            config.position_scheme,
-            config.original_length,
-            extended=self.source.extended_table,
-        )
-        self.position_scheme = self.positions.name
-        self.method = self.positions.method
-        self.original_length = self.positions.original_length
-        self.max_length = self.positions.target_length(config.max_length)
-        if config.max_length is not None:
-            check_scale_factor(config.max_length, self.original_length)
-        self.pooling = config.pooling or self.source.pooling
-        self.prompts = {**self.source.prompts, **config.prompts}
-        self.normalize = self.source.normalize
-        self.num_layers = self.model_config.num_hidden_layers
-        self.special_tokens = special_token_layout(self.tokenizer)
-        self.overflow = resolve_overflow(config.on_overflow, "encoder", "on_overflow")
-        self._last_stats = EncodeStats()  # only for the deprecated last_stats
-        # Scores (batch x heads x queries x keys) held at once before attention works in query
-        # blocks; a memory knob only, results do not depend on it.
-        self.max_score_elements = 1 << 24
-        self._model: torch.nn.Module | None = None
-        if not lazy:
-            self._load_model()
+        source = resolve_model(config.model)
+        self.runner = ModelRunner(config, source, resolve_device(device), lazy=lazy)
+        self.prompts: dict[str, str] = {**source.prompts, **config.prompts}
+
+    # ------------------------------------------------------------------ who it is
+    @property
+    def config(self) -> EncoderConfig:
+        """The :class:`~longembed.config.EncoderConfig` it was built from."""
+        return self.runner.config
+
+    @property
+    def source(self) -> ModelSource:
+        """Where the model was loaded from: its folder, files, pooling, prompts."""
+        return self.runner.source
+
+    @property
+    def device(self) -> torch.device:
+        return self.runner.device
+
+    @property
+    def tokenizer(self) -> Any:
+        """The model's Hugging Face tokenizer."""
+        return self.runner.tokenizer
+
+    @property
+    def method(self) -> str:
+        """The context-window extension method ("truncate", "pcw", "pi", "selfextend", ...)."""
+        return self.runner.method
+
+    @property
+    def position_scheme(self) -> str:
+        """How the model encodes positions ("absolute", "rope", "alibi", ...)."""
+        return self.runner.positions.name
+
+    @property
+    def original_length(self) -> int:
+        """Lo: the longest input the model was trained on."""
+        return self.runner.original_length
+
+    @property
+    def max_length(self) -> int:
+        """Lt: the most tokens an input may have (longer ones are cut or refused, as ``on_overflow`` says)."""
+        return self.runner.max_length
+
+    @property
+    def pooling(self) -> str:
+        """How token states become a vector ("mean", "cls", "last")."""
+        return self.runner.pooling
+
+    @property
+    def normalize(self) -> bool:
+        """Whether the model folder asks for unit vectors (a Normalize module)."""
+        return self.runner.normalize
+
+    @property
+    def embedding_dim(self) -> int:
+        return self.runner.embedding_dim
+
+    @property
+    def window_length(self) -> int:
+        """The longest single model input: Lo under PCW (its windows), else max_length."""
+        return self.runner.window_length
 
     @property
     def model(self) -> torch.nn.Module:
         """The transformer, with longembed's attention function on this instance (loaded on first use)."""
-        return self._model if self._model is not None else self._load_model()
+        return self.runner.model
 
     @property
     def model_loaded(self) -> bool:
-        return self._model is not None
+        """Whether the weights are loaded (a ``lazy`` encoder reads them at its first forward)."""
+        return self.runner.model_loaded
 
-    def _load_model(self) -> torch.nn.Module:
-        model = load_model_for_encoding(self.source.transformer_path, self.config, self.positions, self.device)
-        self._takes_token_types = "token_type_ids" in inspect.signature(model.forward).parameters
-        self._model = model
-        return model
-
-    # ------------------------------------------------------------------ public API
     @property
     def metadata(self) -> EncoderMetadata:
         """Who this encoder is, for results and cache keys (:class:`~longembed.encoder_protocol.EncoderMetadata`)."""
@@ -164,14 +145,70 @@ class LongContextEncoder:
             normalize=self.normalize,
         )
 
-    @property
-    def embedding_dim(self) -> int:
-        return self.model_config.hidden_size
+    def retrieval_prompts(self) -> dict[str, str]:
+        """The prefixes of queries and documents: the model's "query" and "document" (else "passage")
+        prompts, "" where it has none (:func:`longembed.encoder_protocol.retrieval_prompts`)."""
+        return retrieval_prompts(self.prompts)
 
-    @property
-    def window_length(self) -> int:
-        """The longest single model input: Lo under PCW (its windows), else max_length."""
-        return self.original_length if self.method == "pcw" else self.max_length
+    # ------------------------------------------------------------------ embedding texts
+    # One overload per return shape, as sentence-transformers declares its encode: a str gives one array,
+    # token embeddings of a list give a list of arrays, return_stats=True adds this call's EncodeStats.  A
+    # str is also a Sequence[str]: its overload comes first and wins, as at run time (hence the ignores).
+    @overload
+    def encode(  # type: ignore[overload-overlap]
+        self, texts: str, batch_size: int = ..., normalize_embeddings: bool | None = ...,
+        show_progress_bar: bool = ..., prompt: str | None = ..., prompt_name: str | None = ...,
+        max_tokens_per_batch: int | None = ..., temperature: float | None = ...,
+        output_value: OutputValue = ..., return_stats: Literal[False] = ...,
+    ) -> np.ndarray: ...
+
+    @overload
+    def encode(
+        self, texts: Sequence[str], batch_size: int = ..., normalize_embeddings: bool | None = ...,
+        show_progress_bar: bool = ..., prompt: str | None = ..., prompt_name: str | None = ...,
+        max_tokens_per_batch: int | None = ..., temperature: float | None = ...,
+        output_value: Literal["sentence_embedding"] = ..., return_stats: Literal[False] = ...,
+    ) -> np.ndarray: ...
+
+    @overload
+    def encode(
+        self, texts: Sequence[str], batch_size: int = ..., normalize_embeddings: bool | None = ...,
+        show_progress_bar: bool = ..., prompt: str | None = ..., prompt_name: str | None = ...,
+        max_tokens_per_batch: int | None = ..., temperature: float | None = ...,
+        *, output_value: Literal["token_embeddings"], return_stats: Literal[False] = ...,
+    ) -> list[np.ndarray]: ...
+
+    @overload
+    def encode(  # type: ignore[overload-overlap]
+        self, texts: str, batch_size: int = ..., normalize_embeddings: bool | None = ...,
+        show_progress_bar: bool = ..., prompt: str | None = ..., prompt_name: str | None = ...,
+        max_tokens_per_batch: int | None = ..., temperature: float | None = ...,
+        output_value: OutputValue = ..., *, return_stats: Literal[True],
+    ) -> tuple[np.ndarray, EncodeStats]: ...
+
+    @overload
+    def encode(
+        self, texts: Sequence[str], batch_size: int = ..., normalize_embeddings: bool | None = ...,
+        show_progress_bar: bool = ..., prompt: str | None = ..., prompt_name: str | None = ...,
+        max_tokens_per_batch: int | None = ..., temperature: float | None = ...,
+        output_value: Literal["sentence_embedding"] = ..., *, return_stats: Literal[True],
+    ) -> tuple[np.ndarray, EncodeStats]: ...
+
+    @overload
+    def encode(
+        self, texts: Sequence[str], batch_size: int = ..., normalize_embeddings: bool | None = ...,
+        show_progress_bar: bool = ..., prompt: str | None = ..., prompt_name: str | None = ...,
+        max_tokens_per_batch: int | None = ..., temperature: float | None = ...,
+        *, output_value: Literal["token_embeddings"], return_stats: Literal[True],
+    ) -> tuple[list[np.ndarray], EncodeStats]: ...
+
+    @overload  # a str output_value or a bool return_stats known only at run time
+    def encode(
+        self, texts: str | Sequence[str], batch_size: int = ..., normalize_embeddings: bool | None = ...,
+        show_progress_bar: bool = ..., prompt: str | None = ..., prompt_name: str | None = ...,
+        max_tokens_per_batch: int | None = ..., temperature: float | None = ...,
+        output_value: str = ..., return_stats: bool = ...,
+    ) -> np.ndarray | list[np.ndarray] | tuple[np.ndarray | list[np.ndarray], EncodeStats]: ...
 
     def encode(
         self,
@@ -210,8 +247,8 @@ class LongContextEncoder:
                 last-layer states (special and prompt tokens included; :meth:`encode_tokens` gives
                 their character offsets).
             return_stats: also return this call's :class:`EncodeStats` (inputs, model sequences,
-                truncated texts, the longest input): safe when threads share the encoder, unlike the
-                deprecated :attr:`last_stats`.
+                truncated texts, the longest input), each call its own even when threads share the
+                encoder.
 
         Returns:
             float32 (len(texts), dim), or one (dim,) vector when ``texts`` is a str (token embeddings: a
@@ -224,38 +261,29 @@ class LongContextEncoder:
         """
         if output_value not in OUTPUT_VALUES:
             raise UserError(f"output_value must be one of {OUTPUT_VALUES}, got {output_value!r}")
+        options = RunOptions(batch_size, max_tokens_per_batch, temperature, show_progress_bar)
+        inputs = self.runner.tokenize(texts, resolve_prompt(self.prompts, prompt, prompt_name))
+        out: np.ndarray | list[np.ndarray]
         if output_value == "token_embeddings":
-            tokens, stats = self._encode_tokens(
-                texts, batch_size, show_progress_bar, prompt, prompt_name, max_tokens_per_batch, temperature, None
-            )
+            tokens, stats = self.runner.token_embeddings(inputs, options)
             arrays = [t.embeddings for t in tokens]
-            out: np.ndarray | list[np.ndarray] = arrays[0] if isinstance(texts, str) else arrays
+            out = arrays[0] if isinstance(texts, str) else arrays
         else:
-            vectors, stats = self._encode_tokenized(
-                self.tokenize(texts, prompt, prompt_name), batch_size, normalize_embeddings, show_progress_bar,
-                max_tokens_per_batch, temperature, stacklevel=3,
-            )
+            vectors, stats = self.runner.encode_tokenized(inputs, options, normalize_embeddings)
             out = vectors[0] if isinstance(texts, str) else vectors
         return (out, stats) if return_stats else out
 
-    @property
-    def last_stats(self) -> EncodeStats:
-        """Deprecated: what the encoder's last ``encode`` (by any thread) did to its inputs.
-
-        A side channel that threads sharing the encoder overwrite; use ``encode(..., return_stats=True)``,
-        which returns each call's own :class:`EncodeStats`.  Kept for one release.
-        """
-        warnings.warn(
-            "LongContextEncoder.last_stats is deprecated (threads sharing an encoder overwrite it); use "
-            "vectors, stats = encoder.encode(..., return_stats=True)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self._last_stats
-
     def encode_query(
-        self, sentences: str | Sequence[str], prompt_name: str | None = None, prompt: str | None = None, **kwargs: Any
-    ) -> np.ndarray | list[np.ndarray]:
+        self,
+        sentences: str | Sequence[str],
+        prompt_name: str | None = None,
+        prompt: str | None = None,
+        batch_size: int = 32,
+        normalize_embeddings: bool | None = None,
+        show_progress_bar: bool = False,
+        max_tokens_per_batch: int | None = None,
+        temperature: float | None = None,
+    ) -> np.ndarray:
         """Embed queries: :meth:`encode` with the model's query prompt, as sentence-transformers'
         ``encode_query`` does.
 
@@ -264,21 +292,34 @@ class LongContextEncoder:
             prompt_name: a prompt of the model to use instead; default: its "query" prompt, none if it
                 has none.
             prompt: a literal prefix to use instead (then no model prompt is added).
-            **kwargs: any other argument of :meth:`encode` (batch_size, normalize_embeddings, ...).
+            batch_size: as in :meth:`encode`.
+            normalize_embeddings: as in :meth:`encode`.
+            show_progress_bar: as in :meth:`encode`.
+            max_tokens_per_batch: as in :meth:`encode`.
+            temperature: as in :meth:`encode`.
 
         Returns:
-            What :meth:`encode` returns: float32 (len(sentences), dim), or one vector for a str.
+            float32 (len(sentences), dim), or one (dim,) vector for a str.
 
         Raises:
-            ValueError: as :meth:`encode` (an unknown prompt_name, both prompt and prompt_name, ...).
+            UserError: as :meth:`encode` (an unknown prompt_name, both prompt and prompt_name, ...).
         """
         if prompt_name is None and prompt is None:
             prompt_name = role_prompt_name(self.prompts, "query")
-        return self.encode(sentences, prompt=prompt, prompt_name=prompt_name, **kwargs)
+        return self.encode(sentences, batch_size, normalize_embeddings, show_progress_bar, prompt, prompt_name,
+                           max_tokens_per_batch, temperature)
 
     def encode_document(
-        self, sentences: str | Sequence[str], prompt_name: str | None = None, prompt: str | None = None, **kwargs: Any
-    ) -> np.ndarray | list[np.ndarray]:
+        self,
+        sentences: str | Sequence[str],
+        prompt_name: str | None = None,
+        prompt: str | None = None,
+        batch_size: int = 32,
+        normalize_embeddings: bool | None = None,
+        show_progress_bar: bool = False,
+        max_tokens_per_batch: int | None = None,
+        temperature: float | None = None,
+    ) -> np.ndarray:
         """Embed documents: :meth:`encode` with the model's document prompt, as sentence-transformers'
         ``encode_document`` does.
 
@@ -287,73 +328,43 @@ class LongContextEncoder:
             prompt_name: a prompt of the model to use instead; default: its first prompt among
                 "document", "passage" (E5's name) and "corpus", none if it has none.
             prompt: a literal prefix to use instead (then no model prompt is added).
-            **kwargs: any other argument of :meth:`encode` (batch_size, normalize_embeddings, ...).
+            batch_size: as in :meth:`encode`.
+            normalize_embeddings: as in :meth:`encode`.
+            show_progress_bar: as in :meth:`encode`.
+            max_tokens_per_batch: as in :meth:`encode`.
+            temperature: as in :meth:`encode`.
 
         Returns:
-            What :meth:`encode` returns: float32 (len(sentences), dim), or one vector for a str.
+            float32 (len(sentences), dim), or one (dim,) vector for a str.
 
         Raises:
-            ValueError: as :meth:`encode` (an unknown prompt_name, both prompt and prompt_name, ...).
+            UserError: as :meth:`encode` (an unknown prompt_name, both prompt and prompt_name, ...).
         """
         if prompt_name is None and prompt is None:
             prompt_name = role_prompt_name(self.prompts, "document")
-        return self.encode(sentences, prompt=prompt, prompt_name=prompt_name, **kwargs)
+        return self.encode(sentences, batch_size, normalize_embeddings, show_progress_bar, prompt, prompt_name,
+                           max_tokens_per_batch, temperature)
 
-    def tokenize(
-        self, texts: str | Sequence[str], prompt: str | None = None, prompt_name: str | None = None
-    ) -> list[TokenizedInput]:
-        """Check ``texts`` and tokenize ``prompt + text`` once, as the model will run it (nothing cut yet):
-        what :meth:`encode_tokenized` takes, and what the server counts and cuts before queueing."""
-        prefix = self.resolve_prompt(prompt, prompt_name)
-        return tokenize(check_texts(texts), self.tokenizer, prefix, self.special_tokens)
+    @overload
+    def encode_tokens(
+        self, texts: str | Sequence[str], batch_size: int = ..., show_progress_bar: bool = ...,
+        prompt: str | None = ..., prompt_name: str | None = ..., max_tokens_per_batch: int | None = ...,
+        temperature: float | None = ..., window_overlap: int | None = ..., return_stats: Literal[False] = ...,
+    ) -> list[TokenEmbeddings]: ...
 
-    def encode_tokenized(
-        self,
-        inputs: Sequence[TokenizedInput],
-        batch_size: int = 32,
-        normalize_embeddings: bool | None = None,
-        show_progress_bar: bool = False,
-        max_tokens_per_batch: int | None = None,
-        temperature: float | None = None,
-        return_stats: bool = False,
-    ) -> np.ndarray | tuple[np.ndarray, EncodeStats]:
-        """Embed inputs tokenized already (:meth:`tokenize`), as :meth:`encode` embeds texts: the
-        encoder's overflow policy applies, then (PCW) windows; float32 (len(inputs), dim), and this
-        call's :class:`EncodeStats` with ``return_stats=True``."""
-        vectors, stats = self._encode_tokenized(
-            inputs, batch_size, normalize_embeddings, show_progress_bar, max_tokens_per_batch, temperature, stacklevel=3
-        )
-        return (vectors, stats) if return_stats else vectors
+    @overload
+    def encode_tokens(
+        self, texts: str | Sequence[str], batch_size: int = ..., show_progress_bar: bool = ...,
+        prompt: str | None = ..., prompt_name: str | None = ..., max_tokens_per_batch: int | None = ...,
+        temperature: float | None = ..., window_overlap: int | None = ..., *, return_stats: Literal[True],
+    ) -> tuple[list[TokenEmbeddings], EncodeStats]: ...
 
-    def _encode_tokenized(
-        self,
-        inputs: Sequence[TokenizedInput],
-        batch_size: int,
-        normalize_embeddings: bool | None,
-        show_progress_bar: bool,
-        max_tokens_per_batch: int | None,
-        temperature: float | None,
-        stacklevel: int,
-    ) -> tuple[np.ndarray, EncodeStats]:
-        """:meth:`encode_tokenized`'s vectors and stats; a truncation warning points ``stacklevel`` frames up."""
-        if temperature is not None:
-            temperature = check_temperature(temperature)
-        if batch_size < 1:
-            raise UserError(f"batch_size must be positive, got {batch_size}")
-        prepared = self._prepare_tokenized(inputs, stacklevel=stacklevel + 1)
-        norm = self.normalize if normalize_embeddings is None else normalize_embeddings
-        per_sequence = self._run(
-            prepared.sequences,
-            batch_size,
-            max_tokens_per_batch,
-            show_progress_bar,
-            normalize=norm and self.normalize,
-            temperature=temperature,
-        )
-        embeddings = mean_over_windows(per_sequence, prepared.owners, prepared.n_texts)
-        if norm:
-            embeddings = torch.nn.functional.normalize(embeddings, dim=-1)
-        return embeddings.numpy().astype(np.float32, copy=False), prepared.stats
+    @overload  # a bool return_stats known only at run time
+    def encode_tokens(
+        self, texts: str | Sequence[str], batch_size: int = ..., show_progress_bar: bool = ...,
+        prompt: str | None = ..., prompt_name: str | None = ..., max_tokens_per_batch: int | None = ...,
+        temperature: float | None = ..., window_overlap: int | None = ..., return_stats: bool = ...,
+    ) -> list[TokenEmbeddings] | tuple[list[TokenEmbeddings], EncodeStats]: ...
 
     def encode_tokens(
         self,
@@ -374,81 +385,15 @@ class LongContextEncoder:
         each token's state taken from its window).  Texts longer than max_length are cut as ``encode``
         cuts them, unless ``window_overlap`` is given: then nothing is cut, and a long text runs as
         windows of max_length tokens (PCW: Lo) sharing ``window_overlap`` tokens, each token's state
-        taken from the window where it is farthest from an edge ("long late chunking").
+        taken from the window where it is farthest from an edge ("long late chunking").  The other
+        arguments are :meth:`encode`'s.
         """
-        tokens, stats = self._encode_tokens(
-            texts, batch_size, show_progress_bar, prompt, prompt_name, max_tokens_per_batch, temperature, window_overlap
-        )
+        options = RunOptions(batch_size, max_tokens_per_batch, temperature, show_progress_bar)
+        inputs = self.runner.tokenize(texts, resolve_prompt(self.prompts, prompt, prompt_name))
+        tokens, stats = self.runner.token_embeddings(inputs, options, window_overlap)
         return (tokens, stats) if return_stats else tokens
 
-    def _encode_tokens(
-        self,
-        texts: str | Sequence[str],
-        batch_size: int,
-        show_progress_bar: bool,
-        prompt: str | None,
-        prompt_name: str | None,
-        max_tokens_per_batch: int | None,
-        temperature: float | None,
-        window_overlap: int | None,
-    ) -> tuple[list[TokenEmbeddings], EncodeStats]:
-        """:meth:`encode_tokens`'s token states and this call's stats."""
-        if temperature is not None:
-            temperature = check_temperature(temperature)
-        if batch_size < 1:
-            raise UserError(f"batch_size must be positive, got {batch_size}")
-        inputs = self.tokenize(texts, prompt, prompt_name)
-        require_offsets(inputs, self.tokenizer)
-        if window_overlap is None:
-            inputs, stats = apply_overflow(inputs, self.overflow, self.original_length, self.max_length, stacklevel=4)
-        else:
-            stats = EncodeStats(n_inputs=len(inputs), longest_input_tokens=max((x.n_tokens for x in inputs), default=0))
-        window = self.window_length
-        plans = [
-            plan_windows(x.n_tokens - x.lead - x.tail, window - x.lead - x.tail, window_overlap or 0)
-            for x in inputs
-        ]
-        sequences = [ids for x, plan in zip(inputs, plans, strict=True) for ids in window_inputs(x, plan)]
-        stats.n_sequences = len(sequences)
-        self._last_stats = stats
-        states = self._run_states(sequences, batch_size, max_tokens_per_batch, show_progress_bar, temperature)
-        out, k = [], 0
-        for x, plan in zip(inputs, plans, strict=True):
-            out.append(assemble_tokens(x, plan, states[k : k + len(plan)]))
-            k += len(plan)
-        return out, stats
-
-    def token_states(
-        self, sequences: Sequence[Sequence[int]], max_tokens_per_batch: int | None = None,
-        temperature: float | None = None,
-    ) -> list[np.ndarray]:
-        """Last-layer states, (len, dim) float32, of token-id sequences run as they are: each one is a
-        model input already (its special and prompt tokens in it), at most :attr:`window_length` long;
-        nothing is added, cut or windowed.  What :meth:`encode_tokens` runs per window, for callers that
-        plan windows themselves (the server batches windows of many requests together)."""
-        if temperature is not None:
-            temperature = check_temperature(temperature)
-        longest = max((len(s) for s in sequences), default=0)
-        if longest > self.window_length:
-            raise UserError(f"a sequence has {longest} tokens, more than one model input holds ({self.window_length})")
-        if any(len(s) == 0 for s in sequences):
-            raise UserError("an empty token sequence has no states")
-        return self._run_states([list(s) for s in sequences], len(sequences) or 1, max_tokens_per_batch, False,
-                                temperature)
-
-    def forward_states(
-        self, sequences: Sequence[Sequence[int]], temperature: float | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Last-layer states (B, n, dim) float32 of a batch of token-id sequences (right-padded), and its (B, n)
-        mask of real tokens, run as every encode runs them (the method's positions, scaling, TempScale) but
-        outside inference mode: gradients flow, so a trainer fine-tunes the model through the extension
-        method it will be used with (``longembed train contextual``).  Each sequence is one model input
-        (at most :attr:`window_length` tokens, its special and prompt tokens in it)."""
-        longest = max((len(s) for s in sequences), default=0)
-        if longest > self.window_length or any(len(s) == 0 for s in sequences):
-            raise UserError(f"sequences must hold 1..{self.window_length} tokens (one model input), got up to {longest}")
-        return self._hidden([list(s) for s in sequences], temperature=temperature)
-
+    # ------------------------------------------------------------------ embedding chunks
     def chunk_spans(self, texts: str | Sequence[str], chunking: ChunkingArgument) -> list[list[Span]]:
         """The (start, end) character spans of each text's chunks (see :mod:`longembed.chunking.spans`)."""
         checked = check_texts(texts)
@@ -459,7 +404,7 @@ class LongContextEncoder:
         rule = parse_chunking(chunking)
         if isinstance(rule, SentenceChunking):
             return [sentence_chunk_spans(t, rule.n) for t in checked]
-        inputs = tokenize(checked, self.tokenizer, "", self.special_tokens)
+        inputs = self.runner.tokenize(checked)
         require_offsets(inputs, self.tokenizer)
         return [token_chunk_spans(x.offsets, rule.size, rule.overlap) for x in inputs]
 
@@ -538,199 +483,11 @@ class LongContextEncoder:
         out = [(np.asarray(v, dtype=np.float32), s) for v, s in zip(vectors, spans, strict=True)]
         return out
 
-    def observe_attention(
-        self,
-        texts: str | Sequence[str],
-        observer: Callable[[AttentionView], None],
-        layer: int = -1,
-        prompt: str | None = None,
-        prompt_name: str | None = None,
-        temperature: float | None = None,
-        show_progress_bar: bool = False,
-    ) -> None:
-        """Run every sequence of ``texts`` alone and show ``observer`` the attention of ``layer``.
-
-        The observer is called once per sequence (PCW: per window) with an :class:`AttentionView`
-        of that layer; attention rows are recomputed block by block on request, so memory stays
-        linear in the length (``longembed.collapse.sigma`` measures sigma_a this way).
-        ``temperature`` overrides the configured TempScale tau, as in ``encode``.
-        """
-        if temperature is not None:
-            temperature = check_temperature(temperature)
-        prepared = self._prepare(texts, prompt, prompt_name)
-        target = layer % self.num_layers
-
-        def hook(index: int) -> Callable:
-            def on_layer(layer_index: int, rows: Callable[[int, int], torch.Tensor]) -> None:
-                view = AttentionView(
-                    layer_index, index, prepared.owners[index], len(prepared.sequences[index]),
-                    lambda start, stop: rows(start, stop)[0],
-                )
-                observer(view)
-
-            return on_layer
-
-        with torch.inference_mode():
-            for i in tqdm(range(len(prepared.sequences)), desc="attention", disable=not show_progress_bar):
-                self._forward(
-                    [prepared.sequences[i]], observer=hook(i), observe_layer=target, temperature=temperature
-                )
-
-    def resolve_prompt(self, prompt: str | None = None, prompt_name: str | None = None) -> str:
-        """The prefix put before each text: ``prompt`` literally, or the model's prompt named ``prompt_name``."""
-        if prompt is not None and prompt_name is not None:
-            raise UserError("pass either prompt or prompt_name, not both")
-        if prompt_name is None:
-            return prompt or ""
-        if prompt_name not in self.prompts:
-            known = ", ".join(repr(k) for k in self.prompts) or "none"
-            raise UserError(
-                f"unknown prompt_name {prompt_name!r}; this model's prompts: {known} (or pass prompt=)"
-            )
-        return self.prompts[prompt_name]
-
-    def retrieval_prompts(self) -> dict[str, str]:
-        """The prefixes of queries and documents: the model's "query" and "document" (else "passage")
-        prompts, "" where it has none (:func:`longembed.encoder_protocol.retrieval_prompts`)."""
-        return retrieval_prompts(self.prompts)
-
-    # ------------------------------------------------------------------ internals
-    def _prepare(self, texts: str | Sequence[str], prompt: str | None, prompt_name: str | None) -> PreparedInputs:
-        """Checked texts -> token-id sequences (PCW: windows of Lo tokens), with stats."""
-        return self._prepare_tokenized(self.tokenize(texts, prompt, prompt_name), stacklevel=4)
-
-    def _prepare_tokenized(self, inputs: Sequence[TokenizedInput], stacklevel: int) -> PreparedInputs:
-        """Tokenized inputs under the overflow policy -> token-id sequences (PCW: windows of Lo tokens),
-        with stats; a truncation warning points ``stacklevel`` frames above this method's."""
-        kept, stats = apply_overflow(inputs, self.overflow, self.original_length, self.max_length, stacklevel)
-        prepared = prepare_inputs(kept, stats, window=self.original_length if self.method == "pcw" else None)
-        self._last_stats = prepared.stats
-        return prepared
-
-    def _batched(
-        self, sequences: list[list[int]], batch_size: int, max_tokens: int | None, show_progress_bar: bool
-    ) -> Iterator[list[int]]:
-        """Indices of ``sequences`` in batches by length under the token budget, run under
-        inference mode with one progress bar (advanced after each batch)."""
-        lengths = [len(s) for s in sequences]
-        budget = max_tokens or self._default_token_budget(batch_size, max(lengths, default=1))
-        with (
-            torch.inference_mode(),
-            tqdm(total=len(sequences), desc="encoding", unit="seq", disable=not show_progress_bar) as bar,
-        ):
-            for batch in length_batches(lengths, batch_size, budget):
-                yield batch
-                bar.update(len(batch))
-
-    def _run(
-        self,
-        sequences: list[list[int]],
-        batch_size: int,
-        max_tokens: int | None,
-        show_progress_bar: bool,
-        normalize: bool,
-        temperature: float | None = None,
-    ) -> torch.Tensor:
-        """Pooled vectors (len(sequences), dim) of every sequence, batched by length."""
-        out = torch.empty(len(sequences), self.embedding_dim)
-        for batch in self._batched(sequences, batch_size, max_tokens, show_progress_bar):
-            pooled = self._forward([sequences[i] for i in batch], temperature=temperature)
-            if normalize:
-                pooled = torch.nn.functional.normalize(pooled, dim=-1)
-            out[batch] = pooled.float().cpu()
-        return out
-
-    def _run_states(
-        self,
-        sequences: list[list[int]],
-        batch_size: int,
-        max_tokens: int | None,
-        show_progress_bar: bool,
-        temperature: float | None = None,
-    ) -> list[np.ndarray]:
-        """Last-layer token states (len, dim) float32 of every sequence, batched by length."""
-        out: list[np.ndarray] = [np.zeros((0, self.embedding_dim), dtype=np.float32)] * len(sequences)
-        for batch in self._batched(sequences, batch_size, max_tokens, show_progress_bar):
-            hidden, _ = self._hidden([sequences[i] for i in batch], temperature=temperature)
-            hidden = hidden.float().cpu().numpy()
-            for row, i in enumerate(batch):
-                out[i] = hidden[row, : len(sequences[i])].copy()
-        return out
-
-    def _default_token_budget(self, batch_size: int, longest: int) -> int:
-        """Padded tokens per batch: batch_size full-length inputs, capped at the larger of
-        batch_size x Lo and MIN_TOKEN_BUDGET (memory grows with tokens, not their square), and
-        never less than the longest input."""
-        cap = max(batch_size * self.original_length, MIN_TOKEN_BUDGET)
-        return max(min(batch_size * self.max_length, cap), longest)
-
-    def _logit_multiplier(self, lengths: torch.Tensor, temperature: float | None) -> torch.Tensor:
-        """Per document: log-n attention scaling (if on) times 1 / TempScale tau."""
-        config = self.config
-        multiplier = torch.ones(len(lengths))
-        if config.attention_scale == "logn":
-            multiplier = multiplier * logn_factor(lengths, self.original_length)
-        tau = length_temperature(
-            lengths,
-            config.temperature if temperature is None else temperature,
-            config.temperature_decay,
-            config.temperature_reference,
-        )
-        return multiplier / tau
-
-    def _forward(
-        self,
-        sequences: list[list[int]],
-        observer: Callable | None = None,
-        observe_layer: int | None = None,
-        temperature: float | None = None,
-    ) -> torch.Tensor:
-        """Pooled embeddings (B, dim) of a batch of token-id sequences."""
-        hidden, mask = self._hidden(sequences, observer, observe_layer, temperature)
-        return pool(hidden, mask, self.pooling)
-
-    def _hidden(
-        self,
-        sequences: list[list[int]],
-        observer: Callable | None = None,
-        observe_layer: int | None = None,
-        temperature: float | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Last-layer states (B, n, dim) of a batch of token-id sequences, and its (B, n) mask of real tokens."""
-        model = self.model
-        lengths = torch.tensor([len(s) for s in sequences])
-        n = int(lengths.max())
-        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        # padded on the right whatever the tokenizer's padding_side (Qwen3-Embedding's says left): each
-        # document's positions start at 0 and its masked attention never sees the padding
-        input_ids = torch.full((len(sequences), n), pad, dtype=torch.long)
-        for row, ids in enumerate(sequences):
-            input_ids[row, : len(ids)] = torch.tensor(ids)
-        mask = torch.arange(n).unsqueeze(0) < lengths.unsqueeze(1)
-        inputs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": mask.long()}
-        if self._takes_token_types:
-            inputs["token_type_ids"] = torch.zeros_like(input_ids)
-
-        scales = document_scales(lengths, self.original_length, self.max_length, self.config.scale, self.config.apply_to)
-        positions = self.positions.batch(lengths, n, scales)
-        multiplier = self._logit_multiplier(lengths, temperature)
-        plan = AttentionPlan(
-            key_mask=None if bool(mask.all()) else mask.to(self.device),
-            logit_scale=None if bool((multiplier == 1).all()) else multiplier.to(self.device),
-            rotary=_to_device(positions.rotary, self.device, self.dtype),
-            observer=observer,
-            observe_layer=observe_layer,
-            max_score_elements=self.max_score_elements,
-        )
-        inputs = {k: v.to(self.device) for k, v in {**inputs, **positions.model_inputs}.items()}
-        hidden = model(**inputs, longembed_plan=plan).last_hidden_state
-        return hidden.float(), inputs["attention_mask"].bool()  # pooled and returned in float32
-
     def __repr__(self) -> str:
         """The settings that decide the vectors: the method with its own options (NTK's variant and
         factor, SelfExtend's g and w, ...), and the precision and quantization when not the default."""
         c = self.config
-        method_options = "".join(f", {k}={v!r}" for k, v in self.positions.extension.config_values().items())
+        method_options = "".join(f", {k}={v!r}" for k, v in self.runner.positions.extension.config_values().items())
         precision = (f", dtype={c.dtype!r}" if c.dtype != "float32" else "") + (
             f", quantization={c.quantization!r}" if c.quantization is not None else "")
         return (
@@ -739,24 +496,6 @@ class LongContextEncoder:
             f"scale={c.scale!r}, apply_to={c.apply_to!r}, attention_scale={c.attention_scale!r}, "
             f"temperature={c.temperature}, pooling={self.pooling!r}{precision})"
         )
-
-
-def _to_device(rotary: Any, device: torch.device, dtype: torch.dtype) -> Any:
-    """Rotary tables on the model's device, their floating-point tensors in its dtype (as Hugging Face
-    casts cos/sin to the query's dtype); integer tensors (SelfExtend's windows) stay integers."""
-    if rotary is None:
-        return None
-    if isinstance(rotary, dict):
-        return {name: _to_device(tables, device, dtype) for name, tables in rotary.items()}
-
-    def move(x: Any) -> Any:
-        if x is None:
-            return None
-        if isinstance(x, tuple):
-            return tuple(move(t) for t in x)
-        return x.to(device, dtype) if x.is_floating_point() else x.to(device)
-
-    return type(rotary)(**{name: move(value) for name, value in vars(rotary).items()})
 
 
 def load_encoder(

@@ -43,6 +43,23 @@ def role_prompt_name(prompts: Mapping[str, str], role: str) -> str | None:
     return next((name for name in RETRIEVAL_PROMPT_NAMES[role] if name in prompts), None)
 
 
+def resolve_prompt(prompts: Mapping[str, str], prompt: str | None = None, prompt_name: str | None = None) -> str:
+    """The prefix put before each text: ``prompt`` literally, or the model's prompt named ``prompt_name``
+    (one of ``prompts``); "" for neither.
+
+    Raises:
+        UserError: both are given, or ``prompt_name`` is not one of ``prompts``.
+    """
+    if prompt is not None and prompt_name is not None:
+        raise UserError("pass either prompt or prompt_name, not both")
+    if prompt_name is None:
+        return prompt or ""
+    if prompt_name not in prompts:
+        known = ", ".join(repr(k) for k in prompts) or "none"
+        raise UserError(f"unknown prompt_name {prompt_name!r}; this model's prompts: {known} (or pass prompt=)")
+    return prompts[prompt_name]
+
+
 def retrieval_prompts(prompts: Mapping[str, str]) -> dict[str, str]:
     """``{"query": ..., "document": ...}`` from a model's named prompts (see the module docstring)."""
     chosen: dict[str, str] = {}
@@ -146,15 +163,9 @@ class EncoderMetadata:
         return retrieval_prompts(self.prompts)
 
     def resolve_prompt(self, prompt: str | None = None, prompt_name: str | None = None) -> str:
-        """The prefix put before each text: ``prompt`` literally, or the model's prompt ``prompt_name``."""
-        if prompt is not None and prompt_name is not None:
-            raise UserError("pass either prompt or prompt_name, not both")
-        if prompt_name is None:
-            return prompt or ""
-        if prompt_name not in self.prompts:
-            known = ", ".join(repr(k) for k in self.prompts) or "none"
-            raise UserError(f"unknown prompt_name {prompt_name!r}; this model's prompts: {known} (or pass prompt=)")
-        return self.prompts[prompt_name]
+        """The prefix put before each text: ``prompt`` literally, or the model's prompt ``prompt_name``
+        (:func:`resolve_prompt` of its prompts)."""
+        return resolve_prompt(self.prompts, prompt, prompt_name)
 
 
 #: The descriptive members an encoder built before :class:`EncoderMetadata` declared one by one (the old

@@ -41,7 +41,7 @@ __all__ = [
 
 @dataclass
 class EncodeStats:
-    """What the last ``encode`` call did to its inputs (reported by the CLI)."""
+    """What one ``encode`` call did to its inputs (``return_stats=True``; reported by the CLI)."""
 
     n_inputs: int = 0
     n_sequences: int = 0

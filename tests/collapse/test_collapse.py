@@ -451,7 +451,7 @@ def test_attention_sigma_a_equals_a_dense_computation(tokenizer, tmp_path, tau):
 
     pcw = load_encoder(folder, method="pcw", max_length=512)
     long_text = "Budgets and remote controls were discussed at length by everyone present. " * 12
-    windows = pcw._prepare([long_text], None, None).sequences
+    windows = pcw.runner.prepare(pcw.runner.tokenize([long_text])).sequences
     assert len(windows) >= 3
     np.testing.assert_allclose(attention_sigma_a(pcw, long_text), [np.mean(_dense_sigma_a(folder, windows))],
                                rtol=1e-4)

@@ -267,7 +267,7 @@ def test_decoder_attention_stays_causal(tiny_models):
                 attention_mask=torch.ones_like(plan_inputs),
                 position_ids=torch.zeros_like(plan_inputs),
                 longembed_plan=AttentionPlan(
-                    rotary=rotary_tables("selfextend", encoder.positions.rotary, n, torch.tensor([4]), LO)
+                    rotary=rotary_tables("selfextend", encoder.runner.positions.rotary, n, torch.tensor([4]), LO)
                 ),
             ).last_hidden_state[0]
     torch.testing.assert_close(hidden["a"][:changed], hidden["b"][:changed])
@@ -292,7 +292,7 @@ def test_selfextend_on_a_tiny_rope_model_matches_naive_attention(tiny_models):
     folder = tiny_models["nomic"]
     g, w = 3, 8
     encoder = load_encoder(folder, method="selfextend", max_length=4 * LO, group_size=g, window=w)
-    spec = encoder.positions.rotary
+    spec = encoder.runner.positions.rotary
 
     def naive(module, q, k, v, attention_mask, scaling=None, **kwargs):
         out = _naive_selfextend(q, k, v, spec.inv_freq()[0], g, w, scaling)

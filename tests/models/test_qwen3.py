@@ -89,7 +89,7 @@ def test_the_folder_reads_as_qwen3_embedding(qwen3):
     encoder = load_encoder(qwen3, method="truncate")
     assert (encoder.pooling, encoder.normalize, encoder.position_scheme) == ("last", True, "rope")
     assert encoder.prompts == {"query": QWEN3_QUERY_PROMPT, "document": ""}
-    assert encoder.special_tokens == (0, 1)
+    assert encoder.runner.special_tokens == (0, 1)
     assert encoder.tokenizer("the of")["input_ids"][-1] == encoder.tokenizer.convert_tokens_to_ids(QWEN3_EOS)
     assert encoder.tokenizer.padding_side == "left" and encoder.original_length == LO
 

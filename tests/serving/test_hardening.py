@@ -201,8 +201,8 @@ def test_ports_in_range_are_taken(port) -> None:
 
 # ------------------------------------------------------------------ 10. a late chunk with no token
 def test_a_late_chunk_with_no_token_names_its_input_before_the_model_runs(encoder, monkeypatch) -> None:
-    ran, real = [], encoder.token_states
-    monkeypatch.setattr(encoder, "token_states", lambda *a, **k: ran.append(1) or real(*a, **k))
+    ran, real = [], encoder.runner.token_states
+    monkeypatch.setattr(encoder.runner, "token_states", lambda *a, **k: ran.append(1) or real(*a, **k))
     pieces = ["the cat is ", "on the ", "\u200b", "mat ."]
     with TestClient(app_of(encoder)) as http:
         refused = http.post("/v1/embeddings", json={"model": "m", "input": pieces, "late_chunking": True})

@@ -1,28 +1,29 @@
 """sigma_a of an encoder's attention on real texts, through the encoder's attention-observer hook.
 
 The length-collapse paper's Figure 7 plots sigma_a = ||(I - 11^T/n) A||_2 of the last layer's
-attention A against text length.  ``LongContextEncoder.observe_attention`` shows each sequence's
-attention rows on demand; :func:`~longembed.collapse.spectral.sigma_a_blockwise` turns them into
+attention A against text length.  The encoder's runner (``ModelRunner.observe_attention``) shows
+each sequence's attention rows on demand; :func:`~longembed.collapse.spectral.sigma_a_blockwise` turns them into
 sigma_a per head without ever holding the n x n matrix.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import torch
 
 from longembed.collapse.spectral import sigma_a_blockwise
-from longembed.encoder import AttentionView
+from longembed.encoder import LongContextEncoder
+from longembed.encoder_protocol import resolve_prompt
 from longembed.extension.pcw import mean_over_windows
+from longembed.model_runner import AttentionView, RunOptions
 
 __all__ = ["attention_sigma_a"]
 
 
 def attention_sigma_a(
-    encoder: Any,
+    encoder: LongContextEncoder,
     texts: str | Sequence[str],
     layer: int = -1,
     iters: int = 30,
@@ -44,9 +45,10 @@ def attention_sigma_a(
         values[view.sequence] = float(sigma_a_blockwise(view.rows, view.length, iters=iters).mean())
         owners[view.sequence] = view.text
 
-    encoder.observe_attention(
-        texts, observe, layer=layer, prompt=prompt, prompt_name=prompt_name,
-        temperature=temperature, show_progress_bar=show_progress_bar,
+    runner = encoder.runner
+    inputs = runner.tokenize(texts, resolve_prompt(encoder.prompts, prompt, prompt_name))
+    runner.observe_attention(
+        inputs, observe, layer=layer, options=RunOptions(temperature=temperature, show_progress_bar=show_progress_bar)
     )
     order = sorted(values)
     per_sequence = torch.tensor([values[i] for i in order], dtype=torch.float32)

@@ -2,7 +2,7 @@
 
 Requests put their inputs in one queue; a worker thread takes the next batch whenever it is free
 (continuous batching: no timer, the queue fills while the model runs) and embeds it with the
-encode function (the server's runs ``encoder.encode_tokenized``, which sorts a batch by length and
+encode function (the server's runs ``encoder.runner.encode_tokenized``, which sorts a batch by length and
 splits it under the same token budget).  The server queues token ids (``longembed.inputs.
 TokenizedInput``), as TEI does: an input is tokenized once, when its request is planned, and the
 model runs those ids; the batcher itself only needs each input's token count.

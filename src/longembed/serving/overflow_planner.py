@@ -133,7 +133,7 @@ class OverflowPlanner:
 
     def __init__(self, encoder: LongContextEncoder):
         self.tokenizer = copy.deepcopy(encoder.tokenizer)
-        self.special_tokens = encoder.special_tokens
+        self.special_tokens = encoder.runner.special_tokens
         self.window = encoder.original_length  # Lo
         self.max_length = encoder.max_length  # Lt
         self._lock = threading.Lock()

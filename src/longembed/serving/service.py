@@ -3,8 +3,8 @@
 Every route's work goes the same way: plan (tokenize once, count, cut or refuse: :meth:`EmbeddingService.
 plan`), queue the ids and await them (:meth:`EmbeddingService.run`: the batcher's refusals become 413,
 429 or 503), count what ran (:meth:`EmbeddingService.count`).  Vectors come from the batcher's
-``"vectors"`` work (``encoder.encode_tokenized``), token states (late chunking, ``/embed_all``) from its
-``"states"`` work (``encoder.token_states`` on windows planned by :mod:`longembed.serving.chunks`).
+``"vectors"`` work (``encoder.runner.encode_tokenized``), token states (late chunking, ``/embed_all``) from
+its ``"states"`` work (``encoder.runner.token_states`` on windows planned by :mod:`longembed.serving.chunks`).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from longembed.encoder import LongContextEncoder
 from longembed.errors import UserError
 from longembed.inputs import OverflowPolicy, TokenizedInput
+from longembed.model_runner import RunOptions
 from longembed.serving.batcher import (
     DynamicBatcher,
     QueueFull,
@@ -105,13 +106,15 @@ class EmbeddingService:
 
     def _encode(self, inputs: list[TokenizedInput], prompt: str, normalize: bool | None, budget: int) -> np.ndarray:
         """The batcher's encode function: the planned ids as they are (their prompt is in them already)."""
-        return self.encoder.encode_tokenized(
-            inputs, batch_size=len(inputs), normalize_embeddings=normalize, max_tokens_per_batch=budget
+        vectors, _ = self.encoder.runner.encode_tokenized(
+            inputs, RunOptions(batch_size=max(len(inputs), 1), max_tokens_per_batch=budget), normalize
         )
+        return vectors
 
     def _states(self, sequences: list[list[int]], budget: int) -> list[np.ndarray]:
         """The batcher's states function: last-layer token states of planned model inputs (windows)."""
-        return self.encoder.token_states(sequences, max_tokens_per_batch=budget)
+        options = RunOptions(batch_size=max(len(sequences), 1), max_tokens_per_batch=budget)
+        return self.encoder.runner.token_states(sequences, options)
 
     def info(self) -> dict[str, Any]:
         e, s = self.encoder, self.settings

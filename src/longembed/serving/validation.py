@@ -7,8 +7,8 @@ shape, with a 4xx that names the problem:
 * TEI routes: ``{"error": message, "error_type": "Validation" | "Overloaded" | "Backend"}`` with
   422 / 413 / 429 / 503, as text-embeddings-inference answers.
 
-A valid body becomes an :class:`EmbedRequest`: the texts, the prompt (the encoder's
-``resolve_prompt``), the overflow policy (``longembed.overflow``, the server's names), the output size.
+A valid body becomes an :class:`EmbedRequest`: the texts, the prompt (the model's prompt by name,
+:func:`~longembed.encoder_protocol.resolve_prompt`), the overflow policy (``longembed.overflow``, the server's names), the output size.
 A field a route does not read is a 400 that names it (OpenAI's API does the same), so a misspelt
 option ("dimension", "prompt") is never ignored in silence.  The OpenAI client sends ``input``,
 ``model``, ``encoding_format`` (base64 unless asked otherwise), and ``dimensions`` and ``user`` when
@@ -26,6 +26,7 @@ from fastapi import Request
 from fastapi.responses import JSONResponse
 
 from longembed.encoder import LongContextEncoder
+from longembed.encoder_protocol import resolve_prompt
 from longembed.inputs import OverflowPolicy, resolve_overflow
 from longembed.serving.settings import ServerSettings
 
@@ -271,7 +272,7 @@ class RequestValidator:
         if prompt_name is not None and not isinstance(prompt_name, str):
             raise ApiError(400, f"unknown prompt_name {prompt_name!r}: a prompt name is a string", "prompt_name")
         try:
-            return self.encoder.resolve_prompt(prompt_name=prompt_name)
+            return resolve_prompt(self.encoder.prompts, prompt_name=prompt_name)
         except ValueError as exc:
             raise ApiError(400, str(exc), "prompt_name") from None
 

@@ -15,8 +15,8 @@ among the chunks of the other documents of the step (in-batch negatives).  Here:
   answers), packed to ``doc_tokens``; never QMSum, SQuALITY, the essays or the benchmark's HotpotQA
   items; ``held_out_articles`` SQuAD articles held out for the short-text check.
 - **Model**: any mean-pooling encoder longembed loads, run through the extension method it will be used
-  with (``method``/``max_length``, e.g. MiniLM + PI at 4096), with gradients (``LongContextEncoder.
-  forward_states``); every weight trains.
+  with (``method``/``max_length``, e.g. MiniLM + PI at 4096), with gradients (the encoder's
+  ``runner.forward_states``); every weight trains.
 - **Loss** (``loss``): ConTEB's weighted InSeNT (``in_sequence_weight``, ``temperature``) plus
   ``distill_weight`` x (1 - cos) between the model's and the original model's vectors of the step's
   queries and answer chunks embedded alone (targets cached on disk after a free-space check, ``targets``).

@@ -65,7 +65,7 @@ def plan_inputs(
     """Tokenize what ``plan`` uses; a ValueError if a document's tokens pass ``doc_tokens``."""
     prompts = encoder.retrieval_prompts()
     used = sorted({item.document for step in plan for item in step})
-    tokenized = dict(zip(used, encoder.tokenize([documents[d].text for d in used], prompts["document"]), strict=True))
+    tokenized = dict(zip(used, encoder.runner.tokenize([documents[d].text for d in used], prompts["document"]), strict=True))
     document_inputs = {}
     for d, tokens in tokenized.items():
         if tokens.n_tokens > doc_tokens:
@@ -109,7 +109,7 @@ def _tokenize_texts(
     out: list[list[int]] = [[] for _ in texts]
     for role in ("query", "document"):
         where = [i for i, (r, _) in enumerate(texts) if r == role]
-        for i, tokens in zip(where, encoder.tokenize([texts[i][1] for i in where], prompts[role]), strict=True):
+        for i, tokens in zip(where, encoder.runner.tokenize([texts[i][1] for i in where], prompts[role]), strict=True):
             if tokens.n_tokens > encoder.original_length:
                 raise UserError(f"a {role} of {tokens.n_tokens} tokens is longer than the model's window "
                                  f"({encoder.original_length}): {texts[i][1][:60]!r}...")

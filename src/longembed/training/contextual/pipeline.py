@@ -173,7 +173,7 @@ def _plan(
     if config.doc_tokens > encoder.window_length:
         raise UserError(f"doc_tokens {config.doc_tokens} is longer than one model input here ({encoder.window_length} "
                          f"tokens, method {encoder.method!r}): raise max_length or lower doc_tokens")
-    sample = encoder.tokenize(["a"], encoder.retrieval_prompts()["document"])[0]
+    sample = encoder.runner.tokenize(["a"], encoder.retrieval_prompts()["document"])[0]
     reserved = sample.n_tokens - len(sample.body)
     raw, counts, held_out = raw_documents(data_dir, sources, config.held_out_articles, config.seed)
     flat = [chunk for doc in raw for chunk in doc.chunks]

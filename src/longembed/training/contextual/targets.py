@@ -69,7 +69,7 @@ def teacher_targets(
     for start in tqdm(starts, desc="distillation targets", unit="batch", disable=not show_progress):
         chunk = inputs.ids[start : start + batch_size]
         with torch.no_grad():
-            states, mask = teacher.forward_states(chunk)
+            states, mask = teacher.runner.forward_states(chunk)
             vectors[start : start + len(chunk)] = pool(states, mask, teacher.pooling).numpy()
     write_json(folder / MANIFEST, {**manifest, "texts": len(inputs.ids), "texts_sha256": inputs.digest()})
     atomic_write_bytes(path, lambda handle: np.save(handle, vectors))

@@ -3,8 +3,8 @@
 The Trainer brings what every longembed run has (``training.runs``): AdamW with a linear schedule, atomic
 checkpoints with the optimizer, scheduler and RNG states, resuming at the exact step (the dataset is the
 step numbers, read in order), bf16 autocast, gradient checkpointing, and the progress bar with the loss.
-A step runs each document once through the encoder's extension method (``LongContextEncoder.
-forward_states``, with gradients), pools its chunks (late chunking), embeds the queries and the
+A step runs each document once through the encoder's extension method (``ModelRunner.forward_states``,
+with gradients), pools its chunks (late chunking), embeds the queries and the
 distillation texts alone, and returns the loss of :mod:`.loss`; its parts are logged beside it.
 """
 
@@ -36,14 +36,14 @@ def step_vectors(encoder: LongContextEncoder, step: StepInputs) -> tuple[list[to
     """(each document's late-chunk vectors, the queries' vectors) of one step, with gradients."""
     chunks = []
     for document in step.documents:  # one document per forward: memory of one long input at a time
-        states, _ = encoder.forward_states([document.ids])
+        states, _ = encoder.runner.forward_states([document.ids])
         chunks.append(late_chunk_tensors(states[0], document.chunk_tokens))
     return chunks, alone_vectors(encoder, step.queries)
 
 
 def alone_vectors(encoder: LongContextEncoder, sequences: Sequence[Sequence[int]]) -> torch.Tensor:
     """Mean-pooled vectors of short token sequences, each embedded alone (one padded batch)."""
-    states, mask = encoder.forward_states(sequences)
+    states, mask = encoder.runner.forward_states(sequences)
     return pool(states, mask, "mean")
 
 
