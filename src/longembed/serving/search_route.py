@@ -47,7 +47,7 @@ from starlette.concurrency import run_in_threadpool
 from longembed.errors import UserError
 from longembed.inputs import TokenizedInput
 from longembed.serving.app import respond
-from longembed.serving.overflow import PlannedInput
+from longembed.serving.overflow_planner import PlannedInput
 from longembed.serving.search_request import SearchRequest, search_request
 from longembed.serving.service import EmbeddingService
 from longembed.serving.validation import ApiError, openai_error, read_json
