@@ -228,7 +228,7 @@ def test_a_searchs_query_waits_in_the_batchers_queue_and_counts_against_its_toke
     app = search_app(encoder, index)
     batcher = app.state.service.batcher
     release, calls = hold_model(batcher)
-    n_query = encoder.tokenize([QUESTION], prompt=QUERY_PROMPT)[0].n_tokens
+    n_query = encoder.runner.tokenize([QUESTION], QUERY_PROMPT)[0].n_tokens
     with TestClient(app) as http, ThreadPoolExecutor(2) as pool:
         first = pool.submit(http.post, "/embed", json={"inputs": [words(600, 3)]})
         wait_until(lambda: batcher.batches_formed == 1)
@@ -286,7 +286,7 @@ def test_a_search_at_shutdown_is_drained_or_refused_503_like_an_embedding_reques
     app = search_app(encoder, index)
     batcher = app.state.service.batcher
     release, _ = hold_model(batcher)
-    n_query = encoder.tokenize([QUESTION], prompt=QUERY_PROMPT)[0].n_tokens
+    n_query = encoder.runner.tokenize([QUESTION], QUERY_PROMPT)[0].n_tokens
     with TestClient(app) as http, ThreadPoolExecutor(2) as pool:
         first = pool.submit(http.post, "/embed", json={"inputs": [words(600, 3)]})
         wait_until(lambda: batcher.batches_formed == 1)
@@ -400,7 +400,7 @@ def test_search_vectors_are_bit_for_bit_the_indexs_own_beside_longer_inputs_in_a
         assert first.result(60).status_code == 200 and all(e.result(60).status_code == 200 for e in embeds)
         answers = [s.result(60) for s in searches]
     assert batcher.batches_formed == 2  # everything queued ran in one batch
-    query_tokens = {served_index.encoder.tokenize([q])[0].n_tokens for q in questions}
+    query_tokens = {served_index.encoder.runner.tokenize([q])[0].n_tokens for q in questions}
     assert all(len(call) == 1 for call in calls if set(call) & query_tokens)
     assert [ordered(json.loads(a.text)) for a in answers] == [ordered(own_index.search(q).to_dict()) for q in questions]
 
