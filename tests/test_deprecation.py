@@ -32,6 +32,7 @@ def test_an_old_path_is_its_new_module_with_a_deprecation_warning(old: str, new:
     assert getattr(sys.modules[parent], leaf) is module
 
 
+@pytest.mark.slow
 def test_from_imports_of_old_paths_name_the_same_objects_in_a_fresh_interpreter() -> None:
     """What a user's script does: ``from <old path> import Name``, with warnings shown."""
     code = (

@@ -77,6 +77,7 @@ def test_precisions_never_share_cached_vectors(tiny_models) -> None:
         assert got == expected
 
 
+@pytest.mark.slow
 def test_real_minilm_in_bfloat16_is_within_5e_3() -> None:
     folder = real_model_folder("all-MiniLM-L6-v2")
     text = ["the meeting turned to the budget and the schedule for the next quarter " * 60]

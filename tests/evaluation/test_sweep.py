@@ -420,6 +420,7 @@ class MiniPasskeyTask:
         return RetrievalData(corpus, queries, {f"q{i}": {f"d{2 * i:02d}": 1} for i in range(6)}).validate()
 
 
+@pytest.mark.slow
 def test_real_encoder_baseline_equals_plain_evaluate_model(tmp_path: Path) -> None:
     import json as _json
 

@@ -207,6 +207,7 @@ def test_the_markdown_names_the_best_the_tied_and_the_rule(runs: dict[str, RunRe
     assert "Bonferroni" in text
 
 
+@pytest.mark.slow
 def test_report_summary_cli_prints_markdown_and_json(tmp_path: Path, runs: dict[str, RunResults]) -> None:
     for name, run in runs.items():
         run.save(tmp_path / "set" / name / "results.json")

@@ -188,6 +188,7 @@ with IndexStore(sys.argv[1]).build_lock():
 """
 
 
+@pytest.mark.slow
 def test_a_second_build_of_the_same_index_refuses_while_one_runs(model: Path, tmp_path: Path, capsys) -> None:
     index = tmp_path / "index"
     strategy = IndexStrategy(str(model), "pi", 128, granularity="chunks", chunking="tokens:16", late=False)

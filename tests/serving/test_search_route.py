@@ -30,6 +30,8 @@ from longembed.serving import ServerSettings, create_app
 from longembed.serving import search_route as route
 from longembed.serving.search_route import add_search_routes
 
+pytestmark = pytest.mark.slow  # the real all-MiniLM-L6-v2 behind every app, and a real index
+
 HOSTS = ("testserver",)
 
 
