@@ -100,22 +100,22 @@ def test_a_fully_cached_evaluation_never_loads_the_weights(tiny_models, tmp_path
     """The second run of the same evaluation is answered from the cache: no weights are read."""
     encoder = load_encoder(tiny_models["bert"], "pi", max_length=512, lazy=True)
     first = evaluate_model(encoder, ["passkey"], lengths=[256], output_dir=tmp_path / "a", cache_dir=tmp_path / "c",
-                           estimate=False)
+                           estimate=False, queries_per_length=5)
     assert encoder.model_loaded
 
     loads = []
     monkeypatch.setattr(LongContextEncoder, "_load_model", lambda self: loads.append(1) or pytest.fail("loaded"))
     again = load_encoder(tiny_models["bert"], "pi", max_length=512, lazy=True)
     second = evaluate_model(again, ["passkey"], lengths=[256], output_dir=tmp_path / "b", cache_dir=tmp_path / "c",
-                            estimate=False)
+                            estimate=False, queries_per_length=5)
     assert not loads and not again.model_loaded
     assert second.tasks["passkey"].metrics == first.tasks["passkey"].metrics
 
 
 def test_the_cli_takes_dtype_and_a_cached_eval_rerun_loads_no_weights(tiny_models, tmp_path, monkeypatch) -> None:
     command = ["eval", "--model", str(tiny_models["bert"]), "--method", "pi", "--max-length", "512",
-               "--tasks", "passkey", "--lengths", "256", "--dtype", "bfloat16", "--cache-dir", str(tmp_path / "c"),
-               "--no-estimate"]
+               "--tasks", "passkey", "--lengths", "256", "--queries-per-length", "5", "--dtype", "bfloat16",
+               "--cache-dir", str(tmp_path / "c"), "--no-estimate"]
     assert main([*command, "--output", str(tmp_path / "a")]) == 0
     monkeypatch.setattr(LongContextEncoder, "_load_model", lambda self: pytest.fail("the weights were loaded"))
     assert main([*command, "--output", str(tmp_path / "b")]) == 0

@@ -117,7 +117,7 @@ def test_the_cli_takes_quantization_and_records_it(tiny_models, tmp_path, monkey
 
     monkeypatch.setattr(LongContextEncoder, "_load_model", spy)
     command = ["eval", "--model", str(tiny_models["bert"]), "--method", "pi", "--max-length", "512",
-               "--tasks", "passkey", "--lengths", "256", "--quantization", "int8",
+               "--tasks", "passkey", "--lengths", "256", "--queries-per-length", "5", "--quantization", "int8",
                "--cache-dir", str(tmp_path / "c"), "--no-estimate", "--output", str(tmp_path / "a")]
     assert main(command) == 0
     assert loaded and loaded[0] > 0

@@ -241,8 +241,8 @@ def test_cached_encoder_late_chunks_equal_the_encoders(tiny_models, tmp_path: Pa
 def test_eval_cli_takes_granularity_flags(tiny_models, tmp_path: Path) -> None:
     status = cli_main([
         "eval", "--model", str(tiny_models["bert"]), "--method", "pi", "--max-length", "128", "--tasks", "passkey",
-        "--lengths", "256", "--granularity", "chunks", "--chunking", "sentences:2", "--naive",
-        "--output", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "cache"), "--no-estimate",
+        "--lengths", "256", "--queries-per-length", "5", "--granularity", "chunks", "--chunking", "sentences:2",
+        "--naive", "--output", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "cache"), "--no-estimate",
     ])
     assert status == 0
     record = json.loads((tmp_path / "run/results.json").read_text())
