@@ -337,6 +337,13 @@ def slow_fixture(function):
     return function
 
 
+def fast_sample(cases: list[tuple], fast: set[tuple]) -> list:
+    """A matrix for ``parametrize`` whose cells are all run by the full suite; those whose first values
+    are not in ``fast`` are marked slow, so ``pytest -m "not slow"`` runs a sample of it."""
+    return [case if any(case[: len(key)] == key for key in fast) else pytest.param(*case, marks=pytest.mark.slow)
+            for case in cases]
+
+
 @pytest.fixture(scope="session")
 @slow_fixture
 def ray_runtime():

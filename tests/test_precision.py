@@ -15,8 +15,8 @@ import itertools
 import numpy as np
 import pytest
 import torch
-from conftest import LO, real_model_folder, words
-from test_encoder import CASES, encoder_for
+from conftest import LO, fast_sample, real_model_folder, words
+from test_encoder import CASES, FAST_CASES, encoder_for
 
 from longembed import load_encoder
 from longembed.cli.main import main
@@ -28,7 +28,7 @@ TOLERANCE = {"bfloat16": 3e-2, "float16": 5e-3}
 TEXTS = [words(3 * LO, 1), words(10, 2), words(2 * LO + 5, 3)]  # past Lo, short, and padded together
 
 
-@pytest.mark.parametrize(("family", "method"), CASES)
+@pytest.mark.parametrize(("family", "method"), fast_sample(CASES, FAST_CASES))
 def test_every_method_runs_in_bfloat16_close_to_float32(tiny_models, family, method) -> None:
     reference = encoder_for(tiny_models, family, method).encode(TEXTS)
     reduced = encoder_for(tiny_models, family, method, dtype="bfloat16")

@@ -15,8 +15,8 @@ import copy
 import numpy as np
 import pytest
 import torch
-from conftest import LO, real_model_folder, words
-from test_encoder import CASES, encoder_for
+from conftest import LO, fast_sample, real_model_folder, words
+from test_encoder import CASES, FAST_CASES, encoder_for
 
 from longembed import load_encoder
 from longembed import quantization as quantization_module
@@ -55,7 +55,7 @@ def test_a_quantized_layer_computes_the_naive_int8_formula() -> None:
     assert torch.allclose(out, naive_int8_linear(torch.relu(hidden), original[2].weight.detach(), None), atol=1e-5)
 
 
-@pytest.mark.parametrize(("family", "method"), CASES)
+@pytest.mark.parametrize(("family", "method"), fast_sample(CASES, FAST_CASES))
 def test_every_method_runs_with_int8_linear_layers(tiny_models, family, method) -> None:
     reference = encoder_for(tiny_models, family, method).encode(TEXTS, normalize_embeddings=True)
     quantized = encoder_for(tiny_models, family, method, quantization="int8")

@@ -63,6 +63,7 @@ def file_state(folder: Path) -> dict[str, tuple[int, int]]:
 
 
 # ----------------------------------------------------------------------------- the local engine
+@pytest.mark.slow
 def test_local_engine_writes_the_encoders_vectors(tiny_models, corpus, job, tmp_path, caplog):
     folder, docs = corpus
     out = tmp_path / "out"
@@ -178,6 +179,7 @@ def test_resume_embeds_only_the_missing_shard(corpus, job, tmp_path):
     np.testing.assert_array_equal(vectors, vectors_before)
 
 
+@pytest.mark.slow
 def test_nothing_to_do_loads_no_model(corpus, job, tmp_path, monkeypatch):
     folder, _ = corpus
     embed_corpus(folder, tmp_path / "out", job)
@@ -206,6 +208,7 @@ def test_partial_and_damaged_files_are_not_counted_as_done(corpus, job, tmp_path
     assert read_embeddings(out)[0] == [i for i, _ in corpus[1]]
 
 
+@pytest.mark.slow
 def test_a_run_interrupted_mid_shard_leaves_no_output(corpus, job, tmp_path, monkeypatch):
     folder, _ = corpus
     out = tmp_path / "out"
@@ -400,6 +403,7 @@ def test_cli_ray_end_to_end_with_a_bad_shard_then_resumed(ray_runtime, tiny_mode
 
 
 # ----------------------------------------------------------------------------- the CLI without Ray
+@pytest.mark.slow
 def test_cli_folder_local_engine_and_flag_errors(tiny_models, corpus, local_reference, tmp_path, capsys):
     model = ["--model", str(tiny_models["bert"]), "--method", "pi", "--max-length", str(MAX_LENGTH)]
     out = tmp_path / "out"

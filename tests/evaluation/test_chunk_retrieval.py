@@ -134,6 +134,7 @@ def test_passages_pack_turns_cut_long_turns_and_mark_the_answering_ones(tmp_path
         load_qmsum_passages(write_meetings(tmp_path / "bad", {"M2": bad}))
 
 
+@pytest.mark.slow
 def test_the_qmsum_passage_task_on_the_real_data() -> None:
     require_data("qmsum/data/ALL")
     data = get_task("qmsum_passages").load(DATA_DIR)
@@ -183,6 +184,7 @@ class WordsTask:
         return RetrievalData(corpus, queries, {f"q{i}": {f"d{i}": 1} for i in range(8)}).validate()
 
 
+@pytest.mark.slow
 def test_chunk_granularity_runs_scores_caches_and_is_recorded(tiny_models, tmp_path: Path) -> None:
     enc = load_encoder(tiny_models["bert"], method="pi", max_length=128)
     runs = {}

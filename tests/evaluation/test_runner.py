@@ -462,6 +462,7 @@ def test_query_temperature_reaches_the_real_encoder(tmp_path: Path, minilm) -> N
     assert not np.allclose(cached, plain, atol=1e-3)
 
 
+@pytest.mark.slow
 def test_bm25_on_real_data(tmp_path: Path) -> None:
     """BM25 on SQuALITY: all 127 stories, a high nDCG@10, marked as a stand-in."""
     require_data("squality")

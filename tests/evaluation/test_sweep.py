@@ -337,6 +337,7 @@ def test_one_encoder_per_decay_setting_and_cached_rerun(tmp_path: Path, recorder
 
 
 # --------------------------------------------------------------------------- outputs
+@pytest.mark.slow
 def test_sweep_json_markdown_and_plot(tmp_path: Path) -> None:
     """sweep.json round-trips; every run it names is on disk and agrees with it; the report renders it."""
     result = sweep(
@@ -491,6 +492,7 @@ def test_cli_candidates_and_temperature_alias() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_cli_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from longembed.cli.parsers.sweep import register_cli
 

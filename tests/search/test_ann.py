@@ -79,6 +79,7 @@ def test_ann_document_recall_at_10_is_at_least_098_on_a_clustered_set(tmp_path: 
     assert np.mean(recalls) >= 0.98
 
 
+@pytest.mark.slow
 def test_a_build_raises_the_probes_until_recall_reaches_098_on_unclustered_vectors(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     vectors = rng.standard_normal((2400, 384)).astype(np.float32)
@@ -133,6 +134,7 @@ def documents(n: int) -> list[Document]:
     return [Document(f"doc{i:03d}", f"doc{i:03d}.txt", words(60 + i % 9, i)) for i in range(n)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fusion", [None, Fusion()], ids=["dense", "hybrid"])
 def test_search_through_the_ann_index_returns_the_exact_documents(model: Path, tmp_path: Path, fusion) -> None:
     strategy = IndexStrategy(str(model), "pi", 128, granularity="chunks", chunking="tokens:16", late=False,
