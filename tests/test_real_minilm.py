@@ -9,6 +9,8 @@ from conftest import missing, require_package
 from longembed import load_encoder
 from longembed.loading import default_model_path
 
+pytestmark = pytest.mark.slow  # the packaged all-MiniLM-L6-v2 and sentence-transformers' load of it
+
 sentence_transformers = require_package("sentence_transformers")
 try:
     MODEL_FOLDER = default_model_path()

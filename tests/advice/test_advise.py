@@ -12,7 +12,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from conftest import words
+from conftest import slow_fixture, words
 from transformers import AutoTokenizer
 
 from longembed.advice import advise, estimate_advice
@@ -39,6 +39,7 @@ def task_folder(root: Path, n_queries: int = 30, n_documents: int = 60) -> Path:
 
 
 @pytest.fixture(scope="module")
+@slow_fixture  # a whole advise run: every test of its advice is a slow test
 def advised(tiny_models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict:
     root = tmp_path_factory.mktemp("advise")
     said: list[str] = []

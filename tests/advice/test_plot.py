@@ -88,6 +88,7 @@ def test_cost_axes_within_a_decade_keep_their_labels_apart(index_bytes: list[int
             assert not first.overlaps(second), (a, b)
 
 
+@pytest.mark.slow
 def test_the_plot_is_written(tmp_path: Path) -> None:
     advice = nine_strategies()
     path = plot_advice(advice, tmp_path / "advice.png")

@@ -13,6 +13,7 @@ from longembed.cli.main import main
 from longembed.results import Advice, RunResults
 
 
+@pytest.mark.slow
 def test_advise_with_a_haystack_writes_the_advice(
     tiny_models: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -74,6 +74,7 @@ def test_the_files_are_written_even_when_stdout_is_a_closed_pipe(
     assert {p.name for p in (tmp_path / "out").iterdir()} == {"comparison.md", "comparison.json", "comparison.png"}
 
 
+@pytest.mark.slow
 def test_a_reader_that_closed_the_pipe_ends_the_command_quietly(runs: dict[str, Path]) -> None:
     """A real process whose stdout is a pipe nobody reads: no traceback, no "Exception ignored" at exit,
     no error line; the shell's status for a tool that SIGPIPE ended."""

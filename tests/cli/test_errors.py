@@ -45,6 +45,7 @@ def run_cli(error: str, message: str, *argv: str, env: dict[str, str] | None = N
                           env=env)
 
 
+@pytest.mark.slow
 def test_a_programming_error_keeps_its_traceback(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     def broken(args):
         raise TypeError("unsupported operand type(s) for +: 'int' and 'str'")
@@ -57,6 +58,7 @@ def test_a_programming_error_keeps_its_traceback(monkeypatch: pytest.MonkeyPatch
     assert "Traceback (most recent call last)" in done.stderr and "TypeError: unsupported operand" in done.stderr
 
 
+@pytest.mark.slow
 def test_a_user_error_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     done = run_cli("UserError", "--runs: no such run folder", "compare", "a", "b")
     assert done.returncode == 2
@@ -67,6 +69,7 @@ def test_a_user_error_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Capt
     assert len(err) == 1 and err[0].startswith("longembed compare: error: ") and "missing-a" in err[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["flag-before", "flag-after", "environment"])
 def test_debug_shows_the_traceback_of_a_user_error(how: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "LONGEMBED_DEBUG"}

@@ -27,6 +27,7 @@ def run_python(code: str, cwd: Path | None = None) -> subprocess.CompletedProces
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, timeout=600)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [None, *SUBCOMMANDS])
 def test_help_imports_no_heavy_library(command: str | None) -> None:
     argv = ([command] if command else []) + ["--help"]
@@ -46,6 +47,7 @@ def test_help_imports_no_heavy_library(command: str | None) -> None:
     assert done.stderr == ""
 
 
+@pytest.mark.slow
 def test_cached_eval_rerun_imports_no_modeling_stack(tmp_path: Path) -> None:
     """The second, fully cached run reads no weights and imports neither transformers' modeling
     code nor torchao: it costs about an import of torch and transformers (benchmarks/RESULTS.md)."""
@@ -69,6 +71,7 @@ def test_cached_eval_rerun_imports_no_modeling_stack(tmp_path: Path) -> None:
     assert (tmp_path / "run" / "results.json").is_file()
 
 
+@pytest.mark.slow
 def test_library_noise_is_filtered_and_real_warnings_are_kept() -> None:
     """Importing the model stack with torchao installed (the test extra has it) prints nothing; a
     warning of the same loggers that is not the known noise still shows."""
@@ -89,6 +92,7 @@ def test_library_noise_is_filtered_and_real_warnings_are_kept() -> None:
     assert "torchao has a real problem" in lines[0] and "pytree has a real problem" in lines[1]
 
 
+@pytest.mark.slow
 def test_importing_longembed_leaves_other_libraries_loggers_alone() -> None:
     """A library must not change another library's logging as an import side effect (issue 44):
     the filters are attached by the command line only."""
@@ -146,6 +150,7 @@ print(json.dumps([main(argv) for argv in json.loads(sys.argv[1])]))
 """
 
 
+@pytest.mark.slow
 def test_a_normal_run_prints_no_bm25s_debug_line_and_no_longembed_source(tmp_path: Path) -> None:
     """Issue 41: a BM25 run printed bm25s's "Building index from IDs objects" (bm25s sets its logger to DEBUG
     when imported), and longembed's warnings printed a line of longembed's own source under Python's

@@ -34,6 +34,7 @@ def write_inputs(root: Path, rows: list[dict]) -> tuple[Path, Path]:
     return docs, questions
 
 
+@pytest.mark.slow
 def test_task_dir_builds_a_task_that_eval_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     docs, questions = write_inputs(tmp_path, QUESTIONS)
     task = tmp_path / "mine"

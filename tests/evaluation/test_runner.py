@@ -367,6 +367,7 @@ def test_cache_key_ignores_on_overflow_but_not_max_length(tmp_path: Path) -> Non
     assert uncached.n_texts == 18 and results.config.cache_dir is None
 
 
+@pytest.mark.slow
 def test_resume_after_kill_matches_uninterrupted_run(tmp_path: Path, minilm) -> None:
     """A killed run resumes from its cached chunks and ends with the uninterrupted run's scores."""
     tasks = [TinyTask(), "passkey"]
@@ -408,6 +409,7 @@ def _independent_hash(path: Path) -> str:
     return hashlib.sha256(part).hexdigest()
 
 
+@pytest.mark.slow
 def test_minilm_results_versions_and_estimate(tmp_path: Path, minilm) -> None:
     """A real run records every model file's size and hash, the resolved settings and the estimate."""
     results = run(minilm, tmp_path, tasks=[TinyTask()], estimate=True)
@@ -440,6 +442,7 @@ def test_minilm_results_versions_and_estimate(tmp_path: Path, minilm) -> None:
     assert tiny.score > 80
 
 
+@pytest.mark.slow
 def test_query_temperature_reaches_the_real_encoder(tmp_path: Path, minilm) -> None:
     """The cached query vectors are the encoder's vectors at the query tau and prompt."""
     from longembed.evaluation.cache.storage import EmbeddingCache, text_key
@@ -459,6 +462,7 @@ def test_query_temperature_reaches_the_real_encoder(tmp_path: Path, minilm) -> N
     assert not np.allclose(cached, plain, atol=1e-3)
 
 
+@pytest.mark.slow
 def test_bm25_on_real_data(tmp_path: Path) -> None:
     """BM25 on SQuALITY: all 127 stories, a high nDCG@10, marked as a stand-in."""
     require_data("squality")

@@ -337,6 +337,7 @@ def test_one_encoder_per_decay_setting_and_cached_rerun(tmp_path: Path, recorder
 
 
 # --------------------------------------------------------------------------- outputs
+@pytest.mark.slow
 def test_sweep_json_markdown_and_plot(tmp_path: Path) -> None:
     """sweep.json round-trips; every run it names is on disk and agrees with it; the report renders it."""
     result = sweep(
@@ -420,6 +421,7 @@ class MiniPasskeyTask:
         return RetrievalData(corpus, queries, {f"q{i}": {f"d{2 * i:02d}": 1} for i in range(6)}).validate()
 
 
+@pytest.mark.slow
 def test_real_encoder_baseline_equals_plain_evaluate_model(tmp_path: Path) -> None:
     import json as _json
 
@@ -490,6 +492,7 @@ def test_cli_candidates_and_temperature_alias() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_cli_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from longembed.cli.parsers.sweep import register_cli
 

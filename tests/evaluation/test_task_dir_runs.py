@@ -124,6 +124,7 @@ def _scores(results: RunResults, name: str) -> tuple[Any, ...]:
     return task.score, task.metrics, task.counts
 
 
+@pytest.mark.slow
 def test_qmsum_as_a_task_folder_scores_as_the_builtin_task_with_bm25(tmp_path: Path, qmsum_folders) -> None:
     builtin = run(BM25Model(), tmp_path, "builtin", tasks=["qmsum"], data_dir=DATA_DIR)
     folders = run(BM25Model(), tmp_path, "folders", task_dirs=list(qmsum_folders.values()),
@@ -134,6 +135,7 @@ def test_qmsum_as_a_task_folder_scores_as_the_builtin_task_with_bm25(tmp_path: P
         assert folders.config.task_dirs[layout]["queries_left_out"] == 0
 
 
+@pytest.mark.slow
 def test_qmsum_as_a_task_folder_scores_as_the_builtin_task_with_an_encoder(tmp_path: Path, qmsum_folders) -> None:
     """Through the encoder path too; documents over max_length (512; words / 0.75 tokens) are counted."""
     encoder = WordHashEncoder(tmp_path / "model")

@@ -108,6 +108,7 @@ def test_report_files_and_markdown_content(tmp_path: Path, run_dirs: list[Path])
     assert "![passkey accuracy by length](passkey_by_length.png)" in text
 
 
+@pytest.mark.slow
 def test_pngs_are_readable_images(tmp_path: Path, run_dirs: list[Path]) -> None:
     import matplotlib.image
 
@@ -159,6 +160,7 @@ def test_run_label_and_summary(bm25_results: RunResults) -> None:
     assert "passkey" in summary and "100.00" in summary and "256: 100.0" in summary
 
 
+@pytest.mark.slow
 def test_cli_report(tmp_path: Path, run_dirs: list[Path], capsys: pytest.CaptureFixture[str]) -> None:
     from longembed.cli.main import main
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import build_tiny
+from conftest import build_tiny, slow_fixture
 
 from longembed.cli.main import main
 from longembed.report.formatting import length_title
@@ -34,6 +34,7 @@ class TinyRuns:
 
 
 @pytest.fixture(scope="module")
+@slow_fixture  # two whole eval runs
 def tiny_runs(tmp_path_factory: pytest.TempPathFactory) -> TinyRuns:
     """Two real ``longembed eval`` runs of a tiny random BERT: scores well inside (0, 100), so their
     intervals have a width."""

@@ -207,6 +207,7 @@ def test_the_markdown_names_the_best_the_tied_and_the_rule(runs: dict[str, RunRe
     assert "Bonferroni" in text
 
 
+@pytest.mark.slow
 def test_report_summary_cli_prints_markdown_and_json(tmp_path: Path, runs: dict[str, RunResults]) -> None:
     for name, run in runs.items():
         run.save(tmp_path / "set" / name / "results.json")
@@ -224,6 +225,7 @@ def test_report_summary_cli_prints_markdown_and_json(tmp_path: Path, runs: dict[
     assert malformed.returncode == 2 and "--base-model 'MiniLM': expected DERIVED=BASE" in malformed.stderr
 
 
+@pytest.mark.slow
 def test_results_md_opens_with_the_table_its_command_generates(monkeypatch: pytest.MonkeyPatch) -> None:
     """RESULTS.md's decision table is the command's output on the committed runs, not text written by hand."""
     root = Path(__file__).resolve().parents[2]

@@ -78,6 +78,7 @@ def test_ann_document_recall_at_10_is_at_least_098_on_a_clustered_set(tmp_path: 
     assert np.mean(recalls) >= 0.98
 
 
+@pytest.mark.slow
 def test_a_build_raises_the_probes_until_recall_reaches_098_on_unclustered_vectors(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     vectors = rng.standard_normal((2400, 384)).astype(np.float32)
@@ -132,6 +133,7 @@ def documents(n: int) -> list[Document]:
     return [Document(f"doc{i:03d}", f"doc{i:03d}.txt", words(60 + i % 9, i)) for i in range(n)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fuse", [None, "bm25"], ids=["dense", "hybrid"])
 def test_search_through_the_ann_index_returns_the_exact_documents(model: Path, tmp_path: Path, fuse) -> None:
     strategy = Strategy(str(model), "pi", 128, granularity="chunks", chunking="tokens:16", late=False,
@@ -187,6 +189,7 @@ with IndexStore(sys.argv[1]).build_lock():
 """
 
 
+@pytest.mark.slow
 def test_a_second_build_of_the_same_index_refuses_while_one_runs(model: Path, tmp_path: Path, capsys) -> None:
     index = tmp_path / "index"
     strategy = Strategy(str(model), "pi", 128, granularity="chunks", chunking="tokens:16", late=False)

@@ -80,6 +80,7 @@ def test_another_strategy_or_model_is_refused_unless_rebuild(model: Path, tmp_pa
     assert report.chunks == 3 and open_index(index).strategy.name == "pi-128"
 
 
+@pytest.mark.slow
 def test_a_killed_build_reruns_to_the_uninterrupted_builds_rows_and_vectors(model: Path, tmp_path: Path) -> None:
     """kill -9 a build as soon as it has appended a batch, rerun it: the table equals an uninterrupted
     build's, row for row (in order) and vector for vector; a search meanwhile sees no half build."""

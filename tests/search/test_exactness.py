@@ -80,6 +80,7 @@ def search_run(flags: list[str], tmp_path: Path) -> Path:
     return run
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(STRATEGIES))
 def test_a_searched_run_file_scores_what_eval_scored(name: str, model: Path, tmp_path: Path) -> None:
     flags = strategy_flags(name, model)

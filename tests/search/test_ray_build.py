@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import lancedb
 import numpy as np
-from conftest import build_tiny, require_package, words
+from conftest import build_tiny, words
 
 from longembed.retrieval.strategy import Strategy
 from longembed.search import open_index
@@ -22,18 +21,13 @@ def rows(index: Path) -> dict[str, list]:
     return table.to_arrow().to_pydict()
 
 
-def test_ray_with_two_actors_gives_the_local_builds_rows(tmp_path: Path) -> None:
-    ray = require_package("ray")
+def test_ray_with_two_actors_gives_the_local_builds_rows(ray_runtime, tmp_path: Path) -> None:
     model = build_tiny("bert", tmp_path / "bert")
     strategy = Strategy(str(model), "pi", 128, granularity="chunks", chunking="tokens:16", late=True)
     docs = [Document(f"d{i:02d}", f"d{i:02d}.txt", words(50 + 9 * i, i)) for i in range(20)]
     build_index(tmp_path / "local", docs, strategy, batch_documents=4, show_progress=False, log=None)
-    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
-    try:
-        build_index(tmp_path / "ray", docs, strategy, batch_documents=4, engine=RayBuild(actors=2),
-                    show_progress=False, log=None)
-    finally:
-        ray.shutdown()
+    build_index(tmp_path / "ray", docs, strategy, batch_documents=4, engine=RayBuild(actors=2),
+                show_progress=False, log=None)
     local, on_ray = rows(tmp_path / "local"), rows(tmp_path / "ray")
     for column in local:
         if column == "vector":  # the same batches; an actor's torch runs with 1 thread

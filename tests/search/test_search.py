@@ -82,6 +82,7 @@ def test_filters_restrict_the_documents(built) -> None:
     assert sorted(r.id for r in chosen.results) == ["notes/d0.txt", "notes/d2.txt"]
 
 
+@pytest.mark.slow
 def test_concurrent_searches_answer_as_one_at_a_time(built) -> None:
     index = open_index(built[0] / "hybrid")
     questions = [words(5, 100 + i) for i in range(12)]

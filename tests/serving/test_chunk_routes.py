@@ -27,6 +27,8 @@ from longembed import load_encoder
 from longembed.serving import ServerSettings, bound_port, build_server, create_app
 from longembed.serving.batcher import DynamicBatcher
 
+pytestmark = pytest.mark.slow  # a live uvicorn server (on a tiny model)
+
 LT = 2 * LO
 PROMPTS = {"document": "the doc , ", "query": "is it "}
 LIMITS = dict(max_client_batch_size=64, max_document_tokens=600, max_chunks_per_request=40, max_token_vectors=200)

@@ -23,6 +23,8 @@ from longembed import load_encoder
 from longembed.serving import ServerSettings, bound_port, build_server, create_app
 from longembed.serving.service import QUEUE_SECONDS_HEADER
 
+pytestmark = pytest.mark.slow  # the real all-MiniLM-L6-v2, a server process and live servers
+
 SLOW_SERVER = Path(__file__).with_name("slow_server.py")
 
 

@@ -150,6 +150,7 @@ def mentions(message: str, name: str) -> bool:
     return repr(name) in message or re.search(rf"(?<!\w){re.escape(name)}(?!\w)", message) is not None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("route", list(ROUTES))
 @settings(max_examples=EXAMPLES_PER_ROUTE, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -414,6 +414,7 @@ def test_a_short_request_arriving_mid_batch_runs_after_the_current_call_not_the_
         assert long.result(0).ravel().tolist() == [400.0] * 4
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     longs=st.lists(st.lists(st.integers(200, 400), min_size=1, max_size=4), min_size=1, max_size=5),

@@ -25,6 +25,8 @@ import pytest
 from conftest import missing, real_model_folder, require_package
 from search_support import DOCUMENTS, build_real_index
 
+pytestmark = pytest.mark.slow  # a server process, chromium and the real all-MiniLM-L6-v2
+
 VIEWPORT = {"width": 1280, "height": 800}
 #: Flags for a browser that talks to nobody but the page's server (no updates, sync, or first-run calls).
 CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",

@@ -33,6 +33,8 @@ from longembed.search import open_index
 from longembed.serving import ServerSettings, create_app
 from longembed.serving.search_route import add_search_routes, queued_query_vectors
 
+pytestmark = pytest.mark.slow  # the real all-MiniLM-L6-v2 behind every app, and a real index
+
 HOSTS = ("testserver",)
 
 

@@ -29,6 +29,8 @@ from longembed import load_encoder
 from longembed.serving import ServerSettings, bound_port, build_server, create_app
 from longembed.serving.batcher import DynamicBatcher, QueueFull, ShuttingDown
 
+pytestmark = pytest.mark.slow  # a live uvicorn on the real all-MiniLM-L6-v2; the serve command's process
+
 MAX_LENGTH = 1024  # Lt; MiniLM's window Lo is 512
 
 

@@ -99,6 +99,7 @@ def test_missing_data_raises_task_data_missing_naming_the_source(tmp_path: Path)
 KEY_RE = re.compile(r"(\w+ \w+)'s pass key is (\d{5})\. Remember it\. \2 is the pass key for \1\.")
 
 
+@pytest.mark.slow
 def test_passkey_all_lengths_follow_the_recipe() -> None:
     task = passkey_mod.PasskeyTask()
     filler = set(passkey_mod.FILLER_SENTENCES)
@@ -224,6 +225,7 @@ def test_fewer_than_50_needles_give_one_query_per_needle(tmp_path: Path, n_needl
         assert by_question[question] in data.corpus[doc_id]
 
 
+@pytest.mark.slow
 def test_needle_on_the_essays() -> None:
     needs(needle_mod.ESSAY_SUBDIR)
     task = needle_mod.NeedleTask()
@@ -307,6 +309,7 @@ def test_squality_summary_to_story() -> None:
 # ---------------------------------------------------------------- hotpotqa
 
 
+@pytest.mark.slow
 def test_hotpotqa_documents_hold_their_evidence_once() -> None:
     path = needs(f"{hotpotqa_mod.SUBDIR}/{hotpotqa_mod.FILENAME}")
     data = TASKS["hotpotqa"].load(DATA)

@@ -212,6 +212,7 @@ class KillAt(TrainerCallback):
             raise Killed()
 
 
+@pytest.mark.slow
 def test_a_run_lowers_the_loss_and_the_folder_opens_everywhere(
     tmp_path: Path, quiet_model_folder: Path, data_dir: Path
 ) -> None:
@@ -244,6 +245,7 @@ def test_a_run_lowers_the_loss_and_the_folder_opens_everywhere(
     assert not np.allclose(original, encoder.encode([short])[0], atol=1e-4)  # the weights did change
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_to_the_uninterrupted_weights(tmp_path: Path, model_folder: Path, data_dir: Path) -> None:
     straight = train_contextual(model_folder, tmp_path / "straight", data_dir=data_dir, **SHORT)
     with pytest.raises(Killed):
@@ -265,6 +267,7 @@ def test_a_killed_run_resumes_to_the_uninterrupted_weights(tmp_path: Path, model
         train_contextual(model_folder, tmp_path / "killed", data_dir=data_dir, resume=True, **SHORT)
 
 
+@pytest.mark.slow
 def test_the_command_line_trains(tmp_path: Path, model_folder: Path, data_dir: Path, capsys) -> None:
     output = tmp_path / "cli"
     code = main(["train", "contextual", "--model", str(model_folder), "--output", str(output), "--data-dir",
@@ -329,6 +332,7 @@ def test_config_refuses_a_step_without_in_batch_negatives() -> None:
 # ---------------------------------------------------------------- advise measures the trained late chunks
 
 
+@pytest.mark.slow
 def test_advise_offers_the_trained_late_chunks(tmp_path: Path, quiet_model_folder: Path, data_dir: Path) -> None:
     trained = train_contextual(quiet_model_folder, tmp_path / "trained", data_dir=data_dir,
                                **{**SHORT, "max_steps": 2}).folder

@@ -405,6 +405,7 @@ def _fixed_batch_loss(model, tokenizer, texts) -> float:
         return float(model(**batch).loss)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("positions", ["alibi", "absolute"])
 def test_tiny_mlm_run_lowers_loss_and_resumes_to_the_same_weights(tmp_path, tiny_tokenizer_folder, positions):
     """Six steps lower the loss on a fixed masked batch; a run killed after step 4 and started again
@@ -449,6 +450,7 @@ class _KilledWhileSaving(Exception):
     pass
 
 
+@pytest.mark.slow
 def test_an_incomplete_checkpoint_is_skipped_and_the_previous_one_resumed(
     tmp_path, tiny_tokenizer_folder, monkeypatch, caplog
 ):
@@ -505,6 +507,7 @@ def test_an_incomplete_checkpoint_is_skipped_and_the_previous_one_resumed(
         assert state.keys() == reference.keys() and all(torch.equal(state[k], reference[k]) for k in reference)
 
 
+@pytest.mark.slow
 def test_a_run_whose_only_checkpoint_is_incomplete_starts_afresh(tmp_path, tiny_tokenizer_folder, caplog):
     tokenizer = load_tokenizer(tiny_tokenizer_folder)
     texts = [words(30, i) for i in range(8)]
@@ -519,6 +522,7 @@ def test_a_run_whose_only_checkpoint_is_incomplete_starts_afresh(tmp_path, tiny_
     assert any("no optimizer.pt" in r.getMessage() and "starting afresh" in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.slow
 def test_resuming_another_runs_checkpoints_is_refused(tmp_path, tiny_tokenizer_folder):
     tokenizer = load_tokenizer(tiny_tokenizer_folder)
     texts = [words(30, i) for i in range(8)]
@@ -542,6 +546,7 @@ def test_resuming_another_runs_checkpoints_is_refused(tmp_path, tiny_tokenizer_f
 # ---------------------------------------------------------------- accuracy by length
 
 
+@pytest.mark.slow
 def test_mlm_accuracy_by_length_for_alibi_and_the_ape_twin(tmp_path, tiny_tokenizer_folder):
     config = tiny_recipe(tmp_path, tiny_tokenizer_folder)
     alibi = train_jina("mlm", tmp_path / "alibi", config=config).folder
@@ -570,6 +575,7 @@ def test_mlm_accuracy_by_length_for_alibi_and_the_ape_twin(tmp_path, tiny_tokeni
 # ---------------------------------------------------------------- the recipe: stages and folders
 
 
+@pytest.mark.slow
 def test_recipe_stages_write_folders_that_load_encoder_opens(tmp_path, tiny_tokenizer_folder, monkeypatch):
     """mlm -> pairs -> negatives on tiny data: each folder opens with load_encoder(method="native")
     and gives the vector of the model run directly; the contrastive stages go through
@@ -626,6 +632,7 @@ def test_recipe_stages_write_folders_that_load_encoder_opens(tmp_path, tiny_toke
         train_jina("pairs", tmp_path / "other", config=config)
 
 
+@pytest.mark.slow
 def test_mlm_folder_is_also_a_sentence_transformers_folder(tmp_path, tiny_tokenizer_folder):
     folder = train_jina("mlm", tmp_path / "mlm", config=tiny_recipe(tmp_path, tiny_tokenizer_folder)).folder
     model = SentenceTransformer(str(folder), device="cpu")

@@ -356,6 +356,7 @@ def independent_loss(student: JinaBertModel, teacher: BertModel, batch: torch.Te
     return float((1 - cos).mean() + ((s - t) ** 2).mean())
 
 
+@pytest.mark.slow
 def test_a_few_steps_lower_the_distillation_loss(tmp_path: Path, teacher_folder: Path, text_file: Path) -> None:
     """Eight steps lower the loss on the texts trained on (0.35 -> 0.29 here), every part of it recorded."""
     teacher = load_teacher(resolve_model(teacher_folder))
@@ -461,6 +462,7 @@ def independent_pairs_loss(student: JinaBertModel, tokenizer: BertTokenizer, row
     return float(torch.nn.functional.cross_entropy(scores / 0.05, torch.arange(len(rows))))
 
 
+@pytest.mark.slow
 def test_pairs_mix_a_contrastive_term_that_training_lowers(
     tmp_path: Path, teacher_folder: Path, text_file: Path, pairs_file: Path
 ) -> None:
@@ -491,6 +493,7 @@ def test_pairs_mix_a_contrastive_term_that_training_lowers(
     assert plain.summary.pairs_losses == [] and "pairs" not in plain.record["data"]
 
 
+@pytest.mark.slow
 def test_the_command_line_mixes_pairs(tmp_path: Path, teacher_folder: Path, text_file: Path, pairs_file: Path,
                                       capsys) -> None:
     output = tmp_path / "cli"
@@ -522,6 +525,7 @@ class KillAt(TrainerCallback):
             raise Killed()
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_to_the_uninterrupted_weights(
     tmp_path: Path, teacher_folder: Path, text_file: Path
 ) -> None:
@@ -550,6 +554,7 @@ class KilledWhileSaving(Exception):
     pass
 
 
+@pytest.mark.slow
 def test_incomplete_checkpoints_are_never_resumed_from(
     tmp_path: Path, teacher_folder: Path, text_file: Path, monkeypatch, caplog
 ) -> None:
@@ -592,6 +597,7 @@ def test_incomplete_checkpoints_are_never_resumed_from(
     assert stat.S_IMODE((fresh.folder / "model.safetensors").stat().st_mode) == 0o644
 
 
+@pytest.mark.slow
 def test_teacher_targets_are_cached_and_reused(tmp_path: Path, teacher_folder: Path, text_file: Path) -> None:
     cache = tmp_path / "cache"
     options = {**SHORT, "max_steps": 3, "token_weight": 0.0}
@@ -625,6 +631,7 @@ def test_teacher_targets_are_cached_and_reused(tmp_path: Path, teacher_folder: P
 # ---------------------------------------------------------------- (f) the folder opens everywhere
 
 
+@pytest.mark.slow
 def test_the_folder_opens_in_load_encoder_sentence_transformers_and_export(
     tmp_path: Path, teacher_folder: Path, text_file: Path
 ) -> None:
@@ -657,6 +664,7 @@ def test_the_folder_opens_in_load_encoder_sentence_transformers_and_export(
     assert not (tmp_path / "exported").exists()
 
 
+@pytest.mark.slow
 def test_the_command_line_runs_a_retrofit(tmp_path: Path, teacher_folder: Path, text_file: Path, capsys) -> None:
     output = tmp_path / "cli"
     code = main(["retrofit", "--model", str(teacher_folder), "--positions", "alibi", "--output", str(output),
@@ -696,6 +704,7 @@ def tiny_squad(folder: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_fidelity_scores_the_held_out_articles_against_a_plain_computation(
     tmp_path: Path, teacher_folder: Path, text_file: Path
 ) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import DATA_DIR, LO, build_tiny, require_data, words
+from conftest import DATA_DIR, LO, build_tiny, require_data, slow_fixture, words
 from safetensors.torch import load_file
 from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
 from transformers import TrainerCallback
@@ -236,6 +236,7 @@ def _tiny_config(**overrides) -> ContrastiveConfig:
 
 
 @pytest.fixture(scope="module")
+@slow_fixture  # two tuning runs
 def tuned(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("tuning")
     base = build_tiny("bert", root / "base")
@@ -324,6 +325,7 @@ def test_export_refuses_what_no_plain_config_expresses(tiny_models, tmp_path) ->
         load_encoder(export_model(tiny_models["bert"], "pi", LT, tmp_path / "pi"), method="gp", max_length=LT)
 
 
+@pytest.mark.slow
 def test_a_killed_tuning_resumes_from_its_checkpoint(tuned, tmp_path, monkeypatch) -> None:
     original_step = SentenceTransformerTrainer.training_step
     calls = {"n": 0}
@@ -349,6 +351,7 @@ def test_a_killed_tuning_resumes_from_its_checkpoint(tuned, tmp_path, monkeypatc
         tune_positions(tuned["base"], "pi", LT, output, train_file=tuned["pairs"], config=_tiny_config())
 
 
+@pytest.mark.slow
 def test_a_tuning_whose_checkpoint_lost_its_state_starts_afresh(
     tuned, tmp_path, monkeypatch, caplog
 ) -> None:
@@ -379,6 +382,7 @@ def test_a_tuning_whose_checkpoint_lost_its_state_starts_afresh(
     assert load_encoder(output).method == "pi" and not (output / "checkpoints").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("umask", [0o022, 0o027])
 def test_tuned_exported_and_checkpointed_weights_follow_the_umask(tuned, tmp_path, umask) -> None:
     """Issue 40: safetensors writes weights 0600 whatever the umask; the tuned folder, its checkpoints and
@@ -401,6 +405,7 @@ def test_tuned_exported_and_checkpointed_weights_follow_the_umask(tuned, tmp_pat
     assert {str(w): stat.S_IMODE(w.stat().st_mode) for w in weights} == {str(w): expected for w in weights}
 
 
+@pytest.mark.slow
 def test_checkpoints_are_renamed_into_place_whole(tuned, tmp_path) -> None:
     """Every checkpoint a tuning run leaves is complete, with umask-following weights, and no staging folder
     stays behind (the run is stopped after step 2, before its last checkpoint would be removed)."""
@@ -447,6 +452,7 @@ def test_tuning_refuses_bad_input(tiny_models, tuned, tmp_path) -> None:
         tune_positions(tuned["pi"], "pi", LT, tmp_path / "d", train_file=tuned["pairs"], config=_tiny_config())
 
 
+@pytest.mark.slow
 def test_tune_and_export_commands(tuned, tmp_path, capsys) -> None:
     out = tmp_path / "cli-tuned"
     code = main(["tune", "--model", str(tuned["base"]), "--method", "rp", "--max-length", str(LT), "--output", str(out),

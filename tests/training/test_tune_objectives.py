@@ -77,6 +77,7 @@ def student_vector(st: SentenceTransformer, text: str, u: int) -> torch.Tensor:
     return states[0].mean(0)
 
 
+@pytest.mark.slow
 def test_distill_loss_is_one_minus_cosine_to_the_original_models_vector(base: Path, tmp_path: Path, pairs) -> None:
     """On a folder extended and tuned two steps: the loss of a batch at PoSE offsets equals 1 - cos(student,
     original model) averaged over texts, with the original model's vector from the untuned folder itself."""
@@ -125,6 +126,7 @@ def mean_distill_loss(folder: Path, base: Path, texts: list[str], offsets: list[
     return float(1 - np.mean(cosines))
 
 
+@pytest.mark.slow
 def test_distill_tuning_lowers_the_distillation_loss_and_keeps_every_original_weight(
     base: Path, tmp_path: Path, pairs
 ) -> None:
@@ -146,6 +148,7 @@ def test_distill_tuning_lowers_the_distillation_loss_and_keeps_every_original_we
     assert result.record["training"]["objective"] == "distill"
 
 
+@pytest.mark.slow
 def test_tune_command_takes_the_objective(base: Path, tmp_path: Path, pairs, capsys) -> None:
     output = tmp_path / "cli"
     code = main(["tune", "--model", str(base), "--method", "rp", "--max-length", str(LT), "--output", str(output),
