@@ -1,15 +1,6 @@
-"""The fast tier's rule, enforced: a test not marked ``slow`` may not spawn a process, bind a socket
-(start a server: uvicorn, Ray and a browser all do), use a materialised real model or load a real
-checkpoint.
-
-``pytest -m "not slow"`` is what a developer runs while working (CONTRIBUTING.md), so a test that does
-one of these without ``@pytest.mark.slow`` fails, in either tier, saying what it did.  The check is a
-:func:`sys.addaudithook` hook on Python's own events (``subprocess.Popen``, ``os.fork``,
-``socket.bind``, ``open``) and on one this plugin adds to ``PreTrainedModel.from_pretrained``; it is
-active while a test sets up and runs, refuses the operation before it happens, and fails the test even
-if the test catches the refusal.  conftest.py loads the plugin and names the real model folders
-(:func:`watch_folder`); :func:`requires_slow` lets a helper flag a test before it skips.
-"""
+"""The fast tier's rule, enforced: a test not marked ``slow`` that spawns a process, binds a socket (a
+server, Ray, a browser), uses a materialised model or loads a real checkpoint fails, saying what it did
+(CONTRIBUTING.md). An audit hook refuses the operation before it happens."""
 
 from __future__ import annotations
 
@@ -21,6 +12,11 @@ import threading
 from dataclasses import dataclass, field
 
 import pytest
+
+# Python's own audit events (sys.addaudithook), and one this plugin raises from
+# PreTrainedModel.from_pretrained, are checked while a test not marked slow sets up and runs; the refused
+# test fails even if it catches the refusal.  conftest.py loads the plugin and names the real model
+# folders (watch_folder); real_model_folder() calls requires_slow, so such a test fails before it skips.
 
 #: audit event -> what a test that raises it does
 SPAWNS = {

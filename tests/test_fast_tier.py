@@ -1,6 +1,6 @@
-"""fast_tier.py fails a test that spawns a process, binds a socket, uses a materialised model or loads a
-real checkpoint without ``@pytest.mark.slow``, and lets a marked one through (run in a nested pytest:
-every refused operation is refused before it happens, so this test itself spawns and binds nothing)."""
+"""fast_tier.py fails an unmarked test that spawns, binds, uses a materialised model or loads a real
+checkpoint, and lets a marked one through (a nested pytest run: every refused operation is refused
+before it happens, so this test spawns and binds nothing itself)."""
 
 from __future__ import annotations
 

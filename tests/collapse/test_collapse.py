@@ -174,6 +174,7 @@ def test_sigma_a_blockwise_rejects_wrong_block_shapes():
 # ---------------------------------------------------------------------------------------- corpus
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("needs_data")
 def test_load_long_documents_reads_the_three_sources():
     docs = load_long_documents(DATA_DIR)

@@ -172,7 +172,7 @@ def test_write_comparison_writes_json_markdown_and_plot(tmp_path: Path) -> None:
     assert "(comparison.png)" in written["markdown"].read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("pairs", [1, 3])
+@pytest.mark.parametrize("pairs", [1, pytest.param(3, marks=pytest.mark.slow)])  # three panels: over a second
 def test_the_plot_has_a_panel_per_pair(tmp_path: Path, pairs: int) -> None:
     comparison = two_run_comparison()
     comparison.pairs = comparison.pairs * pairs

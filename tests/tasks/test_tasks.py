@@ -336,6 +336,7 @@ def test_hotpotqa_documents_hold_their_evidence_once() -> None:
     assert max(depth) > 10_000
 
 
+@pytest.mark.slow
 def test_hotpotqa_is_deterministic() -> None:
     path = needs(f"{hotpotqa_mod.SUBDIR}/{hotpotqa_mod.FILENAME}")
     examples = hotpotqa_mod.read_hotpotqa(path)
