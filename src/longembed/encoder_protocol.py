@@ -18,7 +18,7 @@ scores are comparable.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -168,9 +168,6 @@ class EncoderMetadata:
         return resolve_prompt(self.prompts, prompt, prompt_name)
 
 
-#: The descriptive members an encoder built before :class:`EncoderMetadata` declared one by one (the old
-#: 11-member protocol): an object with all of them is described by them.
-LEGACY_MEMBERS = tuple(f.name for f in fields(EncoderMetadata))
 #: Where a sentence-transformers model is recognised: the members its ``encode`` relies on.
 SENTENCE_TRANSFORMERS_MEMBERS = ("encode", "tokenizer", "max_seq_length", "prompts", "modules")
 #: The position scheme recorded for an encoder longembed did not build (its own, whatever it is).
@@ -178,9 +175,8 @@ OWN_SCHEME = "own"
 
 
 def encoder_metadata(encoder: Any) -> EncoderMetadata:
-    """The :class:`EncoderMetadata` of ``encoder``: its own ``metadata`` if it has one; else read from
-    the members it declares (an encoder written for the old protocol); else, for a sentence-transformers
-    model, from its folder; else from its class (no model folder: such an encoder runs uncached).
+    """The :class:`EncoderMetadata` of ``encoder``: its own ``metadata`` if it has one; else, for a
+    sentence-transformers model, from its folder; else from its class (no model folder: such an encoder runs uncached).
 
     Raises:
         UserTypeError: ``encoder`` has no ``encode``.
@@ -190,8 +186,6 @@ def encoder_metadata(encoder: Any) -> EncoderMetadata:
     metadata = getattr(encoder, "metadata", None)
     if isinstance(metadata, EncoderMetadata):
         return metadata
-    if all(hasattr(encoder, name) for name in LEGACY_MEMBERS):
-        return EncoderMetadata(**{name: getattr(encoder, name) for name in LEGACY_MEMBERS})
     if all(hasattr(encoder, name) for name in SENTENCE_TRANSFORMERS_MEMBERS):
         return sentence_transformers_metadata(encoder)
     name = f"{type(encoder).__module__}.{type(encoder).__qualname__}"
