@@ -488,3 +488,103 @@ def test_the_wait_estimate_of_a_request_taken_between_calls_is_the_running_call(
     submit(batcher, "long", 400, 400, 400, 400)
     batcher.step()
     assert estimates == [pytest.approx(0.4), pytest.approx(1.6)]
+
+
+# ------------------------------------------------------------------ the wait estimate follows the policy
+def backlog_of_overdue_long_requests(clock: FakeClock, **options) -> DynamicBatcher:
+    """1,000 tokens/s measured, then ten requests of four 400-token inputs, four of them run: the six
+    left have been passed over for four batches, so they are overdue (fair's aging lane)."""
+    batcher, _ = stepped_batcher(clock, max_batch_tokens=1600, sub_batch_tokens=400, **options)
+    submit(batcher, "warm", 100)
+    batcher.step()
+    for r in range(10):
+        submit(batcher, f"long{r}", 400, 400, 400, 400)
+    for _ in range(4):
+        batcher.step()
+    assert batcher.queued_tokens == 6 * 1600
+    return batcher
+
+
+def test_a_short_request_behind_overdue_long_ones_is_served_not_refused_for_the_backlog() -> None:
+    """Issue 51 part 5: under fair a short request's call is the first of the next batch, whatever
+    the overdue backlog (9.6 s of it here), so with a 1 s limit it is accepted, and it runs at once;
+    the old estimate counted every overdue request as ahead of it and answered 429.  A long request,
+    which does wait for the backlog, is still refused, and under fifo the short one is too."""
+    clock = FakeClock()
+    batcher = backlog_of_overdue_long_requests(clock)
+    assert batcher.estimated_wait(10) == pytest.approx(0.0)
+    assert batcher.estimated_wait(400, 400, 400, 400) == pytest.approx(9.6)
+    submitted_at = clock.now
+    short = submit(batcher, "short", 10, queue_seconds=1.0)
+    with pytest.raises(QueueFull, match="would wait more than 2 s"):
+        submit(batcher, "another long", 400, 400, 400, 400, queue_seconds=1.0)
+    started, encode = [], batcher.encode
+
+    def spy(inputs, *rest):
+        started.append((list(inputs), clock.now))
+        return encode(inputs, *rest)
+
+    batcher.encode = spy
+    batcher.step()
+    assert started[0] == (["short.0:10"], submitted_at) and short.result(0).ravel().tolist() == [10.0]
+
+    fifo = backlog_of_overdue_long_requests(FakeClock(), scheduler="fifo")
+    with pytest.raises(QueueFull):
+        submit(fifo, "short", 10, queue_seconds=1.0)
+
+
+def test_a_short_request_arriving_mid_batch_is_estimated_at_the_running_call_despite_the_backlog() -> None:
+    """During a batch's first call (400 tokens: 0.4 s), with overdue long requests queued, a short
+    request is taken at the next gap: its wait is that call, not the backlog after it."""
+    clock = FakeClock()
+    batcher = backlog_of_overdue_long_requests(clock)
+    estimates, encode = [], batcher.encode
+
+    def spy(inputs, *rest):
+        if not estimates:
+            estimates.append(batcher.estimated_wait(10))
+        return encode(inputs, *rest)
+
+    batcher.encode = spy
+    batcher.step()
+    assert estimates == [pytest.approx(0.4)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    scheduler=st.sampled_from(["fair", "fifo"]),
+    longs=st.lists(st.lists(st.integers(1, 400), min_size=1, max_size=4), min_size=1, max_size=8),
+    arrives_during=st.integers(0, 12),
+    new=st.lists(st.integers(1, 400), min_size=1, max_size=3),
+)
+def test_the_wait_estimate_is_the_wait_the_scheduler_gives(scheduler, longs, arrives_during, new) -> None:
+    """With a model of exactly 1 ms per token and no later arrivals, the estimate is the wait: a
+    request arriving during call ``arrives_during`` starts its first call exactly as many seconds
+    later as estimated, under either policy (aging, admissions between calls and call splitting
+    included): the estimate simulates the order the batcher then follows."""
+    clock = FakeClock()
+    batcher, calls = stepped_batcher(clock, max_batch_tokens=1200, sub_batch_tokens=400, scheduler=scheduler)
+    submit(batcher, "warm", 100)
+    batcher.step()
+    for r, counts in enumerate(longs):
+        submit(batcher, f"r{r}", *counts)
+    arrival, starts, encode = {}, [], batcher.encode
+
+    def spy(inputs, *rest):
+        if len(starts) == arrives_during and "at" not in arrival:
+            arrival["estimate"], arrival["at"] = batcher.estimated_wait(*new), clock.now
+            arrival["future"] = submit(batcher, "new", *new)
+        starts.append((list(inputs), clock.now))
+        return encode(inputs, *rest)
+
+    batcher.encode = spy
+    while batcher.step():
+        pass
+    if "at" not in arrival:  # fewer calls than that: it arrives at an idle batcher
+        arrival["estimate"], arrival["at"] = batcher.estimated_wait(*new), clock.now
+        arrival["future"] = submit(batcher, "new", *new)
+        while batcher.step():
+            pass
+    first_call = next(at for inputs, at in starts if any(x.startswith("new.") for x in inputs))
+    assert first_call - arrival["at"] == pytest.approx(arrival["estimate"])
+    assert arrival["future"].result(0).ravel().tolist() == [float(n) for n in new]
