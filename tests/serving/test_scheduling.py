@@ -516,7 +516,7 @@ def test_a_short_request_behind_overdue_long_ones_is_served_not_refused_for_the_
     assert batcher.estimated_wait(400, 400, 400, 400) == pytest.approx(9.6)
     submitted_at = clock.now
     short = submit(batcher, "short", 10, queue_seconds=1.0)
-    with pytest.raises(QueueFull, match="would wait more than 2 s"):
+    with pytest.raises(QueueFull, match="would wait more than 2 s"):  # the simulation stops past 2 x the limit
         submit(batcher, "another long", 400, 400, 400, 400, queue_seconds=1.0)
     started, encode = [], batcher.encode
 

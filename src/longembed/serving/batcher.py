@@ -173,6 +173,7 @@ class DynamicBatcher:
     _arrivals: int = field(default=0, init=False)
     _running: list[_Item] = field(default_factory=list, init=False)
     _calls_left: list[list[_Item]] = field(default_factory=list, init=False)  # the running batch's next calls
+    _gap_passed: bool = field(default=False, init=False)  # the gap before them was taken (an admitted call runs)
     _call: tuple[int, float] = field(default=(0, 0.0), init=False)  # the running call: its tokens, its start
     _condition: threading.Condition = field(default_factory=threading.Condition, init=False)
     _closing: bool = field(default=False, init=False)
@@ -247,9 +248,10 @@ class DynamicBatcher:
                 f"the queue holds {self._queued_tokens} tokens; this request's {tokens} would pass the "
                 f"limit of {self.max_queue_tokens}: retry later", freed,
             )
-        wait = None if limit is None else self._estimated_wait(job, limit)
-        if wait is not None and wait > limit:
-            about = f"more than {2 * limit:g}" if wait > 2 * limit else f"about {wait:.0f}"  # not simulated past 2x
+        estimate = None if limit is None else self._wait(job, limit)
+        if estimate is not None and estimate[0] > limit:
+            wait, complete = estimate
+            about = f"about {wait:.0f}" if complete else f"more than {wait:.0f}"
             raise QueueFull(
                 f"the server is busy: this request would wait {about} s for the model, more than its "
                 f"limit of {limit:g} s (--queue-seconds, or the request's X-Longembed-Queue-Seconds): retry later",
@@ -263,10 +265,15 @@ class DynamicBatcher:
             return self._estimated_wait(self._new_job(token_counts, token_counts, prompt, True, kind, False))
 
     def _estimated_wait(self, job: _Job, limit: float | None = None) -> float | None:
-        """Seconds until ``job``'s first model call starts: what is left of the running call, then the
-        tokens the scheduler runs before it (:func:`~longembed.serving.wait_estimate.tokens_before_start`:
-        the policy's order, simulated), at the measured rate.  Past twice ``limit`` the rest is not
-        simulated (the request is refused, and its Retry-After is then at least ``limit``)."""
+        estimate = self._wait(job, limit)
+        return None if estimate is None else estimate[0]
+
+    def _wait(self, job: _Job, limit: float | None) -> tuple[float, bool] | None:
+        """Seconds until ``job``'s first model call starts, and whether that is the whole wait: what is
+        left of the running call, then the tokens the scheduler runs before it (:func:`~longembed.
+        serving.wait_estimate.tokens_before_start`: the policy's order, simulated), at the measured
+        rate.  Past twice ``limit`` the rest is not simulated (not complete: the wait is more than
+        that; the request is refused, its Retry-After at least ``limit``)."""
         rate = self.throughput.tokens_per_second
         if rate is None:
             return None
@@ -280,8 +287,9 @@ class DynamicBatcher:
                               admitting=not self._closing)
         queue = [waiting for waiting in self._jobs.values() if waiting is not job]
         enough = float("inf") if limit is None else 2 * limit * rate
-        ahead = tokens_before_start(scheduler, queue, job, calls_left, self._batches_formed, enough)
-        return max(0.0, running / rate - (now - since)) + ahead / rate
+        ahead = tokens_before_start(scheduler, queue, job, calls_left, self._batches_formed, enough,
+                                    gap_first=not self._gap_passed)
+        return max(0.0, running / rate - (now - since)) + ahead / rate, ahead <= enough
 
     @property
     def queued_tokens(self) -> int:
@@ -435,6 +443,7 @@ class DynamicBatcher:
         calls = self._calls(batch)  # what runs now and next, for the wait estimate until _run takes over
         self._running = batch
         self._call, self._calls_left = (sum(item.n_tokens for item in calls[0]), now), calls[1:]
+        self._gap_passed = False
         return batch
 
     def _run_batch(self, batch: list[_Item]) -> None:
@@ -468,7 +477,7 @@ class DynamicBatcher:
         calls = self._calls(batch)
         for position, call in enumerate(calls):
             with self._condition:
-                self._calls_left = calls[position + 1:]
+                self._calls_left, self._gap_passed = calls[position + 1:], False
             call_seconds.append(self._encode_and_deliver(call))
             admitted = self._admit(calls[position + 1:]) if position + 1 < len(calls) else []
             for extra in self._calls(admitted):
@@ -504,6 +513,7 @@ class DynamicBatcher:
         may split what the policy admits), so that a request arriving meanwhile waits one call, not
         several, before the next gap."""
         with self._condition:
+            self._gap_passed = True
             if self._closing or not self._jobs:
                 return []
             left = self._left_costs(remaining)

@@ -49,19 +49,20 @@ class Scheduler:
 
 def tokens_before_start(
     scheduler: Scheduler, queue: Sequence[Waiting], new: Waiting, calls_left: Sequence[list[Input]],
-    batches_formed: int, enough: float = float("inf"),
+    batches_formed: int, enough: float = float("inf"), gap_first: bool = True,
 ) -> int:
     """The tokens the model runs, after the call running now, before ``new``'s first input starts.
 
     ``queue``: the waiting requests (without ``new``); ``calls_left``: the running batch's calls not
-    started yet (empty when none runs).  The simulation runs the batcher's loop on copies: the running
+    started yet (empty when none runs); ``gap_first``: the gap before them is still to come (False
+    while a call admitted at that gap runs).  The simulation runs the batcher's loop on copies: the running
     batch's calls, with the policy's ``admit`` at each gap between two calls (which may take ``new``),
     then ``select`` batch after batch (``batches_formed`` on, so requests age as they really do), each
     as its calls, until one holds an input of ``new``.  Requests arriving later are not foreseen (under
     ``fair`` a cheaper one may overtake ``new``).  It stops once more than ``enough`` tokens are ahead
     (the caller refuses the request anyway), so a backlog costs at most that much simulation.
     """
-    return _Simulation(scheduler, queue, new, enough).run(calls_left, batches_formed)
+    return _Simulation(scheduler, queue, new, enough).run(calls_left, batches_formed, gap_first)
 
 
 class _Simulation:
@@ -71,8 +72,8 @@ class _Simulation:
         self.copies[id(new)] = _Copy(new.seq, new.queued_at_batch, list(new.pending))
         self.mine = {id(item) for item in new.pending}
 
-    def run(self, calls_left: Sequence[list[Input]], batches_formed: int) -> int:
-        if self._run_calls(list(calls_left), gap_first=True):
+    def run(self, calls_left: Sequence[list[Input]], batches_formed: int, gap_first: bool) -> int:
+        if self._run_calls(list(calls_left), gap_first):
             return self.ahead
         while True:
             waiting = [copy for copy in self.copies.values() if copy.pending]
