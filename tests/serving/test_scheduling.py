@@ -332,13 +332,34 @@ def test_closing_runs_what_can_finish_by_the_deadline_and_answers_the_rest_503_a
     batcher.close()
 
 
-def test_throughput_is_a_weighted_rate_of_recent_batches() -> None:
-    rate = Throughput(newest_weight=0.5)
+def test_throughput_fits_a_cost_per_call_and_a_cost_per_token() -> None:
+    """Issue 51: one long call, then twenty one-line questions (the fairness benchmark's warm-up and
+    idle requests), on a model whose call costs 0.05 s plus 0.5 ms a token.  The fit recovers both, so
+    the next 7,600-token call is estimated at 3.85 s; the old single rate, an average per batch, came
+    from the overhead-bound short calls (276 tokens/s) and put it at 27.5 s."""
+    rate = Throughput()
     assert rate.tokens_per_second is None and rate.seconds_for(10) is None
-    rate.record(1000, 1.0)
-    assert rate.tokens_per_second == pytest.approx(1000)
-    rate.record(1000, 3.0)  # weighted sums: tokens 1000, seconds 0.5 * 1 + 0.5 * 3 = 2
-    assert rate.tokens_per_second == pytest.approx(500) and rate.seconds_for(250) == pytest.approx(0.5)
+    rate.record(100, 1.0)  # one call: a rate alone, no overhead yet
+    assert rate.tokens_per_second == pytest.approx(100) and rate.seconds_for(250) == pytest.approx(2.5)
+
+    model = Throughput()
+    for n in [7600] + [16] * 20:
+        model.record(n, 0.05 + 0.0005 * n)
+    assert model.costs == (pytest.approx(0.05), pytest.approx(0.0005))
+    assert model.seconds_for(7600) == pytest.approx(3.85) and model.seconds_for(16) == pytest.approx(0.058)
+    assert model.seconds_for(32, calls=2) == pytest.approx(0.116)
+
+
+def test_throughput_follows_the_model_over_its_horizon_of_model_time() -> None:
+    """Older calls count less as model time passes: after the model became twice as fast, a few
+    horizons of calls at the new speed bring the estimate to it."""
+    rate = Throughput(horizon_seconds=10.0)
+    for n in (1000, 2000) * 10:
+        rate.record(n, 0.002 * n)
+    assert rate.seconds_for(1000) == pytest.approx(2.0)
+    for n in (1000, 2000) * 40:  # 120 s of model time: 12 horizons
+        rate.record(n, 0.001 * n)
+    assert rate.seconds_for(1000) == pytest.approx(1.0, rel=1e-3)
     assert [retry_after_seconds(s) for s in (0.0, 0.2, 1.0, 1.01)] == [1, 1, 1, 2]
 
 

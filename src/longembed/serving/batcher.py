@@ -17,8 +17,8 @@ admit`): a short request waits for the call running when it arrived, not for the
 taken between calls (what waits is run or refused when the next batch is formed).
 
 Saying no early and clearly (each refusal carries ``retry_after``, the seconds after which a retry
-may succeed, estimated from the waiting tokens and the measured :class:`~longembed.serving.
-throughput.Throughput`): a request larger than the whole queue is :class:`RequestTooLarge` (413,
+may succeed, estimated from the waiting work and the model's measured cost per call and per token,
+:class:`~longembed.serving.throughput.Throughput`): a request larger than the whole queue is :class:`RequestTooLarge` (413,
 even when the queue is empty); one that would pass ``max_queue_tokens``, or whose estimated wait
 for its first model call passes its limit (``max_queue_seconds``, or the smaller limit the request
 gives), is :class:`QueueFull` (429) at once, not after a long silence.  The wait is what the
@@ -60,7 +60,7 @@ from longembed.batching import length_batches
 from longembed.errors import UserError
 from longembed.serving.scheduling import Policy, policy_named
 from longembed.serving.throughput import Throughput
-from longembed.serving.wait_estimate import Scheduler, tokens_before_start
+from longembed.serving.wait_estimate import Scheduler, work_before_start
 
 #: encode(inputs, prompt, normalize, max_batch_tokens) -> (n, dim) float32; inputs are what was
 #: submitted (the server: TokenizedInputs, their prompt already in their ids).
@@ -270,26 +270,27 @@ class DynamicBatcher:
 
     def _wait(self, job: _Job, limit: float | None) -> tuple[float, bool] | None:
         """Seconds until ``job``'s first model call starts, and whether that is the whole wait: what is
-        left of the running call, then the tokens the scheduler runs before it (:func:`~longembed.
-        serving.wait_estimate.tokens_before_start`: the policy's order, simulated), at the measured
-        rate.  Past twice ``limit`` the rest is not simulated (not complete: the wait is more than
+        left of the running call, then the tokens and calls the scheduler runs before it (:func:`~longembed.
+        serving.wait_estimate.work_before_start`: the policy's order, simulated), at the measured
+        costs per call and per token (:class:`~longembed.serving.throughput.Throughput`).  Past twice ``limit`` the rest is not simulated (not complete: the wait is more than
         that; the request is refused, its Retry-After at least ``limit``)."""
-        rate = self.throughput.tokens_per_second
-        if rate is None:
+        costs = self.throughput.costs
+        if costs is None:
             return None
+        per_call, per_token = costs
         now, (running, since) = self.clock(), self._call
         calls_left: list[list[_Item]] = []
+        left_of_running = 0.0
         if self._running:
             calls_left = [[item for item in call if not item.job.future.done()] for call in self._calls_left]
-        else:
-            running = 0
+            left_of_running = max(0.0, per_call + per_token * running - (now - since))
         scheduler = Scheduler(self.policy, self.max_batch_tokens, self.call_tokens, self._calls,
                               admitting=not self._closing)
         queue = [waiting for waiting in self._jobs.values() if waiting is not job]
-        enough = float("inf") if limit is None else 2 * limit * rate
-        ahead = tokens_before_start(scheduler, queue, job, calls_left, self._batches_formed, enough,
-                                    gap_first=not self._gap_passed)
-        return max(0.0, running / rate - (now - since)) + ahead / rate, ahead <= enough
+        enough = float("inf") if limit is None else 2 * limit / per_token
+        ahead = work_before_start(scheduler, queue, job, calls_left, self._batches_formed, enough,
+                                  gap_first=not self._gap_passed)
+        return left_of_running + per_call * ahead.calls + per_token * ahead.tokens, ahead.tokens <= enough
 
     @property
     def queued_tokens(self) -> int:
@@ -484,8 +485,6 @@ class DynamicBatcher:
                 call_seconds.append(self._encode_and_deliver(extra))
             n_inputs, n_tokens = n_inputs + len(admitted), n_tokens + sum(i.n_tokens for i in admitted)
         seconds = self.clock() - start
-        with self._condition:
-            self.throughput.record(n_tokens, seconds)
         if self.on_batch is not None:
             self.on_batch(BatchRecord(n_inputs, n_tokens, seconds, [s for s in call_seconds if s is not None]))
 
@@ -554,9 +553,12 @@ class DynamicBatcher:
             for item in items:
                 _fail(item.job, exc)
             return self.clock() - start
+        seconds = self.clock() - start
+        with self._condition:
+            self.throughput.record(sum(item.n_tokens for item in items), seconds)  # the cost of one call
         for item, vector in zip(items, vectors, strict=True):
             self._deliver(item, vector)
-        return self.clock() - start
+        return seconds
 
     @staticmethod
     def _deliver(item: _Item, vector: np.ndarray) -> None:

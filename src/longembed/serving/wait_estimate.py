@@ -1,4 +1,4 @@
-"""How many waiting tokens run before a new request's first model call: the scheduler's own order, simulated.
+"""What the model runs before a new request's first call (tokens, calls): the scheduler's own order, simulated.
 
 The batcher refuses a request at once (429) when its wait would pass its limit; counting the whole
 queue, or every overdue request, as ahead of it refused short requests that ``fair`` runs after one call.
@@ -47,11 +47,19 @@ class Scheduler:
     admitting: bool = True  # False while closing: nothing is taken between calls
 
 
-def tokens_before_start(
+@dataclass
+class Ahead:
+    """The work run before a request starts: its tokens and the model calls they make."""
+
+    tokens: int = 0
+    calls: int = 0
+
+
+def work_before_start(
     scheduler: Scheduler, queue: Sequence[Waiting], new: Waiting, calls_left: Sequence[list[Input]],
     batches_formed: int, enough: float = float("inf"), gap_first: bool = True,
-) -> int:
-    """The tokens the model runs, after the call running now, before ``new``'s first input starts.
+) -> Ahead:
+    """The tokens and calls the model runs, after the call running now, before ``new``'s first input starts.
 
     ``queue``: the waiting requests (without ``new``); ``calls_left``: the running batch's calls not
     started yet (empty when none runs); ``gap_first``: the gap before them is still to come (False
@@ -67,12 +75,12 @@ def tokens_before_start(
 
 class _Simulation:
     def __init__(self, scheduler: Scheduler, queue: Sequence[Waiting], new: Waiting, enough: float):
-        self.scheduler, self.enough, self.ahead = scheduler, enough, 0
+        self.scheduler, self.enough, self.ahead = scheduler, enough, Ahead()
         self.copies = {id(r): _Copy(r.seq, r.queued_at_batch, list(r.pending)) for r in queue if r.pending}
         self.copies[id(new)] = _Copy(new.seq, new.queued_at_batch, list(new.pending))
         self.mine = {id(item) for item in new.pending}
 
-    def run(self, calls_left: Sequence[list[Input]], batches_formed: int, gap_first: bool) -> int:
+    def run(self, calls_left: Sequence[list[Input]], batches_formed: int, gap_first: bool) -> Ahead:
         if self._run_calls(list(calls_left), gap_first):
             return self.ahead
         while True:
@@ -98,8 +106,9 @@ class _Simulation:
     def _call(self, call: list[Input]) -> bool:
         if any(id(item) in self.mine for item in call):
             return True
-        self.ahead += sum(item.n_tokens for item in call)
-        return self.ahead > self.enough
+        self.ahead.tokens += sum(item.n_tokens for item in call)
+        self.ahead.calls += 1
+        return self.ahead.tokens > self.enough
 
     def _gap(self, remaining: list[list[Input]]) -> bool:
         """Between two calls: the first call of what the policy admits (requests cheaper than what
