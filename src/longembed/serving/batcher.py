@@ -13,13 +13,14 @@ ones, and nothing waits forever) or ``fifo`` (arrival order).  Under ``fair`` a 
 calls of at most ``sub_batch_tokens`` tokens, shortest first, each answered when it ends, and
 between two calls the requests that arrived meanwhile and are cheaper than what the batch has left
 are run first, one call of them per gap (the policy's :meth:`~longembed.serving.scheduling.Fair.
-admit`): a short request waits for the call running when it arrived, not for the whole batch.  While closing nothing is
-taken between calls (what waits is run or refused when the next batch is formed).
+admit`): a short request waits for the call running when it arrived, not for the whole batch.
+While closing nothing is taken between calls (what waits is run or refused when the next batch is
+formed).
 
 Saying no early and clearly (each refusal carries ``retry_after``, the seconds after which a retry
 may succeed, estimated from the waiting work and the model's measured cost per call and per token,
-:class:`~longembed.serving.throughput.Throughput`): a request larger than the whole queue is :class:`RequestTooLarge` (413,
-even when the queue is empty); one that would pass ``max_queue_tokens``, or whose estimated wait
+:class:`~longembed.serving.throughput.Throughput`): a request larger than the whole queue is
+:class:`RequestTooLarge` (413, even when the queue is empty); one that would pass ``max_queue_tokens``, or whose estimated wait
 for its first model call passes its limit (``max_queue_seconds``, or the smaller limit the request
 gives), is :class:`QueueFull` (429) at once, not after a long silence.  The wait is what the
 scheduler would run before it, simulated in the policy's own order (:mod:`longembed.serving.
@@ -269,11 +270,12 @@ class DynamicBatcher:
         return None if estimate is None else estimate[0]
 
     def _wait(self, job: _Job, limit: float | None) -> tuple[float, bool] | None:
-        """Seconds until ``job``'s first model call starts, and whether that is the whole wait: what is
-        left of the running call, then the tokens and calls the scheduler runs before it (:func:`~longembed.
-        serving.wait_estimate.work_before_start`: the policy's order, simulated), at the measured
-        costs per call and per token (:class:`~longembed.serving.throughput.Throughput`).  Past twice ``limit`` the rest is not simulated (not complete: the wait is more than
-        that; the request is refused, its Retry-After at least ``limit``)."""
+        """Seconds until ``job``'s first model call starts, and whether that is the whole wait: what
+        is left of the running call, then the tokens and calls the scheduler runs before it
+        (:func:`~longembed.serving.wait_estimate.work_before_start`: the policy's order, simulated),
+        at the measured costs per call and per token (:class:`~longembed.serving.throughput.
+        Throughput`).  Past twice ``limit`` the rest is not simulated (not complete: the wait is
+        more than that; the request is refused, its Retry-After at least ``limit``)."""
         costs = self.throughput.costs
         if costs is None:
             return None
