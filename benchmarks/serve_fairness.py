@@ -21,8 +21,9 @@ long requests' throughput (the tokens the model ran, from ``longembed_batch_toke
 requests' tokens, per second of the load phase until its last answer; counted per batch, not per
 finished request, so that a few long requests more or less do not decide it), the mean batch
 duration under load (``longembed_batch_seconds``: a batch, inputs taken between its calls
-included), the mean and longest model call (``longembed_model_call_seconds``), requests done, 429s,
-503s and errors.
+included), the mean and longest model call (``longembed_model_call_seconds``), requests done, 429s
+and 503s by request class (``refused_429_short``: issue 51 wants none under ``fair``, whose short
+requests wait about one call), refusals without Retry-After (there must be none), and errors.
 
 The goal (issue 40): under ``fair``, short p99 <= one batch's duration plus a short request's own
 encode, and long throughput at least 90% of ``fifo``'s in the same round.  "One batch's duration"
@@ -66,10 +67,16 @@ class Done:
 
 @dataclass
 class Tally:
+    """What the clients got: finished requests, refusals by request class and status, errors."""
+
     done: list[Done] = field(default_factory=list)
-    refused_429: int = 0
-    refused_503: int = 0
+    refused: dict[tuple[str, int], int] = field(default_factory=dict)  # (kind, 429 or 503) -> count
+    without_retry_after: int = 0  # refusals that did not say when to retry (every one must)
     errors: list[str] = field(default_factory=list)
+
+    def refusals(self, status: int, kind: str | None = None) -> int:
+        """The ``status`` refusals of ``kind`` requests (None: of every kind)."""
+        return sum(n for (k, code), n in self.refused.items() if code == status and kind in (None, k))
 
 
 def start_server(args: argparse.Namespace, scheduler: str, port: int) -> subprocess.Popen:
@@ -115,10 +122,9 @@ async def client(http: httpx.AsyncClient, url: str, kind: str, bodies: list[list
             tally.done.append(Done(kind, now - origin, now - start, tokens))
             turn += 1
         elif response.status_code in (429, 503):
-            if response.status_code == 429:
-                tally.refused_429 += 1
-            else:
-                tally.refused_503 += 1
+            key = (kind, response.status_code)
+            tally.refused[key] = tally.refused.get(key, 0) + 1
+            tally.without_retry_after += "retry-after" not in response.headers
             wait = float(response.headers.get("retry-after", "1"))
             await asyncio.sleep(max(0.0, min(wait, stop - time.monotonic())))
         else:
@@ -198,8 +204,13 @@ def one_run(args: argparse.Namespace, scheduler: str, long_bodies, short_bodies)
         "short_p99_over_goal": round(short_p99 / (longest_call + idle_p50), 3),
         "short_goal_mean_batch_s": round(batch_seconds + idle_p50, 3),
         "short_p99_within_mean_batch_goal": short_p99 <= batch_seconds + idle_p50,
-        "refused_429": tally.refused_429,
-        "refused_503": tally.refused_503,
+        "refused_429": tally.refusals(429),
+        "refused_429_short": tally.refusals(429, "short"),
+        "refused_429_long": tally.refusals(429, "long"),
+        "refused_503": tally.refusals(503),
+        "refused_503_short": tally.refusals(503, "short"),
+        "refused_503_long": tally.refusals(503, "long"),
+        "refused_without_retry_after": tally.without_retry_after,
         "errors": len(tally.errors),
         "first_errors": tally.errors[:5],
     }

@@ -152,6 +152,7 @@ class Searches:
     latencies: list[float] = field(default_factory=list)
     refused_429: int = 0
     refused_503: int = 0
+    without_retry_after: int = 0  # refusals that did not say when to retry (issue 51: every one must)
     errors: list[str] = field(default_factory=list)
 
 
@@ -173,6 +174,7 @@ async def search_client(http: httpx.AsyncClient, url: str, queries: list[str], s
                 tally.refused_429 += 1
             else:
                 tally.refused_503 += 1
+            tally.without_retry_after += "retry-after" not in response.headers
             wait = float(response.headers.get("retry-after", "1"))
             await asyncio.sleep(max(0.0, min(wait, stop - time.monotonic())))
         else:
@@ -247,14 +249,16 @@ def load_phase(base: str, args: argparse.Namespace, search_clients: int, queries
         "search_p99_s": seconds(searches.latencies, 99),
         "search_429": searches.refused_429,
         "search_503": searches.refused_503,
+        "refused_without_retry_after": searches.without_retry_after + embeddings.without_retry_after,
         "search_tokens_in_batches": int(search_tokens),
         "short_requests": len(short),
         "short_p50_s": seconds(short, 50),
         "short_p99_s": seconds(short, 99),
         "long_requests": sum(d.kind == "long" for d in embeddings.done),
         "long_tokens_per_s": round(long_tokens / wall, 1),
-        "embedding_429": embeddings.refused_429,
-        "embedding_503": embeddings.refused_503,
+        "short_429": embeddings.refusals(429, "short"),
+        "long_429": embeddings.refusals(429, "long"),
+        "embedding_503": embeddings.refusals(503),
         "load_seconds": round(wall, 1),
         "model_calls": int(calls),
         "call_seconds_mean": round(delta("longembed_model_call_seconds_sum") / max(calls, 1), 3),

@@ -332,13 +332,34 @@ def test_closing_runs_what_can_finish_by_the_deadline_and_answers_the_rest_503_a
     batcher.close()
 
 
-def test_throughput_is_a_weighted_rate_of_recent_batches() -> None:
-    rate = Throughput(newest_weight=0.5)
+def test_throughput_fits_a_cost_per_call_and_a_cost_per_token() -> None:
+    """Issue 51: one long call, then twenty one-line questions (the fairness benchmark's warm-up and
+    idle requests), on a model whose call costs 0.05 s plus 0.5 ms a token.  The fit recovers both, so
+    the next 7,600-token call is estimated at 3.85 s; the old single rate, an average per batch, came
+    from the overhead-bound short calls (276 tokens/s) and put it at 27.5 s."""
+    rate = Throughput()
     assert rate.tokens_per_second is None and rate.seconds_for(10) is None
-    rate.record(1000, 1.0)
-    assert rate.tokens_per_second == pytest.approx(1000)
-    rate.record(1000, 3.0)  # weighted sums: tokens 1000, seconds 0.5 * 1 + 0.5 * 3 = 2
-    assert rate.tokens_per_second == pytest.approx(500) and rate.seconds_for(250) == pytest.approx(0.5)
+    rate.record(100, 1.0)  # one call: a rate alone, no overhead yet
+    assert rate.tokens_per_second == pytest.approx(100) and rate.seconds_for(250) == pytest.approx(2.5)
+
+    model = Throughput()
+    for n in [7600] + [16] * 20:
+        model.record(n, 0.05 + 0.0005 * n)
+    assert model.costs == (pytest.approx(0.05), pytest.approx(0.0005))
+    assert model.seconds_for(7600) == pytest.approx(3.85) and model.seconds_for(16) == pytest.approx(0.058)
+    assert model.seconds_for(32, calls=2) == pytest.approx(0.116)
+
+
+def test_throughput_follows_the_model_over_its_horizon_of_model_time() -> None:
+    """Older calls count less as model time passes: after the model became twice as fast, a few
+    horizons of calls at the new speed bring the estimate to it."""
+    rate = Throughput(horizon_seconds=10.0)
+    for n in (1000, 2000) * 10:
+        rate.record(n, 0.002 * n)
+    assert rate.seconds_for(1000) == pytest.approx(2.0)
+    for n in (1000, 2000) * 40:  # 120 s of model time: 12 horizons
+        rate.record(n, 0.001 * n)
+    assert rate.seconds_for(1000) == pytest.approx(1.0, rel=1e-3)
     assert [retry_after_seconds(s) for s in (0.0, 0.2, 1.0, 1.01)] == [1, 1, 1, 2]
 
 
@@ -488,3 +509,103 @@ def test_the_wait_estimate_of_a_request_taken_between_calls_is_the_running_call(
     submit(batcher, "long", 400, 400, 400, 400)
     batcher.step()
     assert estimates == [pytest.approx(0.4), pytest.approx(1.6)]
+
+
+# ------------------------------------------------------------------ the wait estimate follows the policy
+def backlog_of_overdue_long_requests(clock: FakeClock, **options) -> DynamicBatcher:
+    """1,000 tokens/s measured, then ten requests of four 400-token inputs, four of them run: the six
+    left have been passed over for four batches, so they are overdue (fair's aging lane)."""
+    batcher, _ = stepped_batcher(clock, max_batch_tokens=1600, sub_batch_tokens=400, **options)
+    submit(batcher, "warm", 100)
+    batcher.step()
+    for r in range(10):
+        submit(batcher, f"long{r}", 400, 400, 400, 400)
+    for _ in range(4):
+        batcher.step()
+    assert batcher.queued_tokens == 6 * 1600
+    return batcher
+
+
+def test_a_short_request_behind_overdue_long_ones_is_served_not_refused_for_the_backlog() -> None:
+    """Issue 51 part 5: under fair a short request's call is the first of the next batch, whatever
+    the overdue backlog (9.6 s of it here), so with a 1 s limit it is accepted, and it runs at once;
+    the old estimate counted every overdue request as ahead of it and answered 429.  A long request,
+    which does wait for the backlog, is still refused, and under fifo the short one is too."""
+    clock = FakeClock()
+    batcher = backlog_of_overdue_long_requests(clock)
+    assert batcher.estimated_wait(10) == pytest.approx(0.0)
+    assert batcher.estimated_wait(400, 400, 400, 400) == pytest.approx(9.6)
+    submitted_at = clock.now
+    short = submit(batcher, "short", 10, queue_seconds=1.0)
+    with pytest.raises(QueueFull, match="would wait more than 2 s"):  # the simulation stops past 2 x the limit
+        submit(batcher, "another long", 400, 400, 400, 400, queue_seconds=1.0)
+    started, encode = [], batcher.encode
+
+    def spy(inputs, *rest):
+        started.append((list(inputs), clock.now))
+        return encode(inputs, *rest)
+
+    batcher.encode = spy
+    batcher.step()
+    assert started[0] == (["short.0:10"], submitted_at) and short.result(0).ravel().tolist() == [10.0]
+
+    fifo = backlog_of_overdue_long_requests(FakeClock(), scheduler="fifo")
+    with pytest.raises(QueueFull):
+        submit(fifo, "short", 10, queue_seconds=1.0)
+
+
+def test_a_short_request_arriving_mid_batch_is_estimated_at_the_running_call_despite_the_backlog() -> None:
+    """During a batch's first call (400 tokens: 0.4 s), with overdue long requests queued, a short
+    request is taken at the next gap: its wait is that call, not the backlog after it."""
+    clock = FakeClock()
+    batcher = backlog_of_overdue_long_requests(clock)
+    estimates, encode = [], batcher.encode
+
+    def spy(inputs, *rest):
+        if not estimates:
+            estimates.append(batcher.estimated_wait(10))
+        return encode(inputs, *rest)
+
+    batcher.encode = spy
+    batcher.step()
+    assert estimates == [pytest.approx(0.4)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    scheduler=st.sampled_from(["fair", "fifo"]),
+    longs=st.lists(st.lists(st.integers(1, 400), min_size=1, max_size=4), min_size=1, max_size=8),
+    arrives_during=st.integers(0, 12),
+    new=st.lists(st.integers(1, 400), min_size=1, max_size=3),
+)
+def test_the_wait_estimate_is_the_wait_the_scheduler_gives(scheduler, longs, arrives_during, new) -> None:
+    """With a model of exactly 1 ms per token and no later arrivals, the estimate is the wait: a
+    request arriving during call ``arrives_during`` starts its first call exactly as many seconds
+    later as estimated, under either policy (aging, admissions between calls and call splitting
+    included): the estimate simulates the order the batcher then follows."""
+    clock = FakeClock()
+    batcher, calls = stepped_batcher(clock, max_batch_tokens=1200, sub_batch_tokens=400, scheduler=scheduler)
+    submit(batcher, "warm", 100)
+    batcher.step()
+    for r, counts in enumerate(longs):
+        submit(batcher, f"r{r}", *counts)
+    arrival, starts, encode = {}, [], batcher.encode
+
+    def spy(inputs, *rest):
+        if len(starts) == arrives_during and "at" not in arrival:
+            arrival["estimate"], arrival["at"] = batcher.estimated_wait(*new), clock.now
+            arrival["future"] = submit(batcher, "new", *new)
+        starts.append((list(inputs), clock.now))
+        return encode(inputs, *rest)
+
+    batcher.encode = spy
+    while batcher.step():
+        pass
+    if "at" not in arrival:  # fewer calls than that: it arrives at an idle batcher
+        arrival["estimate"], arrival["at"] = batcher.estimated_wait(*new), clock.now
+        arrival["future"] = submit(batcher, "new", *new)
+        while batcher.step():
+            pass
+    first_call = next(at for inputs, at in starts if any(x.startswith("new.") for x in inputs))
+    assert first_call - arrival["at"] == pytest.approx(arrival["estimate"])
+    assert arrival["future"].result(0).ravel().tolist() == [float(n) for n in new]

@@ -1,5 +1,5 @@
-"""The HTTP server's routes: OpenAI's ``/v1/embeddings``, TEI's ``/embed``, ``/embed_all`` and
-``/tokenize``, longembed's ``/embed_chunks``, and ``/health``, ``/info``, ``/metrics``.
+"""The HTTP server's routes: OpenAI's ``/v1/embeddings`` and ``/v1/models``, TEI's ``/embed``,
+``/embed_all`` and ``/tokenize``, longembed's ``/embed_chunks``, and ``/health``, ``/info``, ``/metrics``.
 
 Every input reaches the model or the client gets a 4xx naming the problem: nothing is dropped, cut
 without being reported, or answered with a 500 because of what the client sent.  Requests are checked
@@ -48,7 +48,14 @@ from starlette.requests import ClientDisconnect
 from longembed.encoder import LongContextEncoder
 from longembed.serving.chunks import ChunkWork
 from longembed.serving.metrics import CONTENT_TYPE
-from longembed.serving.responses import chunks_response, openai_response, tei_response, token_states_response
+from longembed.serving.responses import (
+    chunks_response,
+    model_object,
+    models_response,
+    openai_response,
+    tei_response,
+    token_states_response,
+)
 from longembed.serving.service import ClientGone, Embedded, EmbeddingService, shutdown_refusal
 from longembed.serving.settings import ServerSettings
 from longembed.serving.token_validation import (
@@ -112,11 +119,20 @@ async def respond(
     return response
 
 
+#: Statuses that tell a client to come back later: they always carry ``Retry-After``.
+RETRY_STATUSES = (429, 503)
+
+
 def refusal(error: ApiError, shape: Callable[[ApiError], JSONResponse]) -> JSONResponse:
-    """``error`` in the route's ``shape``, with ``Retry-After`` when it is a refusal to retry later."""
+    """``error`` in the route's ``shape``, with ``Retry-After`` when it is a refusal to retry later (a
+    429 or 503 without an estimate of its own says 1 s, as :class:`~longembed.serving.service.RetryLater`
+    does before anything is measured)."""
     response = shape(error)
-    if getattr(error, "retry_after", None) is not None:  # 429, 503
-        response.headers["Retry-After"] = str(error.retry_after)
+    retry_after = getattr(error, "retry_after", None)
+    if retry_after is None and error.status in RETRY_STATUSES:
+        retry_after = 1
+    if retry_after is not None:
+        response.headers["Retry-After"] = str(retry_after)
     return response
 
 
@@ -154,6 +170,7 @@ def create_app(
     work = ChunkWork(service)
     _add_embedding_routes(app, service, work)
     _add_token_routes(app, service, work)
+    _add_model_routes(app, service)
     _add_status_routes(app, service)
     _add_documentation_routes(app, service)
     return app
@@ -212,6 +229,29 @@ def _add_token_routes(app: FastAPI, service: EmbeddingService, work: ChunkWork) 
             return JSONResponse(await work.tokenize(checked))
 
         return await respond(service, "tokenize", handle, tei_error, request)
+
+
+def _add_model_routes(app: FastAPI, service: EmbeddingService) -> None:
+    """OpenAI's ``GET /v1/models`` and ``GET /v1/models/{id}`` (behind the API key, as OpenAI's are):
+    the served model, so that clients which list models first (LangChain, LiteLLM, openai's
+    ``models.list()``) find it; another id is a 404 ``model_not_found``, in OpenAI's shape."""
+
+    @app.get("/v1/models")
+    async def models(request: Request) -> Response:
+        async def handle() -> Response:
+            return models_response(service.model_name, service.created)
+
+        return await respond(service, "models", handle, openai_error, request)
+
+    @app.get("/v1/models/{model_id:path}")
+    async def model(model_id: str, request: Request) -> Response:
+        async def handle() -> Response:
+            if model_id != service.model_name:
+                raise ApiError(404, f"the model {model_id!r} does not exist: this server serves "
+                               f"{service.model_name!r}", "model", "model_not_found")
+            return JSONResponse(model_object(service.model_name, service.created))
+
+        return await respond(service, "models", handle, openai_error, request)
 
 
 def _add_status_routes(app: FastAPI, service: EmbeddingService) -> None:

@@ -12,16 +12,20 @@ scheduling`): ``fair`` (cheapest request first, with aging: short requests are n
 ones, and nothing waits forever) or ``fifo`` (arrival order).  Under ``fair`` a batch runs as model
 calls of at most ``sub_batch_tokens`` tokens, shortest first, each answered when it ends, and
 between two calls the requests that arrived meanwhile and are cheaper than what the batch has left
-are run first (the policy's :meth:`~longembed.serving.scheduling.Fair.admit`): a short request
-waits for the call running when it arrived, not for the whole batch.  While closing nothing is
-taken between calls (what waits is run or refused when the next batch is formed).
+are run first, one call of them per gap (the policy's :meth:`~longembed.serving.scheduling.Fair.
+admit`): a short request waits for the call running when it arrived, not for the whole batch.
+While closing nothing is taken between calls (what waits is run or refused when the next batch is
+formed).
 
 Saying no early and clearly (each refusal carries ``retry_after``, the seconds after which a retry
-may succeed, estimated from the waiting tokens and the measured :class:`~longembed.serving.
-throughput.Throughput`): a request larger than the whole queue is :class:`RequestTooLarge` (413,
-even when the queue is empty); one that would pass ``max_queue_tokens``, or whose estimated wait
-for its first batch passes its limit (``max_queue_seconds``, or the smaller limit the request gives),
-is :class:`QueueFull` (429) at once, not after a long silence; a request still waiting at its limit
+may succeed, estimated from the waiting work and the model's measured cost per call and per token,
+:class:`~longembed.serving.throughput.Throughput`): a request larger than the whole queue is
+:class:`RequestTooLarge` (413, even when the queue is empty); one that would pass ``max_queue_tokens``, or whose estimated wait
+for its first model call passes its limit (``max_queue_seconds``, or the smaller limit the request
+gives), is :class:`QueueFull` (429) at once, not after a long silence.  The wait is what the
+scheduler would run before it, simulated in the policy's own order (:mod:`longembed.serving.
+wait_estimate`): under ``fair`` a short request behind a backlog of long ones waits about the running
+call, and is not refused for the backlog; a request still waiting at its limit
 is :class:`QueueTimeout` (503).  A request whose client went away is taken out of the queue
 (:meth:`DynamicBatcher.cancel`).  Inference never runs on the event loop.
 
@@ -57,6 +61,7 @@ from longembed.batching import length_batches
 from longembed.errors import UserError
 from longembed.serving.scheduling import Policy, policy_named
 from longembed.serving.throughput import Throughput
+from longembed.serving.wait_estimate import Scheduler, work_before_start
 
 #: encode(inputs, prompt, normalize, max_batch_tokens) -> (n, dim) float32; inputs are what was
 #: submitted (the server: TokenizedInputs, their prompt already in their ids).
@@ -168,8 +173,8 @@ class DynamicBatcher:
     _batches_formed: int = field(default=0, init=False)
     _arrivals: int = field(default=0, init=False)
     _running: list[_Item] = field(default_factory=list, init=False)
-    _running_since: float = field(default=0.0, init=False)
     _calls_left: list[list[_Item]] = field(default_factory=list, init=False)  # the running batch's next calls
+    _gap_passed: bool = field(default=False, init=False)  # the gap before them was taken (an admitted call runs)
     _call: tuple[int, float] = field(default=(0, 0.0), init=False)  # the running call: its tokens, its start
     _condition: threading.Condition = field(default_factory=threading.Condition, init=False)
     _closing: bool = field(default=False, init=False)
@@ -216,11 +221,9 @@ class DynamicBatcher:
             )
         limit = _smaller(self.max_queue_seconds, queue_seconds)
         with self._condition:
-            self._refuse_if_full(tokens, limit)
-            now = self.clock()
-            job = _Job(Future(), kind, prompt, normalize, self._arrivals, self._batches_formed,
-                       None if limit is None else now + limit, len(inputs), alone)
-            job.pending = [_Item(item, n, job, i) for i, (item, n) in enumerate(zip(inputs, token_counts, strict=True))]
+            job = self._new_job(inputs, token_counts, prompt, normalize, kind, alone)
+            self._refuse_if_full(job, limit)
+            job.deadline = None if limit is None else self.clock() + limit
             self._arrivals += 1
             self._jobs[job.future] = job
             self._queued_tokens += tokens
@@ -228,42 +231,68 @@ class DynamicBatcher:
             self._condition.notify()
         return job.future
 
-    def _refuse_if_full(self, tokens: int, limit: float | None) -> None:
-        """Raise what :meth:`submit` raises for a request of ``tokens`` (the lock is held)."""
+    def _new_job(self, inputs: Sequence[Any], token_counts: Sequence[int], prompt: str, normalize: bool, kind: str,
+                 alone: bool) -> _Job:
+        """A request arriving now, not queued yet (the lock is held)."""
+        job = _Job(Future(), kind, prompt, normalize, self._arrivals, self._batches_formed, None, len(inputs), alone)
+        job.pending = [_Item(item, n, job, i) for i, (item, n) in enumerate(zip(inputs, token_counts, strict=True))]
+        return job
+
+    def _refuse_if_full(self, job: _Job, limit: float | None) -> None:
+        """Raise what :meth:`submit` raises for ``job`` (the lock is held)."""
         if self._closing:
             raise ShuttingDown("the server is shutting down and takes no new work")
+        tokens = job.pending_tokens
         if self._queued_tokens + tokens > self.max_queue_tokens:
             freed = self.throughput.seconds_for(self._queued_tokens + tokens - self.max_queue_tokens)
             raise QueueFull(
                 f"the queue holds {self._queued_tokens} tokens; this request's {tokens} would pass the "
                 f"limit of {self.max_queue_tokens}: retry later", freed,
             )
-        wait = self._estimated_wait(tokens)
-        if limit is not None and wait is not None and wait > limit:
+        estimate = None if limit is None else self._wait(job, limit)
+        if estimate is not None and estimate[0] > limit:
+            wait, complete = estimate
+            about = f"about {wait:.0f}" if complete else f"more than {wait:.0f}"
             raise QueueFull(
-                f"the server is busy: this request would wait about {wait:.0f} s for the model, more than its "
+                f"the server is busy: this request would wait {about} s for the model, more than its "
                 f"limit of {limit:g} s (--queue-seconds, or the request's X-Longembed-Queue-Seconds): retry later",
                 wait - limit,
             )
 
-    def estimated_wait(self, tokens: int) -> float | None:
-        """Seconds a new request of ``tokens`` tokens would wait for its first batch (None before
-        any batch has been measured)."""
+    def estimated_wait(self, *token_counts: int, prompt: str = "", kind: str = "vectors") -> float | None:
+        """Seconds a request of inputs of ``token_counts`` tokens, arriving now, would wait for its first
+        model call (None before any batch has been measured)."""
         with self._condition:
-            return self._estimated_wait(tokens)
+            return self._estimated_wait(self._new_job(token_counts, token_counts, prompt, True, kind, False))
 
-    def _estimated_wait(self, tokens: int) -> float | None:
-        ahead = self.policy.tokens_ahead(list(self._jobs.values()), tokens, self._batches_formed)
-        queued = self.throughput.seconds_for(ahead)
-        if queued is None:
+    def _estimated_wait(self, job: _Job, limit: float | None = None) -> float | None:
+        estimate = self._wait(job, limit)
+        return None if estimate is None else estimate[0]
+
+    def _wait(self, job: _Job, limit: float | None) -> tuple[float, bool] | None:
+        """Seconds until ``job``'s first model call starts, and whether that is the whole wait: what
+        is left of the running call, then the tokens and calls the scheduler runs before it
+        (:func:`~longembed.serving.wait_estimate.work_before_start`: the policy's order, simulated),
+        at the measured costs per call and per token (:class:`~longembed.serving.throughput.
+        Throughput`).  Past twice ``limit`` the rest is not simulated (not complete: the wait is
+        more than that; the request is refused, its Retry-After at least ``limit``)."""
+        costs = self.throughput.costs
+        if costs is None:
             return None
-        if not self._running:
-            return queued
-        if not self._closing and tokens < min(self._left_costs(self._calls_left).values(), default=0):
-            running, since = self._call  # it is taken at the next gap between calls
-        else:
-            running, since = sum(item.n_tokens for item in self._running), self._running_since
-        return max(0.0, self.throughput.seconds_for(running) - (self.clock() - since)) + queued
+        per_call, per_token = costs
+        now, (running, since) = self.clock(), self._call
+        calls_left: list[list[_Item]] = []
+        left_of_running = 0.0
+        if self._running:
+            calls_left = [[item for item in call if not item.job.future.done()] for call in self._calls_left]
+            left_of_running = max(0.0, per_call + per_token * running - (now - since))
+        scheduler = Scheduler(self.policy, self.max_batch_tokens, self.call_tokens, self._calls,
+                              admitting=not self._closing)
+        queue = [waiting for waiting in self._jobs.values() if waiting is not job]
+        enough = float("inf") if limit is None else 2 * limit / per_token
+        ahead = work_before_start(scheduler, queue, job, calls_left, self._batches_formed, enough,
+                                  gap_first=not self._gap_passed)
+        return left_of_running + per_call * ahead.calls + per_token * ahead.tokens, ahead.tokens <= enough
 
     @property
     def queued_tokens(self) -> int:
@@ -316,11 +345,11 @@ class DynamicBatcher:
         """Fail the jobs not started whose deadline has passed (the lock is held)."""
         for job in jobs:
             if not job.started and job.deadline is not None and now > job.deadline:
+                wait = self._estimated_wait(job, self.max_queue_seconds)
                 self._remove(job)
                 _fail(job, QueueTimeout(
                     "this request waited its whole limit (--queue-seconds, or its X-Longembed-Queue-Seconds) "
-                    "without reaching the model: the server is busy, retry later",
-                    self._estimated_wait(job.pending_tokens or 1)))
+                    "without reaching the model: the server is busy, retry later", wait))
 
     # ---------------------------------------------------------------- worker side
     def start(self) -> None:
@@ -414,7 +443,10 @@ class DynamicBatcher:
         if self._too_late(batch, now):
             self._give_up(batch)
             return []
-        self._running, self._running_since = batch, now
+        calls = self._calls(batch)  # what runs now and next, for the wait estimate until _run takes over
+        self._running = batch
+        self._call, self._calls_left = (sum(item.n_tokens for item in calls[0]), now), calls[1:]
+        self._gap_passed = False
         return batch
 
     def _run_batch(self, batch: list[_Item]) -> None:
@@ -448,15 +480,13 @@ class DynamicBatcher:
         calls = self._calls(batch)
         for position, call in enumerate(calls):
             with self._condition:
-                self._calls_left = calls[position + 1:]
+                self._calls_left, self._gap_passed = calls[position + 1:], False
             call_seconds.append(self._encode_and_deliver(call))
             admitted = self._admit(calls[position + 1:]) if position + 1 < len(calls) else []
             for extra in self._calls(admitted):
                 call_seconds.append(self._encode_and_deliver(extra))
             n_inputs, n_tokens = n_inputs + len(admitted), n_tokens + sum(i.n_tokens for i in admitted)
         seconds = self.clock() - start
-        with self._condition:
-            self.throughput.record(n_tokens, seconds)
         if self.on_batch is not None:
             self.on_batch(BatchRecord(n_inputs, n_tokens, seconds, [s for s in call_seconds if s is not None]))
 
@@ -479,8 +509,12 @@ class DynamicBatcher:
 
     def _admit(self, remaining: list[list[_Item]]) -> list[_Item]:
         """Between two calls: the waiting inputs the policy runs before the ``remaining`` calls (those
-        of requests cheaper than every request with inputs left in them), taken out of the queue."""
+        of requests cheaper than every request with inputs left in them), taken out of the queue; one
+        model call of them at most (the first, shortest, of those they would make: padding or prompts
+        may split what the policy admits), so that a request arriving meanwhile waits one call, not
+        several, before the next gap."""
         with self._condition:
+            self._gap_passed = True
             if self._closing or not self._jobs:
                 return []
             left = self._left_costs(remaining)
@@ -488,6 +522,7 @@ class DynamicBatcher:
                 return []
             waiting = [job for job in self._jobs.values() if id(job) not in left]
             admitted = self.policy.admit(waiting, min(left.values()), self.call_tokens)
+            admitted = self._calls(admitted)[0] if admitted else []
             self._take(admitted)
             self._running = self._running + admitted
             return admitted
@@ -520,9 +555,12 @@ class DynamicBatcher:
             for item in items:
                 _fail(item.job, exc)
             return self.clock() - start
+        seconds = self.clock() - start
+        with self._condition:
+            self.throughput.record(sum(item.n_tokens for item in items), seconds)  # the cost of one call
         for item, vector in zip(items, vectors, strict=True):
             self._deliver(item, vector)
-        return self.clock() - start
+        return seconds
 
     @staticmethod
     def _deliver(item: _Item, vector: np.ndarray) -> None:

@@ -1,4 +1,5 @@
-"""Response bodies: OpenAI's embeddings list, TEI's vectors, chunk vectors with spans, token states.
+"""Response bodies: OpenAI's embeddings list and model list, TEI's vectors, chunk vectors with spans,
+token states.
 
 Inputs cut by the overflow policy are reported in the ``X-Longembed-Truncated`` header (their indices)
 and, on the OpenAI route, in a ``truncated`` list in the body; a naive chunk that was cut says so with
@@ -62,6 +63,20 @@ def openai_response(embedded: Embedded, checked: EmbedRequest, model_name: str) 
     if embedded.truncated:
         content["truncated"] = embedded.truncated
     return JSONResponse(content, headers=truncation_headers(embedded.truncated))
+
+
+#: ``owned_by`` of the served model in ``/v1/models`` (OpenAI names the owning organisation; vLLM says "vllm").
+OWNED_BY = "longembed"
+
+
+def model_object(name: str, created: int) -> dict[str, object]:
+    """One model as OpenAI's ``/v1/models`` describes it: id, object, created (Unix seconds), owned_by."""
+    return {"id": name, "object": "model", "created": created, "owned_by": OWNED_BY}
+
+
+def models_response(name: str, created: int) -> JSONResponse:
+    """OpenAI's ``GET /v1/models``: the one model this server serves, in a list."""
+    return JSONResponse({"object": "list", "data": [model_object(name, created)]})
 
 
 def tei_response(embedded: Embedded, checked: EmbedRequest) -> JSONResponse:

@@ -33,17 +33,16 @@ class Waiting(Protocol):
 
 
 class Policy(Protocol):
-    """A scheduling policy: the next batch, the inputs taken between two calls of a running batch,
-    how many waiting tokens would run before new work, and whether a batch runs as calls of
-    ``sub_batch_tokens``, shortest first, each answered at once (``answers_short_first``)."""
+    """A scheduling policy: the next batch, the inputs taken between two calls of a running batch
+    (how long new work would wait is these two, simulated: :mod:`longembed.serving.wait_estimate`),
+    and whether a batch runs as calls of ``sub_batch_tokens``, shortest first, each answered at once
+    (``answers_short_first``)."""
 
     answers_short_first: bool
 
     def select(self, requests: Sequence[Waiting], budget: int, batches_formed: int) -> list[Any]: ...
 
     def admit(self, requests: Sequence[Waiting], cheaper_than: int, budget: int) -> list[Any]: ...
-
-    def tokens_ahead(self, requests: Sequence[Waiting], cost: int, batches_formed: int) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -59,10 +58,6 @@ class Fifo:
     def admit(self, requests: Sequence[Waiting], cheaper_than: int, budget: int) -> list[Any]:
         """Nothing: a batch is one call."""
         return []
-
-    def tokens_ahead(self, requests: Sequence[Waiting], cost: int, batches_formed: int) -> int:
-        """A new request runs after everything waiting."""
-        return sum(r.pending_tokens for r in requests)
 
 
 @dataclass(frozen=True)
@@ -88,12 +83,6 @@ class Fair:
         call's ``budget`` (the first one even alone: it is cheaper than what it overtakes)."""
         cheaper = sorted((r for r in requests if r.pending_tokens < cheaper_than), key=lambda r: (r.pending_tokens, r.seq))
         return _fill([], budget, _in_request_order(cheaper))
-
-    def tokens_ahead(self, requests: Sequence[Waiting], cost: int, batches_formed: int) -> int:
-        """A new request of ``cost`` tokens runs after the overdue ones and those no dearer than it
-        (an estimate: requests that become overdue meanwhile may come first too)."""
-        return sum(r.pending_tokens for r in requests
-                   if r.pending_tokens <= cost or self._overdue(r, batches_formed))
 
     def _overdue(self, request: Waiting, batches_formed: int) -> bool:
         return batches_formed - request.queued_at_batch >= self.max_skips

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import time
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -84,6 +85,7 @@ class EmbeddingService:
     def __post_init__(self) -> None:
         s = self.settings
         self.model_name = s.served_model_name or folder_name(self.encoder)
+        self.created = int(time.time())  # the model's "created" in /v1/models: when this server loaded it
         self.planner = OverflowPlanner(self.encoder)
         self.metrics = ServerMetrics()
         self.batcher = DynamicBatcher(

@@ -3,7 +3,7 @@
 Requests are parsed by hand (not by FastAPI's validation) so that each route answers in its own error
 shape, with a 4xx that names the problem:
 
-* OpenAI routes: ``{"error": {"message", "type", "param", "code"}}`` with 400 / 413 / 429 / 503;
+* OpenAI routes: ``{"error": {"message", "type", "param", "code"}}`` with 400 / 404 / 413 / 429 / 503;
 * TEI routes: ``{"error": message, "error_type": "Validation" | "Overloaded" | "Backend"}`` with
   422 / 413 / 429 / 503, as text-embeddings-inference answers.
 
@@ -40,7 +40,7 @@ class ApiError(Exception):
 
 
 _OPENAI_TYPES = {
-    400: "invalid_request_error", 401: "invalid_request_error", 413: "invalid_request_error",
+    400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error", 413: "invalid_request_error",
     415: "invalid_request_error", 429: "rate_limit_error", 503: "server_error",
 }
 _TEI_TYPES = {401: "Unauthorized", 413: "Validation", 415: "Validation", 422: "Validation", 429: "Overloaded",

@@ -36,6 +36,7 @@ from longembed.training.runs import (
     CHECKPOINTS,
     AtomicCheckpoints,
     TrainingSummary,
+    checkpoint_step,
     resume_point,
     run_trainer,
     shared_trainer_arguments,
@@ -149,12 +150,15 @@ def train_contrastive(
         prompts=column_prompts or None,
         dataloader_drop_last=True,
     )
+    data_collator = collator(model, column_prompts) if collator is not None else None
+    if resume is not None and hasattr(data_collator, "skip_to"):  # draws that depend on the batch index (PoSE)
+        data_collator.skip_to(checkpoint_step(resume))  # one batch per step: no gradient accumulation here
     trainer = ContrastiveTrainer(
         model=model,
         args=args,
         train_dataset=dataset,
         loss=loss(model) if loss is not None else info_nce_loss(model, config.temperature, config.symmetric),
-        data_collator=collator(model, column_prompts) if collator is not None else None,
+        data_collator=data_collator,
     )
     return run_trainer(trainer, checkpoint_dir, identity, resume, config.batch_size).summary
 

@@ -33,7 +33,8 @@ def port_number(text: str) -> int:
 def register_cli(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "serve",
-        help="serve embeddings over HTTP (OpenAI /v1/embeddings, TEI /embed, /health, /info, /metrics)",
+        help="serve embeddings over HTTP (OpenAI /v1/embeddings and /v1/models, TEI /embed, /health, /info, "
+             "/metrics)",
         description=(
             "Serve the model with its extension method. Inputs longer than the model's window Lo follow "
             "--overflow: extend (the method, up to --max-length; longer is a 413), truncate_to_max (cut to "
@@ -43,9 +44,13 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         ),
         epilog=help_epilog([
             "longembed serve --model default --method pi --max-length 4096 --no-auth",
+            "curl -s localhost:8080/v1/models",
+            "curl -s localhost:8080/v1/embeddings -H 'Content-Type: application/json' \\",
+            "    -d '{\"model\": \"default\", \"input\": [\"a long text\"]}'",
             "LONGEMBED_API_KEY=secret longembed serve --model nomic-embed-text-v1.5 --method selfextend \\",
-            "    --max-length 8192 --overflow truncate_to_max --port 8080",
-            "curl -s localhost:8080/v1/embeddings -d '{\"input\": [\"a long text\"]}'",
+            "    --max-length 8192 --overflow truncate_to_max --port 8081",
+            "curl -s localhost:8081/v1/embeddings -H 'Authorization: Bearer secret' \\",
+            "    -H 'Content-Type: application/json' -d '{\"model\": \"nomic-embed-text-v1.5\", \"input\": \"a long text\"}'",
         ]),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
