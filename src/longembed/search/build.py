@@ -236,7 +236,7 @@ def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], s
     wanted = index_metadata(strategy, encoder, name)
     dimensions = None if encoder is None else encoder.embedding_dim
     table, committed, present = None, {}, {}
-    if store.has_table() and not rebuild:
+    if not rebuild and store.has_table():  # a damaged table is never opened to be replaced
         table = store.table()
         check_same_build(table_metadata(table, path), wanted, str(path))
         version = complete_version(table)
