@@ -262,7 +262,7 @@ class LongContextEncoder:
         if output_value not in OUTPUT_VALUES:
             raise UserError(f"output_value must be one of {OUTPUT_VALUES}, got {output_value!r}")
         options = RunOptions(batch_size, max_tokens_per_batch, temperature, show_progress_bar)
-        inputs = self.runner.tokenize(texts, resolve_prompt(self.prompts, prompt, prompt_name))
+        inputs = self.runner.tokenize_to_limit(texts, resolve_prompt(self.prompts, prompt, prompt_name))
         out: np.ndarray | list[np.ndarray]
         if output_value == "token_embeddings":
             tokens, stats = self.runner.token_embeddings(inputs, options)

@@ -36,7 +36,14 @@ __all__ = [
     "resolve_overflow",
     "special_token_layout",
     "tokenize",
+    "tokenize_bounded",
 ]
+
+#: characters a bounded tokenization (:func:`tokenize_bounded`) first scans per token it needs; it doubles
+#: the scan until the text's first tokens are settled
+CHARS_PER_TOKEN = 8
+#: tokens past the limit two scans of a text must both reach (and agree before) to settle its first tokens
+SCAN_MARGIN_TOKENS = 16
 
 
 @dataclass
@@ -48,6 +55,8 @@ class EncodeStats:
     n_truncated: int = 0
     truncated_indices: list[int] = field(default_factory=list)
     longest_input_tokens: int = 0
+    #: True when the longest input was counted only as far as a bounded tokenization went (at least that many)
+    longest_input_at_least: bool = False
 
 
 @dataclass
@@ -182,6 +191,54 @@ def tokenize(
     return out
 
 
+def tokenize_bounded(
+    texts: Sequence[str], tokenizer: Any, prompt: str, special_tokens: tuple[int, int] | None, limit: int
+) -> list[TokenizedInput]:
+    """:func:`tokenize`'s inputs, exact in their first ``limit`` tokens, however long the texts: what an
+    encode that cuts at ``limit`` tokens (or refuses past it) needs, in memory and time bounded by
+    ``limit``, not by the text (a 200 MB text is not tokenized whole to run its first 512 tokens).
+
+    A text of at most :data:`CHARS_PER_TOKEN` x (``limit`` + :data:`SCAN_MARGIN_TOKENS`) characters is
+    tokenized whole, with the others of its kind in one call.  A longer one is tokenized a prefix at a
+    time, the prefix doubled each time, until two consecutive scans both hold more than ``limit`` +
+    :data:`SCAN_MARGIN_TOKENS` tokens and agree on their first ``limit`` ids and offsets: the end of
+    the scan then no longer reaches back into them.  That input has ``complete`` False (its
+    ``text`` is the prefix scanned, ``n_original`` a lower bound); a text no scan settles before its
+    end is tokenized whole.
+    """
+    window = CHARS_PER_TOKEN * (limit + SCAN_MARGIN_TOKENS)
+    short = [i for i, t in enumerate(texts) if len(t) <= window]
+    out: list[TokenizedInput | None] = [None] * len(texts)
+    for i, tokens in zip(short, tokenize([texts[i] for i in short], tokenizer, prompt, special_tokens), strict=True):
+        out[i] = tokens
+    for i, text in enumerate(texts):
+        if out[i] is None:
+            out[i] = _tokenize_prefix(text, tokenizer, prompt, special_tokens, limit, window)
+    return [x for x in out if x is not None]
+
+
+def _tokenize_prefix(
+    text: str, tokenizer: Any, prompt: str, special_tokens: tuple[int, int] | None, limit: int, window: int
+) -> TokenizedInput:
+    """One long text as :func:`tokenize_bounded` tokenizes it (a prefix scan settled by a second one)."""
+    previous: TokenizedInput | None = None
+    while window < len(text):
+        (scan,) = tokenize([text[:window]], tokenizer, prompt, special_tokens)
+        enough = scan.n_tokens > limit + SCAN_MARGIN_TOKENS
+        if enough and previous is not None and _same_first_tokens(previous, scan, limit):
+            return replace(scan, complete=False)
+        previous = scan if enough else None
+        window *= 2
+    (whole,) = tokenize([text], tokenizer, prompt, special_tokens)
+    return whole
+
+
+def _same_first_tokens(a: TokenizedInput, b: TokenizedInput, limit: int) -> bool:
+    body = max(limit - a.lead, 0)
+    return (a.ids[:limit] == b.ids[:limit] and a.lead == b.lead
+            and (a.offsets is None or b.offsets is None or a.offsets[:body] == b.offsets[:body]))
+
+
 def cut(tokens: TokenizedInput, n: int) -> TokenizedInput:
     """The first ``n`` tokens of an input, its closing special tokens kept (``ids[:n - tail] + tail``),
     as the encoder has always cut; an input of at most ``n`` tokens comes back unchanged."""
@@ -224,6 +281,7 @@ def apply_overflow(
     limit = policy.limit_for(window, max_length)
     counts = [x.n_tokens for x in inputs]
     stats = EncodeStats(n_inputs=len(counts), longest_input_tokens=max(counts, default=0))
+    stats.longest_input_at_least = any(not x.complete and x.n_tokens == stats.longest_input_tokens for x in inputs)
     stats.truncated_indices = [i for i, n in enumerate(counts) if n > limit]
     stats.n_truncated = len(stats.truncated_indices)
     if not stats.n_truncated:
@@ -231,7 +289,7 @@ def apply_overflow(
     name = f"max_length={limit}" if policy.limit == "max" else f"the model's window Lo={limit}"
     message = (
         f"{stats.n_truncated} of {len(counts)} inputs exceed {name} tokens "
-        f"(longest: {stats.longest_input_tokens}; first indices: {stats.truncated_indices[:5]})"
+        f"(longest: {'at least ' if stats.longest_input_at_least else ''}{stats.longest_input_tokens}; first indices: {stats.truncated_indices[:5]})"
     )
     if not policy.truncates:
         raise UserError(message + f"; raise max_length or shorten them (overflow policy {policy.name!r})")

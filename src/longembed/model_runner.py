@@ -36,6 +36,7 @@ from longembed.inputs import (
     resolve_overflow,
     special_token_layout,
     tokenize,
+    tokenize_bounded,
 )
 from longembed.loading import DTYPES, ModelSource, load_model_for_encoding, load_transformer_config
 from longembed.pooling import pool
@@ -163,6 +164,12 @@ class ModelRunner:
     def tokenize(self, texts: str | Sequence[str], prefix: str = "") -> list[TokenizedInput]:
         """Check ``texts`` and tokenize ``prefix + text`` once, as the model will run it (nothing cut yet)."""
         return tokenize(check_texts(texts), self.tokenizer, prefix, self.special_tokens)
+
+    def tokenize_to_limit(self, texts: str | Sequence[str], prefix: str = "") -> list[TokenizedInput]:
+        """:meth:`tokenize`, each text's tokens past the overflow limit left unread (bounded by the limit,
+        not the text: :func:`~longembed.inputs.tokenize_bounded`); what an input cut or refused there needs."""
+        limit = self.overflow.limit_for(self.original_length, self.max_length)
+        return tokenize_bounded(check_texts(texts), self.tokenizer, prefix, self.special_tokens, limit)
 
     def prepare(self, inputs: Sequence[TokenizedInput]) -> PreparedInputs:
         """The model inputs of tokenized inputs: the overflow policy applied (a cut is warned about, at

@@ -19,6 +19,7 @@ from longembed.cli.options import given_encoder_flags, strategy_from_args
 from longembed.encoder import LongContextEncoder
 from longembed.errors import UserError
 from longembed.evaluation.estimate import format_duration, longest_sequence, measure_cost_model, text_seconds
+from longembed.inputs import tokenize_bounded
 from longembed.results.advice import strategy_from_advice
 from longembed.retrieval.strategy import BM25, CHUNKS, Strategy
 from longembed.search.build import BuildPlan, build_index
@@ -96,12 +97,22 @@ def print_estimate(plan: BuildPlan, encoder: LongContextEncoder | None, strategy
     """eval's estimate of the encoding ahead: tokens to encode and seconds from a timed warm-up."""
     if encoder is None or not plan.to_embed:
         return
-    counts = [len(ids) for ids in encoder.tokenizer([d.text for d in plan.to_embed], add_special_tokens=True,
-                                                    truncation=False, verbose=False)["input_ids"]]
     chunking = strategy.chunking if strategy.chunked else None
+    counts = token_counts([d.text for d in plan.to_embed], encoder, whole=chunking is not None)
     late = strategy.chunked and strategy.late
     model = measure_cost_model(encoder, batch_size, longest_sequence(counts, encoder, chunking, late) or None)
     seconds = sum(text_seconds(n, encoder, model, chunking, late) for n in counts)
     tokens = sum(counts) if chunking is not None else sum(min(n, encoder.max_length) for n in counts)
     print(f"estimate: {len(counts)} documents, {tokens:,} tokens to encode, about {format_duration(seconds)} "
           "(from a timed warm-up on this machine; other work on it slows the build)")
+
+
+def token_counts(texts: list[str], encoder: LongContextEncoder, whole: bool) -> list[int]:
+    """Each text's tokens, special tokens included, one text at a time (memory of one text, not all);
+    ``whole`` False: counted only up to the encoder's max_length + 1, all a truncating build encodes."""
+    if whole:
+        return [len(encoder.tokenizer(t, add_special_tokens=True, truncation=False, verbose=False)["input_ids"])
+                for t in texts]
+    layout = encoder.runner.special_tokens
+    return [min(x.n_tokens, encoder.max_length + 1)
+            for x in tokenize_bounded(texts, encoder.tokenizer, "", layout, encoder.max_length)]

@@ -30,6 +30,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 import longembed
+from longembed.diskspace import check_free_space
 from longembed.encoder import LongContextEncoder
 from longembed.errors import UserError
 from longembed.retrieval.model_files import model_identity, same_files
@@ -43,12 +44,20 @@ from longembed.search.store import (
     complete_version,
     delete_documents,
     documents_in,
+    index_errors,
     mark_complete,
     table_metadata,
 )
 
 #: documents per encode call and per Lance append (a crash loses at most one batch's work)
 BATCH_DOCUMENTS = 32
+#: the longest document (in characters) a chunked strategy takes: it tokenizes and embeds every token of a
+#: document at once (late chunking holds every token's state: about 1 GB of memory per MiB of text with a
+#: 384-dimension model), so a longer one is refused before anything is loaded.  A truncating strategy
+#: reads only the first Lt tokens of any document and takes documents of any length.
+MAX_CHUNKED_DOCUMENT_CHARS = 4 * 2**20
+#: free space a build leaves beyond what its rows take (Lance's manifests, the ANN index, other writers)
+INDEX_DISK_MARGIN = 64 * 2**20
 
 
 @dataclass
@@ -130,6 +139,40 @@ def check_same_build(recorded: dict[str, Any], wanted: dict[str, Any], path: str
                          f"{'; '.join(differences)}): give --rebuild to replace it, or another --index")
 
 
+def check_document_sizes(documents: Sequence[Document], strategy: Strategy, limit: int | None = None) -> None:
+    """A UserError naming the first document longer than ``limit`` characters (default
+    :data:`MAX_CHUNKED_DOCUMENT_CHARS`), for a chunked strategy."""
+    if not strategy.chunked:
+        return
+    limit = MAX_CHUNKED_DOCUMENT_CHARS if limit is None else limit
+    for document in documents:
+        if len(document.text) > limit:
+            raise UserError(
+                f"{document.source}: document {document.id!r} has {len(document.text):,} characters "
+                f"({len(document.text) / 2**20:.1f} MiB), more than the {limit / 2**20:g} MiB a chunked strategy "
+                "embeds in one piece; split it into smaller files, or index with a strategy that reads each "
+                "document's first tokens only (--granularity document)")
+
+
+def index_bytes(documents: Sequence[Document], strategy: Strategy, dimensions: int | None) -> int:
+    """A lower bound on the bytes an index of ``documents`` adds: their text (twice for a chunked
+    strategy: the chunks' texts and the document's) and a vector per document (at least)."""
+    copies = 2 if strategy.chunked else 1
+    text = sum(len(d.text.encode("utf-8")) for d in documents)
+    return copies * text + len(documents) * 4 * (dimensions or 0)
+
+
+def check_index_space(path: str | Path, documents: Sequence[Document], strategy: Strategy,
+                      dimensions: int | None, margin: int = INDEX_DISK_MARGIN) -> None:
+    """A :class:`~longembed.diskspace.DiskFullError` before anything is encoded when the disk that holds
+    the index has not :func:`index_bytes` plus ``margin`` free (a local index; object storage is not asked)."""
+    if "://" in str(path) or not documents:
+        return
+    check_free_space(path, index_bytes(documents, strategy, dimensions), margin,
+                     f"the {len(documents)} documents to index",
+                     "free space on that disk, or give --index a folder on a larger one")
+
+
 def plan_build(documents: Sequence[Document], committed: dict[str, tuple[str, str]],
                present: dict[str, tuple[str, str]]) -> BuildPlan:
     """The plan from the documents wanted, those of the last complete build (``committed``: counts) and
@@ -178,8 +221,9 @@ def build_index(
     A BlockingIOError when another build holds the index.
     """
     ann_wanted(ann, 0)  # a bad mode fails before anything is loaded
+    check_document_sizes(documents, strategy)
     store = IndexStore(path)
-    with store.build_lock():
+    with store.build_lock(), index_errors(path, writing=True):
         return _build(store, path, documents, strategy, name, rebuild, ann, device, batch_size, batch_documents, engine,
                       on_plan, show_progress, log or (lambda _: None))
 
@@ -190,16 +234,19 @@ def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], s
            show_progress: bool, say: Callable[[str], None]) -> BuildReport:
     encoder = None if strategy.lexical_only else load_strategy_encoder(strategy, device)
     wanted = index_metadata(strategy, encoder, name)
-    if store.has_table() and not rebuild:
+    dimensions = None if encoder is None else encoder.embedding_dim
+    table, committed, present = None, {}, {}
+    if not rebuild and store.has_table():  # a damaged table is never opened to be replaced
         table = store.table()
-        check_same_build(table_metadata(table), wanted, str(path))
+        check_same_build(table_metadata(table, path), wanted, str(path))
         version = complete_version(table)
         committed = {} if version is None else _documents_at(store, version)
-    else:
-        table = store.create(None if encoder is None else encoder.embedding_dim, wanted)
-        committed = {}
-    plan = plan_build(documents, committed, documents_in(table))
+        present = documents_in(table)
+    plan = plan_build(documents, committed, present)
     say(f"{path}: {plan.summary()}; {len(plan.to_embed)} documents to embed")
+    check_index_space(path, plan.to_embed, strategy, dimensions)  # before a --rebuild drops the old table
+    if table is None:
+        table = store.create(dimensions, wanted)
     if on_plan is not None:
         on_plan(plan, encoder)
     if plan.to_delete:

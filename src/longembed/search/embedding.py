@@ -21,6 +21,7 @@ import numpy as np
 
 from longembed.encoder import LongContextEncoder, load_encoder
 from longembed.errors import UserError
+from longembed.inputs import tokenize_bounded
 from longembed.retrieval.strategy import Strategy
 from longembed.search.sources import Document
 from longembed.search.store import ChunkRows
@@ -74,8 +75,9 @@ class DocumentEmbedder:
         tokenizer = self.encoder.tokenizer
         budget = self.encoder.max_length - tokenizer.num_special_tokens_to_add() - \
             len(tokenizer(self.prompt, add_special_tokens=False)["input_ids"])
-        offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
-        return len(text) if len(offsets) <= budget else int(offsets[max(budget, 1) - 1][1])
+        (tokens,) = tokenize_bounded([text], tokenizer, "", None, budget)  # not the whole of a long text
+        offsets = tokens.offsets or []
+        return len(text) if tokens.complete and len(offsets) <= budget else int(offsets[max(budget, 1) - 1][1])
 
 
 def _rows(documents: Sequence[Document], spans: Sequence[Sequence[tuple[int, int]]],

@@ -44,7 +44,7 @@ from longembed.retrieval.ranking import strictly_decreasing
 from longembed.retrieval.strategy import BM25, Strategy
 from longembed.search.ann import ann_state, document_scores
 from longembed.search.embedding import load_strategy_encoder
-from longembed.search.store import IndexStore, table_metadata
+from longembed.search.store import IndexStore, index_errors, table_metadata
 
 #: characters of the document shown before and after a passage
 CONTEXT_CHARS = 300
@@ -123,22 +123,23 @@ class SearchIndex:
     def __init__(self, path: str | Path, device: str | None = None,
                  embed_queries: Callable[[list[str]], np.ndarray] | None = None) -> None:
         self.path = str(path)
-        table = IndexStore(path).complete_table()
-        self.version = int(table.version)
-        self.built_at = _version_time(table, self.version)
-        self.metadata = table_metadata(table)
-        self.strategy = Strategy.from_dict(self.metadata["config"], default_model=BM25)
+        with index_errors(path):
+            table = IndexStore(path).complete_table()
+            self.version = int(table.version)
+            self.built_at = _version_time(table, self.version)
+            self.metadata = table_metadata(table, path)
+            self.strategy = Strategy.from_dict(self.metadata["config"], default_model=BM25)
+            self._data = _read_rows(table.to_arrow(), not self.strategy.lexical_only)
+            #: the ANN index searches use (None: an exact scan; see the module docstring)
+            self.ann = ann_state(table) if self._data.vectors is not None else None
         #: the strategy's name when it was built (advise's, e.g. ``trained-late-chunks``, or its own)
         self.name = str(self.metadata.get("strategy") or self.strategy.name)
         self.prompts = self.metadata["prompts"]
-        self._data = _read_rows(table.to_arrow(), not self.strategy.lexical_only)
         if not self._data.doc_ids:
             raise UserError(f"{self.path}: the index holds no documents")
         self._bm25 = BM25Model()
         self._bm25_index = self._bm25.index(self._data.texts) if BM25 in self.strategy.systems else None
         self._table = table
-        #: the ANN index searches use (None: an exact scan; see the module docstring)
-        self.ann = ann_state(table) if self._data.vectors is not None else None
         self._position = {d: p for p, d in enumerate(self._data.doc_ids)}
         self._lock = threading.Lock()
         self.embed_queries = embed_queries or self._encode_queries
@@ -185,7 +186,8 @@ class SearchIndex:
             raise UserError("a query is empty")
         allowed = self._allowed(ids, path_prefix)
         use_ann = self.ann is not None and not exact and bool(allowed.all())
-        ranked = self._rank(list(queries), allowed, k, use_ann)
+        with index_errors(self.path):  # an ANN search reads the index's files
+            ranked = self._rank(list(queries), allowed, k, use_ann)
         return [self._results(q, ranked) for q in range(len(queries))]
 
     def _allowed(self, ids: Sequence[str] | None, path_prefix: str | None) -> np.ndarray:

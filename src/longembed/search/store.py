@@ -16,11 +16,16 @@ is no lock file: one writer per index is then the user's to ensure.)
 Every change is a new Lance version (an append, a delete).  A build ends by moving the tag
 :data:`COMPLETE_TAG` to its last version; a search opens the tagged version, so it always sees the last
 complete build, never one half done, and a build killed midway leaves the tag where it was.
+
+A damaged index (a file cut short, zeroed or missing) and a disk that fills up while a build writes
+are one line each (:func:`index_errors`), naming the index and what to do (``--rebuild``; free space),
+never the database's traceback.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -30,6 +35,7 @@ from typing import Any
 import numpy as np
 from filelock import FileLock, Timeout
 
+from longembed.diskspace import DiskFullError, is_disk_full
 from longembed.errors import MissingExtraError, MissingFileError, UserError
 
 try:  # the ``search`` extra
@@ -37,8 +43,10 @@ try:  # the ``search`` extra
     import pyarrow as pa
 
     LANCEDB_IMPORT_ERROR: ImportError | None = None
+    LANCEDB_DIR: Path | None = Path(lancedb.__file__).parent
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     LANCEDB_IMPORT_ERROR = exc
+    LANCEDB_DIR = None
     lancedb = pa = None  # type: ignore[assignment]
 
 TABLE = "chunks"
@@ -55,6 +63,56 @@ DELETE_BATCH = 500
 class IndexBusyError(UserError, BlockingIOError):
     """Another ``longembed index`` holds this index's build lock: a user error (exit 2), and still the
     ``BlockingIOError`` it always was for code that catches that."""
+
+
+class DamagedIndexError(UserError):
+    """The index's files cannot be read (cut short, zeroed, missing): it has to be built again."""
+
+
+#: how much of the database's message an error quotes
+DETAIL_CHARS = 160
+
+
+@contextmanager
+def index_errors(path: str | Path, writing: bool = False) -> Iterator[None]:
+    """Turn what the database raises on a damaged index (and a full disk, whoever raises it) into one
+    line naming the index and what to do: :class:`DamagedIndexError`, :class:`DiskFullError`.  Errors
+    raised outside the database (the model's, a bug's) pass unchanged."""
+    try:
+        yield
+    except UserError:
+        raise
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except BaseException as exc:  # a Rust panic is a BaseException (pyo3's PanicException)
+        if is_disk_full(exc):
+            raise DiskFullError(
+                f"--index {path}: the disk is full ({_detail(exc)}); free space on it and run the command again"
+                + (": the build resumes from what it wrote, and searches read the last complete build meanwhile"
+                   if writing else "")) from None
+        if raised_by_database(exc):
+            raise DamagedIndexError(
+                f"--index {path}: the index is damaged and cannot be read ({_detail(exc)}); build it again: "
+                f"longembed index SOURCE... --index {path} --rebuild") from None
+        raise
+
+
+def raised_by_database(exc: BaseException) -> bool:
+    """Whether ``exc`` came out of LanceDB (its innermost frame is in the lancedb package), or is a
+    Rust panic (pyo3's PanicException, pyo3_async_runtimes' RustPanic)."""
+    if type(exc).__name__ in ("PanicException", "RustPanic"):
+        return True
+    frame = exc.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    return frame is not None and LANCEDB_DIR is not None and Path(frame.tb_frame.f_code.co_filename).is_relative_to(LANCEDB_DIR)
+
+
+def _detail(exc: BaseException) -> str:
+    """The first line of the database's message, without the Rust source locations it appends."""
+    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    text = text.split(", /rustc/")[0].split(", /root/.cargo/")[0].split(", /home/")[0]
+    return text if len(text) <= DETAIL_CHARS else text[: DETAIL_CHARS - 3] + "..."
 
 
 def require_lancedb() -> None:
@@ -143,8 +201,11 @@ class IndexStore:
         return TABLE in self.db.list_tables().tables
 
     def create(self, dimensions: int | None, metadata: dict[str, Any]) -> Any:
-        """A new, empty chunk table (replacing any: ``--rebuild``)."""
-        if self.has_table():
+        """A new, empty chunk table (replacing any: ``--rebuild``, a damaged one too)."""
+        local = Path(self.path) / f"{TABLE}.lance"
+        if "://" not in self.path and local.exists():
+            shutil.rmtree(local)  # what drop_table does, and it works when the table cannot be opened
+        elif self.has_table():
             self.db.drop_table(TABLE)
         return self.db.create_table(TABLE, schema=schema(dimensions, metadata))
 
@@ -182,12 +243,19 @@ def mark_complete(table: Any) -> int:
     return version
 
 
-def table_metadata(table: Any) -> dict[str, Any]:
-    """What the table's schema records of its build (see :data:`METADATA_KEY`)."""
+def table_metadata(table: Any, path: str | Path | None = None) -> dict[str, Any]:
+    """What the table's schema records of its build (see :data:`METADATA_KEY`); an error naming the
+    index (``path``) when it records none, or not as JSON (not a longembed index, or a damaged one)."""
     raw = (table.schema.metadata or {}).get(METADATA_KEY)
-    if raw is None:
-        raise UserError(f"{table.name}: the table records no longembed metadata (not a longembed index)")
-    return json.loads(raw)
+    where = table.name if path is None else f"--index {path}"
+    try:
+        recorded = None if raw is None else json.loads(raw)
+    except ValueError:
+        recorded = None
+    if not isinstance(recorded, dict) or "config" not in recorded:
+        raise DamagedIndexError(f"{where}: the table records no longembed build (not a longembed index, or a "
+                                f"damaged one); build it again with --rebuild, or give another --index")
+    return recorded
 
 
 def documents_in(table: Any) -> dict[str, tuple[str, str]]:

@@ -9,7 +9,6 @@ says what to do when it does not fit); the file is written atomically.
 from __future__ import annotations
 
 import hashlib
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,8 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from longembed.diskspace import check_free_space
 from longembed.encoder import LongContextEncoder
-from longembed.errors import UserFileError
 from longembed.evaluation.cache.storage import canonical_json
 from longembed.pooling import pool
 from longembed.results.files import atomic_write_bytes, read_json, write_json
@@ -39,16 +38,8 @@ def targets_bytes(inputs: PlannedInputs, dim: int) -> int:
 
 def check_disk(folder: Path, needed: int, margin: int = _DISK_MARGIN) -> None:
     """An OSError when ``needed`` bytes (plus ``margin``) are not free where ``folder`` is written."""
-    probe = folder
-    while not probe.exists():
-        probe = probe.parent
-    free = shutil.disk_usage(probe).free
-    if needed > free - margin:
-        raise UserFileError(
-            f"the distillation targets need {needed / 2**20:.1f} MiB in {folder} but {free / 2**20:.1f} MiB are free "
-            f"(keeping {margin / 2**30:.1f} GiB spare); use --distill-weight 0, fewer --max-steps, or --cache-dir on a "
-            "larger disk"
-        )
+    check_free_space(folder, needed, margin, "the distillation targets",
+                     "use --distill-weight 0, fewer --max-steps, or --cache-dir on a larger disk")
 
 
 def teacher_targets(

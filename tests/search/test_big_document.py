@@ -1,0 +1,79 @@
+"""A 200 MB document is indexed (and embedded) in memory bounded by what is encoded plus its text (issue 51).
+
+Each command runs in a subprocess that reports its peak resident memory (``resource.getrusage``); before
+the bounded tokenization a truncating build of this file passed 14 GB.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import LO, build_tiny, words
+
+from longembed.retrieval.strategy import Strategy
+from longembed.search.build import check_document_sizes
+from longembed.search.sources import Document
+
+MIB = 2**20
+SIZE = 200 * MIB
+
+RUN_AND_MEASURE = """
+import json, resource, sys, warnings
+warnings.simplefilter("ignore")
+from longembed.cli.main import main
+status = main(sys.argv[1:])
+print(json.dumps({"status": status, "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+"""
+
+BASELINE = """
+import json, resource
+import longembed.cli.main, longembed.search.build, torch, lancedb  # what every command imports
+print(json.dumps({"peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+"""
+
+
+def peak(args: list[str], cwd: Path) -> dict:
+    done = subprocess.run([sys.executable, "-c", RUN_AND_MEASURE, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=1800, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def big_folder(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("big") / "docs"
+    folder.mkdir()
+    block = (words(2000, seed=3) + "\n").encode()
+    with open(folder / "big.txt", "wb") as handle:
+        for _ in range(SIZE // len(block) + 1):
+            handle.write(block)
+    return folder
+
+
+@pytest.mark.slow
+def test_a_200_mb_document_is_indexed_and_embedded_in_bounded_memory(big_folder: Path, tmp_path: Path) -> None:
+    model = build_tiny("bert", tmp_path / "bert")
+    size = (big_folder / "big.txt").stat().st_size
+    base = json.loads(subprocess.run([sys.executable, "-c", BASELINE], capture_output=True, text=True,
+                                     check=True).stdout)["peak"]
+    strategy = ["--model", str(model), "--method", "pi", "--max-length", str(4 * LO)]
+    index = peak(["index", str(big_folder), "--index", str(tmp_path / "index"), *strategy], tmp_path)
+    embed = peak(["embed", str(big_folder / "big.txt"), "-o", str(tmp_path / "v.npy"), *strategy], tmp_path)
+    assert index["status"] == 0 and embed["status"] == 0
+    # the text read (bytes, then str), its copy into the table and the digest's bytes: a few times the file,
+    # never the tokens of all of it (those took 70 times the file)
+    assert index["peak"] - base < 5 * size, (index, base, size)
+    assert embed["peak"] - base < 3 * size, (embed, base, size)
+
+
+def test_a_chunked_strategy_refuses_a_document_over_the_limit_naming_it() -> None:
+    chunked = Strategy("some-model", granularity="chunks", chunking="tokens:16")
+    doc = Document("big.txt", "docs/big.txt", "word " * 300)
+    with pytest.raises(ValueError, match=r"docs/big\.txt: document 'big\.txt' has 1,500 characters .*split it"):
+        check_document_sizes([doc], chunked, limit=1000)
+    check_document_sizes([doc], Strategy("some-model"), limit=1000)  # truncating: any length
+    check_document_sizes([doc], chunked, limit=1500)
