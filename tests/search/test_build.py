@@ -122,23 +122,33 @@ def test_a_search_during_a_build_sees_the_last_complete_version(model: Path, tmp
 
 
 @pytest.mark.parametrize(("content", "message"), [
-    (b"\xff\xfe not text", r"bad\.txt:1: not UTF-8"),
+    (b"\xff not text", r"bad\.txt:1: not UTF-8"),
+    (b"\xff\xfe not text", r"bad\.txt: not UTF-16 text although it starts with a UTF-16 byte-order mark"),
     (b"   \n", r"bad\.txt: the document is empty"),
 ])
-def test_bad_files_are_one_line_errors_and_nothing_indexed_is_lost(model: Path, tmp_path: Path, content: bytes,
-                                                                   message: str, capsys) -> None:
+def test_bad_files_are_listed_with_their_reason_and_the_rest_is_indexed(model: Path, tmp_path: Path, content: bytes,
+                                                                        message: str, capsys) -> None:
+    """A file that cannot be read is listed (on stdout and in reading-report.json), the others are
+    indexed, the exit code is 3; once fixed, a rerun embeds that file alone."""
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "good.txt").write_text(words(30))
     index = tmp_path / "index"
     assert main(["index", str(docs), "--index", str(index), "--model", "bm25"]) == 0
     (docs / "bad.txt").write_bytes(content)
+    (docs / "new.txt").write_text(words(20))
     capsys.readouterr()
-    assert main(["index", str(docs), "--index", str(index), "--model", "bm25"]) == 2
-    error = capsys.readouterr().err.strip()
-    assert len(error.splitlines()) == 1 and error.startswith("longembed index: error:")
-    assert re.search(message, error), error
-    assert open_index(index).facts()["documents"] == 1
+    assert main(["index", str(docs), "--index", str(index), "--model", "bm25"]) == 3
+    out = capsys.readouterr().out
+    assert "could not read 1 file(s)" in out and re.search(message, out), out
+    report = json.loads((index / "reading-report.json").read_text())
+    assert [f["id"] for f in report["failed"]] == ["bad.txt"] and re.search(message, report["failed"][0]["reason"])
+    assert open_index(index).facts()["documents"] == 2
+    (docs / "bad.txt").write_text(words(10))
+    assert main(["index", str(docs), "--index", str(index), "--model", "bm25"]) == 0
+    assert "1 added, 0 changed, 0 removed, 2 unchanged" in capsys.readouterr().out
+    assert json.loads((index / "reading-report.json").read_text())["failed"] == []
+    assert open_index(index).facts()["documents"] == 3
 
 
 def test_duplicate_ids_unreadable_files_and_bad_lines_name_the_place(tmp_path: Path) -> None:

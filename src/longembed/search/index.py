@@ -61,9 +61,14 @@ class Passage:
     end: int
     before: str
     after: str
+    #: where the passage is: "page 12", "pages 12-13", "Install > Models"; None when the reader knew none
+    location: str | None = None
+    #: the PDF page the passage starts on (1-based), else None
+    page: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"text": self.text, "start": self.start, "end": self.end, "before": self.before, "after": self.after}
+        return {"text": self.text, "start": self.start, "end": self.end, "before": self.before, "after": self.after,
+                "location": self.location, "page": self.page}
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,8 @@ class _Rows:
     starts: np.ndarray
     ends: np.ndarray
     vectors: np.ndarray | None
+    locations: list[str | None]  # per chunk, as starts
+    pages: list[int | None]
 
 
 def open_index(path: str | Path, device: str | None = None,
@@ -261,7 +268,7 @@ class SearchIndex:
         text = self._data.texts[d]
         start, end = int(self._data.starts[chunk]), int(self._data.ends[chunk])
         return Passage(text[start:end], start, end, text[max(0, start - CONTEXT_CHARS) : start],
-                       text[end : end + CONTEXT_CHARS])
+                       text[end : end + CONTEXT_CHARS], self._data.locations[chunk], self._data.pages[chunk])
 
 
 def _read_rows(table: Any, dense: bool) -> _Rows:
@@ -276,6 +283,9 @@ def _read_rows(table: Any, dense: bool) -> _Rows:
     order = np.lexsort((chunks, owner))
     documents = table["document"].to_pylist()
     sources = table["source"].to_pylist()
+    absent = [None] * len(ids)  # an index built before locations existed
+    locations = table["location"].to_pylist() if "location" in table.column_names else absent
+    pages = table["page"].to_pylist() if "page" in table.column_names else absent
     vectors = None
     if dense:
         column = table["vector"].combine_chunks()
@@ -286,6 +296,7 @@ def _read_rows(table: Any, dense: bool) -> _Rows:
         rows=np.bincount(owner, minlength=len(doc_ids)),
         starts=np.asarray(table["start"].to_numpy(zero_copy_only=False))[order],
         ends=np.asarray(table["end"].to_numpy(zero_copy_only=False))[order], vectors=vectors,
+        locations=[locations[i] for i in order], pages=[pages[i] for i in order],
     )
 
 
