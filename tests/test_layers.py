@@ -20,7 +20,7 @@ CORE = {
     "config", "loading", "quantization", "inputs", "overflow", "encoder", "encoder_protocol", "pooling", "batching",
     "model_runner",
     "chunking", "extension", "models", "lazy", "noise", "permissions", "textfiles", "weight_files", "flag_fields",
-    "sentence_transformers_folder", "durable", "errors",
+    "sentence_transformers_folder", "durable", "errors", "documents",
 }
 #: Which top-level parts each part may import (besides itself and the package root).
 ALLOWED = {

@@ -58,8 +58,8 @@ def read_pdf(path: Path) -> DocumentText:
         parts.append(text)
         offset += len(text)
     if not parts:
-        raise UserError(f"{path}: no text layer (a scanned or image-only PDF, {len(pages)} pages); OCR is not "
-                        "supported")
+        count = f"{len(pages)} page{'s' if len(pages) != 1 else ''}"
+        raise UserError(f"{path}: no text layer (a scanned or image-only PDF, {count}); OCR is not supported")
     return DocumentText("".join(parts), tuple(marks))
 
 

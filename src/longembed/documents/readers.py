@@ -52,5 +52,5 @@ def read_document(path: str | Path) -> DocumentText:
     except OSError as exc:
         raise DocumentReadError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     if not document.text.strip():
-        raise DocumentReadError(f"{path}: the document is empty (no text)")
+        raise DocumentReadError(f"{path}: the document is empty")
     return document
