@@ -208,6 +208,8 @@ function resultItem(result, facts) {
   const head = el("div", "result-head");
   head.append(el("span", "rank", result.rank), el("span", "doc-id", result.id));
   if (result.source && result.source !== result.id) head.append(el("span", "source", result.source));
+  // where the passage is in the document: "page 12" of a PDF, "Install > Models" of a page with headings
+  if (result.passage && result.passage.location) head.append(el("span", "location", result.passage.location));
   const fusedSystems = (facts.systems || []).length > 1;
   const score = el("span", "score", `${fusedSystems ? "fused" : "score"} ${number(result.score, 4)}`);
   score.title = fusedSystems ? `fused score (${fusionText(facts.fusion)})` : "score";
@@ -274,7 +276,8 @@ function passageBlock(passage, short) {
       el("span", "context", after));
   }
   block.append(text);
-  if (!short) block.append(el("span", "where", `characters ${passage.start}–${passage.end} of the document`));
+  const where = passage.location ? `${passage.location} · ` : "";
+  if (!short) block.append(el("span", "where", `${where}characters ${passage.start}–${passage.end} of the document`));
   return block;
 }
 
