@@ -133,3 +133,15 @@ def test_a_span_over_several_pages_names_them_all() -> None:
     assert location_of(marks, 100, 200) == ("page 2", 2)  # ends where page 4 starts: not on it
     assert location_of((), 0, 10) == (None, None)
     assert location_of((Location(50, section="Intro"),), 0, 10) == (None, None)  # before the first heading
+
+
+def test_an_html_page_in_its_declared_charset_reads_and_an_undeclared_one_is_an_error(tmp_path: Path) -> None:
+    xhtml = tmp_path / "ref.html"  # as Debian's expat and libxslt manuals are saved: XML declaration, Latin-1
+    xhtml.write_bytes('<?xml version="1.0" encoding="iso-8859-1"?>\n<html><head><title>Ref</title></head>'
+                      "<body><h1>Caf\u00e9</h1><p>Cr\u00e8me br\u00fbl\u00e9e.</p></body></html>".encode("latin-1"))
+    document = read_document(xhtml)
+    assert document.text == "Caf\u00e9\n\nCr\u00e8me br\u00fbl\u00e9e." and document.locations[0].section == "Caf\u00e9"
+    undeclared = tmp_path / "old.html"
+    undeclared.write_bytes("<html><body><p>Caf\u00e9</p></body></html>".encode("latin-1"))
+    with pytest.raises(DocumentReadError, match=rf"^{undeclared}:1: not UTF-8 text \(byte 0xe9"):
+        read_document(undeclared)

@@ -1,16 +1,20 @@
 """HTML pages through inscriptis: the page's text laid out as a browser shows it, located by heading path.
 
+A page is UTF-8 (or UTF-16 with a BOM), or in the charset it declares (``<meta charset>``, ``<?xml?>``).
+
 Chosen over trafilatura on ten real pages (this project's mkdocs site, Debian's Texinfo and DocBook
 manuals; ``benchmarks/html_readers.py``): trafilatura dropped every heading of the Texinfo and DocBook
 pages (0 of 12), which are the locations a hit needs; inscriptis kept all of them, with their offsets in
 the text, in half the time.  Inscriptis converts the whole page, so the page's navigation landmarks
 (``<nav>``, ``<header>``, ``<footer>``, ``<aside>``, ``role="navigation"``), scripts, styles and the
 permalink marks after headings (``¶``) are dropped first; what is left matches trafilatura's main text
-within a few percent of words.  The ``<title>`` opens the text when the page has no ``<h1>``.
+within a few percent of words.  The ``<title>`` opens the text when the page has no ``<h1>``.  A page
+is UTF-8 (or UTF-16 with a BOM), or in the charset it declares (``<meta charset>``, ``<?xml encoding?>``).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from longembed.documents.location import SECTION_SEPARATOR, DocumentText, Location
@@ -30,6 +34,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 #: what is dropped before the page is converted: navigation landmarks, code that is not text, permalinks
 BOILERPLATE = ("//nav | //header | //footer | //aside | //*[@role='navigation'] | //script | //style | //noscript"
                " | //a[contains(concat(' ', normalize-space(@class), ' '), ' headerlink ')]")
+_XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
+_DECLARED_CHARSET = re.compile(rb"""(?i)(?:<meta[^>]+charset|<\?xml[^>]+encoding)\s*=\s*["']?([a-z0-9_.:-]+)""")
 HEADINGS = {f"h{level}": [f"h{level}"] for level in range(1, 7)}
 
 
@@ -38,7 +44,7 @@ def read_html(path: Path) -> DocumentText:
     if HTML_IMPORT_ERROR is not None:
         raise MissingExtraError(f"{path}: reading HTML files needs inscriptis: pip install 'longembed[documents]' "
                                 f"({HTML_IMPORT_ERROR})")
-    markup = decode_text(path.read_bytes(), path)
+    markup = _markup(path.read_bytes(), path)
     try:
         tree = lxml.html.document_fromstring(markup)
     except (lxml.etree.ParserError, ValueError) as exc:
@@ -57,6 +63,24 @@ def read_html(path: Path) -> DocumentText:
     levels = ([(1, prefix)] if prefix else []) + [(level, name) for _, level, name in headings]
     marks = _section_marks([moved[line] for line in starts[0 if prefix else 1 :]], levels)
     return DocumentText(text, marks)
+
+
+def _markup(data: bytes, path: Path) -> str:
+    """The page's text (UTF-8, or UTF-16 with a BOM; else the charset the page declares), its XML
+    declaration dropped (lxml refuses one in a string); bytes in no such encoding are the error naming the
+    file and the first bad byte."""
+    try:
+        text = decode_text(data, path)
+    except UserError:
+        declared = _DECLARED_CHARSET.search(data[:4096])
+        if declared is None:
+            raise
+        name = declared.group(1).decode("ascii")
+        try:
+            text = data.decode(name)
+        except (LookupError, UnicodeDecodeError) as exc:
+            raise UserError(f"{path}: not text in the charset it declares ({name}: {exc})") from None
+    return _XML_DECLARATION.sub("", text, count=1)
 
 
 def _tidy(lines: list[str]) -> tuple[str, list[int]]:
