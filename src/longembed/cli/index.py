@@ -8,7 +8,8 @@
 It prints, before embedding, what changes (added, changed, removed, unchanged) and eval's estimate of
 the time it takes, then a progress bar; an interrupted build resumes when run again.  At the end it
 lists the files skipped (by extension) and those that could not be read (with their reasons, also in
-``INDEX/reading-report.json``); then the exit code is :data:`EXIT_SOME_FILES_FAILED`.
+``INDEX/reading-report.json``); then the exit code is :data:`EXIT_SOME_FILES_FAILED`.  The path of each
+document file goes to ``INDEX/document-files.json`` (a served index links a PDF hit to its page).
 ``--show-text ID`` prints the text the index holds for a document.
 """
 
@@ -27,6 +28,7 @@ from longembed.evaluation.estimate import format_duration, longest_sequence, mea
 from longembed.results.advice import strategy_from_advice
 from longembed.retrieval.strategy import BM25, CHUNKS, Strategy
 from longembed.search.build import BuildPlan, build_index
+from longembed.search.document_files import write_document_files
 from longembed.search.ray_build import RayBuild
 from longembed.search.sources import SourceOptions, SourceReading, gather_sources
 from longembed.search.store import IndexStore, indexed_text
@@ -57,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
         keep=[failure.id for failure in reading.failed],
     )
     print(report.summary())
+    write_document_files(args.index, documents, keep=[failure.id for failure in reading.failed])
     return report_reading(reading, args.index)
 
 

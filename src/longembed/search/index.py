@@ -43,6 +43,7 @@ from longembed.retrieval.pipeline import (
 from longembed.retrieval.ranking import strictly_decreasing
 from longembed.retrieval.strategy import BM25, Strategy
 from longembed.search.ann import ann_state, document_scores
+from longembed.search.document_files import read_document_files, servable_file
 from longembed.search.embedding import load_strategy_encoder
 from longembed.search.store import IndexStore, table_metadata
 
@@ -147,6 +148,7 @@ class SearchIndex:
         #: the ANN index searches use (None: an exact scan; see the module docstring)
         self.ann = ann_state(table) if self._data.vectors is not None else None
         self._position = {d: p for p, d in enumerate(self._data.doc_ids)}
+        self._files = {d: f for d, f in read_document_files(path).items() if d in self._position}
         self._lock = threading.Lock()
         self.embed_queries = embed_queries or self._encode_queries
         self.encoder: LongContextEncoder | None = None
@@ -173,6 +175,11 @@ class SearchIndex:
             "built_at": self.built_at,
             "longembed_version": self.metadata.get("longembed_version"),
         }
+
+    def document_file(self, doc_id: str) -> Path | None:
+        """The original file of the document ``doc_id`` when a server may hand it out (a PDF the index
+        recorded, still there: :func:`~longembed.search.document_files.servable_file`), else None."""
+        return servable_file(self._files, doc_id)
 
     # ------------------------------------------------------------------ search
     def search(self, query: str, k: int = 10, ids: Sequence[str] | None = None,

@@ -47,6 +47,8 @@ class Document:
     text: str
     #: where each part of the text is (pages, heading paths; :mod:`longembed.documents`), empty if unknown
     locations: tuple[Location, ...] = field(default=(), compare=False)
+    #: the absolute path of the file it was read from (a document file, not a .jsonl line), else None
+    path: str | None = field(default=None, compare=False)
 
     @property
     def sha256(self) -> str:
@@ -157,7 +159,7 @@ def _read_file(file: Path, relative: str, options: SourceOptions, reading: Sourc
         except DocumentReadError as exc:
             reading.failed.append(ReadFailure(relative, str(exc)))
             return
-        yield Document(relative, relative, document.text, document.locations)
+        yield Document(relative, relative, document.text, document.locations, str(file.resolve()))
 
 
 def _check_readable(file: Path) -> None:
