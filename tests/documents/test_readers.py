@@ -33,6 +33,10 @@ def test_a_groff_pdf_reads_as_paragraphs_page_by_page() -> None:
     assert "along the whole coast.\n\nThe second paragraph" in text
     assert "2.1. Calibration\n\nTwice a year" in text
     assert located("manual.pdf", "mean spring range of 4.7 metres") == ("page 2", 2)
+    # groff's page numbers at the top of pages 2 and 3 ("-2-", "-3-") are not text; a page opens with its heading
+    assert "-2-" not in text and "-3-" not in text
+    assert text[document.locations[1].start :].startswith("2. Measuring the tides\n\nThe gauge at Port Ellen")
+    assert text[document.locations[2].start :].startswith("3. Safety\n\nNever rely")
     assert located("manual.pdf", "flood warning service") == ("page 3", 3)
 
 

@@ -4,7 +4,8 @@ PDFium gives each page's characters in reading order with ``\\r\\n`` at every li
 hyphen it judged a line-end hyphenation (U+FFFE): those words are joined.  Lines are joined with a
 space unless the next one starts a paragraph, told by the page's geometry: a gap above it larger than
 the page's usual line step, or a first line indented past the page's usual left margin.  Pages are
-separated by a blank line.  A PDF whose pages hold no text (a scan) is an error, not an empty document.
+separated by a blank line; a page's first or last line that is only its page number (groff's ``-2-``) is
+dropped.  A PDF whose pages hold no text (a scan) is an error, not an empty document.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def read_pdf(path: Path) -> DocumentText:
     except pypdfium2.PdfiumError as exc:
         raise UserError(f"{path}: {_open_problem(str(exc))}") from None
     try:
-        pages = [page_text(pdf[number]) for number in range(len(pdf))]
+        pages = [page_text(pdf[number], number + 1) for number in range(len(pdf))]
     finally:
         pdf.close()
     parts: list[str] = []
@@ -69,8 +70,9 @@ def _open_problem(message: str) -> str:
     return f"not a readable PDF (damaged or cut short: {message})"
 
 
-def page_text(page: pypdfium2.PdfPage) -> str:
-    """One page's text: paragraphs separated by a blank line, the lines within one joined by a space."""
+def page_text(page: pypdfium2.PdfPage, number: int | None = None) -> str:
+    """One page's text: paragraphs separated by a blank line, the lines within one joined by a space;
+    a first or last line that is only the page's ``number`` (groff's ``-2-``) dropped."""
     textpage = page.get_textpage()
     try:
         raw = textpage.get_text_range()
@@ -78,7 +80,23 @@ def page_text(page: pypdfium2.PdfPage) -> str:
     finally:
         textpage.close()
         page.close()
-    return _join(lines)
+    return _join(_without_page_number(lines, number))
+
+
+def _without_page_number(lines: list[tuple[str, Box | None]], number: int | None) -> list[tuple[str, Box | None]]:
+    """``lines`` without a first or last line holding nothing but ``number`` and punctuation ("-2-", "2",
+    "— 2 —"): a page number, not text.  Running headers of words ("Chapter 3", a title) are kept: on a
+    page alone they cannot be told from a heading."""
+    if number is None:
+        return lines
+    filled = [i for i, (text, _) in enumerate(lines) if text.strip()]
+    ends = {filled[0], filled[-1]} if filled else set()
+    return [line for i, line in enumerate(lines) if i not in ends or not _only_number(line[0], number)]
+
+
+def _only_number(text: str, number: int) -> bool:
+    digits = "".join(c for c in text if c.isdigit())
+    return digits == str(number) and not any(c.isalpha() for c in text)
 
 
 #: where a line is on its page: (left and bottom of its first character, bottom of its last, its height)
