@@ -3,7 +3,7 @@
 core (config, loading, quantization, inputs, overflow, encoder and its model runner, pooling, batching, chunking,
 extension, models, and
 the package plumbing: lazy exports, library-noise filters, file permissions, durable renames, UTF-8 text
-files, weight-file checks, dataclass fields that are flags) <- export; core <- tasks
+files, document readers, weight-file checks, dataclass fields that are flags) <- export; core <- tasks
 <- evaluation <- report / collapse / advice / training <- cli (training also builds on export); core <- serving
 (the HTTP server) <- cli; core <- integrations (mteb, LangChain adapters); core <- corpus (embedding corpora of shards, locally or on Ray) <- cli; ``results`` is plain data that every layer above core may use (its strategies are ``retrieval``'s).
 """
@@ -20,7 +20,7 @@ CORE = {
     "config", "loading", "quantization", "inputs", "overflow", "encoder", "encoder_protocol", "pooling", "batching",
     "model_runner",
     "chunking", "extension", "models", "lazy", "noise", "permissions", "textfiles", "weight_files", "flag_fields",
-    "sentence_transformers_folder", "durable", "diskspace", "errors",
+    "sentence_transformers_folder", "durable", "diskspace", "errors", "documents",
 }
 #: Which top-level parts each part may import (besides itself and the package root).
 ALLOWED = {

@@ -17,6 +17,7 @@ import pytest
 from conftest import build_tiny, words
 
 from longembed.cli.main import main
+from longembed.documents import location_of, read_document
 from longembed.retrieval.strategy import Strategy
 from longembed.search import open_index
 from longembed.search.build import build_index
@@ -122,23 +123,33 @@ def test_a_search_during_a_build_sees_the_last_complete_version(model: Path, tmp
 
 
 @pytest.mark.parametrize(("content", "message"), [
-    (b"\xff\xfe not text", r"bad\.txt:1: not UTF-8"),
+    (b"\xff not text", r"bad\.txt:1: not UTF-8"),
+    (b"\xff\xfe not text", r"bad\.txt: not UTF-16 text although it starts with a UTF-16 byte-order mark"),
     (b"   \n", r"bad\.txt: the document is empty"),
 ])
-def test_bad_files_are_one_line_errors_and_nothing_indexed_is_lost(model: Path, tmp_path: Path, content: bytes,
-                                                                   message: str, capsys) -> None:
+def test_bad_files_are_listed_with_their_reason_and_the_rest_is_indexed(model: Path, tmp_path: Path, content: bytes,
+                                                                        message: str, capsys) -> None:
+    """A file that cannot be read is listed (on stdout and in reading-report.json), the others are
+    indexed, the exit code is 3; once fixed, a rerun embeds that file alone."""
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "good.txt").write_text(words(30))
     index = tmp_path / "index"
     assert main(["index", str(docs), "--index", str(index), "--model", "bm25"]) == 0
     (docs / "bad.txt").write_bytes(content)
+    (docs / "new.txt").write_text(words(20))
     capsys.readouterr()
-    assert main(["index", str(docs), "--index", str(index), "--model", "bm25"]) == 2
-    error = capsys.readouterr().err.strip()
-    assert len(error.splitlines()) == 1 and error.startswith("longembed index: error:")
-    assert re.search(message, error), error
-    assert open_index(index).facts()["documents"] == 1
+    assert main(["index", str(docs), "--index", str(index), "--model", "bm25"]) == 3
+    out = capsys.readouterr().out
+    assert "could not read 1 file(s)" in out and re.search(message, out), out
+    report = json.loads((index / "reading-report.json").read_text())
+    assert [f["id"] for f in report["failed"]] == ["bad.txt"] and re.search(message, report["failed"][0]["reason"])
+    assert open_index(index).facts()["documents"] == 2
+    (docs / "bad.txt").write_text(words(10))
+    assert main(["index", str(docs), "--index", str(index), "--model", "bm25"]) == 0
+    assert "1 added, 0 changed, 0 removed, 2 unchanged" in capsys.readouterr().out
+    assert json.loads((index / "reading-report.json").read_text())["failed"] == []
+    assert open_index(index).facts()["documents"] == 3
 
 
 def test_duplicate_ids_unreadable_files_and_bad_lines_name_the_place(tmp_path: Path) -> None:
@@ -182,3 +193,58 @@ def test_a_missing_index_is_a_one_line_error(tmp_path: Path, capsys) -> None:
     assert main(["search", "--index", str(tmp_path / "nowhere"), "a question"]) == 2
     error = capsys.readouterr().err.strip()
     assert error.startswith("longembed search: error: --index") and "no index there" in error
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "documents" / "fixtures"
+
+
+def mixed_folder(folder: Path) -> Path:
+    """PDF, HTML, Word, Markdown and text files, three PDFs that cannot be read, and a file of no document type."""
+    folder.mkdir()
+    for name in ("manual.pdf", "handbook.docx", "docs-page.html", "encrypted.pdf", "scanned.pdf", "truncated.pdf"):
+        (folder / name).write_bytes((FIXTURES / name).read_bytes())
+    (folder / "locks.md").write_text("# Lock gates\n\n## Maintenance\n\nThe lock gates are greased every March.\n")
+    (folder / "notes.txt").write_text("Buoys are painted red and green.\n")
+    (folder / "budget.xlsx").write_bytes(b"PK\x03\x04 not read")
+    return folder
+
+
+def test_a_mixed_folder_is_indexed_with_each_chunks_page_or_heading_path(model: Path, tmp_path: Path, capsys) -> None:
+    docs = mixed_folder(tmp_path / "docs")
+    index = tmp_path / "index"
+    flags = ["--model", str(model), "--method", "pi", "--max-length", "128", "--granularity", "chunks",
+             "--chunking", "tokens:16", "--naive"]
+    assert main(["index", str(docs), "--index", str(index), *flags]) == 3
+    out = capsys.readouterr().out
+    assert "skipped 1 file(s) that are not documents longembed reads (1 .xlsx)" in out
+    for name in ("encrypted.pdf: encrypted", "scanned.pdf: no text layer", "truncated.pdf: not a readable PDF"):
+        assert name in out
+    rows = table_rows(index)
+    manual = read_document(docs / "manual.pdf")
+    for doc_id, start, end, location, page in zip(rows["id"], rows["start"], rows["end"], rows["location"],
+                                                  rows["page"], strict=True):
+        if doc_id == "manual.pdf":
+            assert (location, page) == location_of(manual.locations, start, end) and page is not None
+        elif doc_id in ("notes.txt",):
+            assert (location, page) == (None, None)
+        elif doc_id == "handbook.docx":
+            assert location.startswith("Ferry Operations Handbook") and page is None
+    pages = {p for i, p in zip(rows["id"], rows["page"], strict=True) if i == "manual.pdf"}
+    assert pages == {1, 2, 3}
+    result = next(r for r in open_index(index).search("Port Ellen spring range", k=10).results if r.id == "manual.pdf")
+    assert result.passage.location.startswith("page") and result.passage.page in (1, 2, 3)
+    assert main(["index", "--index", str(index), "--show-text", "manual.pdf"]) == 0
+    assert capsys.readouterr().out == manual.text + "\n"
+
+
+def test_a_document_that_becomes_unreadable_keeps_its_rows(model: Path, tmp_path: Path) -> None:
+    """A file indexed once and damaged since is listed, not removed: no finished work is lost."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "manual.pdf").write_bytes((FIXTURES / "manual.pdf").read_bytes())
+    (docs / "notes.txt").write_text(words(20))
+    index = tmp_path / "index"
+    assert main(["index", str(docs), "--index", str(index), "--model", "bm25"]) == 0
+    (docs / "manual.pdf").write_bytes((FIXTURES / "truncated.pdf").read_bytes())
+    assert main(["index", str(docs), "--index", str(index), "--model", "bm25"]) == 3
+    assert open_index(index).facts()["documents"] == 2

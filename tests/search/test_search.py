@@ -47,7 +47,8 @@ def test_the_json_answer_has_the_contracts_keys_in_order(built, capsys) -> None:
     assert all(a["score"] > b["score"] for a, b in zip(results, results[1:], strict=False))
     first = results[0]
     assert list(first) == ["rank", "id", "score", "source", "passage", "systems"]
-    assert list(first["passage"]) == ["text", "start", "end", "before", "after"]
+    assert list(first["passage"]) == ["text", "start", "end", "before", "after", "location", "page"]
+    assert first["passage"]["location"] is None and first["passage"]["page"] is None  # a .txt file has no locations
     text = next(d.text for d in docs if d.id == first["id"])
     passage = first["passage"]
     assert text[passage["start"] : passage["end"]] == passage["text"]

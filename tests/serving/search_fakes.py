@@ -54,6 +54,10 @@ class FakeSearchIndex:
     embed_queries: Callable[[list[str]], np.ndarray] | None = None
     vectors: list[np.ndarray] = field(default_factory=list)
 
+    def document_file(self, doc_id: str) -> None:
+        """No document of this index has a file on disk."""
+        return None
+
     def facts(self) -> dict[str, Any]:
         chunks = sum(len(self._chunks(text)) for text in self.documents.values())
         return {"documents": len(self.documents), "chunks": chunks, "model": self.model, "method": self.method,

@@ -6,31 +6,49 @@
     longembed index my-task/corpus.jsonl --index my-index --model bm25
 
 It prints, before embedding, what changes (added, changed, removed, unchanged) and eval's estimate of
-the time it takes, then a progress bar; an interrupted build resumes when run again.
+the time it takes, then a progress bar; an interrupted build resumes when run again.  At the end it
+lists the files skipped (by extension) and those that could not be read (with their reasons, also in
+``INDEX/reading-report.json``); then the exit code is :data:`EXIT_SOME_FILES_FAILED`.  The path of each
+document file goes to ``INDEX/document-files.json`` (a served index links a PDF hit to its page).
+``--show-text ID`` prints the text the index holds for a document.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
+from pathlib import Path
 
 from longembed.cli.model_defaults import resolve_method
 from longembed.cli.options import given_encoder_flags, strategy_from_args
 from longembed.encoder import LongContextEncoder
-from longembed.errors import UserError
+from longembed.errors import MissingFileError, UserError
 from longembed.evaluation.estimate import format_duration, longest_sequence, measure_cost_model, text_seconds
 from longembed.inputs import tokenize_bounded
 from longembed.results.advice import strategy_from_advice
 from longembed.retrieval.strategy import BM25, CHUNKS, Strategy
 from longembed.search.build import BuildPlan, build_index
+from longembed.search.document_files import write_document_files
 from longembed.search.ray_build import RayBuild
-from longembed.search.sources import SourceOptions, read_sources
+from longembed.search.sources import SourceOptions, SourceReading, gather_sources
+from longembed.search.store import IndexStore, indexed_text
+
+#: the exit code of a build that indexed what it could but some files could not be read
+EXIT_SOME_FILES_FAILED = 3
+#: the file in the index folder that lists the files a build could not read (and those it skipped)
+READING_REPORT = "reading-report.json"
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.show_text is not None:
+        return show_text(args.index, args.show_text)
+    if not args.sources:
+        raise UserError("give the folders or .jsonl files to index (SOURCE ...), or --show-text ID")
     name, strategy = chosen_strategy(args)
     print(f"strategy {name}: {describe(strategy)}")
-    documents = read_sources(args.sources, SourceOptions(args.glob, args.id_field, args.text_field))
+    reading = gather_sources(args.sources, SourceOptions(args.glob, args.id_field, args.text_field))
+    documents = reading.documents
     engine = None
     if args.engine == "ray":
         engine = RayBuild(args.actors, args.cpus_per_actor, args.ray_address, args.device)
@@ -39,8 +57,40 @@ def run(args: argparse.Namespace) -> int:
         batch_size=args.batch_size, engine=engine,
         on_plan=(lambda plan, encoder: print_estimate(plan, encoder, strategy, args.batch_size))
         if args.estimate else None,
+        keep=[failure.id for failure in reading.failed],
     )
     print(report.summary())
+    write_document_files(args.index, documents, keep=[failure.id for failure in reading.failed])
+    return report_reading(reading, args.index)
+
+
+def report_reading(reading: SourceReading, index: str | Path) -> int:
+    """Print the files skipped and those that could not be read, write them to the index folder's
+    :data:`READING_REPORT`; the exit code (:data:`EXIT_SOME_FILES_FAILED` when a file failed)."""
+    if reading.skipped:
+        counts = ", ".join(f"{n} {suffix}" for suffix, n in sorted(reading.skipped.items()))
+        print(f"skipped {sum(reading.skipped.values())} file(s) that are not documents longembed reads ({counts}); "
+              "--glob chooses the files to read")
+    if reading.failed:
+        print(f"could not read {len(reading.failed)} file(s) (not indexed; a rerun retries them):")
+        for failure in reading.failed:
+            print(f"  {failure.reason}")
+    if "://" not in str(index):
+        report = {"failed": [{"id": f.id, "reason": f.reason} for f in reading.failed],
+                  "skipped": dict(sorted(reading.skipped.items()))}
+        (Path(index) / READING_REPORT).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n",
+                                                  encoding="utf-8")
+    return EXIT_SOME_FILES_FAILED if reading.failed else 0
+
+
+def show_text(index: str, document_id: str) -> int:
+    """Print the text the index holds for ``document_id``."""
+    if not IndexStore.exists(index):
+        raise MissingFileError(f"--index {index}: no index there")
+    text = indexed_text(IndexStore(index).complete_table(), document_id)
+    if text is None:
+        raise UserError(f"--index {index} holds no document {document_id!r}")
+    print(text)
     return 0
 
 

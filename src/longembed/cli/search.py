@@ -43,5 +43,6 @@ def plain_text(response: SearchResponse) -> str:
         passage = " ".join(result.passage.text.split())
         shown = passage[:SHOWN_CHARS] + ("..." if len(passage) > SHOWN_CHARS else "")
         lines.append(f"{result.rank:>3}. {result.id}  score {result.score:.4f}  ({systems})")
-        lines.append(f"     [{result.passage.start}:{result.passage.end}] {shown}")
+        where = f"{result.passage.location}, " if result.passage.location else ""
+        lines.append(f"     [{where}characters {result.passage.start}-{result.passage.end}] {shown}")
     return "\n".join(lines)

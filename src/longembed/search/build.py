@@ -174,11 +174,15 @@ def check_index_space(path: str | Path, documents: Sequence[Document], strategy:
 
 
 def plan_build(documents: Sequence[Document], committed: dict[str, tuple[str, str]],
-               present: dict[str, tuple[str, str]]) -> BuildPlan:
+               present: dict[str, tuple[str, str]], keep: Sequence[str] = ()) -> BuildPlan:
     """The plan from the documents wanted, those of the last complete build (``committed``: counts) and
-    those the table holds now (``present``: an interrupted build's rows included)."""
+    those the table holds now (``present``: an interrupted build's rows included); the ids in ``keep``
+    (files that could not be read this time) keep whatever rows they have, neither removed nor changed."""
     plan = BuildPlan()
     wanted = {d.id: (d.sha256, d.source) for d in documents}
+    kept_as_is = set(keep) - set(wanted)
+    committed = {i: held for i, held in committed.items() if i not in kept_as_is}
+    present = {i: held for i, held in present.items() if i not in kept_as_is}
     for document in documents:
         before = committed.get(document.id)
         if before is None:
@@ -210,6 +214,7 @@ def build_index(
     on_plan: Callable[[BuildPlan, LongContextEncoder | None], None] | None = None,
     show_progress: bool = True,
     log: Callable[[str], None] | None = print,
+    keep: Sequence[str] = (),
 ) -> BuildReport:
     """Index ``documents`` at ``path`` with ``strategy`` (see the module docstring), recorded as ``name``
     (default: the strategy's own, e.g. ``late-chunks+bm25``).
@@ -218,6 +223,7 @@ def build_index(
     elsewhere (``longembed.search.ray_build``) and calls ``append(rows)`` per batch of whole documents.
     ``on_plan(plan, encoder)``: called before any vector is computed (the CLI prints the estimate).
     ``ann``: auto (an ANN index from :data:`~longembed.search.ann.ANN_MIN_CHUNKS` chunks), on, off.
+    ``keep``: ids of documents whose files could not be read this time: the rows they have stay.
     A BlockingIOError when another build holds the index.
     """
     ann_wanted(ann, 0)  # a bad mode fails before anything is loaded
@@ -225,13 +231,13 @@ def build_index(
     store = IndexStore(path)
     with store.build_lock(), index_errors(path, writing=True):
         return _build(store, path, documents, strategy, name, rebuild, ann, device, batch_size, batch_documents, engine,
-                      on_plan, show_progress, log or (lambda _: None))
+                      on_plan, show_progress, log or (lambda _: None), keep)
 
 
 def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], strategy: Strategy,
            name: str | None, rebuild: bool, ann: str, device: str | None, batch_size: int, batch_documents: int,
            engine: Callable[..., Any] | None, on_plan: Callable[[BuildPlan, LongContextEncoder | None], None] | None,
-           show_progress: bool, say: Callable[[str], None]) -> BuildReport:
+           show_progress: bool, say: Callable[[str], None], keep: Sequence[str] = ()) -> BuildReport:
     encoder = None if strategy.lexical_only else load_strategy_encoder(strategy, device)
     wanted = index_metadata(strategy, encoder, name)
     dimensions = None if encoder is None else encoder.embedding_dim
@@ -242,7 +248,7 @@ def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], s
         version = complete_version(table)
         committed = {} if version is None else _documents_at(store, version)
         present = documents_in(table)
-    plan = plan_build(documents, committed, present)
+    plan = plan_build(documents, committed, present, keep)
     say(f"{path}: {plan.summary()}; {len(plan.to_embed)} documents to embed")
     check_index_space(path, plan.to_embed, strategy, dimensions)  # before a --rebuild drops the old table
     if table is None:
@@ -266,7 +272,7 @@ def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], s
             engine(plan.to_embed, strategy, batch_size, batch_documents, append, bar.update)
     ann_done = update_ann_index(table, ann)
     version = mark_complete(table)
-    return BuildReport(plan, len(documents), table.count_rows(), version, ann_done)
+    return BuildReport(plan, len(documents_in(table)), table.count_rows(), version, ann_done)
 
 
 def _documents_at(store: IndexStore, version: int) -> dict[str, tuple[str, str]]:

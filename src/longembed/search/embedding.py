@@ -7,6 +7,8 @@
 * chunks: ``encode_chunks(texts, chunking, late=..., prompt=..., normalize_embeddings=True)``, one row
   per chunk with its character span.
 
+Every row records where its span is in the document (``location``, ``page``), from the reader's map.
+
 The same :class:`DocumentEmbedder` runs in the build's process (``--engine local``) and in each Ray
 actor (``--engine ray``), so both engines write the same rows.
 """
@@ -19,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from longembed.documents import location_of
 from longembed.encoder import LongContextEncoder, load_encoder
 from longembed.errors import UserError
 from longembed.inputs import tokenize_bounded
@@ -96,6 +99,9 @@ def _rows(documents: Sequence[Document], spans: Sequence[Sequence[tuple[int, int
             rows.sha256s.append(sha)
             rows.texts.append(document.text[start:end])
             rows.documents.append(document.text if number == 0 else None)
+            location, page = location_of(document.locations, int(start), int(end))
+            rows.locations.append(location)
+            rows.pages.append(page)
     if vectors is not None and len(vectors) != len(rows.ids):
         raise UserError(f"{len(vectors)} vectors for {len(rows.ids)} chunks")
     return rows

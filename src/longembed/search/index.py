@@ -43,6 +43,7 @@ from longembed.retrieval.pipeline import (
 from longembed.retrieval.ranking import strictly_decreasing
 from longembed.retrieval.strategy import BM25, Strategy
 from longembed.search.ann import ann_state, document_scores
+from longembed.search.document_files import read_document_files, servable_file
 from longembed.search.embedding import load_strategy_encoder
 from longembed.search.store import IndexStore, index_errors, table_metadata
 
@@ -61,9 +62,14 @@ class Passage:
     end: int
     before: str
     after: str
+    #: where the passage is: "page 12", "pages 12-13", "Install > Models"; None when the reader knew none
+    location: str | None = None
+    #: the PDF page the passage starts on (1-based), else None
+    page: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"text": self.text, "start": self.start, "end": self.end, "before": self.before, "after": self.after}
+        return {"text": self.text, "start": self.start, "end": self.end, "before": self.before, "after": self.after,
+                "location": self.location, "page": self.page}
 
 
 @dataclass(frozen=True)
@@ -102,6 +108,8 @@ class _Rows:
     starts: np.ndarray
     ends: np.ndarray
     vectors: np.ndarray | None
+    locations: list[str | None]  # per chunk, as starts
+    pages: list[int | None]
 
 
 def open_index(path: str | Path, device: str | None = None,
@@ -141,6 +149,7 @@ class SearchIndex:
         self._bm25_index = self._bm25.index(self._data.texts) if BM25 in self.strategy.systems else None
         self._table = table
         self._position = {d: p for p, d in enumerate(self._data.doc_ids)}
+        self._files = {d: f for d, f in read_document_files(path).items() if d in self._position}
         self._lock = threading.Lock()
         self.embed_queries = embed_queries or self._encode_queries
         self.encoder: LongContextEncoder | None = None
@@ -167,6 +176,11 @@ class SearchIndex:
             "built_at": self.built_at,
             "longembed_version": self.metadata.get("longembed_version"),
         }
+
+    def document_file(self, doc_id: str) -> Path | None:
+        """The original file of the document ``doc_id`` when a server may hand it out (a PDF the index
+        recorded, still there: :func:`~longembed.search.document_files.servable_file`), else None."""
+        return servable_file(self._files, doc_id)
 
     # ------------------------------------------------------------------ search
     def search(self, query: str, k: int = 10, ids: Sequence[str] | None = None,
@@ -263,7 +277,7 @@ class SearchIndex:
         text = self._data.texts[d]
         start, end = int(self._data.starts[chunk]), int(self._data.ends[chunk])
         return Passage(text[start:end], start, end, text[max(0, start - CONTEXT_CHARS) : start],
-                       text[end : end + CONTEXT_CHARS])
+                       text[end : end + CONTEXT_CHARS], self._data.locations[chunk], self._data.pages[chunk])
 
 
 def _read_rows(table: Any, dense: bool) -> _Rows:
@@ -278,6 +292,9 @@ def _read_rows(table: Any, dense: bool) -> _Rows:
     order = np.lexsort((chunks, owner))
     documents = table["document"].to_pylist()
     sources = table["source"].to_pylist()
+    absent = [None] * len(ids)  # an index built before locations existed
+    locations = table["location"].to_pylist() if "location" in table.column_names else absent
+    pages = table["page"].to_pylist() if "page" in table.column_names else absent
     vectors = None
     if dense:
         column = table["vector"].combine_chunks()
@@ -288,6 +305,7 @@ def _read_rows(table: Any, dense: bool) -> _Rows:
         rows=np.bincount(owner, minlength=len(doc_ids)),
         starts=np.asarray(table["start"].to_numpy(zero_copy_only=False))[order],
         ends=np.asarray(table["end"].to_numpy(zero_copy_only=False))[order], vectors=vectors,
+        locations=[locations[i] for i in order], pages=[pages[i] for i in order],
     )
 
 

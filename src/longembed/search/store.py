@@ -3,8 +3,10 @@
 The table ``chunks`` holds one row per vector (a chunk, or the whole document; for BM25-only indexes
 one row per document): the document's ``id``, its ``source`` file, the ``chunk`` number, the chunk's
 character span ``start``..``end`` in the document, the document's ``sha256``, the chunk's ``text``,
-the whole ``document`` text (on a document's chunk 0 only: BM25 and the passage's context read it) and
-the ``vector``.  The table's schema metadata records what built it (:data:`METADATA_KEY`: the strategy,
+the whole ``document`` text (on a document's chunk 0 only: BM25 and the passage's context read it), the
+chunk's ``location`` ("page 12", "Install > Models": :mod:`longembed.documents`) and first ``page`` (a
+PDF's), and the ``vector``.  An index built before locations existed has neither column: its rows are
+appended without them, and its passages have no location.  The table's schema metadata records what built it (:data:`METADATA_KEY`: the strategy,
 the model's files, the prompts, longembed's version), so a search encodes queries as the documents were
 encoded, or refuses.
 
@@ -28,7 +30,7 @@ import json
 import shutil
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +133,8 @@ def schema(dimensions: int | None, metadata: dict[str, Any]) -> pa.Schema:
         pa.field("sha256", pa.string(), nullable=False),
         pa.field("text", pa.string()),
         pa.field("document", pa.string()),
+        pa.field("location", pa.string()),
+        pa.field("page", pa.int32()),
     ]
     if dimensions is not None:
         fields.append(pa.field("vector", pa.list_(pa.float32(), dimensions)))
@@ -150,12 +154,17 @@ class ChunkRows:
     texts: list[str]
     documents: list[str | None]
     vectors: np.ndarray | None
+    locations: list[str | None] = field(default_factory=list)
+    pages: list[int | None] = field(default_factory=list)
 
     def table(self, target: pa.Schema) -> pa.Table:
         columns: dict[str, Any] = {
             "id": self.ids, "source": self.sources, "chunk": self.chunks, "start": self.starts, "end": self.ends,
             "sha256": self.sha256s, "text": self.texts, "document": self.documents,
         }
+        if "location" in target.names:  # not in an index built before locations existed
+            columns["location"] = self.locations or [None] * len(self.ids)
+            columns["page"] = self.pages or [None] * len(self.ids)
         if "vector" in target.names:
             assert self.vectors is not None
             dimensions = target.field("vector").type.list_size
@@ -266,6 +275,14 @@ def documents_in(table: Any) -> dict[str, tuple[str, str]]:
         return {}
     return {i: (s, src) for i, s, src in zip(rows["id"].to_pylist(), rows["sha256"].to_pylist(),
                                             rows["source"].to_pylist(), strict=True)}
+
+
+def indexed_text(table: Any, document_id: str) -> str | None:
+    """The text the index holds for ``document_id`` (what the model read), or None when it holds no such
+    document."""
+    quoted = document_id.replace("'", "''")
+    rows = table.search().where(f"id = '{quoted}' AND chunk = 0").select(["document"]).limit(1).to_arrow()
+    return rows["document"][0].as_py() if rows.num_rows else None
 
 
 def delete_documents(table: Any, ids: Iterable[str]) -> None:

@@ -1,8 +1,10 @@
 """A server started with ``longembed serve --index DIR`` searches that index: ``POST /search``,
-``GET /search/index`` (the index's facts) and the search page ``GET /`` (with its own ``/page/`` files).
+``GET /search/index`` (the index's facts), ``GET /search/file/<id>`` (a PDF hit's original file) and
+the search page ``GET /`` (with its own ``/page/`` files).
 
 ``POST /search`` answers exactly what ``longembed search --json`` prints (``SearchResponse.to_dict()``
-of :mod:`longembed.search`), behind the same API key, body limit and metrics as the other routes
+of :mod:`longembed.search`), plus ``file`` (that route) on each result whose PDF the index recorded and
+is still on disk (:mod:`longembed.search.document_files`: no other file is reachable), behind the same API key, body limit and metrics as the other routes
 (``longembed_requests{route="search"}``, ``longembed_request_seconds{route="search"}``), with errors in
 OpenAI's shape (``{"error": {"message", "type", "param", "code"}}``, ``param`` naming the field).
 
@@ -37,11 +39,13 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import quote
 
 import numpy as np
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import FileResponse, JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from longembed.errors import UserError
@@ -75,6 +79,8 @@ class SearchableIndex(Protocol):
     embed_queries: Callable[[list[str]], np.ndarray]
 
     def facts(self) -> dict[str, Any]: ...
+
+    def document_file(self, doc_id: str) -> Path | None: ...
 
     def search(self, query: str, k: int = 10, ids: list[str] | None = None,
                path_prefix: str | None = None) -> Any: ...  # a SearchResponse: .to_dict()
@@ -134,8 +140,11 @@ class SearchWork:
         its queries), then the index searched in a worker thread with that vector."""
         tokens = await self.check_query_length(checked.query)
         vectors = None if self.index.encoder is None else await self.query_vectors(checked.query, tokens, request)
-        response = await run_in_threadpool(self._search_with, checked, vectors)
-        return response.to_dict()
+        response = (await run_in_threadpool(self._search_with, checked, vectors)).to_dict()
+        for result in response["results"]:
+            if await run_in_threadpool(self.index.document_file, result["id"]) is not None:
+                result["file"] = file_route(result["id"])
+        return response
 
     async def query_vectors(self, query: str, tokens: TokenizedInput, request: Request | None) -> np.ndarray:
         """The query's (1, dim) vector, from the batcher as an embedding request's (see the module
@@ -157,6 +166,15 @@ class SearchWork:
             return self.index.search(checked.query, k=checked.k, ids=checked.ids, path_prefix=checked.path_prefix)
         finally:
             _QUEUED_VECTORS.reset(token)
+
+
+#: where a served index hands out a document's original file (``/search/file/<id>``)
+FILE_ROUTE = "/search/file/"
+
+
+def file_route(doc_id: str) -> str:
+    """The address of ``doc_id``'s file (each character of the id that a path cannot hold escaped)."""
+    return FILE_ROUTE + quote(doc_id, safe="/")
 
 
 def page_file(name: str) -> bytes:
@@ -194,6 +212,19 @@ def add_search_routes(app: FastAPI, index: SearchableIndex) -> None:
             return JSONResponse(index.facts())
 
         return await respond(service, "search_index", handle, openai_error, request)
+
+    @app.get(FILE_ROUTE + "{doc_id:path}", include_in_schema=False)
+    async def document_file(doc_id: str, request: Request) -> Response:
+        async def handle() -> Response:
+            path = await run_in_threadpool(index.document_file, doc_id)
+            if path is None:
+                raise ApiError(404, f"no file to show for document {doc_id!r} (the index holds its file only for "
+                               "a PDF read from a folder, while that file is still where it was)", "id", "not_found")
+            return FileResponse(path, media_type="application/pdf", content_disposition_type="inline",
+                                filename=path.name, headers={"X-Content-Type-Options": "nosniff",
+                                                             "Cache-Control": "no-cache"})
+
+        return await respond(service, "search_file", handle, openai_error, request)
 
     def static(name: str) -> Response:
         return Response(pages[name], media_type=PAGE_FILES[name], headers=PAGE_HEADERS)

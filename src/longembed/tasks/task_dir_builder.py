@@ -1,6 +1,7 @@
 """A task folder built from a folder of documents and a file of questions (``longembed task-dir``).
 
-    DOCS/                    read recursively; by default every ``*.txt`` and ``*.md`` file is one document,
+    DOCS/                    read recursively; by default every document file (text, Markdown, PDF, HTML,
+                             Word: :mod:`longembed.documents` reads each by its type) is one document,
       a.txt                  its id the path relative to DOCS (``a.txt``, ``notes/b.md``), its text the file's
       notes/b.md             text (UTF-8; a leading byte-order mark dropped)
     QUESTIONS.jsonl          {"question": "...", "document": "a.txt"}            one question per line
@@ -33,14 +34,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from longembed.documents import DOCUMENT_SUFFIXES, DocumentReadError, read_document
 from longembed.errors import MissingFileError, OutputExistsError, UserError
 from longembed.permissions import NEW_FOLDER_MODE, creation_mode
 from longembed.tasks.base import RetrievalData
 from longembed.tasks.task_dir import CORPUS_FILES, QUERIES_FILES, write_task_dir
 from longembed.textfiles import jsonl_records
 
-#: The documents read when no glob is given: text and Markdown files, one document per file.
-DEFAULT_GLOBS = ("**/*.txt", "**/*.md")
+#: The documents read when no glob is given: every file type longembed.documents reads, one document per file.
+DEFAULT_GLOBS = tuple(f"**/*{suffix}" for suffix in DOCUMENT_SUFFIXES)
 QUESTION_FIELDS = ("question", "query")
 DOCUMENT_FIELDS = ("document", "documents")
 ID_FIELD = "id"
@@ -165,20 +167,12 @@ def read_documents(docs: Path, globs: Sequence[str] = DEFAULT_GLOBS) -> tuple[di
 
 
 def _document_text(path: Path) -> tuple[str, str | None]:
-    """(text, None), or ("", the problem) for a file that cannot be read, is not UTF-8 or is empty."""
+    """(text, None), or ("", the problem) for a file :func:`longembed.documents.read_document` cannot read
+    (unreadable, not UTF-8, damaged, encrypted, no text, empty)."""
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        return "", f"{path}: cannot be read ({exc.strerror or exc})"
-    try:
-        text = data.decode("utf-8").removeprefix(_BOM)
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        return "", f"{path}:{line}: not UTF-8 text (byte 0x{data[exc.start:exc.start + 1].hex()} at byte offset " \
-                   f"{exc.start}); save the file as UTF-8"
-    if not text.strip():
-        return "", f"{path}: the document is empty"
-    return text, None
+        return read_document(path).text, None
+    except DocumentReadError as exc:
+        return "", str(exc)
 
 
 # ---------------------------------------------------------------------------------------------- questions

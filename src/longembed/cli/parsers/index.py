@@ -31,9 +31,12 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "Index documents for longembed search, with one retrieval strategy (the flags of longembed eval, "
             "a name advise prints, or advice.json's recommendation). SOURCE: a folder (read recursively: each "
-            ".txt/.md file one document, its relative path the id; .jsonl files one document per line), a "
-            ".jsonl file, or a BEIR corpus.jsonl. A rerun embeds only new and changed documents and removes "
-            "deleted ones; an interrupted build resumes."
+            ".txt, .md, .rst, .pdf, .html and .docx file one document, its relative path the id; .jsonl files one "
+            "document per line; other files skipped and listed), a .jsonl file, or a BEIR corpus.jsonl. A file "
+            "that cannot be read (encrypted, damaged, no text) is listed with its reason at the end and in "
+            "DIR/reading-report.json, the others are indexed, and the exit code is 3. A rerun embeds only new "
+            "and changed documents, retries the files that failed and removes deleted ones; an interrupted build "
+            "resumes."
         ),
         epilog=help_epilog([
             "longembed index notes/ --index my-index                                  # MiniLM, truncate",
@@ -43,7 +46,7 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         ]),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("sources", nargs="+", type=Path, metavar="SOURCE", help="folders and .jsonl files")
+    parser.add_argument("sources", nargs="*", type=Path, metavar="SOURCE", help="folders and .jsonl files")
     parser.add_argument("--index", required=True, metavar="DIR", help="the index folder (created if missing)")
     add_encoder_arguments(parser, model_help=MODEL_HELP + ", or 'bm25' for BM25 alone (default: the packaged "
                           "all-MiniLM-L6-v2)")
@@ -59,8 +62,11 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
                        help="the strategy advice.json recommends (or --strategy NAME of its strategies), with its exact "
                        "configuration")
     group = parser.add_argument_group("sources and build")
-    group.add_argument("--glob", default=None, help="files of a folder to read, e.g. '**/*.txt' (default: .txt, "
-                       ".md and .jsonl files)")
+    group.add_argument("--glob", default=None, help="files of a folder to read, e.g. '**/*.txt' (default: its "
+                       "document files (.txt, .md, .rst, .pdf, .html, .docx) and .jsonl files)")
+    group.add_argument("--show-text", default=None, metavar="ID",
+                       help="print the text the index holds for document ID (what the model read) and exit; "
+                       "no SOURCE needed")
     group.add_argument("--id-field", default="id", help="the id field of .jsonl lines (default: id, or _id)")
     group.add_argument("--text-field", default="text", help="the text field of .jsonl lines (default: text)")
     group.add_argument("--rebuild", action="store_true",

@@ -14,8 +14,9 @@ DESCRIPTION = """\
 Build a retrieval task folder (BEIR's layout: corpus.jsonl, queries.jsonl, qrels/test.tsv) from a folder
 of documents and a file of questions, for `longembed eval --task-dir OUT` and `longembed advise --task-dir OUT`.
 
-Documents: every file under --docs (recursively) that matches a --glob (default: **/*.txt and **/*.md) is
-one document; its id is its path relative to --docs (e.g. notes/a.txt), its text the file's (UTF-8).
+Documents: every file under --docs (recursively) that matches a --glob (default: every .txt, .md, .rst, .pdf,
+.html and .docx file) is one document; its id is its path relative to --docs (e.g. notes/a.txt), its text
+what longembed's readers take from it (a PDF's pages, an HTML page's main text, ...).
 Files and folders whose name starts with '.' are skipped. Every document is in the corpus, whether or not a
 question names it (the others are distractors).
 
@@ -50,7 +51,8 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
                         help="the task folder to write (must not exist or be empty, unless --overwrite)")
     parser.add_argument("--glob", action="append", default=None, metavar="PATTERN", dest="globs",
                         help="which files under --docs are documents, relative to it (repeatable; default: "
-                        "'**/*.txt' and '**/*.md'; e.g. --glob '*.txt' for the top folder only)")
+                        "every document file longembed reads (.txt, .md, .rst, .pdf, .html, .docx); e.g. --glob '*.txt' for the "
+                        "top folder only)")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an existing task folder at --out (a folder holding other files is refused)")
     parser.set_defaults(func=CommandHandler("longembed.cli.task_dir", "run"))

@@ -206,8 +206,10 @@ function resultItem(result, facts) {
   const item = el("li", "result");
   item.dataset.id = result.id;
   const head = el("div", "result-head");
-  head.append(el("span", "rank", result.rank), el("span", "doc-id", result.id));
+  head.append(el("span", "rank", result.rank), result.file ? fileLink(result) : el("span", "doc-id", result.id));
   if (result.source && result.source !== result.id) head.append(el("span", "source", result.source));
+  // where the passage is in the document: "page 12" of a PDF, "Install > Models" of a page with headings
+  if (result.passage && result.passage.location) head.append(el("span", "location", result.passage.location));
   const fusedSystems = (facts.systems || []).length > 1;
   const score = el("span", "score", `${fusedSystems ? "fused" : "score"} ${number(result.score, 4)}`);
   score.title = fusedSystems ? `fused score (${fusionText(facts.fusion)})` : "score";
@@ -231,6 +233,40 @@ function resultItem(result, facts) {
   });
   item.append(short, full, toggle);
   return item;
+}
+
+// A PDF hit's id links its file (served by /search/file/<id>) at the passage's page: "#page=12" opens
+// it there in the browser's PDF viewer.
+function fileLink(result) {
+  const page = result.passage && result.passage.page;
+  const link = el("a", "doc-id", result.id);
+  link.href = result.file + (page ? `#page=${page}` : "");
+  link.target = "_blank";
+  link.rel = "noopener";
+  link.title = page ? `open the PDF at page ${page}` : "open the PDF";
+  link.addEventListener("click", (event) => openWithKey(event, link));
+  return link;
+}
+
+// A server with an API key hands out files to the key only, and a link sends none: the file is fetched
+// with the key and opened from memory (a blob: address), at the same page.
+async function openWithKey(event, link) {
+  if (!sessionStorage.getItem(KEY_STORE)) return; // no key: the link opens the file itself
+  event.preventDefault();
+  const tab = window.open("", "_blank"); // opened within the click, so that no popup blocker stops it
+  const response = await fetch(link.pathname, { headers: requestHeaders(false) });
+  if (!response.ok) {
+    if (tab) tab.close();
+    setStatus(await errorText(response), true);
+    return;
+  }
+  const address = URL.createObjectURL(await response.blob()) + link.hash;
+  if (tab) {
+    tab.opener = null;
+    tab.location.href = address;
+  } else {
+    location.href = address;
+  }
 }
 
 function tail(text, n) {
@@ -274,7 +310,8 @@ function passageBlock(passage, short) {
       el("span", "context", after));
   }
   block.append(text);
-  if (!short) block.append(el("span", "where", `characters ${passage.start}–${passage.end} of the document`));
+  const where = passage.location ? `${passage.location} · ` : "";
+  if (!short) block.append(el("span", "where", `${where}characters ${passage.start}–${passage.end} of the document`));
   return block;
 }
 
