@@ -18,6 +18,7 @@ written, so bad input never costs what is already indexed.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,12 +90,19 @@ def _read_source(path: Path, options: SourceOptions) -> Iterator[Document]:
 
 
 def _folder_files(folder: Path, glob: str | None) -> list[Path]:
+    """The files to read: a broken or looping symbolic link among them is kept, so that reading it fails
+    naming it rather than the document being silently left out."""
     if glob is not None:
-        return sorted(p for p in folder.glob(glob) if p.is_file())
+        return sorted(p for p in folder.glob(glob) if _file_like(p))
     suffixes = (*TEXT_SUFFIXES, JSONL_SUFFIX)
-    return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in suffixes
+    return sorted(p for p in folder.rglob("*") if _file_like(p) and p.suffix.lower() in suffixes
                   and not any(part.startswith(".") for part in p.relative_to(folder).parts)
                   and not _beir_queries(p))
+
+
+def _file_like(path: Path) -> bool:
+    """A file, or a symbolic link that leads nowhere (broken, or a loop)."""
+    return path.is_file() or (path.is_symlink() and not path.exists())
 
 
 def _beir_queries(path: Path) -> bool:
@@ -122,7 +130,8 @@ def _check_readable(file: Path) -> None:
         with open(file, "rb"):
             pass
     except OSError as exc:
-        raise UserFileError(f"{file}: cannot be read ({exc.strerror or exc})") from None
+        link = f"; a symbolic link to {os.readlink(file)}" if file.is_symlink() else ""
+        raise UserFileError(f"{file}: cannot be read ({exc.strerror or exc}{link})") from None
 
 
 def _jsonl_documents(file: Path, options: SourceOptions) -> Iterator[Document]:
