@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from longembed.config import EncoderConfig
 from longembed.errors import UserError, UserFileError
 from longembed.results.codec import Record, to_data
 from longembed.results.files import load_result_file, write_json
@@ -35,7 +34,12 @@ from longembed.retrieval.strategy import (
     TRAINED_LATE_CHUNKS,
     Strategy,
 )
-from longembed.retrieval.strategy_schema import FUSION_KEYS, check_strategy_dict, check_type
+from longembed.retrieval.strategy_schema import (
+    FUSION_KEYS,
+    check_encoder_options,
+    check_strategy_dict,
+    check_type,
+)
 
 __all__ = ["BM25", "DENSE", "HYBRID"]  # the kinds of strategy, as advice.json writes them
 
@@ -373,14 +377,6 @@ def check_named(strategy: Strategy, name: str) -> None:
     if made != expected:
         raise UserError(f"its config describes the strategy {made!r}, not {name!r} (kind {strategy.kind}); "
                         "fix the config, or give --strategy NAME of the one wanted")
-
-
-def check_encoder_options(strategy: Strategy) -> None:
-    """The strategy's encoder options checked as ``load_encoder`` will (names, types, ranges, the method's
-    own keys), before anything is loaded or created."""
-    if strategy.lexical_only or strategy.method is None:
-        return
-    EncoderConfig.from_options(strategy.model, strategy.method, strategy.max_length, **strategy.encoder_options)
 
 
 def _from_record(record: dict[str, Any], model: str | None, name: str) -> Strategy:

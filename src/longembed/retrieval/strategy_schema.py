@@ -11,6 +11,7 @@ from typing import Any
 
 from longembed.config import EncoderConfig
 from longembed.errors import UserError
+from longembed.retrieval.strategy import Strategy
 
 _NUMBER = (int, float)
 #: key -> the JSON types it may hold (besides null): :meth:`Strategy.to_dict`'s keys, then the run-only
@@ -51,6 +52,14 @@ def check_strategy_dict(data: Any) -> None:
             if key not in FUSION_KEYS:
                 raise UserError(f"fusion: unknown field {key!r} (its fields: {', '.join(FUSION_KEYS)})")
             check_type(f"fusion.{key}", value, FUSION_KEYS[key])
+
+
+def check_encoder_options(strategy: Strategy) -> None:
+    """The strategy's encoder options checked as ``load_encoder`` will (names, types, ranges, the method's
+    own keys), before anything is loaded or created."""
+    if strategy.lexical_only or strategy.method is None:
+        return
+    EncoderConfig.from_options(strategy.model, strategy.method, strategy.max_length, **strategy.encoder_options)
 
 
 def check_type(name: str, value: Any, kinds: tuple[type, ...]) -> None:
