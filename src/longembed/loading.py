@@ -100,7 +100,7 @@ def _download(repo_id: str) -> Path:
     except Exception as exc:  # offline, unknown repo, gated, ...
         raise UserFileError(
             f"{repo_id!r} is not a local folder and could not be fetched from the Hugging Face hub "
-            f"({type(exc).__name__}: {exc}); pass the path of a downloaded model folder instead"
+            f"({type(exc).__name__}: {' '.join(str(exc).split())}); pass the path of a downloaded model folder instead"
         ) from exc
 
 

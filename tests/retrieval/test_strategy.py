@@ -80,10 +80,10 @@ def test_a_dense_config_without_a_model_is_refused_not_bm25(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize(("config", "message"), [
-    ({"model": "m", "granularity": ["chunks"]}, "granularity must be a str"),
+    ({"model": "m", "granularity": ["chunks"]}, "granularity must be a string"),
     ({"model": "m", "fusion": {"source": "bm25"}}, "must be an object with 'method'"),
     ({"model": "m", "chunking": "tokens:0"}, "chunk"),
-    ({"model": "m", "max_length": "4096"}, "max_length must be a int"),
+    ({"model": "m", "max_length": "4096"}, "max_length must be an integer"),
     ({"model": "m", "late": "yes"}, "late must be true or false"),
 ])
 def test_a_malformed_config_fails_in_one_line(tmp_path: Path, config: dict, message: str) -> None:

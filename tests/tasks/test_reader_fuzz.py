@@ -212,3 +212,53 @@ def test_the_inputs_fuzzing_found_are_one_line_errors_naming_file_and_line(tmp_p
         assert "shard.jsonl:1: the id holds a lone surrogate" in str(exc)
     else:
         raise AssertionError("a lone surrogate in an id passed")
+
+
+# ----------------------------------------------------------------------------- task-dir questions (issue 51)
+#: Cells of a questions table: documents that exist, text, and the quotes, delimiters and line breaks that
+#: used to merge rows silently.
+question_cells = st.sampled_from(["a.txt", "b.txt", "a.txt|b.txt", "What about tides?", "moons", "", " ", '"', '""',
+                                  '"quoted"', 'say "hi"', "x,y", "x\ty", "\r", "é", "\x00", "q1", "id",
+                                  '"What', 'tides"', '"a.txt', 'b.txt"'])  # quotes opened on one row, closed on another
+#: Rows that are right but for a stray quote (the issue's case: two rows merged into one question, exit 0).
+question_rows = st.lists(st.tuples(st.sampled_from(["What about tides?", '"What about tides?', 'moons"', "Why?",
+                                                    'a "quoted" word']),
+                                   st.sampled_from(["a.txt", "b.txt", "a.txt|b.txt"])).map(list), min_size=1, max_size=4)
+question_tables = st.tuples(st.just("question,document"), question_rows) | st.tuples(
+    st.sampled_from(["question,document", "document,question", "id,question,document", "question,documents,kind"]),
+    st.lists(st.lists(question_cells, min_size=1, max_size=4), max_size=5),
+)
+
+
+@FUZZ
+@given(table=question_tables, suffix=st.sampled_from([".csv", ".tsv"]), jsonl_rows=st.lists(rows, max_size=4))
+def test_any_questions_file_builds_a_task_or_one_error_and_writes_nothing(tmp_path_factory, table, suffix: str,
+                                                                        jsonl_rows) -> None:
+    """build_task_dir either writes a task whose every question is one line of the file (no rows merged:
+    as many questions as non-empty rows), or raises a UserError naming the file, and writes nothing."""
+    from longembed.errors import UserError
+    from longembed.tasks.task_dir_builder import build_task_dir
+
+    root = Path(tempfile.mkdtemp(dir=tmp_path_factory.getbasetemp()))
+    (root / "docs").mkdir()
+    (root / "docs" / "a.txt").write_text("the tides of the sea")
+    (root / "docs" / "b.txt").write_text("the moons of the planets")
+    header, cells = table
+    delimiter = "\t" if suffix == ".tsv" else ","
+    text = "\n".join([header.replace(",", delimiter), *(delimiter.join(row) for row in cells)]) + "\n"
+    files = {root / f"q{suffix}": text.encode("utf-8"),
+             root / "q.jsonl": b"".join(json_line(r) for r in jsonl_rows)}
+    for questions, data in files.items():
+        questions.write_bytes(data)
+        out = root / f"task-{questions.suffix[1:]}"
+        try:
+            built = build_task_dir(root / "docs", questions, out)
+        except UserError as exc:
+            assert str(questions) in str(exc), str(exc)
+            assert not out.exists() and sorted(p.name for p in root.iterdir() if p.name.startswith(".")) == []
+            continue
+        task = TaskDirTask(out).load()
+        assert all("\n" not in q and "\r" not in q for q in task.queries.values()) or questions.suffix == ".jsonl"
+        if questions.suffix != ".jsonl":
+            data_rows = [line for line in data.decode("utf-8").splitlines()[1:] if line.strip(" \t,")]
+            assert built.queries == len(data_rows), (data, task.queries)

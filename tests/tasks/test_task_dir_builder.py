@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from longembed.errors import UserError
 from longembed.tasks import TaskDirTask
 from longembed.tasks.task_dir_builder import TaskDirProblems, build_task_dir
 
@@ -57,14 +58,14 @@ def test_round_trip_reads_back_every_document_question_and_judgement(tmp_path: P
 @pytest.mark.parametrize("suffix, delimiter", [(".tsv", "\t"), (".csv", ",")])
 def test_tables_with_a_header_and_several_documents_per_cell(tmp_path: Path, suffix: str, delimiter: str) -> None:
     docs = docs_folder(tmp_path / "docs")
-    quoted = '"Which insects, if any,\nmake honey?"'  # a quoted field spanning two lines
+    quoted = '"Which insects, if any, make ""honey""?"'  # a quoted field: the delimiter and doubled quotes
     lines = [f"Document{delimiter}Question{delimiter}id", f"a.txt{delimiter}What colour are apples?{delimiter}",
              f"notes/b.md | d.txt{delimiter}{quoted}{delimiter}bees"]
     questions = tmp_path / f"q{suffix}"
     questions.write_text("\n".join(lines) + "\n", encoding="utf-8")
     build_task_dir(docs, questions, tmp_path / "task")
     data = TaskDirTask(tmp_path / "task").load()
-    assert data.queries == {"q1": "What colour are apples?", "bees": "Which insects, if any,\nmake honey?"}
+    assert data.queries == {"q1": "What colour are apples?", "bees": 'Which insects, if any, make "honey"?'}
     assert data.qrels == {"q1": {"a.txt": 1}, "bees": {"notes/b.md": 1, "d.txt": 1}}
 
 
@@ -171,3 +172,36 @@ def test_an_existing_output_needs_overwrite_and_must_be_a_task_folder(tmp_path: 
     with pytest.raises(FileExistsError, match="not a task folder's files"):
         build_task_dir(docs, first, out, overwrite=True)
     assert (out / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("suffix, delimiter", [(".tsv", "\t"), (".csv", ",")])
+def test_an_unbalanced_quote_is_named_not_merged_into_one_question(tmp_path: Path, suffix: str, delimiter: str) -> None:
+    """Issue 51: a stray quote made two rows one wrong question and exited 0 ("1 questions"); the csv
+    module's strict mode names a quote left open, and a row spanning lines is refused."""
+    docs = docs_folder(tmp_path / "docs")
+    questions = tmp_path / f"q{suffix}"
+    d = delimiter
+    cases = {
+        # the quote never closes: every later row swallowed (non-strict csv read it as one row)
+        f"document{d}question\na.txt{d}\"What colour are apples?\nd.txt{d}Do dogs bark?\n": (2, "unexpected end of data"),
+        # closed by a later stray quote: two rows merged into one with the right number of fields
+        f"question{d}document\n\"What colour{d}a.txt\nDo dogs bark?\"{d}d.txt\nOk?{d}a.txt\n": (2, "runs over lines 2-3"),
+        # text after a closing quote
+        f"question{d}document\n\"What\" colour?{d}a.txt\n": (2, "expected after"),
+    }
+    for text, (line, said) in cases.items():
+        questions.write_text(text, encoding="utf-8")
+        problems = problems_of(docs, questions, tmp_path / "task")
+        assert len(problems) == 1 and problems[0].startswith(f"{questions}:{line}: ") and said in problems[0], problems
+        assert not (tmp_path / "task").exists()
+
+
+def test_the_output_inside_the_documents_and_a_folder_of_questions_are_refused(tmp_path: Path) -> None:
+    docs = docs_folder(tmp_path / "docs")
+    questions = jsonl(tmp_path / "q.jsonl", GOOD_ROWS)
+    for out in (docs / "task", docs, docs / "notes" / ".." / "task"):
+        with pytest.raises(UserError, match="is inside the documents folder"):
+            build_task_dir(docs, questions, out)
+        assert not (docs / "task").exists()
+    with pytest.raises(UserError, match=f"questions file {docs} is a folder"):
+        build_task_dir(docs, docs, tmp_path / "task")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -65,6 +66,7 @@ from longembed.results.advice import (
     StrategyResult,
 )
 from longembed.retrieval.bm25 import BM25Model
+from longembed.retrieval.model_files import hash_file
 from longembed.retrieval.strategy import DENSE, TRUNCATE, Strategy
 
 RUNS, COMPARISON = "runs", "comparison"
@@ -154,6 +156,8 @@ def plan_advice(
     plain = _cached(factory(lazy=True), spec)
     facts = ModelFacts(plain.position_scheme, plain.pooling, plain.original_length)
     contextual = _contextual(spec, facts, device, options)
+    if contextual is not None:
+        check_trained_from(contextual[0].folder, plain.encoder.source.transformer_path, str(model))
     base = Strategy(model=str(model), encoder_options=options, chunking=spec.chunking, query_prompt=spec.query_prompt,
                     document_prompt=spec.document_prompt)
     planned, left_out = plan_candidates(facts, max_length, list(spec.methods) if spec.methods else None, base,
@@ -195,6 +199,30 @@ def _contextual(
                          f"with {facts.pooling!r}")
     encoder = load_encoder(folder, device=device, lazy=True, **options)
     return ContextualFacts(folder, encoder.method, encoder.max_length), _cached(encoder, spec)
+
+
+def check_trained_from(folder: str | Path, advised: str | Path, model: str) -> None:
+    """A UserError unless the ``longembed train contextual`` folder was fine-tuned from the advised model
+    (its record's model files, size and sha256, are those of ``advised``, the advised model's transformer
+    folder): another model's trained late chunks would stand among this model's strategies unremarked."""
+    record_file = Path(folder) / CONTEXTUAL_RECORD_FILE
+    try:
+        base = json.loads(record_file.read_text(encoding="utf-8"))["model"]
+        files = dict(base["files"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UserError(f"{record_file}: not a valid contextual-training record (no model files: {exc})") from None
+    differ = [name for name, recorded in files.items() if not _same_file(Path(advised) / name, recorded)]
+    if differ or not files:
+        raise UserError(f"--contextual {folder} was fine-tuned from {base.get('name')!r}, not from the advised model "
+                        f"{model!r} (its {', '.join(differ) or 'model files'} differ): its late chunks are not a "
+                        f"strategy of this model; give --model {base.get('name')}, or a folder trained from {model}")
+
+
+def _same_file(path: Path, recorded: Any) -> bool:
+    if not path.is_file() or not isinstance(recorded, dict):
+        return False
+    described = hash_file(path)
+    return (described["size"], described["sha256"]) == (recorded.get("size"), recorded.get("sha256"))
 
 
 def _cached(encoder: Any, spec: AdviseSpec) -> CachedEncoder:

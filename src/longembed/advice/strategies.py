@@ -16,6 +16,7 @@ from longembed.retrieval.strategy import (
     FUSION_SUFFIX,
     LATE_CHUNKS,
     NAIVE_CHUNKS,
+    TRAINED_LATE_CHUNKS,
     TRUNCATE,
     Strategy,
 )
@@ -23,8 +24,6 @@ from longembed.retrieval.strategy import (
 #: The extension method that fits each position scheme (LongEmbed's best training-free choice per family
 #: that longembed can also export: PI for absolute positions, NTK for RoPE; ALiBi extrapolates natively).
 EXTENSION_FOR_SCHEME = {APE: "pi", ROPE: "ntk", ALIBI: "native"}
-#: The late chunks of a ``longembed train contextual`` folder.
-TRAINED_LATE_CHUNKS = "trained-late-chunks"
 
 
 class Candidate(NamedTuple):

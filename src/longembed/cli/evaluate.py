@@ -37,7 +37,7 @@ from longembed.cli.options import (
 from longembed.encoder import LongContextEncoder, load_encoder
 from longembed.errors import MissingFileError, UserError
 from longembed.evaluation.runner import default_data_dir, evaluate_model
-from longembed.evaluation.spec import EvalSpec
+from longembed.evaluation.spec import SAMPLE_SEED_ALONE, EvalSpec
 from longembed.report.tables import results_summary
 from longembed.results import RESULTS_FILE
 from longembed.retrieval.bm25 import BM25Model
@@ -83,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
     # BM25 alone: the runner names the model and refuses the dense options in words of its own
     lexical = {"model": None} if args.model == BM25 else {}
     spec = settings_from_args(EvalSpec, args, strategy=strategy_from_args(args, **lexical))
+    if "sample_seed" in getattr(args, "given_flags", {}) and spec.max_queries is None:
+        raise UserError(SAMPLE_SEED_ALONE)  # --sample-seed 0 too: the spec cannot tell it from the default
     data_dir = existing_folder(spec.data_dir if spec.data_dir is not None else default_data_dir(), "--data-dir")
     output = spec.output_dir or default_output(args.model, args.method, args.max_length, run_variant(spec))
     spec = dataclasses.replace(spec, tasks=resolve_task_list(spec.tasks, args.needles, spec,

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from longembed.cli.model_defaults import resolve_method
 from longembed.cli.options import given_encoder_flags, strategy_from_args
+from longembed.config import EncoderConfig
 from longembed.encoder import LongContextEncoder
 from longembed.errors import MissingFileError, UserError
 from longembed.evaluation.estimate import format_duration, longest_sequence, measure_cost_model, text_seconds
@@ -97,8 +98,7 @@ def show_text(index: str, document_id: str) -> int:
 def chosen_strategy(args: argparse.Namespace) -> tuple[str, Strategy]:
     """(its name, the strategy) of --from-advice, --strategy NAME, or eval's flags."""
     if args.from_advice is not None:
-        given = ([f for f in given_encoder_flags(args) if f not in ("--device", "--batch-size")]
-                 + (["--model"] if args.model else []) + _given_strategy_flags(args))
+        given = strategy_flags_given(args)
         if given:
             raise UserError(f"--from-advice gives the whole strategy, model included: drop {', '.join(given)} "
                              "(or leave out --from-advice and give the strategy's flags)")
@@ -122,12 +122,20 @@ def chosen_strategy(args: argparse.Namespace) -> tuple[str, Strategy]:
     return strategy.name, strategy
 
 
-def _given_strategy_flags(args: argparse.Namespace) -> list[str]:
-    """The Strategy flags set to other than their default (``--late``/``--naive`` as ``--naive``)."""
+def strategy_flags_given(args: argparse.Namespace) -> list[str]:
+    """The encoder and Strategy flags on the command line (``args.given_flags``, which ``longembed.cli.main``
+    records), even at their default value: each contradicts --from-advice's strategy.  Without that record
+    (a Namespace built by hand), the flags whose value is not their default."""
+    names = [f.name for f in dataclasses.fields(EncoderConfig) if f.metadata.get("flag", True)] + [
+        f.name for f in dataclasses.fields(Strategy) if f.metadata.get("flag", True)]
+    given = getattr(args, "given_flags", None)
+    if given is not None:
+        return [given[name] for name in names if name in given]
     default = Strategy()
-    return ["--" + f.name.replace("_", "-") if f.name != "late" else "--naive"
-            for f in dataclasses.fields(Strategy) if f.metadata.get("flag", True)
-            and getattr(args, f.name, getattr(default, f.name)) != getattr(default, f.name)]
+    return ([f for f in given_encoder_flags(args) if f not in ("--device", "--batch-size")]
+            + (["--model"] if args.model not in (None, "default") else [])
+            + ["--" + name.replace("_", "-") for name in names if hasattr(default, name) and name != "model"
+               and getattr(args, name, getattr(default, name)) != getattr(default, name)])
 
 
 def describe(strategy: Strategy) -> str:

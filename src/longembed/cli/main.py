@@ -87,6 +87,39 @@ def is_user_error(exc: BaseException) -> bool:
     return isinstance(exc, UserError) or (isinstance(exc, OSError) and exc.filename is not None)
 
 
+def given_flags(argv: list[str]) -> dict[str, str]:
+    """dest -> the flag, of every option given on the command line (abbreviated or at its default value
+    alike): the parse of ``argv`` with every default suppressed, so that a command can refuse flags it
+    would ignore (``index --from-advice``)."""
+    parser = build_parser(argv)
+    flags = _suppress_defaults(parser)
+    given = vars(parser.parse_args(argv))
+    return {dest: _flag_of(flags[dest], value) for dest, value in given.items() if dest in flags}
+
+
+def _flag_of(flags: dict[object, str], value: object) -> str:
+    by_const = [flag for const, flag in flags.items() if const is not None and const == value]
+    return by_const[0] if by_const else flags[None]
+
+
+def _suppress_defaults(parser: argparse.ArgumentParser) -> dict[str, dict[object, str]]:
+    """Set every option's default (``parser``'s and its subcommands') to SUPPRESS; return dest -> {const ->
+    flag} (key None: the flag; the const tells ``--late`` from ``--naive``, two flags of one dest)."""
+    flags: dict[str, dict[object, str]] = {}
+    parser._defaults.clear()  # set_defaults(func=...)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                flags.update(_suppress_defaults(sub))
+        elif action.option_strings and action.dest != argparse.SUPPRESS:
+            action.default = argparse.SUPPRESS
+            flag = max(action.option_strings, key=len)
+            flags.setdefault(action.dest, {None: flag})
+            if action.const is not None:
+                flags[action.dest][action.const] = flag
+    return flags
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run a subcommand.
 
@@ -102,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     silence_known_library_noise()
     show_longembed_warnings_plainly()
     args = build_parser(argv).parse_args(argv)
+    args.given_flags = given_flags(argv)
     try:
         status = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe surfaces here, not in the interpreter's exit

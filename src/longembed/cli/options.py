@@ -282,7 +282,7 @@ def strategy_from_args(args: argparse.Namespace, **overrides: Any) -> Strategy:
 def given_encoder_flags(args: argparse.Namespace) -> list[str]:
     """The encoder flags the user set (for commands that ignore them, e.g. ``--model bm25``)."""
     flags = ["--" + name.replace("_", "-") for name in encoder_options(args)]
-    if getattr(args, "method", "truncate") != "truncate":
+    if getattr(args, "method", None) not in (None, "truncate"):
         flags.insert(0, "--method")
     if getattr(args, "max_length", None) is not None:
         flags.insert(1 if flags and flags[0] == "--method" else 0, "--max-length")

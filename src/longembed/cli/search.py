@@ -23,12 +23,16 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("give a question, or --queries FILE --run OUT")
     if (args.queries is None) != (args.run is None):
         raise UserError("--queries and --run go together (a run file of every query)")
+    if args.k is not None and args.k < 1:
+        raise UserError(f"-k must be at least 1, got {args.k}")
     index = open_index(args.index, device=args.device)
     if args.queries is not None:
-        count = write_run(index, args.queries, args.run, k=args.k or RUN_DEPTH, exact=args.exact)
-        print(f"wrote {args.run}: {count} queries, up to {args.k or RUN_DEPTH} documents each")
+        k = RUN_DEPTH if args.k is None else args.k
+        count = write_run(index, args.queries, args.run, k=k, exact=args.exact)
+        print(f"wrote {args.run}: {count} queries, up to {k} documents each")
         return 0
-    response = index.search(args.query, k=args.k or 10, path_prefix=args.path_prefix, exact=args.exact)
+    response = index.search(args.query, k=10 if args.k is None else args.k, path_prefix=args.path_prefix,
+                            exact=args.exact)
     print(json.dumps(response.to_dict(), ensure_ascii=False) if args.json else plain_text(response))
     return 0
 

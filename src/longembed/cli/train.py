@@ -61,6 +61,9 @@ def run_contextual(args: argparse.Namespace) -> int:
             --output minilm-contextual --data-dir ../shared/data [--max-steps N --distill-weight W] [--resume]
     """
     data_dir = existing_folder(args.data_dir if args.data_dir is not None else default_data_dir(), "--data-dir")
+    if data_dir is None:
+        raise UserError("give --data-dir (or set $LONGEMBED_DATA_DIR): the folder holding SQuAD and HotpotQA, "
+                        "which contextual training reads")
     result = train_contextual(
         args.model, args.output, data_dir=data_dir, sources=tuple(args.sources), cache_dir=args.cache_dir,
         resume=args.resume, overwrite=args.overwrite, evaluate=not args.no_evaluate, method=args.method, max_length=args.max_length,

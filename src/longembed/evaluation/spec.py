@@ -57,6 +57,11 @@ def data_options(output_help: str) -> dict[str, Any]:
 _DATA = data_options("run folder for results.json (default: runs/<model>-<method>-<max_length>)")
 
 
+#: The error of a --sample-seed without --max-queries (there is no sample for it to seed).
+SAMPLE_SEED_ALONE = ("--sample-seed seeds --max-queries' sample: give --max-queries N too (without it every query runs "
+                     "and the seed would be ignored)")
+
+
 @dataclass
 class EvalSpec:
     """The options of one benchmark run (``evaluate_model(encoder, spec)``; see its docstring)."""
@@ -132,5 +137,7 @@ class EvalSpec:
         check_queries_per_length(self.queries_per_length)
         check_candidates(self.candidates, self.queries_per_length)
         check_haystacks(self.needle_haystacks)
+        if self.sample_seed != 0 and self.max_queries is None:
+            raise UserError(SAMPLE_SEED_ALONE)
         if not isinstance(self.strategy, Strategy):
             raise UserError(f"strategy must be a Strategy, got {type(self.strategy).__name__}")

@@ -24,7 +24,22 @@ from longembed.errors import UserError, UserFileError
 from longembed.results.codec import Record, to_data
 from longembed.results.files import load_result_file, write_json
 from longembed.results.run_results import Interval
-from longembed.retrieval.strategy import BM25, DEFAULT_CHUNKING, DENSE, HYBRID, Strategy
+from longembed.retrieval.strategy import (
+    BM25,
+    DEFAULT_CHUNKING,
+    DENSE,
+    FUSION_SUFFIX,
+    HYBRID,
+    LATE_CHUNKS,
+    TRAINED_LATE_CHUNKS,
+    Strategy,
+)
+from longembed.retrieval.strategy_schema import (
+    FUSION_KEYS,
+    check_encoder_options,
+    check_strategy_dict,
+    check_type,
+)
 
 __all__ = ["BM25", "DENSE", "HYBRID"]  # the kinds of strategy, as advice.json writes them
 
@@ -266,30 +281,102 @@ def _from_any_format(data: dict[str, Any]) -> Advice:
 def strategy_from_advice(path: str | Path, name: str | None = None) -> tuple[str, Strategy]:
     """(the name, the strategy) advice.json recommends, or the one called ``name``: its ``config``
     (:meth:`~longembed.retrieval.strategy.Strategy.to_dict`), or in a format-1 file without one what it
-    records of the run.  Read as plain JSON, so a hand-edited file fails in one line, not a traceback."""
+    records of the run.  Read as plain JSON and checked against the schema (:func:`check_advice_strategies`)
+    before anything is built, so a hand-edited file fails in one line, not a traceback or a wrong index."""
     path = Path(path)
+    if path.is_dir():
+        raise UserError(f"--from-advice {path}: a folder; give its advice.json ({path / ADVICE_FILE})")
     try:
         advice = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise UserFileError(f"--from-advice {path}: cannot be read ({exc.strerror or exc})") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise UserError(f"--from-advice {path}: not a JSON file ({exc})") from None
-    if not isinstance(advice, dict) or not isinstance(advice.get("strategies"), list):
-        raise UserError(f"--from-advice {path}: not an advice.json (no 'strategies' list)")
-    wanted = name or advice.get("recommended") or (advice.get("recommendation") or {}).get("choice")
+    try:
+        records = check_advice_strategies(advice)
+    except UserError as exc:
+        raise UserError(f"--from-advice {path}: {exc}") from None
+    recommendation = advice.get("recommendation") or {}
+    wanted = name or advice.get("recommended") or recommendation.get("choice")
     if not wanted:
         raise UserError(f"--from-advice {path}: names no recommended strategy ('recommended')")
-    found = next((s for s in advice["strategies"] if isinstance(s, dict) and s.get("name") == wanted), None)
-    if found is None:
-        names = [s.get("name") for s in advice["strategies"] if isinstance(s, dict)]
-        raise UserError(f"--from-advice {path}: no strategy {wanted!r} (it has {', '.join(map(str, names))})")
+    if wanted not in records:
+        raise UserError(f"--from-advice {path}: no strategy {wanted!r} (it has {', '.join(records)})")
+    found = records[wanted]
     try:
         config = found.get("config")
-        if isinstance(config, dict):
-            return wanted, Strategy.from_dict(config, default_model=advice.get("model"))
-        return wanted, _from_record(found, advice.get("model"), wanted)
+        strategy = (Strategy.from_dict(config, default_model=advice.get("model")) if config is not None
+                    else _from_record(found, advice.get("model"), wanted))
+        check_encoder_options(strategy)
+        check_named(strategy, wanted)
     except UserError as exc:
         raise UserError(f"--from-advice {path}: strategy {wanted!r}: {exc}") from None
+    return wanted, strategy
+
+
+#: advice.json's keys that --from-advice reads, and their JSON types (besides null).
+ADVICE_KEYS: dict[str, tuple[type, ...]] = {"model": (str,), "recommended": (str,), "recommendation": (dict,),
+                                            "strategies": (list,)}
+#: A format-1 strategy's keys that describe its run (a file without ``config``), and their types.
+RECORD_KEYS: dict[str, tuple[type, ...]] = {"name": (str,), "kind": (str,), "method": (str,), "max_length": (int,),
+                                            "granularity": (dict,), "fusion": (dict,), "config": (dict,)}
+RECORD_GRANULARITY_KEYS: dict[str, tuple[type, ...]] = {"level": (str,), "chunking": (str,), "late": (bool,)}
+
+
+def check_advice_strategies(advice: Any) -> dict[str, dict[str, Any]]:
+    """name -> strategy record of an advice file's data, every part --from-advice reads checked against the
+    schema: the top-level ``model``, ``recommended`` and ``strategies`` typed, each strategy an object with a
+    unique string ``name``, its ``config`` (:func:`~longembed.retrieval.strategy_schema.check_strategy_dict`:
+    unknown keys named) or a format-1 record's ``granularity`` and ``fusion`` objects typed."""
+    if not isinstance(advice, dict) or not isinstance(advice.get("strategies"), list):
+        raise UserError("not an advice.json (no 'strategies' list)")
+    for key, kinds in ADVICE_KEYS.items():
+        check_type(key, advice.get(key), kinds)
+    check_type("recommendation.choice", (advice.get("recommendation") or {}).get("choice"), (str,))
+    records: dict[str, dict[str, Any]] = {}
+    for number, record in enumerate(advice["strategies"], start=1):
+        if not isinstance(record, dict) or not isinstance(record.get("name"), str) or not record["name"]:
+            raise UserError(f"strategies[{number}] must be an object with a 'name' string, got {record!r}")
+        name = record["name"]
+        if name in records:
+            raise UserError(f"two strategies are called {name!r}")
+        try:
+            for key, kinds in RECORD_KEYS.items():
+                check_type(key, record.get(key), kinds)
+            if record.get("config") is not None:
+                check_strategy_dict(record["config"])
+            else:
+                _check_record_objects(record)
+        except UserError as exc:
+            raise UserError(f"strategy {name!r}: {exc}") from None
+        records[name] = record
+    return records
+
+
+def _check_record_objects(record: dict[str, Any]) -> None:
+    for key, value in (record.get("granularity") or {}).items():
+        if key not in RECORD_GRANULARITY_KEYS:
+            raise UserError(f"granularity: unknown field {key!r} (its fields: {', '.join(RECORD_GRANULARITY_KEYS)})")
+        check_type(f"granularity.{key}", value, RECORD_GRANULARITY_KEYS[key])
+    fusion = record.get("fusion")
+    if fusion is not None:
+        for key, value in fusion.items():
+            if key not in FUSION_KEYS:
+                raise UserError(f"fusion: unknown field {key!r} (its fields: {', '.join(FUSION_KEYS)})")
+            check_type(f"fusion.{key}", value, FUSION_KEYS[key])
+        if not fusion.get("source") or not fusion.get("method"):
+            raise UserError(f"fusion must name its 'source' (bm25) and its 'method' (rrf or linear), got {fusion!r}")
+
+
+def check_named(strategy: Strategy, name: str) -> None:
+    """A UserError when ``strategy`` is not what advise calls ``name`` (a config edited into another kind of
+    strategy: BM25 under a dense name, a fusion under a name without +bm25, ...); the fusion's method, the
+    chunking and the encoder's options may differ from what advise chose."""
+    made = strategy.name.split(FUSION_SUFFIX)[0] + (FUSION_SUFFIX if strategy.fuse is not None else "")
+    expected = name.replace(TRAINED_LATE_CHUNKS, LATE_CHUNKS, 1) if name.startswith(TRAINED_LATE_CHUNKS) else name
+    if made != expected:
+        raise UserError(f"its config describes the strategy {made!r}, not {name!r} (kind {strategy.kind}); "
+                        "fix the config, or give --strategy NAME of the one wanted")
 
 
 def _from_record(record: dict[str, Any], model: str | None, name: str) -> Strategy:
@@ -298,8 +385,6 @@ def _from_record(record: dict[str, Any], model: str | None, name: str) -> Strate
         return Strategy(BM25)
     granularity = record.get("granularity") or {}
     fusion = record.get("fusion") or {}
-    if not isinstance(granularity, dict) or not isinstance(fusion, dict):
-        raise UserError("granularity and fusion must be objects")
     if model is None:
         raise UserError("names no model")
     return Strategy(model=model, method=record.get("method"), max_length=record.get("max_length"),

@@ -26,6 +26,9 @@ GRANULARITIES = (DOCUMENT, CHUNKS)
 DENSE, HYBRID = "dense", "hybrid"
 #: The names :meth:`Strategy.from_name` reads and :attr:`Strategy.name` gives.
 TRUNCATE, NAIVE_CHUNKS, LATE_CHUNKS, FUSION_SUFFIX = "truncate", "naive-chunks", "late-chunks", "+bm25"
+#: What advise calls the late chunks of a ``longembed train contextual`` folder (a name :attr:`Strategy.name`
+#: gives as late-chunks).
+TRAINED_LATE_CHUNKS = "trained-late-chunks"
 DEFAULT_CHUNKING = "tokens:256"
 #: ``to_dict`` keys of older files that describe how a run ran, not the strategy (ignored when read).
 RUN_ONLY_KEYS = ("batch_size", "device")

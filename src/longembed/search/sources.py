@@ -21,6 +21,7 @@ raises it.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -128,14 +129,20 @@ def _read_source(path: Path, options: SourceOptions, reading: SourceReading) -> 
 
 def _folder_files(folder: Path, glob: str | None, skipped: Counter[str]) -> list[Path]:
     """The folder's files to read (``glob``'s, else its documents and .jsonl files); the others counted
-    in ``skipped`` by extension."""
+    in ``skipped`` by extension.  A broken or looping symbolic link among them is kept, so that reading it
+    fails naming it rather than the document being silently left out."""
     if glob is not None:
-        return sorted(p for p in folder.glob(glob) if p.is_file())
+        return sorted(p for p in folder.glob(glob) if _file_like(p))
     suffixes = (*TEXT_SUFFIXES, JSONL_SUFFIX)
-    files = [p for p in folder.rglob("*") if p.is_file()
+    files = [p for p in folder.rglob("*") if _file_like(p)
              and not any(part.startswith(".") for part in p.relative_to(folder).parts) and not _beir_queries(p)]
     skipped.update(p.suffix.lower() or "(no extension)" for p in files if p.suffix.lower() not in suffixes)
     return sorted(p for p in files if p.suffix.lower() in suffixes)
+
+
+def _file_like(path: Path) -> bool:
+    """A file, or a symbolic link that leads nowhere (broken, or a loop)."""
+    return path.is_file() or (path.is_symlink() and not path.exists())
 
 
 def _beir_queries(path: Path) -> bool:
@@ -167,7 +174,8 @@ def _check_readable(file: Path) -> None:
         with open(file, "rb"):
             pass
     except OSError as exc:
-        raise UserFileError(f"{file}: cannot be read ({exc.strerror or exc})") from None
+        link = f"; a symbolic link to {os.readlink(file)}" if file.is_symlink() else ""
+        raise UserFileError(f"{file}: cannot be read ({exc.strerror or exc}{link})") from None
 
 
 def _jsonl_documents(file: Path, options: SourceOptions) -> Iterator[Document]:

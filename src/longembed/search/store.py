@@ -179,6 +179,8 @@ class IndexStore:
     def __init__(self, path: str | Path) -> None:
         require_lancedb()
         self.path = str(path)
+        # the folders connect creates (the index's and missing parents): a build that fails removes them
+        self.new_folders = [] if "://" in self.path else _missing_folders(Path(self.path))
         self.db = lancedb.connect(self.path)
 
     @staticmethod
@@ -194,6 +196,7 @@ class IndexStore:
             yield
             return
         folder = Path(self.path)
+        new_lock = not (folder / LOCK_FILE).exists()
         folder.mkdir(parents=True, exist_ok=True)
         lock = FileLock(str(folder / LOCK_FILE), timeout=0)
         try:
@@ -203,6 +206,9 @@ class IndexStore:
                                f"holds {folder / LOCK_FILE}); wait until it finishes, then run again") from None
         try:
             yield
+        except BaseException:
+            _remove_what_a_failed_build_left(folder, self.new_folders, new_lock)
+            raise
         finally:
             lock.release()
 
@@ -291,3 +297,24 @@ def delete_documents(table: Any, ids: Iterable[str]) -> None:
     for start in range(0, len(ids), DELETE_BATCH):
         quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in ids[start : start + DELETE_BATCH])
         table.delete(f"id IN ({quoted})")
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """``folder`` and its parents that do not exist yet, innermost first."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def _remove_what_a_failed_build_left(folder: Path, new_folders: list[Path], new_lock: bool) -> None:
+    """A build that failed before writing a table (a refused model, a bad option) leaves nothing behind:
+    the lock file it made, and the folders made for the index, are removed while the lock is still held."""
+    if any(entry.name != LOCK_FILE for entry in folder.iterdir()):
+        return  # a table (an interrupted build's rows, kept for the next build to resume from)
+    if new_lock:
+        (folder / LOCK_FILE).unlink(missing_ok=True)
+    for made in new_folders:
+        if made.is_dir() and not any(made.iterdir()):
+            made.rmdir()

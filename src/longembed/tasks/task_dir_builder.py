@@ -7,7 +7,8 @@
     QUESTIONS.jsonl          {"question": "...", "document": "a.txt"}            one question per line
                              {"question": "...", "documents": ["a.txt", "notes/b.md"]}   several relevant
     or QUESTIONS.tsv / .csv  a header line naming the columns ``question`` and ``document``; a cell may
-                             name several documents separated by ``|``
+                             name several documents separated by ``|``; one row per line (a quoted field
+                             spanning lines, almost always an unbalanced quote, is refused)
 
 Every question becomes a query (``_id``: the row's ``id`` field or column when given, else ``q1``, ``q2``,
 ... in file order) judged relevant (score 1) to each document it names; other fields (``kind``,
@@ -100,6 +101,7 @@ def build_task_dir(
     (and nothing is written).  An existing ``out`` is refused unless it is empty, or ``overwrite`` is
     set and it holds a task folder's files only."""
     docs, questions, out = (Path(p).expanduser() for p in (docs, questions, out))
+    check_outside(out, docs)
     check_output(out, overwrite)
     corpus, problems = read_documents(docs, globs)
     rows, row_problems = read_questions(questions)
@@ -182,6 +184,8 @@ def read_questions(path: Path) -> tuple[list[QuestionRow], list[str]]:
     """(every question row read, the problems found in them) of a .jsonl, .tsv or .csv file; a row with
     a problem of its own (an empty question, no document, ...) is kept, so that what it shares with
     other rows (a duplicate, a missing document) is found too."""
+    if path.is_dir():
+        raise UserError(f"questions file {path} is a folder: give the .jsonl, .tsv or .csv file of the questions")
     if not path.is_file():
         raise MissingFileError(f"questions file {path} does not exist")
     suffix = path.suffix.lower()
@@ -232,16 +236,23 @@ def _jsonl_rows(path: Path, lines: list[tuple[int, str]]) -> tuple[list[Question
 
 
 def _table_rows(path: Path, lines: list[tuple[int, str]], delimiter: str) -> tuple[list[QuestionRow], list[str]]:
-    """The rows of a .tsv / .csv questions file (quoted fields may span lines: a row is named by the
-    line it starts on)."""
-    reader = csv.reader(io.StringIO("".join(text for _, text in lines)), delimiter=delimiter)
+    """The rows of a .tsv / .csv questions file, read by the csv module in strict mode (a quote left open
+    at the end of the file, or text after a closing quote, is an error).  A row is one line: a quoted
+    field that spans lines is refused, since it is almost always an unbalanced quote that merged the
+    rows after it into one question."""
+    reader = csv.reader(io.StringIO("".join(text for _, text in lines)), delimiter=delimiter, strict=True)
     rows: list[QuestionRow] = []
     problems: list[str] = []
     header: list[str] | None = None
     start, position = 1, 0
     try:
         for cells in reader:
-            where, start = f"{path}:{start}", reader.line_num + 1
+            where, first, start = f"{path}:{start}", start, reader.line_num + 1
+            if reader.line_num > first:
+                problems.append(f"{where}: a quoted field runs over lines {first}-{reader.line_num} (an unbalanced "
+                                "quote?); a row is one line: close the quote, or double a quote inside a quoted field "
+                                '(""); a question with line breaks goes in a .jsonl file')
+                continue
             if not any(c.strip() for c in cells):
                 continue
             if header is None:
@@ -258,7 +269,8 @@ def _table_rows(path: Path, lines: list[tuple[int, str]], delimiter: str) -> tup
             problems += row_problems
             rows.append(row)
     except csv.Error as exc:
-        problems.append(f"{path}:{reader.line_num}: {exc}")
+        problems.append(f"{path}:{start}: {exc} (an unbalanced quote? close it, or double a quote inside a quoted "
+                        'field: "")')
     return rows, problems
 
 
@@ -373,6 +385,14 @@ def _hint(doc: str, by_name: dict[str, list[str]]) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- writing
+
+
+def check_outside(out: Path, docs: Path) -> None:
+    """A UserError when the output folder is the documents folder or inside it: a later build with a
+    wider glob (``--glob '**/*'``) would read the task's own files as documents."""
+    inside = out.resolve(), docs.resolve()
+    if inside[0] == inside[1] or inside[1] in inside[0].parents:
+        raise UserError(f"--out {out} is inside the documents folder {docs}: write the task folder elsewhere")
 
 
 def check_output(out: Path, overwrite: bool) -> None:

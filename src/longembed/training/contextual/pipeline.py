@@ -109,6 +109,8 @@ def train_contextual(
     (``record["fidelity"]``: cosine to the original model's vectors, question -> paragraph nDCG@10 of both).
     """
     require_training_extra()
+    if data_dir is None:
+        raise UserError("no data_dir: contextual training reads SQuAD and HotpotQA from it (--data-dir)")
     config = (config or ContextualConfig()).with_overrides(**options)
     device = resolve_device(config.device)
     if config.precision == "fp16" and device.type != "cuda":
