@@ -6,6 +6,7 @@ Every problem (unreadable, encrypted, damaged, no text, an encoding longembed do
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -50,7 +51,8 @@ def read_document(path: str | Path) -> DocumentText:
     except UserError as exc:
         raise DocumentReadError(str(exc)) from None
     except OSError as exc:
-        raise DocumentReadError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        link = f"; a symbolic link to {os.readlink(path)}" if path.is_symlink() else ""
+        raise DocumentReadError(f"{path}: cannot be read ({exc.strerror or exc}{link})") from None
     if not document.text.strip():
         raise DocumentReadError(f"{path}: the document is empty")
     return document
