@@ -13,6 +13,11 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # One of pytest-xdist's workers (pyproject's addopts run one per core): one torch thread each, set before
+    # torch loads and inherited by the processes a test starts, so the workers do not oversubscribe the cores.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 import torch
 from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers, processors
 from tokenizers.models import WordPiece
@@ -366,11 +371,13 @@ def _uses_a_slow_fixture(item: pytest.Item) -> bool:
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests on a :func:`slow_fixture` are marked slow; the tests on the session's Ray runtime move to the
-    end, in their order."""
+    end, in their order, and run on one pytest-xdist worker (one Ray runtime, not one per worker)."""
     for item in items:
         if _uses_a_slow_fixture(item) and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.slow)
     on_ray = [item for item in items if "ray_runtime" in getattr(item, "fixturenames", ())]
+    for item in on_ray:
+        item.add_marker(pytest.mark.xdist_group("ray"))
     if on_ray:
         moved = set(on_ray)
         items[:] = [item for item in items if item not in moved] + on_ray

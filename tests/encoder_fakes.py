@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
-from longembed.encoder_protocol import retrieval_prompts
+from longembed.encoder_protocol import EncoderMetadata, retrieval_prompts
 
 
 class FakeEncoderMembers:
@@ -18,6 +19,11 @@ class FakeEncoderMembers:
     prompts: dict[str, str] = {}
     method, position_scheme, pooling, normalize = "truncate", "absolute", "mean", True
     max_length = original_length = 512
+
+    @property
+    def metadata(self) -> EncoderMetadata:
+        """The description the protocol reads, from the members above (and the fake's ``config``)."""
+        return EncoderMetadata(**{f.name: getattr(self, f.name) for f in fields(EncoderMetadata)})
 
     def resolve_prompt(self, prompt: str | None = None, prompt_name: str | None = None) -> str:
         return self.prompts[prompt_name] if prompt_name is not None else prompt or ""

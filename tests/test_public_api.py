@@ -64,7 +64,7 @@ ENCODER_PROPERTIES = {"config", "source", "device", "tokenizer", "method", "posi
                       "metadata"}
 #: The runner's entry points: the server (tokenized inputs, planned windows), the contextual trainer (states
 #: with gradients), the collapse study (attention), and encode's own steps.
-RUNNER_ENTRY_POINTS = {"tokenize", "prepare", "encode_tokenized", "token_embeddings", "token_states",
+RUNNER_ENTRY_POINTS = {"tokenize", "tokenize_to_limit", "prepare", "encode_tokenized", "token_embeddings", "token_states",
                        "forward_states", "observe_attention"}
 
 
