@@ -224,6 +224,14 @@ def goal_met(by_round: dict[int, dict[str, dict]]) -> bool | None:
     return all(checks) if checks else None
 
 
+def add_mix_arguments(parser: argparse.ArgumentParser) -> None:
+    """The 10-long / 40-short mix's flags (shared with search_under_load.py)."""
+    parser.add_argument("--long-clients", type=int, default=10)
+    parser.add_argument("--short-clients", type=int, default=40)
+    parser.add_argument("--long-inputs", type=int, default=4, help="inputs per long request")
+    parser.add_argument("--long-tokens", type=int, default=1900)
+    parser.add_argument("--short-tokens", type=int, default=16)
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="default", help="a model folder, or 'default' (the packaged MiniLM)")
@@ -234,11 +242,7 @@ def main() -> int:
     parser.add_argument("--sub-batch-tokens", type=int, default=None,
                         help="the server's --sub-batch-tokens (fair only; default: its own)")
     parser.add_argument("--seconds", type=float, default=60, help="length of the load phase of each run")
-    parser.add_argument("--long-clients", type=int, default=10)
-    parser.add_argument("--short-clients", type=int, default=40)
-    parser.add_argument("--long-inputs", type=int, default=4, help="inputs per long request")
-    parser.add_argument("--long-tokens", type=int, default=1900)
-    parser.add_argument("--short-tokens", type=int, default=16)
+    add_mix_arguments(parser)
     parser.add_argument("--idle-requests", type=int, default=20)
     parser.add_argument("--schedulers", default="fifo,fair", help="policies to run, in order, each round")
     parser.add_argument("--rounds", type=int, default=1, help="rounds of all --schedulers (alternated)")

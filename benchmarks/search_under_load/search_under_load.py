@@ -46,7 +46,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the fairness benchmark's parts
-from serve_fairness import Tally  # noqa: E402
+from serve_fairness import Tally, add_mix_arguments  # noqa: E402
 from serve_fairness import client as embedding_client  # noqa: E402
 from serve_load import free_port, percentile, text_of  # noqa: E402
 
@@ -342,11 +342,7 @@ def main() -> int:
     parser.add_argument("--idle-requests", type=int, default=20)
     parser.add_argument("--alone-seconds", type=float, default=30, help="length of the searches-only phase")
     parser.add_argument("--seconds", type=float, default=120, help="length of the load phase")
-    parser.add_argument("--long-clients", type=int, default=10)
-    parser.add_argument("--short-clients", type=int, default=40)
-    parser.add_argument("--long-inputs", type=int, default=4, help="inputs per long request")
-    parser.add_argument("--long-tokens", type=int, default=1900)
-    parser.add_argument("--short-tokens", type=int, default=16)
+    add_mix_arguments(parser)
     parser.add_argument("--baseline", action="store_true", help="also run the load without the search clients")
     parser.add_argument("--rounds", type=int, default=1, help="rounds of all checkouts (alternated)")
     parser.add_argument("--out", type=Path, default=None, help="a JSON file for the results")

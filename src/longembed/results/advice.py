@@ -35,8 +35,8 @@ from longembed.retrieval.strategy import (
     Strategy,
 )
 from longembed.retrieval.strategy_schema import (
-    FUSION_KEYS,
     check_encoder_options,
+    check_fusion_fields,
     check_strategy_dict,
     check_type,
 )
@@ -360,10 +360,7 @@ def _check_record_objects(record: dict[str, Any]) -> None:
         check_type(f"granularity.{key}", value, RECORD_GRANULARITY_KEYS[key])
     fusion = record.get("fusion")
     if fusion is not None:
-        for key, value in fusion.items():
-            if key not in FUSION_KEYS:
-                raise UserError(f"fusion: unknown field {key!r} (its fields: {', '.join(FUSION_KEYS)})")
-            check_type(f"fusion.{key}", value, FUSION_KEYS[key])
+        check_fusion_fields(fusion)
         if not fusion.get("source") or not fusion.get("method"):
             raise UserError(f"fusion must name its 'source' (bm25) and its 'method' (rrf or linear), got {fusion!r}")
 

@@ -46,12 +46,16 @@ def check_strategy_dict(data: Any) -> None:
     if unknown:
         raise UserError(f"encoder_options: unknown option(s) {unknown} (the encoder's options: "
                         f"{', '.join(ENCODER_OPTIONS)})")
-    fusion = data.get("fusion")
-    if fusion is not None:
-        for key, value in fusion.items():
-            if key not in FUSION_KEYS:
-                raise UserError(f"fusion: unknown field {key!r} (its fields: {', '.join(FUSION_KEYS)})")
-            check_type(f"fusion.{key}", value, FUSION_KEYS[key])
+    if data.get("fusion") is not None:
+        check_fusion_fields(data["fusion"])
+
+
+def check_fusion_fields(fusion: Mapping[str, Any]) -> None:
+    """A UserError naming a nested ``fusion`` object's unknown field or mistyped value."""
+    for key, value in fusion.items():
+        if key not in FUSION_KEYS:
+            raise UserError(f"fusion: unknown field {key!r} (its fields: {', '.join(FUSION_KEYS)})")
+        check_type(f"fusion.{key}", value, FUSION_KEYS[key])
 
 
 def check_encoder_options(strategy: Strategy) -> None:
