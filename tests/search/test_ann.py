@@ -142,7 +142,9 @@ def test_search_through_the_ann_index_returns_the_exact_documents(model: Path, t
     assert "ANN index built" in report.summary()
     index = open_index(tmp_path / "index")
     assert index.ann is not None
-    queries = [words(8, 1000 + q) for q in range(12)]
+    # 60 queries: LanceDB's k-means is unseeded, so the overlap varies from build to build; over 12 queries
+    # one build in a few hundred fell to 0.975, over 60 the mean of 16 builds stayed within 0.99-1.0
+    queries = [words(8, 1000 + q) for q in range(60)]
     through_ann = index.search_many(queries, k=10)
     exact = index.search_many(queries, k=10, exact=True)
     overlap = [len({r.id for r in a} & {r.id for r in e}) / 10 for a, e in zip(through_ann, exact, strict=True)]
