@@ -12,8 +12,10 @@ That is fine for the LongEmbed corpora (at most a few thousand documents).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -21,6 +23,9 @@ import numpy as np
 
 from longembed.encoder_protocol import ScorerMetadata
 from longembed.errors import UserError
+
+#: the file beside a saved index that records the settings it was built with (:meth:`BM25Model.save_index`)
+SETTINGS_FILE = "longembed-bm25.json"
 
 # bm25s sets its own logger to DEBUG when imported, which prints "Building index ..." for every index
 # built: its import resets a level set here, so longembed.noise filters those lines instead.
@@ -109,6 +114,27 @@ class BM25Model:
         """One query's scores against an :meth:`index`: float32, one per document."""
         (tokens,) = self._tokenize([query], return_ids=False)
         return _scores(index, tokens, int(index.scores["num_docs"]))
+
+
+    def _settings(self) -> dict[str, Any]:
+        """What a saved index must share with this model to score as it does: settings and versions."""
+        metadata = self.metadata
+        return {**metadata.config, "bm25s": metadata.provenance["bm25s"], "PyStemmer": metadata.provenance["PyStemmer"]}
+
+    def save_index(self, index: Any, folder: str | Path) -> None:
+        """Write an :meth:`index` to ``folder`` (bm25s's files) with these settings, so that
+        :meth:`load_index` gives back the same scores, bit for bit, without tokenizing the corpus again."""
+        index.save(str(folder), show_progress=False)
+        (Path(folder) / SETTINGS_FILE).write_text(json.dumps(self._settings(), sort_keys=True), encoding="utf-8")
+
+    def load_index(self, folder: str | Path) -> Any | None:
+        """The index :meth:`save_index` wrote to ``folder``, its score matrix memory-mapped (read-only);
+        None when it was saved with other settings than this model's (another stemmer, k1, b...): its
+        scores would not be this model's."""
+        settings = Path(folder) / SETTINGS_FILE
+        if not settings.is_file() or json.loads(settings.read_text(encoding="utf-8")) != self._settings():
+            return None
+        return _bm25s().BM25.load(str(folder), mmap=True, show_progress=False, verbosity=0)
 
 
 def _scores(retriever: Any, tokens: list[str], n_documents: int) -> np.ndarray:

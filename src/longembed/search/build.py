@@ -4,7 +4,8 @@
     -> delete the rows of changed and removed documents -> embed the rest in batches, each batch
     appended as one Lance version -> bring the ANN index up to date (:mod:`longembed.search.ann`:
     built from :data:`~longembed.search.ann.ANN_MIN_CHUNKS` chunks, or as ``ann`` says) -> move the
-    ``complete`` tag to the last version.
+    ``complete`` tag to the last version, its snapshot saved beside the table first
+    (:mod:`longembed.search.snapshot`: what a search opens, BM25 indexed once, here).
 
 One build per index at a time: a build holds the index folder's lock (:meth:`IndexStore.build_lock`);
 a second one refuses at once, naming the index.
@@ -48,6 +49,8 @@ from longembed.search.store import (
     mark_complete,
     table_metadata,
 )
+from longembed.search.table_snapshot import save_snapshot
+from longembed.search.version_files import point_to
 
 #: documents per encode call and per Lance append (a crash loses at most one batch's work)
 BATCH_DOCUMENTS = 32
@@ -271,7 +274,10 @@ def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], s
         else:
             engine(plan.to_embed, strategy, batch_size, batch_documents, append, bar.update)
     ann_done = update_ann_index(table, ann)
+    table.checkout_latest()
+    save_snapshot(path, table)  # what a search of this version opens, saved before the version is tagged
     version = mark_complete(table)
+    point_to(path, version)
     return BuildReport(plan, len(documents_in(table)), table.count_rows(), version, ann_done)
 
 

@@ -22,17 +22,18 @@ server passes its own, so that query encodes wait in its queue (``longembed serv
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pyarrow as pa
 
-from longembed.encoder import LongContextEncoder
+import longembed.search as heavy
 from longembed.errors import MissingFileError, UserError
 from longembed.retrieval.bm25 import BM25Model
-from longembed.retrieval.model_files import model_identity, same_files
 from longembed.retrieval.pipeline import (
     DenseScores,
     RankedDocuments,
@@ -42,10 +43,12 @@ from longembed.retrieval.pipeline import (
 )
 from longembed.retrieval.ranking import strictly_decreasing
 from longembed.retrieval.strategy import BM25, Strategy
-from longembed.search.ann import ann_state, document_scores
 from longembed.search.document_files import read_document_files, servable_file
-from longembed.search.embedding import load_strategy_encoder
-from longembed.search.store import IndexStore, index_errors, table_metadata
+from longembed.search.snapshot import Snapshot, read_snapshot
+from longembed.search.version_files import is_local, saved_version
+
+if TYPE_CHECKING:
+    from longembed.encoder import LongContextEncoder
 
 #: characters of the document shown before and after a passage
 CONTEXT_CHARS = 300
@@ -97,26 +100,11 @@ class SearchResponse:
         return {"query": self.query, "k": self.k, "index": self.index, "results": [r.to_dict() for r in self.results]}
 
 
-@dataclass
-class _Rows:
-    """The index's documents and chunks as arrays, documents in the table's order."""
-
-    doc_ids: list[str]
-    sources: list[str]
-    texts: list[str]
-    rows: np.ndarray  # chunks per document
-    starts: np.ndarray
-    ends: np.ndarray
-    vectors: np.ndarray | None
-    locations: list[str | None]  # per chunk, as starts
-    pages: list[int | None]
-
-
 def open_index(path: str | Path, device: str | None = None,
                embed_queries: Callable[[list[str]], np.ndarray] | None = None) -> SearchIndex:
     """The index at ``path``, with its model loaded (FileNotFoundError: no index there; ValueError: the
     model's files differ from those that built it); ``embed_queries``: as :class:`SearchIndex`'s."""
-    if not IndexStore.exists(path):
+    if saved_version(path) is None and not heavy.IndexStore.exists(path):
         raise MissingFileError(f"--index {path}: no index there (build one with: longembed index SOURCE... "
                                 f"--index {path})")
     return SearchIndex(path, device, embed_queries)
@@ -131,34 +119,27 @@ class SearchIndex:
     def __init__(self, path: str | Path, device: str | None = None,
                  embed_queries: Callable[[list[str]], np.ndarray] | None = None) -> None:
         self.path = str(path)
-        with index_errors(path):
-            table = IndexStore(path).complete_table()
-            self.version = int(table.version)
-            self.built_at = _version_time(table, self.version)
-            self.metadata = table_metadata(table, path)
-            self.strategy = Strategy.from_dict(self.metadata["config"], default_model=BM25)
-            self._data = _read_rows(table.to_arrow(), not self.strategy.lexical_only)
-            #: the ANN index searches use (None: an exact scan; see the module docstring)
-            self.ann = ann_state(table) if self._data.vectors is not None else None
+        self._data = _open_snapshot(path)
+        self.version = self._data.version
+        self.built_at = self._data.built_at
+        self.metadata = self._data.metadata
+        self.strategy = Strategy.from_dict(self.metadata["config"], default_model=BM25)
+        #: the ANN index searches use (None: an exact scan; see the module docstring)
+        self.ann = None if self._data.ann is None or self._data.vectors is None else heavy.open_ann(path, self._data)
         #: the strategy's name when it was built (advise's, e.g. ``trained-late-chunks``, or its own)
         self.name = str(self.metadata.get("strategy") or self.strategy.name)
         self.prompts = self.metadata["prompts"]
         if not self._data.doc_ids:
             raise UserError(f"{self.path}: the index holds no documents")
         self._bm25 = BM25Model()
-        self._bm25_index = self._bm25.index(self._data.texts) if BM25 in self.strategy.systems else None
-        self._table = table
+        self._bm25_index = self._data.bm25 if BM25 in self.strategy.systems else None
         self._position = {d: p for p, d in enumerate(self._data.doc_ids)}
         self._files = {d: f for d, f in read_document_files(path).items() if d in self._position}
         self._lock = threading.Lock()
         self.embed_queries = embed_queries or self._encode_queries
         self.encoder: LongContextEncoder | None = None
         if not self.strategy.lexical_only:
-            self.encoder = load_strategy_encoder(self.strategy, device)
-            recorded = (self.metadata.get("model") or {}).get("identity")
-            if recorded is not None and not same_files(recorded, model_identity(self.encoder)):
-                raise UserError(f"{self.path}: the model {self.strategy.model} is not the one that built this "
-                                 "index (its files differ): rebuild the index, or use the model it recorded")
+            self.encoder = heavy.load_query_encoder(self.strategy, self.metadata, device, self.path)
 
     # ------------------------------------------------------------------ facts
     def facts(self) -> dict[str, Any]:
@@ -200,8 +181,7 @@ class SearchIndex:
             raise UserError("a query is empty")
         allowed = self._allowed(ids, path_prefix)
         use_ann = self.ann is not None and not exact and bool(allowed.all())
-        with index_errors(self.path):  # an ANN search reads the index's files
-            ranked = self._rank(list(queries), allowed, k, use_ann)
+        ranked = self._rank(list(queries), allowed, k, use_ann)
         return [self._results(q, ranked) for q in range(len(queries))]
 
     def _allowed(self, ids: Sequence[str] | None, path_prefix: str | None) -> np.ndarray:
@@ -239,8 +219,8 @@ class SearchIndex:
             if lexical is not None:
                 extra = np.argpartition(-lexical[q], wanted - 1)[:wanted]
                 extra = extra[lexical[q, extra] > 0]
-            dense[q], best[q] = document_scores(self._table, self.ann, vector, k, self._data.vectors,
-                                                self._data.rows, self._position, extra)
+            dense[q], best[q] = self.ann.document_scores(vector, k, self._data.vectors, self._data.rows,
+                                                         self._position, extra)
         return DenseScores(dense, best)
 
     def _encode_queries(self, queries: list[str]) -> np.ndarray:
@@ -274,44 +254,31 @@ class SearchIndex:
         return int(self._data.rows[:d].sum())
 
     def _passage(self, d: int, chunk: int) -> Passage:
-        text = self._data.texts[d]
+        text = self._data.text(d)
         start, end = int(self._data.starts[chunk]), int(self._data.ends[chunk])
+        location, page = self._data.location(chunk)
         return Passage(text[start:end], start, end, text[max(0, start - CONTEXT_CHARS) : start],
-                       text[end : end + CONTEXT_CHARS], self._data.locations[chunk], self._data.pages[chunk])
+                       text[end : end + CONTEXT_CHARS], location, page)
 
 
-def _read_rows(table: Any, dense: bool) -> _Rows:
-    """The table's rows grouped by document (documents in the order of their chunk 0 rows; chunks in
-    order), the vectors as one float32 matrix."""
-    ids = table["id"].to_pylist()
-    chunks = np.asarray(table["chunk"].to_numpy(zero_copy_only=False), dtype=np.int64)
-    firsts = np.flatnonzero(chunks == 0)
-    doc_ids = [ids[i] for i in firsts]
-    position = {d: p for p, d in enumerate(doc_ids)}
-    owner = np.asarray([position[i] for i in ids], dtype=np.int64)
-    order = np.lexsort((chunks, owner))
-    documents = table["document"].to_pylist()
-    sources = table["source"].to_pylist()
-    absent = [None] * len(ids)  # an index built before locations existed
-    locations = table["location"].to_pylist() if "location" in table.column_names else absent
-    pages = table["page"].to_pylist() if "page" in table.column_names else absent
-    vectors = None
-    if dense:
-        column = table["vector"].combine_chunks()
-        width = column.type.list_size
-        vectors = np.asarray(column.values.to_numpy(zero_copy_only=False), dtype=np.float32).reshape(-1, width)[order]
-    return _Rows(
-        doc_ids=doc_ids, sources=[sources[i] for i in firsts], texts=[documents[i] for i in firsts],
-        rows=np.bincount(owner, minlength=len(doc_ids)),
-        starts=np.asarray(table["start"].to_numpy(zero_copy_only=False))[order],
-        ends=np.asarray(table["end"].to_numpy(zero_copy_only=False))[order], vectors=vectors,
-        locations=[locations[i] for i in order], pages=[pages[i] for i in order],
-    )
-
-
-def _version_time(table: Any, version: int) -> str | None:
-    for entry in table.list_versions():
-        if int(entry["version"]) == version:
-            stamp = entry["timestamp"]
-            return stamp.strftime("%Y-%m-%dT%H:%M:%SZ") if stamp.tzinfo is None else stamp.isoformat()
-    return None
+def _open_snapshot(path: str | Path) -> Snapshot:
+    """The index's last complete version: its saved files (memory-mapped), else its table's rows read
+    into memory and BM25 indexed, once per open (an index built before files were saved: a rerun of
+    ``longembed index`` saves them)."""
+    for _attempt in range(2):  # a build may replace the saved version between the pointer and its files
+        saved = saved_version(path)
+        if saved is None:
+            break
+        try:
+            return read_snapshot(saved[1])
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError, KeyError, pa.ArrowException) as exc:
+            raise UserError(f"--index {path}: the files saved for version {saved[0]} cannot be read ({exc}); build "
+                            "it again with --rebuild") from exc
+    snapshot = heavy.table_snapshot(path)
+    if is_local(path):
+        warnings.warn(f"{path}: this index was built before longembed saved what a search opens, so every open "
+                      "reads all its rows and indexes BM25 again; run longembed index with the same sources and "
+                      f"--index {path} once to save them (nothing is embedded again)", stacklevel=3)
+    return snapshot

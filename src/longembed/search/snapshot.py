@@ -1,0 +1,161 @@
+"""What a search reads of one complete index version, saved beside the table so that opening it costs
+what the query needs: small arrays in memory, the vectors and texts memory-mapped, BM25 loaded as built.
+
+A :class:`Snapshot` holds the version's documents in the table's order (of their chunk 0 rows), their
+chunks in order, and per document its id, source, chunk count and text; per chunk its span, location
+and page; the chunks' vectors as one (chunks, dimensions) float32 matrix; and the BM25 index of the
+documents' texts.  :func:`snapshot_of_rows` makes one from the table's rows (a build, at its end; a
+search of an index built before snapshots were saved, in memory), :func:`write_snapshot` saves it in
+a folder and :func:`read_snapshot` opens that folder again: ``vectors.npy`` read-only memory-mapped
+(``np.load(mmap_mode="r")``: an exact scan reads it through the page cache, nothing is copied into the
+process), ``documents.arrow`` and ``chunks.arrow`` (Arrow IPC files, memory-mapped: a result's text is
+read when it is shown), and bm25s's files (memory-mapped) for BM25.  Reading a snapshot imports
+neither LanceDB nor torch: a BM25-only search never loads them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from longembed.errors import UserError
+from longembed.retrieval.bm25 import BM25Model
+from longembed.retrieval.strategy import BM25, Strategy
+
+#: the layout of a saved snapshot (a search builds one in memory from the table for any other)
+SNAPSHOT_FORMAT = "longembed-snapshot/1"
+MANIFEST = "manifest.json"
+DOCUMENTS = "documents.arrow"
+CHUNKS = "chunks.arrow"
+VECTORS = "vectors.npy"
+BM25_DIR = "bm25"
+
+
+@dataclass
+class Snapshot:
+    """One complete version of an index, as a search reads it (see the module docstring)."""
+
+    version: int
+    built_at: str | None
+    metadata: dict[str, Any]  # what the table records of its build (strategy, prompts, model)
+    doc_ids: list[str]
+    sources: list[str]
+    rows: np.ndarray  # chunks per document
+    starts: np.ndarray  # per chunk, documents' chunks consecutive
+    ends: np.ndarray
+    vectors: np.ndarray | None  # (chunks, dimensions) float32; None for a BM25-only index
+    documents: pa.Table  # per document: "text"
+    chunks: pa.Table  # per chunk: "location", "page"
+    bm25: Any | None  # the bm25s index of the documents' texts (None: the strategy has no BM25)
+    ann: dict[str, Any] | None = None  # the ANN index's name, partitions and probes (None: exact scan)
+
+    def text(self, document: int) -> str:
+        """The whole text of the document at this position."""
+        return str(self.documents.column("text")[document].as_py())
+
+    def location(self, chunk: int) -> tuple[str | None, int | None]:
+        """Where the chunk at this position is ("page 12", "Install > Models") and its first page."""
+        return self.chunks.column("location")[chunk].as_py(), self.chunks.column("page")[chunk].as_py()
+
+
+def systems(metadata: dict[str, Any]) -> tuple[bool, bool]:
+    """(dense, lexical): whether the index's strategy has vectors, and BM25."""
+    strategy = Strategy.from_dict(metadata["config"], default_model=BM25)
+    return not strategy.lexical_only, BM25 in strategy.systems
+
+
+def snapshot_of_rows(table: pa.Table, version: int, built_at: str | None, metadata: dict[str, Any],
+                     ann: dict[str, Any] | None = None) -> Snapshot:
+    """A snapshot of the table version's rows (``table``: all its columns as Arrow), its documents in the
+    order of their chunk 0 rows and their chunks in order; BM25 indexed here when the strategy has it."""
+    dense, lexical = systems(metadata)
+    ids = table["id"].to_pylist()
+    chunk_numbers = np.asarray(table["chunk"].to_numpy(zero_copy_only=False), dtype=np.int64)
+    firsts = np.flatnonzero(chunk_numbers == 0)
+    doc_ids = [ids[i] for i in firsts]
+    position = {d: p for p, d in enumerate(doc_ids)}
+    owner = np.asarray([position[i] for i in ids], dtype=np.int64)
+    order = np.lexsort((chunk_numbers, owner))
+    absent = pa.nulls(len(ids))  # an index built before locations existed
+    locations = table["location"] if "location" in table.column_names else absent.cast(pa.string())
+    pages = table["page"] if "page" in table.column_names else absent.cast(pa.int32())
+    texts = table["document"].take(pa.array(firsts)).cast(pa.large_string())
+    vectors = None
+    if dense:
+        column = table["vector"].combine_chunks()
+        width = column.type.list_size
+        vectors = np.asarray(column.values.to_numpy(zero_copy_only=False), dtype=np.float32).reshape(-1, width)[order]
+    taken = pa.array(order)
+    return Snapshot(
+        version=version, built_at=built_at, metadata=metadata, doc_ids=doc_ids,
+        sources=table["source"].take(pa.array(firsts)).to_pylist(),
+        rows=np.bincount(owner, minlength=len(doc_ids)),
+        starts=np.asarray(table["start"].to_numpy(zero_copy_only=False), dtype=np.int64)[order],
+        ends=np.asarray(table["end"].to_numpy(zero_copy_only=False), dtype=np.int64)[order],
+        vectors=vectors,
+        documents=pa.table({"text": texts}),
+        chunks=pa.table({"location": locations.take(taken), "page": pages.take(taken)}),
+        bm25=BM25Model().index(texts.to_pylist()) if lexical and doc_ids else None,
+        ann=ann,
+    )
+
+
+def write_snapshot(snapshot: Snapshot, folder: Path) -> None:
+    """Save ``snapshot`` in ``folder`` (empty; see the module docstring for its files)."""
+    documents = pa.table({"id": pa.array(snapshot.doc_ids, pa.string()), "source": pa.array(snapshot.sources, pa.string()),
+                          "rows": pa.array(snapshot.rows, pa.int64()), "text": snapshot.documents["text"]})
+    chunks = pa.table({"start": pa.array(snapshot.starts, pa.int64()), "end": pa.array(snapshot.ends, pa.int64()),
+                       "location": snapshot.chunks["location"], "page": snapshot.chunks["page"]})
+    _write_arrow(documents, folder / DOCUMENTS)
+    _write_arrow(chunks, folder / CHUNKS)
+    if snapshot.vectors is not None:
+        np.save(folder / VECTORS, np.ascontiguousarray(snapshot.vectors, dtype=np.float32), allow_pickle=False)
+    if snapshot.bm25 is not None:
+        (folder / BM25_DIR).mkdir()
+        BM25Model().save_index(snapshot.bm25, folder / BM25_DIR)
+    manifest = {"format": SNAPSHOT_FORMAT, "version": snapshot.version, "built_at": snapshot.built_at,
+                "metadata": snapshot.metadata, "ann": snapshot.ann, "documents": len(snapshot.doc_ids),
+                "chunks": int(len(snapshot.starts)), "bm25": snapshot.bm25 is not None}
+    (folder / MANIFEST).write_text(json.dumps(manifest, sort_keys=True), encoding="utf-8")
+
+
+def read_snapshot(folder: Path) -> Snapshot:
+    """The snapshot saved in ``folder``, its vectors and texts memory-mapped (see the module docstring);
+    BM25 loaded as saved when the strategy has it (indexed again, here, when it was saved with other settings
+    than this installation's: another bm25s or PyStemmer would score otherwise)."""
+    manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    if manifest.get("format") != SNAPSHOT_FORMAT:
+        raise UserError(f"{folder}: saved by another longembed ({manifest.get('format')!r}, not {SNAPSHOT_FORMAT!r}); "
+                        "run longembed index again to save it anew")
+    _, lexical = systems(manifest["metadata"])
+    documents = _read_arrow(folder / DOCUMENTS)
+    chunks = _read_arrow(folder / CHUNKS)
+    vectors = np.load(folder / VECTORS, mmap_mode="r") if (folder / VECTORS).is_file() else None
+    bm25 = None
+    if lexical:
+        model = BM25Model()
+        bm25 = model.load_index(folder / BM25_DIR) if manifest.get("bm25") else None
+        if bm25 is None:
+            bm25 = model.index(documents["text"].to_pylist())
+    return Snapshot(
+        version=int(manifest["version"]), built_at=manifest["built_at"], metadata=manifest["metadata"],
+        doc_ids=documents["id"].to_pylist(), sources=documents["source"].to_pylist(),
+        rows=documents["rows"].to_numpy(), starts=chunks["start"].to_numpy(), ends=chunks["end"].to_numpy(),
+        vectors=vectors, documents=documents.select(["text"]), chunks=chunks.select(["location", "page"]),
+        bm25=bm25, ann=manifest.get("ann"),
+    )
+
+
+def _write_arrow(table: pa.Table, path: Path) -> None:
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+
+
+def _read_arrow(path: Path) -> pa.Table:
+    """An Arrow IPC file memory-mapped: its columns are views of the file, read when touched."""
+    return pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()

@@ -1,0 +1,74 @@
+"""An index's :class:`~longembed.search.snapshot.Snapshot` from its LanceDB table: saved by a build at
+its end (:func:`save_snapshot`), read into memory by a search of an index that has none saved
+(:func:`table_snapshot`), and the table version an ANN search asks (:class:`AnnSearch`).
+
+This is the search's only path to LanceDB (and its import, as costly as torch's): a search of an index
+with saved files imports it only when the index has an ANN index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from longembed.search import version_files
+from longembed.search.ann import AnnState, ann_state, document_scores
+from longembed.search.snapshot import Snapshot, snapshot_of_rows, systems, write_snapshot
+from longembed.search.store import IndexStore, index_errors, table_metadata
+
+
+def version_snapshot(table: Any, path: str | Path) -> Snapshot:
+    """The snapshot of the table at its checked-out version (every row read into memory, BM25 indexed)."""
+    metadata = table_metadata(table, path)
+    version = int(table.version)
+    dense, _ = systems(metadata)
+    state = ann_state(table) if dense else None
+    return snapshot_of_rows(table.to_arrow(), version, version_time(table, version), metadata,
+                            None if state is None else asdict(state))
+
+
+def table_snapshot(path: str | Path) -> Snapshot:
+    """The snapshot of the index's last complete version, from its table (see the module docstring)."""
+    with index_errors(path):
+        return version_snapshot(IndexStore(path).complete_table(), path)
+
+
+def save_snapshot(path: str | Path, table: Any) -> bool:
+    """Save the snapshot of the table's checked-out version beside it, unless saved already (a build,
+    before it tags the version complete; :func:`~longembed.search.version_files.point_to` after)."""
+    return version_files.save(path, int(table.version),
+                              lambda folder: write_snapshot(version_snapshot(table, path), folder))
+
+
+class AnnSearch:
+    """The ANN index of one saved version: its table at that version and the probes to use."""
+
+    def __init__(self, path: str | Path, snapshot: Snapshot) -> None:
+        assert snapshot.ann is not None
+        self.path = path
+        self.state = AnnState(**snapshot.ann)
+        with index_errors(path):
+            self.table = IndexStore(path).table()
+            self.table.checkout(snapshot.version)
+
+    def document_scores(self, query: np.ndarray, k: int, vectors: np.ndarray, rows: np.ndarray,
+                        position: dict[str, int], extra: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`~longembed.search.ann.document_scores` on this version."""
+        with index_errors(self.path):  # an ANN search reads the index's files
+            return document_scores(self.table, self.state, query, k, vectors, rows, position, extra)
+
+
+def open_ann(path: str | Path, snapshot: Snapshot) -> AnnSearch:
+    return AnnSearch(path, snapshot)
+
+
+def version_time(table: Any, version: int) -> str | None:
+    """When the table's ``version`` was written (ISO 8601), None when the table lists no such version."""
+    for entry in table.list_versions():
+        if int(entry["version"]) == version:
+            stamp = entry["timestamp"]
+            return stamp.strftime("%Y-%m-%dT%H:%M:%SZ") if stamp.tzinfo is None else stamp.isoformat()
+    return None

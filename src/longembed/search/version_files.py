@@ -1,0 +1,89 @@
+"""The files an index keeps beside its table for each complete version (saved BM25, vectors, spans):
+where they are, how a build publishes them, and which version a search opens.
+
+A build writes a version's files into a fresh folder and renames it into place
+(``versions/<version>``), then moves the pointer :data:`POINTER` (``complete.json``, replaced in one
+rename) to that version, and only then removes the folders of other versions.  So the pointer always
+names a folder that is whole, and a build that dies midway leaves the pointer, and the files it names,
+as the last complete build left them.  A search reads the pointer, never the table's tag, so what it
+opens is one version's files and table rows together.
+
+Every read and write of these files goes through this module's functions, so that an index on object
+storage (``s3://...``) can keep them there: for such a URI today they report no saved files, and a
+search builds what it needs from the table in memory, as for an index built before they existed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from longembed.durable import durable_replace_folder, fsync_path
+
+#: the folder (in the index folder) holding one folder per saved version
+VERSIONS_DIR = "versions"
+#: the file (in the index folder) naming the version a search opens
+POINTER = "complete.json"
+
+
+def is_local(path: str | Path) -> bool:
+    """Whether the index is a folder on this machine (not an object-storage URI)."""
+    return "://" not in str(path)
+
+
+def saved_version(path: str | Path) -> tuple[int, Path] | None:
+    """The version the pointer names and the local folder of its files; None when the index has no
+    saved files (built before they existed, or not on this machine)."""
+    if not is_local(path):
+        return None
+    pointer = Path(path) / POINTER
+    try:
+        version = int(json.loads(pointer.read_text(encoding="utf-8"))["version"])
+    except FileNotFoundError:
+        return None
+    folder = Path(path) / VERSIONS_DIR / str(version)
+    return (version, folder) if folder.is_dir() else None
+
+
+def has_saved(path: str | Path, version: int) -> bool:
+    """Whether the files of ``version`` are saved and the pointer names it."""
+    saved = saved_version(path)
+    return saved is not None and saved[0] == version
+
+
+def save(path: str | Path, version: int, write: Callable[[Path], None]) -> bool:
+    """Save ``version``'s files (``write(folder)`` fills a fresh folder, renamed into place whole and
+    flushed to the disk) unless they are saved already; False (nothing written) for an index not on
+    this machine.  Searches open them once :func:`point_to` names the version."""
+    if not is_local(path):
+        return False
+    versions = Path(path) / VERSIONS_DIR
+    versions.mkdir(parents=True, exist_ok=True)
+    final = versions / str(version)
+    if final.is_dir():
+        return True
+    staging = versions / f".writing-{version}-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    write(staging)
+    durable_replace_folder(staging, final)
+    return True
+
+
+def point_to(path: str | Path, version: int) -> None:
+    """Point searches at ``version``'s saved files (the pointer replaced in one durable rename: a reader
+    sees the old one or the new one, whole), then remove every other version's files."""
+    if not is_local(path):
+        return
+    folder = Path(path)
+    staging = folder / f".{POINTER}.{os.getpid()}"
+    staging.write_text(json.dumps({"version": version}), encoding="utf-8")
+    fsync_path(staging)
+    staging.replace(folder / POINTER)
+    fsync_path(folder, is_dir=True)
+    for other in (folder / VERSIONS_DIR).iterdir():
+        if other.name != str(version):
+            shutil.rmtree(other, ignore_errors=True)
