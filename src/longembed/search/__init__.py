@@ -20,6 +20,6 @@ if TYPE_CHECKING:  # imported on first use: a BM25-only search never imports tor
     from longembed.search.runfile import write_run
     from longembed.search.sources import Document, SourceOptions, read_sources
     from longembed.search.store import IndexStore
-    from longembed.search.table_snapshot import open_ann, save_snapshot, table_snapshot
+    from longembed.search.table_snapshot import open_ann, read_table_snapshot, save_snapshot
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, __file__)

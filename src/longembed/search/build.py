@@ -275,9 +275,9 @@ def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], s
             engine(plan.to_embed, strategy, batch_size, batch_documents, append, bar.update)
     ann_done = update_ann_index(table, ann)
     table.checkout_latest()
-    save_snapshot(path, table)  # what a search of this version opens, saved before the version is tagged
+    saved = save_snapshot(path, table)  # what a search of this version opens, saved before the version is tagged
     version = mark_complete(table)
-    point_to(path, version)
+    point_to(path, saved)
     return BuildReport(plan, len(documents_in(table)), table.count_rows(), version, ann_done)
 
 

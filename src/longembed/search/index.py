@@ -276,7 +276,7 @@ def _open_snapshot(path: str | Path) -> Snapshot:
         except (OSError, ValueError, KeyError, pa.ArrowException) as exc:
             raise UserError(f"--index {path}: the files saved for version {saved[0]} cannot be read ({exc}); build "
                             "it again with --rebuild") from exc
-    snapshot = heavy.table_snapshot(path)
+    snapshot = heavy.read_table_snapshot(path)
     if is_local(path):
         warnings.warn(f"{path}: this index was built before longembed saved what a search opens, so every open "
                       "reads all its rows and indexes BM25 again; run longembed index with the same sources and "

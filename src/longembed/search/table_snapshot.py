@@ -1,6 +1,6 @@
 """An index's :class:`~longembed.search.snapshot.Snapshot` from its LanceDB table: saved by a build at
 its end (:func:`save_snapshot`), read into memory by a search of an index that has none saved
-(:func:`table_snapshot`), and the table version an ANN search asks (:class:`AnnSearch`).
+(:func:`read_table_snapshot`), and the table version an ANN search asks (:class:`AnnSearch`).
 
 This is the search's only path to LanceDB (and its import, as costly as torch's): a search of an index
 with saved files imports it only when the index has an ANN index.
@@ -30,17 +30,20 @@ def version_snapshot(table: Any, path: str | Path) -> Snapshot:
                             None if state is None else asdict(state))
 
 
-def table_snapshot(path: str | Path) -> Snapshot:
+def read_table_snapshot(path: str | Path) -> Snapshot:
     """The snapshot of the index's last complete version, from its table (see the module docstring)."""
     with index_errors(path):
         return version_snapshot(IndexStore(path).complete_table(), path)
 
 
-def save_snapshot(path: str | Path, table: Any) -> bool:
+def save_snapshot(path: str | Path, table: Any) -> str:
     """Save the snapshot of the table's checked-out version beside it, unless saved already (a build,
-    before it tags the version complete; :func:`~longembed.search.version_files.point_to` after)."""
-    return version_files.save(path, int(table.version),
-                              lambda folder: write_snapshot(version_snapshot(table, path), folder))
+    before it tags the version complete; :func:`~longembed.search.version_files.point_to` after); the
+    name of its files."""
+    version = int(table.version)
+    name = version_files.version_name(version, version_time(table, version, precise=True))
+    version_files.save(path, name, lambda folder: write_snapshot(version_snapshot(table, path), folder))
+    return name
 
 
 class AnnSearch:
@@ -65,10 +68,13 @@ def open_ann(path: str | Path, snapshot: Snapshot) -> AnnSearch:
     return AnnSearch(path, snapshot)
 
 
-def version_time(table: Any, version: int) -> str | None:
-    """When the table's ``version`` was written (ISO 8601), None when the table lists no such version."""
+def version_time(table: Any, version: int, precise: bool = False) -> str | None:
+    """When the table's ``version`` was written (ISO 8601; to the microsecond when ``precise``), None
+    when the table lists no such version."""
     for entry in table.list_versions():
         if int(entry["version"]) == version:
             stamp = entry["timestamp"]
+            if precise:
+                return str(stamp.isoformat(timespec="microseconds"))
             return stamp.strftime("%Y-%m-%dT%H:%M:%SZ") if stamp.tzinfo is None else stamp.isoformat()
     return None

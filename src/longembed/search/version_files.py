@@ -2,7 +2,7 @@
 where they are, how a build publishes them, and which version a search opens.
 
 A build writes a version's files into a fresh folder and renames it into place
-(``versions/<version>``), then moves the pointer :data:`POINTER` (``complete.json``, replaced in one
+(``versions/<version>-<when it was written>``), then moves the pointer :data:`POINTER` (``complete.json``, replaced in one
 rename) to that version, and only then removes the folders of other versions.  So the pointer always
 names a folder that is whole, and a build that dies midway leaves the pointer, and the files it names,
 as the last complete build left them.  A search reads the pointer, never the table's tag, so what it
@@ -34,38 +34,38 @@ def is_local(path: str | Path) -> bool:
     return "://" not in str(path)
 
 
-def saved_version(path: str | Path) -> tuple[int, Path] | None:
-    """The version the pointer names and the local folder of its files; None when the index has no
-    saved files (built before they existed, or not on this machine)."""
+def version_name(version: int, written_at: str | None) -> str:
+    """The name of a version's files: its number and when it was written (a ``--rebuild`` starts the
+    table's numbers again, so the number alone could name an older table's files)."""
+    return f"{version}-{''.join(c for c in written_at or '' if c.isdigit())}"
+
+
+def saved_version(path: str | Path) -> tuple[str, Path] | None:
+    """The name of the version the pointer names and the local folder of its files; None when the index
+    has no saved files (built before they existed, or not on this machine)."""
     if not is_local(path):
         return None
     pointer = Path(path) / POINTER
     try:
-        version = int(json.loads(pointer.read_text(encoding="utf-8"))["version"])
+        name = str(json.loads(pointer.read_text(encoding="utf-8"))["version"])
     except FileNotFoundError:
         return None
-    folder = Path(path) / VERSIONS_DIR / str(version)
-    return (version, folder) if folder.is_dir() else None
+    folder = Path(path) / VERSIONS_DIR / name
+    return (name, folder) if folder.is_dir() else None
 
 
-def has_saved(path: str | Path, version: int) -> bool:
-    """Whether the files of ``version`` are saved and the pointer names it."""
-    saved = saved_version(path)
-    return saved is not None and saved[0] == version
-
-
-def save(path: str | Path, version: int, write: Callable[[Path], None]) -> bool:
-    """Save ``version``'s files (``write(folder)`` fills a fresh folder, renamed into place whole and
+def save(path: str | Path, name: str, write: Callable[[Path], None]) -> bool:
+    """Save the files of the version ``name`` (:func:`version_name`) (``write(folder)`` fills a fresh folder, renamed into place whole and
     flushed to the disk) unless they are saved already; False (nothing written) for an index not on
     this machine.  Searches open them once :func:`point_to` names the version."""
     if not is_local(path):
         return False
     versions = Path(path) / VERSIONS_DIR
     versions.mkdir(parents=True, exist_ok=True)
-    final = versions / str(version)
+    final = versions / name
     if final.is_dir():
         return True
-    staging = versions / f".writing-{version}-{os.getpid()}"
+    staging = versions / f".writing-{name}-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
     write(staging)
@@ -73,17 +73,17 @@ def save(path: str | Path, version: int, write: Callable[[Path], None]) -> bool:
     return True
 
 
-def point_to(path: str | Path, version: int) -> None:
-    """Point searches at ``version``'s saved files (the pointer replaced in one durable rename: a reader
+def point_to(path: str | Path, name: str) -> None:
+    """Point searches at the saved files of the version ``name`` (the pointer replaced in one durable rename: a reader
     sees the old one or the new one, whole), then remove every other version's files."""
     if not is_local(path):
         return
     folder = Path(path)
     staging = folder / f".{POINTER}.{os.getpid()}"
-    staging.write_text(json.dumps({"version": version}), encoding="utf-8")
+    staging.write_text(json.dumps({"version": name}), encoding="utf-8")
     fsync_path(staging)
     staging.replace(folder / POINTER)
     fsync_path(folder, is_dir=True)
     for other in (folder / VERSIONS_DIR).iterdir():
-        if other.name != str(version):
+        if other.name != name:
             shutil.rmtree(other, ignore_errors=True)
