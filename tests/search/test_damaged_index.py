@@ -1,6 +1,6 @@
 """A damaged index (files cut short, zeroed, missing) and a full disk are one-line errors (issue 51).
 
-``search`` and ``index`` name the index and ``--rebuild`` instead of Lance's traceback, a refused build
+``search`` (of the table: the saved version's files need none of it) and ``index`` name the index and ``--rebuild`` instead of Lance's traceback, a refused build
 writes nothing, and ``--rebuild`` replaces the damaged index.  Hypothesis damages random files at random.
 """
 
@@ -22,6 +22,7 @@ from longembed.retrieval.strategy import BM25, Strategy
 from longembed.search import open_index
 from longembed.search.build import build_index
 from longembed.search.sources import Document
+from longembed.search.version_files import POINTER
 
 BM25_ONLY = Strategy(BM25)
 DOCS = [Document(f"d{i}.txt", f"d{i}.txt", f"document {i} about foxes and dogs number {i}") for i in range(5)]
@@ -78,6 +79,8 @@ def test_a_damaged_index_is_one_line_writes_nothing_and_rebuilds(pristine: Path,
     index = tmp_path / "index"
     shutil.copytree(pristine, index)
     DAMAGE[damage](index)
+    assert open_index(index).search("foxes").results  # the saved version's files answer: no table read
+    (index / POINTER).unlink()  # as an index built before they were saved: a search reads the table
     before = snapshot(index)
     with pytest.raises(UserError) as searched:
         open_index(index).search("foxes")

@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import json
 
+import longembed.search as search  # a run file's modules (the task readers) load only for --queries
 from longembed.errors import UserError
 from longembed.search.index import SearchResponse, open_index
-from longembed.search.runfile import RUN_DEPTH, write_run
 
 #: characters of a passage shown in the plain-text answer
 SHOWN_CHARS = 240
@@ -27,8 +27,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"-k must be at least 1, got {args.k}")
     index = open_index(args.index, device=args.device)
     if args.queries is not None:
-        k = RUN_DEPTH if args.k is None else args.k
-        count = write_run(index, args.queries, args.run, k=k, exact=args.exact)
+        k = search.RUN_DEPTH if args.k is None else args.k
+        count = search.write_run(index, args.queries, args.run, k=k, exact=args.exact)
         print(f"wrote {args.run}: {count} queries, up to {k} documents each")
         return 0
     response = index.search(args.query, k=10 if args.k is None else args.k, path_prefix=args.path_prefix,

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # imported on first use: a BM25-only search never imports tor
     from longembed.search.build import BuildReport, build_index
     from longembed.search.index import SearchIndex, SearchResponse, SearchResult, open_index
     from longembed.search.query_encoder import load_query_encoder
-    from longembed.search.runfile import write_run
+    from longembed.search.runfile import RUN_DEPTH, write_run
     from longembed.search.sources import Document, SourceOptions, read_sources
     from longembed.search.store import IndexStore
     from longembed.search.table_snapshot import open_ann, read_table_snapshot, save_snapshot

@@ -13,8 +13,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from longembed.search.sources import Document
+if TYPE_CHECKING:  # the readers behind Document cost a cold search a second
+    from longembed.search.sources import Document
 
 #: the file in the index folder that maps document ids to their files
 DOCUMENT_FILES = "document-files.json"

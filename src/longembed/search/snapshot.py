@@ -145,10 +145,18 @@ def read_snapshot(folder: Path) -> Snapshot:
     return Snapshot(
         version=int(manifest["version"]), built_at=manifest["built_at"], metadata=manifest["metadata"],
         doc_ids=documents["id"].to_pylist(), sources=documents["source"].to_pylist(),
-        rows=documents["rows"].to_numpy(), starts=chunks["start"].to_numpy(), ends=chunks["end"].to_numpy(),
+        rows=_int64s(documents["rows"]), starts=_int64s(chunks["start"]), ends=_int64s(chunks["end"]),
         vectors=vectors, documents=documents.select(["text"]), chunks=chunks.select(["location", "page"]),
         bm25=bm25, ann=manifest.get("ann"),
     )
+
+
+def _int64s(column: pa.ChunkedArray) -> np.ndarray:
+    """An int64 column without nulls as numpy, a view of its buffers (pyarrow's ``to_numpy`` imports
+    pandas, a second of a cold search)."""
+    parts = [np.frombuffer(chunk.buffers()[1], dtype=np.int64, count=len(chunk), offset=8 * chunk.offset)
+             for chunk in column.chunks]
+    return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 def _write_arrow(table: pa.Table, path: Path) -> None:
