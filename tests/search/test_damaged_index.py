@@ -1,7 +1,8 @@
 """A damaged index (files cut short, zeroed, missing) and a full disk are one-line errors (issue 51).
 
-``search`` (of the table: the saved version's files need none of it) and ``index`` name the index and ``--rebuild`` instead of Lance's traceback, a refused build
-writes nothing, and ``--rebuild`` replaces the damaged index.  Hypothesis damages random files at random.
+``search`` (of the table: the saved version's files need none of it) and ``index`` name the index and
+``--rebuild`` instead of Lance's traceback, a refused build writes nothing, and ``--rebuild`` replaces
+the damaged index.  Hypothesis damages random files at random.
 """
 
 from __future__ import annotations

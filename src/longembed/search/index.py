@@ -10,8 +10,11 @@ then the ANN index picks candidate documents (with a hybrid, BM25's best documen
 candidate is scored exactly over all its chunks (:func:`~longembed.search.ann.document_scores`); a
 document outside the candidates gets no dense score.  ``exact=True`` (``search --exact``) scans anyway,
 and so does a search restricted to some documents (``ids``, ``path_prefix``), whose candidates the ANN
-index could miss.  The index and the model are loaded once, in :func:`open_index`, so a process that
-searches many times pays for them once.
+index could miss.  :func:`open_index` opens the version's saved snapshot (:mod:`longembed.search.snapshot`:
+BM25 loaded as the build indexed it, the vectors and texts memory-mapped) and loads the model once, so
+a process that searches many times pays for it once.  The modules that import torch or LanceDB (the
+query encoder, the ANN index, reading an index that has no saved snapshot) are reached through the
+package's lazy names (``heavy.X``: :mod:`longembed.search`), so a BM25-only search never imports them.
 
 A :class:`SearchIndex` is read-only after it opens, and :meth:`~SearchIndex.search` keeps no state
 between calls, so one instance serves concurrent searches (a lock guards the encoder's forward pass).
