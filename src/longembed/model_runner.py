@@ -40,6 +40,7 @@ from longembed.inputs import (
 )
 from longembed.loading import DTYPES, ModelSource, load_model_for_encoding, load_transformer_config
 from longembed.pooling import pool
+from longembed.threads import forward_threads
 
 __all__ = ["AttentionView", "ModelRunner", "RunOptions"]
 
@@ -370,7 +371,8 @@ class ModelRunner:
             max_score_elements=self.max_score_elements,
         )
         inputs = {k: v.to(self.device) for k, v in {**inputs, **positions.model_inputs}.items()}
-        hidden = model(**inputs, longembed_plan=plan).last_hidden_state
+        with forward_threads(int(input_ids.numel()), self.device):
+            hidden = model(**inputs, longembed_plan=plan).last_hidden_state
         return hidden.float(), inputs["attention_mask"].bool()  # pooled and returned in float32
 
 

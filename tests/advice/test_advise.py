@@ -53,8 +53,8 @@ def advised(tiny_models: dict[str, Path], tmp_path_factory: pytest.TempPathFacto
 def test_every_strategy_is_a_run_of_the_same_sampled_data(advised: dict) -> None:
     advice, out = advised["advice"], advised["out"]
     names = [s.name for s in advice.strategies]
-    assert names == ["bm25", "truncate", "pi-64", "naive-chunks", "late-chunks", "truncate+bm25", "pi-64+bm25",
-                     "naive-chunks+bm25", "late-chunks+bm25"]
+    assert names == ["bm25", "truncate", "pi-64", "naive-chunks", "naive-chunks-overlap", "late-chunks", "truncate+bm25",
+                     "pi-64+bm25", "naive-chunks+bm25", "naive-chunks-overlap+bm25", "late-chunks+bm25"]
     runs = {s.name: RunResults.load(out / s.run) for s in advice.strategies}
     fingerprints = {run.tasks["mine"].data_sha256 for run in runs.values()}
     assert len(fingerprints) == 1  # the same documents and queries for every strategy

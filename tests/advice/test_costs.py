@@ -29,3 +29,14 @@ def test_warm_up_searches_are_run_first_and_left_out_of_the_timing() -> None:
 
 def test_the_default_times_twenty_queries() -> None:
     assert LATENCY_QUERIES == 20 and WARM_UP_QUERIES == 3 and costs.TOP_K == 10
+
+
+def test_encode_time_is_the_median_of_repeated_runs(monkeypatch) -> None:
+    """One slow encode (a first call, a busy moment) moved advise's encode column 3x between identical runs;
+    the meter reports the median of ENCODE_RUNS encodes."""
+    clock = iter([0.0, 3.0, 3.0, 4.0, 4.0, 5.1])  # runs of 3.0 s (the slow one), 1.0 s and 1.1 s
+    monkeypatch.setattr(costs.time, "perf_counter", lambda: next(clock))
+    calls: list[int] = []
+    assert costs.ENCODE_RUNS == 3
+    seconds = costs.median_seconds(lambda: calls.append(1), costs.ENCODE_RUNS)
+    assert len(calls) == 3 and abs(seconds - 1.1) < 1e-9

@@ -20,8 +20,9 @@ def names(facts: ModelFacts, max_length: int | None, chunking: str = "tokens:256
 def test_an_absolute_mean_pooling_model_gets_every_strategy() -> None:
     candidates, left_out = plan_candidates(ModelFacts("ape", "mean", 512), 4096)
     by_name = {c.name: c for c in candidates}
-    assert list(by_name) == ["bm25", "truncate", "pi-4096", "naive-chunks", "late-chunks", "truncate+bm25",
-                             "pi-4096+bm25", "naive-chunks+bm25", "late-chunks+bm25"]
+    assert list(by_name) == ["bm25", "truncate", "pi-4096", "naive-chunks", "naive-chunks-overlap", "late-chunks",
+                             "truncate+bm25", "pi-4096+bm25", "naive-chunks+bm25", "naive-chunks-overlap+bm25",
+                             "late-chunks+bm25"]
     assert left_out == {}
     assert [by_name[n].strategy.kind for n in ("bm25", "truncate", "pi-4096+bm25")] == [BM25, DENSE, HYBRID]
     naive, late = by_name["naive-chunks"].strategy, by_name["late-chunks"].strategy
@@ -47,6 +48,20 @@ def test_the_extension_fits_the_models_positions(
     assert [name for name in planned if name.endswith(f"-{n}")] == [f"{method}-{n}"]  # only that one
 
 
+def test_naive_chunks_are_also_offered_overlapping_when_they_can_overlap() -> None:
+    facts = ModelFacts("ape", "mean", 512)
+    candidates, _ = plan_candidates(facts, None, base=Strategy(chunking="tokens:256"))
+    overlap = {c.name: c.strategy for c in candidates}["naive-chunks-overlap"]
+    assert (overlap.chunking, overlap.late, overlap.granularity) == ("tokens:256:32", False, "chunks")
+    # the user's chunks overlap already: one naive candidate, named for its overlap
+    planned = names(facts, None, chunking="tokens:256:64")
+    assert "naive-chunks" not in planned and "naive-chunks-overlap" in planned
+    # sentences cannot overlap: said, not silently skipped
+    candidates, left_out = plan_candidates(facts, None, base=Strategy(chunking="sentences:4"))
+    assert "naive-chunks-overlap" not in [c.name for c in candidates] and "cannot overlap" in left_out[
+        "naive-chunks-overlap"]
+
+
 def test_late_chunks_are_left_out_of_a_model_that_does_not_mean_pool() -> None:
     candidates, left_out = plan_candidates(ModelFacts("rope", "cls", 2048), 8192)
     assert "late-chunks" not in [c.name for c in candidates]
@@ -58,7 +73,8 @@ def test_late_chunks_are_left_out_of_a_model_that_does_not_mean_pool() -> None:
 def test_without_a_length_above_the_window_nothing_is_extended() -> None:
     for max_length in (None, 512):
         candidates, left_out = plan_candidates(ModelFacts("ape", "mean", 512), max_length)
-        assert [c.name for c in candidates if c.strategy.kind == DENSE] == ["truncate", "naive-chunks", "late-chunks"]
+        assert [c.name for c in candidates if c.strategy.kind == DENSE] == ["truncate", "naive-chunks", "naive-chunks-overlap",
+                                                                                 "late-chunks"]
         assert next(c for c in candidates if c.name == "late-chunks").strategy.method == "truncate"  # windows of Lo
         assert "nothing to extend" in left_out["extension"]
 
@@ -66,7 +82,7 @@ def test_without_a_length_above_the_window_nothing_is_extended() -> None:
 def test_methods_replace_the_schemes_choice() -> None:
     candidates, _ = plan_candidates(ModelFacts("ape", "mean", 512), 2048, methods=["rp", "gp"])
     dense = [c.name for c in candidates if c.strategy.kind == DENSE]
-    assert dense == ["truncate", "rp-2048", "gp-2048", "naive-chunks", "late-chunks"]
+    assert dense == ["truncate", "rp-2048", "gp-2048", "naive-chunks", "naive-chunks-overlap", "late-chunks"]
     assert next(c for c in candidates if c.name == "late-chunks").strategy.method == "rp"  # the first method
 
 

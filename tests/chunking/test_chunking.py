@@ -24,6 +24,8 @@ from longembed.chunking import (
     sentence_spans,
     token_chunk_spans,
 )
+from longembed.chunking.spans import chunk_overlap, overlapping
+from longembed.errors import UserError
 from longembed.extension.pcw import split_into_windows
 
 
@@ -49,6 +51,29 @@ def test_token_chunk_spans_match_a_naive_enumeration() -> None:
                 break
             start += size - overlap
         assert token_chunk_spans(offsets, size, overlap) == expected
+
+
+@pytest.mark.parametrize(("size", "overlap"), [(8, 1), (8, 3), (256, 32), (5, 4)])
+def test_overlapping_chunks_share_exactly_the_overlap_cover_the_text_and_end_on_new_tokens(size, overlap) -> None:
+    for n in range(1, 3 * size + 2):
+        offsets = [(3 * i, 3 * i + 2) for i in range(n)]
+        spans = token_chunk_spans(offsets, size, overlap)
+        token_ranges = [(a // 3, (b + 1) // 3) for a, b in spans]  # back to token indices [start, stop)
+        assert token_ranges[0][0] == 0 and token_ranges[-1][1] == n  # covers the text
+        assert all(stop - start <= size for start, stop in token_ranges)
+        for (_, stop), (start, next_stop) in zip(token_ranges, token_ranges[1:], strict=False):
+            assert stop - start == overlap  # neighbours share exactly the overlap
+            assert next_stop > stop  # no chunk is a remainder already inside the previous one
+        assert all(stop - start == size for start, stop in token_ranges[:-1])  # only the last may be short
+
+
+def test_an_overlapping_chunking_has_one_spelling_and_a_default_overlap() -> None:
+    assert str(parse_chunking(" tokens:256:0 ")) == "tokens:256"
+    assert chunk_overlap("tokens:256:32") == 32 and chunk_overlap("tokens:256") == chunk_overlap("sentences:3") == 0
+    assert overlapping("tokens:256") == "tokens:256:32" and overlapping("tokens:256:10") == "tokens:256:10"
+    for spec in ("sentences:4", "tokens:7"):
+        with pytest.raises(UserError, match="cannot overlap"):
+            overlapping(spec)
 
 
 def test_sentence_spans_split_at_end_punctuation_and_line_breaks() -> None:
@@ -176,6 +201,24 @@ def test_late_chunks_pool_exactly_their_tokens(bert) -> None:
             chosen[0] = True  # [CLS] goes with the first chunk
         if k == len(spans) - 1:
             chosen[-1] = True  # [SEP] with the last
+        np.testing.assert_allclose(vector, tokens.embeddings[chosen].mean(0), atol=1e-6)
+
+
+def test_late_chunks_over_overlapping_spans_pool_each_span_whole(bert) -> None:
+    """Overlapping spans are pooled each over all of its tokens: a token in the overlap counts in both."""
+    enc = load_encoder(bert, method="pi", max_length=4 * LO)
+    text = words(40, seed=4)
+    tokens = enc.encode_tokens([text])[0]
+    ((vectors, spans),) = enc.encode_chunks([text], "tokens:8:3", normalize_embeddings=False)
+    n = int(tokens.text_tokens.sum())
+    starts = list(range(0, n, 5))
+    starts = starts[: next(i for i, s in enumerate(starts) if s + 8 >= n) + 1]
+    assert len(spans) == len(starts) > 2
+    for k, (vector, start) in enumerate(zip(vectors, starts, strict=True)):
+        chosen = np.zeros(len(tokens.offsets), dtype=bool)
+        chosen[1 + start : 1 + min(start + 8, n)] = True  # after [CLS]
+        chosen[0] = k == 0
+        chosen[-1] = k == len(spans) - 1
         np.testing.assert_allclose(vector, tokens.embeddings[chosen].mean(0), atol=1e-6)
 
 

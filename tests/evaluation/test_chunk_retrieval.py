@@ -227,6 +227,38 @@ def test_chunk_granularity_runs_scores_caches_and_is_recorded(tiny_models, tmp_p
     assert again.tasks["passages"].score == runs["late"].tasks["passages"].score
 
 
+def test_eval_over_overlapping_naive_chunks_equals_each_span_embedded_alone_and_its_best_cosine(
+    tiny_models, tmp_path: Path
+) -> None:
+    """A reference built without encode_chunks: spans of 8 tokens stepping by 5 cut from the tokenizer's
+    offsets, each span's text embedded alone, a document scored by its best cosine."""
+    enc = load_encoder(tiny_models["bert"], method="pi", max_length=128)
+    run = evaluate_model(enc, tasks=[WordsTask()], output_dir=tmp_path / "run", cache_dir=tmp_path / "cache",
+                         estimate=False, show_progress=False, log=None, batch_size=4, granularity="chunks",
+                         chunking="tokens:8:3", late=False)
+    assert run.config.strategy["chunking"] == "tokens:8:3"
+    data = WordsTask().load(None)
+    unit = lambda m: m / np.linalg.norm(m, axis=-1, keepdims=True)  # noqa: E731
+    queries = unit(enc.encode(list(data.queries.values())))
+    best = []
+    for text in data.corpus.values():
+        offsets = enc.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+        starts = range(0, len(offsets), 5)
+        spans = [(offsets[a][0], offsets[min(a + 8, len(offsets)) - 1][1]) for a in starts]
+        spans = spans[: next(k for k, a in enumerate(starts) if a + 8 >= len(offsets)) + 1]
+        assert len(spans) > 10 and spans[1][0] < spans[0][1]  # they overlap
+        chunks = unit(enc.encode([text[a:b] for a, b in spans]))
+        best.append((queries @ chunks.T).max(axis=1))
+    scores = np.stack(best, axis=1)
+    doc_ids, query_ids = list(data.corpus), list(data.queries)
+    top = np.argmax(scores, axis=1)
+    accuracy = 100 * np.mean([data.qrels[q].get(doc_ids[t], 0) > 0 for q, t in zip(query_ids, top, strict=True)])
+    assert run.tasks["words"].score == pytest.approx(accuracy)
+    ranks = [1 + int((scores[i] > scores[i, i]).sum()) for i in range(len(query_ids))]  # query i's document is d{i}
+    assert run.tasks["words"].metrics["ndcg@10"] == pytest.approx(100 * np.mean([1 / np.log2(r + 1) for r in ranks]),
+                                                                  abs=1e-3)
+
+
 def test_cached_encoder_late_chunks_equal_the_encoders(tiny_models, tmp_path: Path) -> None:
     enc = load_encoder(tiny_models["bert"], method="pi", max_length=128)
     cached = CachedEncoder(enc, tmp_path, show_progress=False, log=None)

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import pytest
 from test_runner import TinyTask
 
+from longembed.chunking.spans import token_chunk_spans
 from longembed.evaluation.estimate import (
     CostModel,
     SideToEncode,
@@ -34,6 +35,9 @@ def test_a_whole_document_is_one_input_cut_at_max_length() -> None:
 def test_naive_chunks_are_encoded_one_by_one_and_never_longer_than_lo() -> None:
     # 10,000 tokens in chunks of 256: 40 inputs of 258 tokens (special tokens added); none cut at Lt
     assert text_seconds(10_000, ENCODER, LINEAR, "tokens:256") == pytest.approx(40 * 0.258)
+    # overlapping chunks step by 256 - 32 tokens: 45 chunks, as token_chunk_spans cuts them
+    assert text_seconds(10_000, ENCODER, LINEAR, "tokens:256:32") == pytest.approx(45 * 0.258)
+    assert len(token_chunk_spans([(i, i + 1) for i in range(10_000)], 256, 32)) == 45
     # chunks are cheaper than one long input under quadratic attention: the reason to count them
     assert text_seconds(4_000, ENCODER, QUADRATIC, "tokens:256") < text_seconds(4_000, ENCODER, QUADRATIC) / 10
     # sentence chunks: 4 sentences of about 32 tokens, then cut at Lo

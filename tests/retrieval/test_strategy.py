@@ -43,6 +43,28 @@ def test_to_dict_round_trips_through_json(strategy: Strategy) -> None:
     assert Strategy.from_dict(data).to_dict() == data
 
 
+def test_a_chunking_has_one_spelling_through_advice_json_and_an_index() -> None:
+    overlap = Strategy("m", granularity="chunks", chunking=" tokens:256:32", late=False)
+    assert overlap.chunking == "tokens:256:32" and overlap.name == "naive-chunks-overlap"
+    data = json.loads(json.dumps(overlap.to_dict()))
+    assert data["chunking"] == "tokens:256:32" and Strategy.from_dict(data) == overlap
+    assert Strategy("m", granularity="chunks", chunking="tokens:256:0") == Strategy("m", granularity="chunks")
+
+
+def test_overlapping_naive_chunks_have_their_own_name() -> None:
+    base = Strategy("m", granularity="chunks", chunking="tokens:128")
+    made = Strategy.from_name("naive-chunks-overlap+bm25", "m", base)
+    assert (made.chunking, made.late, made.fuse, made.name) == ("tokens:128:16", False, "bm25",
+                                                                "naive-chunks-overlap+bm25")
+    assert Strategy.from_name("naive-chunks-overlap", "m", Strategy(chunking="tokens:128:40")).chunking == "tokens:128:40"
+    with pytest.raises(UserError, match="names chunks without overlap.*naive-chunks-overlap"):
+        Strategy.from_name("naive-chunks", "m", Strategy(chunking="tokens:128:40"))
+    with pytest.raises(UserError, match="cannot overlap"):
+        Strategy.from_name("naive-chunks-overlap", "m", Strategy(chunking="sentences:3"))
+    late = Strategy("m", granularity="chunks", chunking="tokens:128:16")
+    assert late.name == "late-chunks"  # late chunks see their context: no name of their own for overlap
+
+
 def test_fusion_has_one_spelling() -> None:
     rrf = Strategy("m", fuse="bm25")
     assert (rrf.fuse_method, rrf.fuse_k, rrf.fuse_weight) == ("rrf", 60, None)

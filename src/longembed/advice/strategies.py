@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-from longembed.chunking.spans import TokenChunking, parse_chunking
+from longembed.chunking.spans import TokenChunking, chunk_overlap, overlapping, parse_chunking
 from longembed.errors import UserError
 from longembed.extension.methods import ALIBI, APE, ROPE, check_method
 from longembed.retrieval.strategy import (
@@ -15,7 +15,7 @@ from longembed.retrieval.strategy import (
     CHUNKS,
     FUSION_SUFFIX,
     LATE_CHUNKS,
-    NAIVE_CHUNKS,
+    OVERLAP_NAIVE_CHUNKS,
     TRAINED_LATE_CHUNKS,
     TRUNCATE,
     Strategy,
@@ -77,8 +77,9 @@ def plan_candidates(
     dense = [Candidate(TRUNCATE, truncate, f"one vector per document from its first {lo} tokens")]
     dense += [Candidate(f"{m}-{max_length}", replace(truncate, method=m, max_length=max_length),
                         f"one vector per document, {m} extending the window to {max_length} tokens") for m in extensions]
-    dense.append(Candidate(NAIVE_CHUNKS, replace(truncate, granularity=CHUNKS, late=False),
-                           f"chunks ({chunking}) embedded alone, a document scored by its best chunk"))
+    naive = replace(truncate, granularity=CHUNKS, late=False)
+    dense.append(Candidate(naive.name, naive, f"chunks ({chunking}) embedded alone, a document scored by its best chunk"))
+    dense += _overlapping_candidate(naive, left_out)
     if model.pooling == "mean":
         context = f"{extensions[0]} at {max_length}" if extensions else f"windows of {lo}"
         late = replace(truncate, granularity=CHUNKS, late=True, method=extensions[0] if extensions else TRUNCATE,
@@ -97,6 +98,23 @@ def plan_candidates(
                          f"{c.name} fused with BM25 (reciprocal rank fusion, k = 60)") for c in dense]
     lexical = Candidate(BM25, Strategy(BM25), "BM25 (lexical; no model)")
     return [lexical, *dense, *hybrids], left_out
+
+
+def _overlapping_candidate(naive: Strategy, left_out: dict[str, str]) -> list[Candidate]:
+    """Naive chunks whose neighbours share an eighth of their tokens, beside the naive chunks that do not:
+    a boundary moved by two tokens moved a score 3 points (issue 54), and a passage cut by one boundary
+    is whole in the next chunk.  None when the naive chunks overlap already, or cannot (said in
+    ``left_out``).  Late chunks are not doubled: each of their chunks has seen the text around it."""
+    if chunk_overlap(naive.chunking):
+        return []
+    try:
+        chunking = overlapping(naive.chunking)
+    except UserError as exc:
+        left_out[OVERLAP_NAIVE_CHUNKS] = str(exc)
+        return []
+    strategy = replace(naive, chunking=chunking)
+    return [Candidate(OVERLAP_NAIVE_CHUNKS, strategy, f"chunks ({chunking}: neighbours share "
+                      f"{chunk_overlap(chunking)} tokens) embedded alone, a document scored by its best chunk")]
 
 
 def _extension_methods(

@@ -75,6 +75,27 @@ def parse_chunking(spec: str | Chunking) -> Chunking:
     )
 
 
+#: The overlap an overlapping chunking gets when only its size is given (advise's naive-chunks-overlap):
+#: an eighth of the chunk, 32 tokens of 256.
+DEFAULT_OVERLAP_FRACTION = 8
+
+
+def chunk_overlap(spec: str | Chunking) -> int:
+    """Tokens neighbouring chunks share under ``spec`` (0 for sentence chunks)."""
+    rule = parse_chunking(spec)
+    return rule.overlap if isinstance(rule, TokenChunking) else 0
+
+
+def overlapping(spec: str | Chunking) -> str:
+    """``spec`` with neighbours sharing tokens: itself if they already do, else ``tokens:SIZE:SIZE/8``;
+    a UserError for a chunking that cannot overlap (sentences, chunks under 8 tokens)."""
+    rule = parse_chunking(spec)
+    if not isinstance(rule, TokenChunking) or rule.size < DEFAULT_OVERLAP_FRACTION:
+        raise UserError(f"chunking {str(rule)!r} cannot overlap: overlapping chunks are token chunks of at least "
+                        f"{DEFAULT_OVERLAP_FRACTION} tokens (tokens:SIZE:OVERLAP)")
+    return str(rule if rule.overlap else TokenChunking(rule.size, rule.size // DEFAULT_OVERLAP_FRACTION))
+
+
 def token_chunk_spans(offsets: Sequence[Span], size: int, overlap: int = 0) -> list[Span]:
     """Character spans of chunks of ``size`` tokens (``overlap`` shared with the next), given each
     token's (start, end) character offsets in the text.  The last chunk ends with the last token."""

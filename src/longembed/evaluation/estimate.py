@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from longembed.chunking.spans import TokenChunking, parse_chunking
+from longembed.chunking.spans import Chunking, TokenChunking, parse_chunking
 from longembed.encoder_protocol import Encoder
 from longembed.evaluation.cache import CachedEncoder
 from longembed.results import Estimate, SideEstimate, UnitEstimate
@@ -122,6 +122,14 @@ def document_seconds(n_tokens: int, encoder: Encoder, model: CostModel) -> float
 TOKENS_PER_SENTENCE = 32
 
 
+def naive_chunk_count(n_tokens: float, rule: Chunking) -> int:
+    """Chunks of a text of ``n_tokens`` tokens: overlapping token chunks step by SIZE - OVERLAP
+    (:func:`~longembed.chunking.spans.token_chunk_spans`); sentence chunks by an estimated size."""
+    if isinstance(rule, TokenChunking):
+        return max(1, math.ceil((n_tokens - rule.overlap) / (rule.size - rule.overlap)))
+    return max(1, math.ceil(n_tokens / (rule.n * TOKENS_PER_SENTENCE)))
+
+
 def text_seconds(n_tokens: float, encoder: Encoder, model: CostModel, chunking: str | None = None,
                  late: bool = False) -> float:
     """Estimated seconds for a text of ``n_tokens`` as the run encodes it: one input
@@ -133,7 +141,7 @@ def text_seconds(n_tokens: float, encoder: Encoder, model: CostModel, chunking: 
     if not late:
         rule = parse_chunking(chunking)
         size = rule.size if isinstance(rule, TokenChunking) else rule.n * TOKENS_PER_SENTENCE
-        return math.ceil(n_tokens / size) * model.seconds(min(size + 2, encoder.original_length))
+        return naive_chunk_count(n_tokens, rule) * model.seconds(min(size + 2, encoder.original_length))
     window = encoder.window_length  # type: ignore[attr-defined]
     if n_tokens <= window:
         return model.seconds(n_tokens)

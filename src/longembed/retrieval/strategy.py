@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from longembed.chunking.spans import parse_chunking
+from longembed.chunking.spans import chunk_overlap, overlapping, parse_chunking
 from longembed.errors import UserError
 from longembed.flag_fields import flag_field
 from longembed.retrieval.fusion import FUSE_METHODS, FUSE_SOURCES, Fusion
@@ -26,6 +26,9 @@ GRANULARITIES = (DOCUMENT, CHUNKS)
 DENSE, HYBRID = "dense", "hybrid"
 #: The names :meth:`Strategy.from_name` reads and :attr:`Strategy.name` gives.
 TRUNCATE, NAIVE_CHUNKS, LATE_CHUNKS, FUSION_SUFFIX = "truncate", "naive-chunks", "late-chunks", "+bm25"
+#: Naive chunks whose neighbours share tokens (``tokens:SIZE:OVERLAP``): a chunk boundary cuts no passage
+#: that one chunk does not also hold whole (up to the overlap).
+OVERLAP_NAIVE_CHUNKS = "naive-chunks-overlap"
 #: What advise calls the late chunks of a ``longembed train contextual`` folder (a name :attr:`Strategy.name`
 #: gives as late-chunks).
 TRAINED_LATE_CHUNKS = "trained-late-chunks"
@@ -96,7 +99,9 @@ class Strategy:
             raise UserError(f"granularity must be one of {GRANULARITIES}, got {self.granularity!r}")
         if not isinstance(self.late, bool):
             raise UserError(f"late must be true or false, got {self.late!r}")
-        parse_chunking(self.chunking)
+        # one spelling of each chunking ("tokens:256:0" is "tokens:256"), so equal strategies compare, cache
+        # and round-trip (advice.json, an index's metadata) alike
+        object.__setattr__(self, "chunking", str(parse_chunking(self.chunking)))
         fusion = Fusion.from_options(self.fuse, self.fuse_method, self.fuse_weight, self.fuse_k)
         if self.lexical_only and (fusion is not None or self.granularity == CHUNKS):
             raise UserError("--fuse bm25 and --granularity chunks need an embedding model: model bm25 is BM25 "
@@ -142,12 +147,12 @@ class Strategy:
     @property
     def name(self) -> str:
         """The name advise gives this strategy: ``bm25``, ``truncate``, ``pi-4096``, ``naive-chunks``,
-        ``late-chunks``, a dense one with ``+bm25`` (``+bm25-linear`` for the linear mix)."""
+        ``naive-chunks-overlap`` (token chunks sharing tokens with their neighbours), ``late-chunks``, a dense one with ``+bm25`` (``+bm25-linear`` for the linear mix)."""
         if self.lexical_only:
             return BM25
         method = self.method or TRUNCATE
         if self.chunked:
-            base = LATE_CHUNKS if self.late else NAIVE_CHUNKS
+            base = LATE_CHUNKS if self.late else OVERLAP_NAIVE_CHUNKS if chunk_overlap(self.chunking) else NAIVE_CHUNKS
         else:
             base = method if method == TRUNCATE or self.max_length is None else f"{method}-{self.max_length}"
         if self.fuse is None:
@@ -171,13 +176,21 @@ class Strategy:
         if dense == TRUNCATE:
             return replace(common, method=TRUNCATE, max_length=None)
         if dense == NAIVE_CHUNKS:
+            if chunk_overlap(base.chunking):
+                raise UserError(f"--strategy {name} names chunks without overlap, and --chunking {base.chunking} "
+                                 f"overlaps: give --strategy {OVERLAP_NAIVE_CHUNKS}{name[len(dense):]}, or a chunking "
+                                 "without overlap")
             return replace(common, method=TRUNCATE, max_length=None, granularity=CHUNKS, late=False)
+        if dense == OVERLAP_NAIVE_CHUNKS:
+            return replace(common, method=TRUNCATE, max_length=None, granularity=CHUNKS, late=False,
+                           chunking=overlapping(base.chunking))
         if dense == LATE_CHUNKS:
             return replace(common, method=base.method or TRUNCATE, granularity=CHUNKS, late=True)
         match = re.fullmatch(r"([a-z_]+)-(\d+)", dense)
         if match is None:
             raise UserError(f"--strategy {name!r} is not a strategy name advise prints (bm25, truncate, "
-                             "<method>-<length> such as pi-4096, naive-chunks, late-chunks, each dense one with +bm25)")
+                             "<method>-<length> such as pi-4096, naive-chunks, naive-chunks-overlap, late-chunks, each "
+                             "dense one with +bm25)")
         return replace(common, method=match.group(1), max_length=int(match.group(2)))
 
     # ------------------------------------------------------------------ files

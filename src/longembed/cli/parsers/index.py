@@ -56,7 +56,8 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     add_settings_arguments(parser, EvalSpec, groups, only=("estimate",))
     named.add_argument("--strategy", default=None, metavar="NAME",
                        help="a strategy longembed advise names: bm25, truncate, <method>-<length> (pi-4096), "
-                       "naive-chunks, late-chunks (with --method/--max-length: the pass's extension), each dense "
+                       "naive-chunks, naive-chunks-overlap (--chunking tokens:SIZE made to overlap by SIZE/8, or "
+                       "the overlap given), late-chunks (with --method/--max-length: the pass's extension), each dense "
                        "one with +bm25 (fused by RRF); with --from-advice, which of the file's strategies")
     named.add_argument("--from-advice", type=Path, default=None, metavar="ADVICE_JSON",
                        help="the strategy advice.json recommends (or --strategy NAME of its strategies), with its exact "
