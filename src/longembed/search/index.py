@@ -43,6 +43,7 @@ from longembed.retrieval.pipeline import (
 from longembed.retrieval.ranking import strictly_decreasing
 from longembed.retrieval.strategy import BM25, Strategy
 from longembed.search.ann import ann_state, document_scores
+from longembed.search.build_precision import recorded_dtype
 from longembed.search.document_files import read_document_files, servable_file
 from longembed.search.embedding import load_strategy_encoder
 from longembed.search.store import IndexStore, index_errors, table_metadata
@@ -154,7 +155,7 @@ class SearchIndex:
         self.embed_queries = embed_queries or self._encode_queries
         self.encoder: LongContextEncoder | None = None
         if not self.strategy.lexical_only:
-            self.encoder = load_strategy_encoder(self.strategy, device)
+            self.encoder = load_strategy_encoder(self.strategy, device, dtype=recorded_dtype(self.metadata))
             recorded = (self.metadata.get("model") or {}).get("identity")
             if recorded is not None and not same_files(recorded, model_identity(self.encoder)):
                 raise UserError(f"{self.path}: the model {self.strategy.model} is not the one that built this "
@@ -170,6 +171,7 @@ class SearchIndex:
             "model": model.get("name", "bm25"),
             "method": model.get("method"),
             "max_length": model.get("max_length"),
+            "dtype": None if self.strategy.lexical_only else recorded_dtype(self.metadata),
             "strategy": self.name,
             "systems": self.strategy.systems,
             "fusion": None if fusion is None else {k: v for k, v in fusion.to_dict().items() if k != "source"},
