@@ -1,7 +1,7 @@
 """``--dtype auto``: which precision a model runs in, decided once here with the reason, in one line.
 
 bfloat16 where the device computes it natively (a CPU with AMX or AVX-512 BF16, a CUDA GPU with bfloat16
-units): 1.6x float32's speed on a CPU with AMX within cosine 0.99994 (benchmarks/RESULTS.md); float32 elsewhere.
+units): 1.2x to 1.7x float32's speed, within cosine 0.9999 (benchmarks/RESULTS.md); float32 elsewhere.
 """
 
 from __future__ import annotations
