@@ -90,3 +90,16 @@ def test_embed_defaults_to_auto_and_eval_flags_accept_it(monkeypatch, model, tmp
     assert "dtype float32 (asked for)" in capsys.readouterr().out
     reduced, full = np.load(tmp_path / "auto.npy"), np.load(tmp_path / "full.npy")
     assert 0 < np.abs(reduced - full).max() < 3e-2  # really bfloat16, close to float32
+
+
+def test_eval_keeps_float32_and_records_what_an_asked_for_auto_chose(monkeypatch, model, tmp_path, capsys) -> None:
+    cpu_with(monkeypatch, "AMX")
+    command = ["eval", "--model", str(model), "--method", "pi", "--max-length", "512", "--tasks", "passkey",
+               "--lengths", "256", "--queries-per-length", "3", "--cache-dir", str(tmp_path / "c"), "--no-estimate"]
+    assert main([*command, "--output", str(tmp_path / "default")]) == 0
+    default = (tmp_path / "default" / "results.json").read_text()
+    assert '"dtype": "float32"' in default and "bfloat16" not in default  # as published, whatever the CPU
+    assert main([*command, "--dtype", "auto", "--output", str(tmp_path / "auto")]) == 0
+    assert "dtype bfloat16 (auto: this CPU computes it natively, AMX)" in capsys.readouterr().out
+    recorded = (tmp_path / "auto" / "results.json").read_text()
+    assert '"dtype": "bfloat16"' in recorded and '"auto"' not in recorded
