@@ -36,6 +36,9 @@ OVERFLOW_MODES = overflow_names("encoder")
 POOLING_MODES = ("mean", "cls", "last")
 #: Precisions a model can run in, as torch spells them (``loading.DTYPES`` maps them to torch dtypes).
 DTYPE_NAMES = ("float32", "bfloat16", "float16")
+#: The --dtype that picks one of DTYPE_NAMES for the device (``longembed.precision.resolve_dtype``): the default
+#: of index, embed and serve.  Never a config's dtype: it is resolved before the config is built.
+DTYPE_AUTO = "auto"
 #: Quantization schemes (``longembed.quantization``).
 QUANTIZATION_SCHEMES = ("int8",)
 #: The longest max_length accepted (2^20 tokens: 32 times the longest LongEmbed length).
@@ -95,7 +98,9 @@ class EncoderConfig:
         "or any overflow policy (truncate_to_window, error_over_window cut or refuse above Lo)",
         default="truncate", choices=OVERFLOW_MODES)
     dtype: str = flag_field(
-        "precision of the weights and activations (vectors are returned as float32)",
+        "precision of the weights and activations (vectors are returned as float32); 'auto': bfloat16 where "
+        "the device computes it natively (AMX, AVX-512 BF16, a bfloat16 GPU), else float32. Default: auto for "
+        "index, embed and serve; float32 for eval, advise, tune and the rest (published scores stay comparable)",
         default="float32", choices=DTYPE_NAMES)
     quantization: str | None = flag_field(
         "'int8': dynamic int8 quantization of the linear layers (needs torchao and dtype float32; "

@@ -33,12 +33,13 @@ from longembed.chunking.spans import (
     token_chunk_spans,
 )
 from longembed.chunking.tokens import TokenEmbeddings
-from longembed.config import EncoderConfig
+from longembed.config import DTYPE_AUTO, EncoderConfig
 from longembed.encoder_protocol import EncoderMetadata, resolve_prompt, retrieval_prompts, role_prompt_name
 from longembed.errors import UserError
 from longembed.inputs import EncodeStats, check_texts, require_offsets
 from longembed.loading import ModelSource, default_method, recorded_encoder, resolve_device, resolve_model
 from longembed.model_runner import ModelRunner, RunOptions
+from longembed.precision import resolve_dtype
 
 __all__ = ["EncodeStats", "LongContextEncoder", "TokenEmbeddings", "load_encoder"]
 
@@ -517,7 +518,8 @@ def load_encoder(
         max_length: Lt, the most tokens an input may have (default: the model's Lo).
         device: "cpu", "cuda", "cuda:1", "mps" (default: cuda if available, else cpu).
         dtype: "float32", "bfloat16" or "float16" for the weights and activations; vectors come back as
-            float32 either way.
+            float32 either way.  "auto": bfloat16 where ``device`` computes it natively, else float32
+            (:func:`longembed.precision.resolve_dtype`; the encoder's config holds the dtype chosen).
         lazy: read only the configuration and tokenizer now, the weights at the first forward (a fully
             cached run never loads them).
         **options: any other :class:`~longembed.config.EncoderConfig` field, e.g. ``attention_scale="logn"``,
@@ -541,5 +543,7 @@ def load_encoder(
         if recorded is not None:
             method, max_length = recorded["method"], recorded.get("max_length")
     method = default_method(model) if method is None else method
+    if dtype == DTYPE_AUTO:
+        dtype = resolve_dtype(dtype, device, options.get("quantization")).dtype
     config = EncoderConfig.from_options(model, method, max_length, dtype=dtype, **options)
     return LongContextEncoder(config, device=device, lazy=lazy)

@@ -22,6 +22,7 @@ from longembed.advice.spec import AdviseSpec
 from longembed.cli.main import build_parser
 from longembed.cli.options import settings_from_args, strategy_from_args
 from longembed.evaluation.spec import EvalSpec
+from longembed.precision import resolve_dtype
 from longembed.results import Advice, RunResults
 from longembed.results.advice import SampledTask
 from longembed.retrieval.strategy import Strategy
@@ -217,6 +218,14 @@ def test_advice_names_the_recommendation_and_every_strategys_commands(advised: d
     assert "--late" not in serve and "--task-dir" not in serve  # the encoder's flags only
     head = markdown.split("| strategy |")[0]
     assert f"**Use {advice.recommendation.choice}.**" in head and advice.strategy(advice.recommendation.choice).commands["eval"] in head
+    # the dtype of each command's model: eval float32, serve and index --dtype auto as it resolved here
+    auto = resolve_dtype("auto")
+    assert data["dtype_auto"] == auto.reason
+    for record in data["strategies"]:
+        expected = {} if record["kind"] == "bm25" else {"eval": "float32", "serve": auto.dtype, "index": auto.dtype}
+        assert record.get("dtypes", {}) == expected, record["name"]
+    assert markdown.count(f"The model runs in: eval float32, serve {auto.dtype}, index {auto.dtype} (serve and index "
+                          f"default to --dtype auto; where advise ran: {auto.reason}).") == len(advice.strategies)
 
 
 def test_each_strategys_estimate_is_set_against_its_runs_time(advised: dict) -> None:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from longembed.advice.commands import DataFlags, strategy_commands
+from longembed.advice.commands import DataFlags, command_dtypes, strategy_commands
 from longembed.advice.costs import CostMeter, Measured, cost_sample, machine
 from longembed.advice.data import AdviceData, Selection, load_data
 from longembed.advice.estimate import (
@@ -46,6 +46,7 @@ from longembed.advice.recommend import choose_best, compare_with_best, more_quer
 from longembed.advice.spec import AdviseSpec
 from longembed.advice.strategies import Candidate, ContextualFacts, ModelFacts, plan_candidates
 from longembed.advice.write import write_advice
+from longembed.config import DTYPE_AUTO
 from longembed.encoder import load_encoder
 from longembed.errors import UserError
 from longembed.evaluation.cache import CachedEncoder
@@ -55,6 +56,7 @@ from longembed.evaluation.runner import evaluate_model, plan_run
 from longembed.evaluation.scoring import Unit
 from longembed.evaluation.spec import EvalSpec
 from longembed.loading import CONTEXTUAL_RECORD_FILE, recorded_encoder
+from longembed.precision import resolve_dtype
 from longembed.report.comparison import write_comparison
 from longembed.report.table import ScoreRow, score_table
 from longembed.results import RunResults
@@ -380,7 +382,9 @@ class AdvicePlan:
         versus, comparison = compare_with_best(runs, best, self.spec.margin, seed=self.spec.seed)
         write_comparison(comparison, self.out / COMPARISON)
         data = self.data_flags(selection or self.data.selection())
-        strategies = [self._result(c, runs[c.name], averages[c.name], costs[c.name], data) for c in self.candidates]
+        auto = resolve_dtype(DTYPE_AUTO, self.plain.device, self.encoder_options.get("quantization"))
+        strategies = [self._result(c, runs[c.name], averages[c.name], costs[c.name], data, auto.dtype)
+                      for c in self.candidates]
         for strategy in strategies:
             strategy.versus_best = versus.get(strategy.name)
         more = more_queries_text(bool(self.spec.task_dirs), bool(self.data.synthetic), sampling is not None,
@@ -392,7 +396,7 @@ class AdvicePlan:
             strategies=strategies, recommendation=recommendation, estimate=estimate, wall_time_s=0.0,
             left_out=self.left_out, sampling=sampling, measurement=measurement, comparison=COMPARISON,
             recommended=recommendation.choice, margin=self.spec.margin,
-            created=_dt.datetime.now(tz=_dt.UTC).isoformat(timespec="seconds"),
+            created=_dt.datetime.now(tz=_dt.UTC).isoformat(timespec="seconds"), dtype_auto=auto.reason,
         )
 
     def data_flags(self, selection: Selection) -> DataFlags:
@@ -412,7 +416,8 @@ class AdvicePlan:
         )
 
     def _result(
-        self, candidate: Candidate, run: RunResults, average: ScoreRow, cost: StrategyCost, data: DataFlags
+        self, candidate: Candidate, run: RunResults, average: ScoreRow, cost: StrategyCost, data: DataFlags,
+        auto_dtype: str = "float32",
     ) -> StrategyResult:
         strategy = candidate.strategy
         config = strategy.to_dict()
@@ -426,6 +431,7 @@ class AdvicePlan:
             hubs={task if length is None else f"{task}/{length}": stats.describe()
                   for (task, length), stats in run.hubs().items()},
             config=config, commands=strategy_commands(candidate.name, config, data, self.out, self._run_flags()),
+            dtypes=command_dtypes(config, auto_dtype),
         )
 
     def _run_flags(self) -> list[str]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from longembed.config import DTYPE_AUTO
 from longembed.retrieval.strategy import BM25, CHUNKS, Strategy
 
 RERUN, INDEX = "rerun", "index"
@@ -119,6 +120,17 @@ def strategy_commands(name: str, config: Mapping[str, Any], data: DataFlags, out
         commands["serve"] = serve
     commands["index"] = index_command(name, out / "advice.json", out / INDEX / name)
     return commands
+
+
+def command_dtypes(config: Mapping[str, Any], auto: str) -> dict[str, str]:
+    """The dtype each of the strategy's commands runs its model in: the strategy's ``--dtype`` when it has
+    one, else eval's float32 and, for serve and index (whose default is ``--dtype auto``), ``auto``: the dtype
+    auto chose where advise ran (none for BM25: no model)."""
+    if config.get("model") == BM25:
+        return {}
+    given = (config.get("encoder_options") or {}).get("dtype")
+    dtypes = {"eval": given or "float32", "serve": given or DTYPE_AUTO, "index": given or DTYPE_AUTO}
+    return {name: auto if dtype == DTYPE_AUTO else dtype for name, dtype in dtypes.items()}
 
 
 def serve_request(config: Mapping[str, Any]) -> str:

@@ -25,7 +25,7 @@ def advice_markdown(advice: Advice, plot: str | None = None) -> str:
         lines += [f"**Measured on a sample** (the full data was estimated above --budget-seconds): "
                   f"{sampled_text(advice)} Its eval commands score the whole data (the scores here are the "
                   "sample's).", ""]
-    lines += command_lines(advice.strategy(r.choice), "To use it") + [""]
+    lines += command_lines(advice.strategy(r.choice), "To use it", advice.dtype_auto) + [""]
     lines += [strategy_table(advice), "",
               f"Every difference is the strategy's score minus the best's ({r.best}) on the same queries, in points. "
               f"**lower bound**: of that difference, simultaneous over the {m} comparisons with the best "
@@ -72,7 +72,7 @@ def strategy_row(s: StrategyResult, margin: float) -> list[str]:
             fmt(cost.vectors_per_document, 2), fmt_bytes(cost.index_bytes), f"{cost.query_latency_ms:.1f}"]
 
 
-def command_lines(s: StrategyResult, title: str) -> list[str]:
+def command_lines(s: StrategyResult, title: str, dtype_auto: str = "") -> list[str]:
     """The strategy's method and commands, as a fenced block."""
     c = s.config
     what = (f"{title} ({s.name}: model {c.get('model')}, method {c.get('method') or '-'}, max length "
@@ -83,7 +83,18 @@ def command_lines(s: StrategyResult, title: str) -> list[str]:
     lines = [what, "", "```sh"]
     for name, command in s.commands.items():
         lines += [f"# {name}: {COMMAND_NOTES[name]}", command]
-    return [*lines, "```"]
+    return [*lines, "```", *dtype_lines(s, dtype_auto)]
+
+
+def dtype_lines(s: StrategyResult, dtype_auto: str) -> list[str]:
+    """The dtype each command runs the model in, one line (none for BM25, or advice written before it)."""
+    if not s.dtypes:
+        return []
+    text = ", ".join(f"{name} {dtype}" for name, dtype in s.dtypes.items())
+    given = (s.config.get("encoder_options") or {}).get("dtype")
+    note = f" (serve and index default to --dtype auto; where advise ran: {dtype_auto})" if given is None and \
+        dtype_auto else ""
+    return ["", f"The model runs in: {text}{note}."]
 
 
 COMMAND_NOTES = {
@@ -97,7 +108,7 @@ def strategy_lines(advice: Advice) -> list[str]:
     lines: list[str] = []
     for s in advice.strategies:
         lines += [f"- **{s.name}**: {s.description} (run: `{s.run}`)" + hub_text(s), ""]
-        lines += ["  " + line if line else "" for line in command_lines(s, "Commands")] + [""]
+        lines += ["  " + line if line else "" for line in command_lines(s, "Commands", advice.dtype_auto)] + [""]
     lines += [f"- left out, **{name}**: {why}" for name, why in advice.left_out.items()]
     return lines
 

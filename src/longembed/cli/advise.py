@@ -20,6 +20,7 @@ import sys
 from longembed.advice.advisor import advise, estimate_advice
 from longembed.advice.markdown import strategy_table
 from longembed.advice.spec import AdviseSpec
+from longembed.cli.dtype_flag import resolve_auto_flag
 from longembed.cli.options import encoder_options, existing_folder, settings_from_args
 from longembed.evaluation.runner import default_data_dir
 
@@ -27,6 +28,7 @@ from longembed.evaluation.runner import default_data_dir
 def run(args: argparse.Namespace) -> int:
     """Advise (it prints its estimate, progress, recommendation and files), then print the table."""
     spec = settings_from_args(AdviseSpec, args)
+    resolve_auto_flag(args)
     data_dir = existing_folder(spec.data_dir if spec.data_dir is not None else default_data_dir(), "--data-dir")
     spec = dataclasses.replace(spec, data_dir=data_dir)
     if spec.dry_run:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from longembed.cli.dtype_flag import resolve_dtype_flag
 from longembed.cli.embed_corpus import is_corpus_run, reject_ray_flags, run_corpus
 from longembed.cli.model_defaults import resolve_method
 from longembed.cli.options import encoder_options
@@ -97,6 +98,7 @@ def output_path(path: Path, overwrite: bool = False) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     resolve_method(args)
+    resolve_dtype_flag(args)  # in this process: every shard (and Ray actor) embeds in the dtype chosen here
     if is_corpus_run(args):
         return run_corpus(args)
     reject_ray_flags(args)

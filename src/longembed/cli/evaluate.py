@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from longembed.cli.dtype_flag import resolve_auto_flag
 from longembed.cli.model_defaults import resolve_method
 from longembed.cli.options import (
     default_output,
@@ -80,6 +81,7 @@ def run_variant(spec: EvalSpec) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     """Build the model, evaluate it, write results.json; exit status 1 if no task could run."""
     resolve_method(args)
+    resolve_auto_flag(args)
     # BM25 alone: the runner names the model and refuses the dense options in words of its own
     lexical = {"model": None} if args.model == BM25 else {}
     spec = settings_from_args(EvalSpec, args, strategy=strategy_from_args(args, **lexical))

@@ -18,11 +18,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from longembed.cli.model_defaults import resolve_method
 from longembed.cli.options import given_encoder_flags, strategy_from_args
-from longembed.config import EncoderConfig
+from longembed.config import DTYPE_AUTO, EncoderConfig
 from longembed.encoder import LongContextEncoder
 from longembed.errors import MissingFileError, UserError
 from longembed.evaluation.estimate import format_duration, longest_sequence, measure_cost_model, text_seconds
@@ -47,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.sources:
         raise UserError("give the folders or .jsonl files to index (SOURCE ...), or --show-text ID")
     name, strategy = chosen_strategy(args)
+    if not strategy.lexical_only and "dtype" not in strategy.encoder_options:  # index's default: auto
+        strategy = replace(strategy, encoder_options={**strategy.encoder_options, "dtype": DTYPE_AUTO})
     print(f"strategy {name}: {describe(strategy)}")
     reading = gather_sources(args.sources, SourceOptions(args.glob, args.id_field, args.text_field))
     documents = reading.documents

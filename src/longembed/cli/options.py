@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from longembed.config import EncoderConfig
+from longembed.config import DTYPE_AUTO, EncoderConfig
 from longembed.errors import MissingFileError, UserError
 from longembed.extension.methods import METHODS
 from longembed.retrieval.strategy import BM25, Strategy
@@ -82,11 +82,13 @@ def add_encoder_arguments(
                           "records, else truncate)")
         elif field.name == "max_length":
             kwargs["default"] = field.default
+        elif field.name == "dtype":  # auto is resolved before the config is built (longembed.precision)
+            kwargs["choices"] = [DTYPE_AUTO, *meta["choices"]]
         if typing.get_origin(base) is dict:
             value_type = typing.get_args(base)[1]
             kwargs.update(action="append", metavar="KEY=VALUE",
                           type=_key_value(str if value_type is str else _json_or_text))
-        elif meta.get("choices"):
+        elif meta.get("choices") and "choices" not in kwargs:
             kwargs["choices"] = list(meta["choices"])
         elif base in (int, float):
             kwargs["type"] = base

@@ -11,8 +11,10 @@ from typing import Any
 
 import longembed.search as search
 import longembed.serving as serving
+from longembed.cli.dtype_flag import resolve_dtype_flag
 from longembed.cli.model_defaults import resolve_method
 from longembed.cli.options import encoder_options, settings_from_args
+from longembed.config import DTYPE_AUTO
 from longembed.encoder import LongContextEncoder, load_encoder
 from longembed.errors import UserError
 from longembed.serving import ServerSettings
@@ -75,6 +77,7 @@ def served_encoder(args: argparse.Namespace, index: search.SearchIndex | None) -
         return index.encoder
     args.model = args.model or "default"
     resolve_method(args)
+    resolve_dtype_flag(args)
     return load_encoder(args.model, method=args.method, max_length=args.max_length, device=args.device,
                         **encoder_options(args))
 
@@ -90,7 +93,12 @@ def check_model_flags(args: argparse.Namespace, facts: dict[str, Any]) -> None:
                                 for name in wrong)
         raise UserError(f"--index {args.index} was built with another model than the flags give: {differences}; "
                          "leave the model flags out to serve the index's own model")
-    options = [f"--{name.replace('_', '-')}" for name in encoder_options(args)]
+    given = encoder_options(args)
+    dtype = given.pop("dtype", DTYPE_AUTO)
+    if dtype not in (DTYPE_AUTO, facts.get("dtype")):
+        raise UserError(f"--index {args.index} holds {facts.get('dtype')} vectors: its queries are embedded in "
+                         f"{facts.get('dtype')} too; leave --dtype {dtype} out (or rebuild the index with it)")
+    options = [f"--{name.replace('_', '-')}" for name in given]
     if options:
         raise UserError(f"--index {args.index} serves the encoder the index was built with; "
                          f"{', '.join(options)} cannot change it (rebuild the index with them instead)")

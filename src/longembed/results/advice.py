@@ -130,6 +130,9 @@ class StrategyResult(Record):
     config: dict[str, Any] = field(default_factory=dict)
     # the commands that rerun it: "eval" (reproduces its score), "serve" (its model), "index" (its index)
     commands: dict[str, str] = field(default_factory=dict)
+    # the dtype each command runs the model in ("eval": float32 unless the strategy gives one; "serve" and
+    # "index": --dtype auto as it resolved where advise ran, see Advice.dtype_auto); empty for BM25
+    dtypes: dict[str, str] = field(default_factory=dict, metadata={"omit_empty": True})
 
 
 @dataclass
@@ -231,6 +234,7 @@ class Advice(Record):
     margin: float = 2.0  # the non-inferiority margin, in the score's points
     comparison: str | None = None  # the full paired comparison's folder, relative to the advice folder
     created: str = ""
+    dtype_auto: str = ""  # what --dtype auto (serve's and index's default) chose where advise ran, and why
 
     file_name: ClassVar[str] = ADVICE_FILE
 

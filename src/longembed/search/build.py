@@ -37,7 +37,8 @@ from longembed.errors import UserError
 from longembed.retrieval.model_files import model_identity, same_files
 from longembed.retrieval.strategy import BM25, Strategy
 from longembed.search.ann import ann_wanted, update_ann_index
-from longembed.search.embedding import DocumentEmbedder, load_strategy_encoder, resolved_prompts
+from longembed.search.build_precision import PrecisionCheck, build_encoder, recorded_dtype, with_dtype
+from longembed.search.embedding import DocumentEmbedder, resolved_prompts
 from longembed.search.sources import Document
 from longembed.search.store import (
     INDEX_FORMAT,
@@ -93,15 +94,18 @@ class BuildReport:
     chunks: int
     version: int
     ann: str = ""  # what the build did to the ANN index ('' nothing)
+    precision: str = ""  # the dtype it embedded in and why (build_precision.PrecisionCheck.reason; '' BM25)
 
     def summary(self) -> str:
         return (f"{self.plan.summary()}; the index holds {self.documents} documents, {self.chunks} "
                 f"{'chunks' if self.chunks != self.documents else 'rows'} (version {self.version})"
-                + (f"; {self.ann}" if self.ann else ""))
+                + (f"; {self.ann}" if self.ann else "") + (f"; dtype {self.precision}" if self.precision else ""))
 
 
-def index_metadata(strategy: Strategy, encoder: LongContextEncoder | None, name: str | None = None) -> dict[str, Any]:
-    """What the table records of its build (and a later build or a search compares)."""
+def index_metadata(strategy: Strategy, encoder: LongContextEncoder | None, name: str | None = None,
+                   precision: PrecisionCheck | None = None) -> dict[str, Any]:
+    """What the table records of its build (and a later build or a search compares): ``dtype``, the
+    precision of its vectors (None for BM25), and ``dtype_check``, how a build decided it."""
     return {
         "format": INDEX_FORMAT,
         "strategy": name or strategy.name,
@@ -113,6 +117,8 @@ def index_metadata(strategy: Strategy, encoder: LongContextEncoder | None, name:
             "original_length": encoder.original_length, "dimensions": encoder.embedding_dim,
             "identity": model_identity(encoder),
         },
+        "dtype": None if encoder is None else encoder.config.dtype,
+        "dtype_check": None if precision is None else precision.to_dict(),
         "longembed_version": longembed.__version__,
         "created_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
@@ -129,9 +135,11 @@ def model_name(model: str, encoder: LongContextEncoder) -> str:
 def check_same_build(recorded: dict[str, Any], wanted: dict[str, Any], path: str) -> None:
     """A ValueError naming what differs when an index was built otherwise than ``wanted`` (``--rebuild``
     replaces it)."""
-    built = Strategy.from_dict(recorded["config"], default_model=BM25).to_dict()
-    differences = [f"{key}: {built.get(key)!r} -> {value!r}"
-                   for key, value in wanted["config"].items() if built.get(key) != value]
+    built = Strategy.from_dict(recorded["config"], default_model=BM25)
+    if not built.lexical_only:  # the dtype once, float32 spelled as no option (the index's own, when unrecorded)
+        built = with_dtype(built, recorded_dtype(recorded))
+    differences = [f"{key}: {built.to_dict().get(key)!r} -> {value!r}"
+                   for key, value in wanted["config"].items() if built.to_dict().get(key) != value]
     if recorded.get("prompts") != wanted["prompts"]:
         differences.append(f"prompts: {recorded.get('prompts')!r} -> {wanted['prompts']!r}")
     old, new = recorded.get("model") or {}, wanted.get("model") or {}
@@ -241,13 +249,19 @@ def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], s
            name: str | None, rebuild: bool, ann: str, device: str | None, batch_size: int, batch_documents: int,
            engine: Callable[..., Any] | None, on_plan: Callable[[BuildPlan, LongContextEncoder | None], None] | None,
            show_progress: bool, say: Callable[[str], None], keep: Sequence[str] = ()) -> BuildReport:
-    encoder = None if strategy.lexical_only else load_strategy_encoder(strategy, device)
-    wanted = index_metadata(strategy, encoder, name)
-    dimensions = None if encoder is None else encoder.embedding_dim
     table, committed, present = None, {}, {}
     if not rebuild and store.has_table():  # a damaged table is never opened to be replaced
         table = store.table()
-        check_same_build(table_metadata(table, path), wanted, str(path))
+    recorded = None if table is None else table_metadata(table, path)
+    encoder, precision = None, None
+    if not strategy.lexical_only:
+        strategy, encoder, precision = build_encoder(strategy, documents, device, recorded, batch_size)
+        say(f"{path}: dtype {precision.reason}")
+    wanted = index_metadata(strategy, encoder, name, precision)
+    dimensions = None if encoder is None else encoder.embedding_dim
+    if table is not None:
+        assert recorded is not None
+        check_same_build(recorded, wanted, str(path))
         version = complete_version(table)
         committed = {} if version is None else _documents_at(store, version)
         present = documents_in(table)
@@ -278,7 +292,8 @@ def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], s
     saved = save_snapshot(path, table)  # what a search of this version opens, saved before the version is tagged
     version = mark_complete(table)
     point_to(path, saved)
-    return BuildReport(plan, len(documents_in(table)), table.count_rows(), version, ann_done)
+    return BuildReport(plan, len(documents_in(table)), table.count_rows(), version, ann_done,
+                       "" if precision is None else precision.reason)
 
 
 def _documents_at(store: IndexStore, version: int) -> dict[str, tuple[str, str]]:

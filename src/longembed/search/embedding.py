@@ -30,11 +30,14 @@ from longembed.search.sources import Document
 from longembed.search.store import ChunkRows
 
 
-def load_strategy_encoder(strategy: Strategy, device: str | None = None) -> LongContextEncoder:
-    """The strategy's encoder, built as ``longembed eval`` builds it."""
+def load_strategy_encoder(strategy: Strategy, device: str | None = None, dtype: str | None = None) -> LongContextEncoder:
+    """The strategy's encoder, built as ``longembed eval`` builds it; ``dtype``: the precision an index
+    recorded (its query encoder runs as its documents were embedded), instead of the strategy's."""
     options: dict[str, Any] = dict(strategy.encoder_options)
     if device is not None:
         options["device"] = device
+    if dtype is not None:
+        options["dtype"] = dtype
     return load_encoder(strategy.model, method=strategy.method, max_length=strategy.max_length, **options)
 
 

@@ -9,12 +9,13 @@ from longembed.encoder import LongContextEncoder
 from longembed.errors import UserError
 from longembed.retrieval.model_files import model_identity, same_files
 from longembed.retrieval.strategy import Strategy
+from longembed.search.build_precision import recorded_dtype
 from longembed.search.embedding import load_strategy_encoder
 
 
 def load_query_encoder(strategy: Strategy, metadata: dict[str, Any], device: str | None, path: str) -> LongContextEncoder:
     """The strategy's encoder (a UserError when its files differ from those ``metadata`` recorded)."""
-    encoder = load_strategy_encoder(strategy, device)
+    encoder = load_strategy_encoder(strategy, device, dtype=recorded_dtype(metadata))
     recorded = (metadata.get("model") or {}).get("identity")
     if recorded is not None and not same_files(recorded, model_identity(encoder)):
         raise UserError(f"{path}: the model {strategy.model} is not the one that built this index (its files "
