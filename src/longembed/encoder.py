@@ -16,6 +16,7 @@ text's embedding does not depend on what else is in its batch, and inputs the me
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args, overload
 
@@ -36,17 +37,32 @@ from longembed.chunking.tokens import TokenEmbeddings
 from longembed.config import EncoderConfig
 from longembed.encoder_protocol import EncoderMetadata, resolve_prompt, retrieval_prompts, role_prompt_name
 from longembed.errors import UserError
-from longembed.inputs import EncodeStats, check_texts, require_offsets
+from longembed.inputs import EncodeStats, TokenizedInput, check_texts, require_offsets
 from longembed.loading import ModelSource, default_method, recorded_encoder, resolve_device, resolve_model
 from longembed.model_runner import ModelRunner, RunOptions
 
-__all__ = ["EncodeStats", "LongContextEncoder", "TokenEmbeddings", "load_encoder"]
+__all__ = ["ChunkInputs", "EncodeStats", "LongContextEncoder", "TokenEmbeddings", "load_encoder"]
 
 #: encode()'s output_value choices (sentence-transformers' names).
 OutputValue = Literal["sentence_embedding", "token_embeddings"]
 OUTPUT_VALUES: tuple[str, ...] = get_args(OutputValue)
 #: Chunk boundaries: a chunking string ("tokens:256", "sentences:4") or (start, end) spans per text.
 ChunkingArgument = str | TokenChunking | SentenceChunking | Sequence[Sequence[Span]]
+
+
+@dataclass(frozen=True)
+class ChunkInputs:
+    """Texts tokenized for :meth:`LongContextEncoder.encode_chunk_inputs`: each text's chunk ``spans``
+    and the model ``inputs`` (late: one per text; naive: one per chunk)."""
+
+    spans: list[list[Span]]
+    inputs: list[TokenizedInput]
+    late: bool
+
+    @property
+    def tokens(self) -> int:
+        """The tokens the model will read (special and prompt tokens included; before any cut)."""
+        return sum(len(x.ids) for x in self.inputs)
 
 
 class LongContextEncoder:
@@ -449,39 +465,78 @@ class LongContextEncoder:
             UserError: an invalid chunking string or spans, late chunking for a model that does not
                 mean-pool, or any error :meth:`encode` raises.
         """
-        single = isinstance(texts, str)
+        prepared = self.prepare_chunks(texts, chunking, late, prompt, prompt_name)
+        return self.encode_chunk_inputs(prepared, batch_size, normalize_embeddings, show_progress_bar,
+                                        max_tokens_per_batch, temperature, window_overlap)
+
+    def prepare_chunks(
+        self,
+        texts: str | Sequence[str],
+        chunking: ChunkingArgument = "tokens:256",
+        late: bool = True,
+        prompt: str | None = None,
+        prompt_name: str | None = None,
+    ) -> ChunkInputs:
+        """The tokenizing half of :meth:`encode_chunks` (no model runs): each text's chunk spans and the
+        model inputs, for :meth:`encode_chunk_inputs`.  Split so that a pipeline can tokenize the next
+        texts in another thread while the model encodes these; the two halves give what
+        :meth:`encode_chunks` gives, bit for bit.  Arguments and errors as :meth:`encode_chunks`."""
         checked = check_texts(texts)
-        if not isinstance(chunking, str | TokenChunking | SentenceChunking) and single:
+        if not isinstance(chunking, str | TokenChunking | SentenceChunking) and isinstance(texts, str):
             chunking = [chunking]
         spans = self.chunk_spans(checked, chunking)
-        norm = self.normalize if normalize_embeddings is None else normalize_embeddings
-        if late:
-            if self.pooling != "mean":
-                raise UserError(
-                    f"late chunking mean-pools each chunk's token states, but this model pools with "
-                    f"{self.pooling!r} (its vectors were trained that way); use late=False (naive chunking), "
-                    "or load it with pooling='mean' if you accept a pooling it was not trained with"
-                )
-            overlap = self.window_length // 8 if window_overlap is None else window_overlap
-            tokens = self.encode_tokens(
-                checked, batch_size=batch_size, show_progress_bar=show_progress_bar, prompt=prompt,
-                prompt_name=prompt_name, max_tokens_per_batch=max_tokens_per_batch, temperature=temperature,
-                window_overlap=overlap,
+        prefix = resolve_prompt(self.prompts, prompt, prompt_name)
+        if not late:
+            pieces = [text[a:b] for text, text_spans in zip(checked, spans, strict=True) for a, b in text_spans]
+            return ChunkInputs(spans, self.runner.tokenize_to_limit(pieces, prefix), late=False)
+        if self.pooling != "mean":
+            raise UserError(
+                f"late chunking mean-pools each chunk's token states, but this model pools with "
+                f"{self.pooling!r} (its vectors were trained that way); use late=False (naive chunking), "
+                "or load it with pooling='mean' if you accept a pooling it was not trained with"
             )
+        return ChunkInputs(spans, self.runner.tokenize(checked, prefix), late=True)
+
+    def encode_chunk_inputs(
+        self,
+        prepared: ChunkInputs,
+        batch_size: int = 32,
+        normalize_embeddings: bool | None = None,
+        show_progress_bar: bool = False,
+        max_tokens_per_batch: int | None = None,
+        temperature: float | None = None,
+        window_overlap: int | None = None,
+    ) -> list[tuple[np.ndarray, list[Span]]]:
+        """The encoding half of :meth:`encode_chunks`: per text of :meth:`prepare_chunks`, ``(vectors,
+        spans)``.  Arguments as :meth:`encode_chunks`."""
+        options = RunOptions(batch_size, max_tokens_per_batch, temperature, show_progress_bar)
+        spans = prepared.spans
+        norm = self.normalize if normalize_embeddings is None else normalize_embeddings
+        if prepared.late:
+            overlap = self.window_length // 8 if window_overlap is None else window_overlap
+            tokens, _ = self.runner.token_embeddings(prepared.inputs, options, overlap)
             vectors = [late_chunk_vectors(t, s) for t, s in zip(tokens, spans, strict=True)]
         else:
-            pieces = [text[a:b] for text, text_spans in zip(checked, spans, strict=True) for a, b in text_spans]
-            flat = self.encode(
-                pieces, batch_size, normalize_embeddings=False, show_progress_bar=show_progress_bar,
-                prompt=prompt, prompt_name=prompt_name, max_tokens_per_batch=max_tokens_per_batch,
-                temperature=temperature,
-            )
+            flat, _ = self.runner.encode_tokenized(prepared.inputs, options, False)
             bounds = np.cumsum([0] + [len(s) for s in spans])
             vectors = [flat[bounds[i] : bounds[i + 1]] for i in range(len(spans))]
         if norm:
             vectors = [v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12) for v in vectors]
-        out = [(np.asarray(v, dtype=np.float32), s) for v, s in zip(vectors, spans, strict=True)]
-        return out
+        return [(np.asarray(v, dtype=np.float32), s) for v, s in zip(vectors, spans, strict=True)]
+
+    def prepare_texts(self, texts: str | Sequence[str], prompt: str | None = None,
+                      prompt_name: str | None = None) -> list[TokenizedInput]:
+        """The tokenizing half of :meth:`encode` (no model runs): ``texts`` as the model will read them,
+        for :meth:`encode_inputs`.  Arguments and errors as :meth:`encode`'s."""
+        return self.runner.tokenize_to_limit(texts, resolve_prompt(self.prompts, prompt, prompt_name))
+
+    def encode_inputs(self, inputs: Sequence[TokenizedInput], batch_size: int = 32,
+                      normalize_embeddings: bool | None = None) -> np.ndarray:
+        """The encoding half of :meth:`encode`: float32 (len(inputs), dim) vectors of
+        :meth:`prepare_texts`' inputs, bit for bit what :meth:`encode` gives for the same texts."""
+        vectors, _ = self.runner.encode_tokenized(inputs, RunOptions(batch_size, None, None, False),
+                                                  normalize_embeddings)
+        return vectors
 
     def __repr__(self) -> str:
         """The settings that decide the vectors: the method with its own options (NTK's variant and
