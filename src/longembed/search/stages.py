@@ -53,20 +53,26 @@ class StageTimes:
         return self.seconds[name] / self.wall if self.wall > 0 else 0.0
 
     def summary(self) -> str:
-        """One line: each stage that took time, the encoding share, and tokens per second of wall time."""
+        """One line: every stage's seconds, the encoding share, and tokens per second of wall time."""
         parts = []
         for name in STAGES:
-            text = f"{name} {self.seconds[name]:.1f} s"
+            text = f"{name} {seconds_text(self.seconds[name])}"
             if name == "tokenizing" and self.background:
-                text += f" waited ({self.background:.1f} s in the background)"
+                text += f" waited ({seconds_text(self.background)} in the background)"
             if name == "encoding":
                 text += f" ({self.share(name):.0%})"
-            if self.seconds[name] >= 0.05 or name == "encoding":
-                parts.append(text)
+            parts.append(text)
         rate = f"; {self.tokens / self.wall:,.0f} tokens/s" if self.tokens and self.wall else ""
-        return f"time {self.wall:.1f} s: " + ", ".join(parts) + rate
+        return f"time {seconds_text(self.wall)}: " + ", ".join(parts) + rate
 
     def to_dict(self) -> dict[str, float | int]:
         """The figures as JSON-ready numbers (seconds per stage, ``background_tokenizing``, ``wall``, ``tokens``)."""
         return {**{k: round(v, 4) for k, v in self.seconds.items()}, "background_tokenizing": round(self.background, 4),
                 "wall": round(self.wall, 4), "tokens": self.tokens}
+
+
+def seconds_text(seconds: float) -> str:
+    """``12 s``, ``3.4 s``, ``0.0213 s``: three significant digits at most, none wasted on long stages."""
+    if seconds >= 10:
+        return f"{seconds:.0f} s"
+    return f"{seconds:.1f} s" if seconds >= 1 else f"{seconds:.3g} s"
