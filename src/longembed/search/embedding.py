@@ -23,7 +23,15 @@ from typing import Any
 import numpy as np
 
 from longembed.documents import location_of
-from longembed.encoder import ChunkInputs, LongContextEncoder, load_encoder
+from longembed.encoder import (
+    ChunkInputs,
+    LongContextEncoder,
+    encode_chunk_inputs,
+    encode_inputs,
+    load_encoder,
+    prepare_chunks,
+    prepare_texts,
+)
 from longembed.errors import UserError
 from longembed.inputs import TokenizedInput, tokenize_bounded
 from longembed.retrieval.strategy import Strategy
@@ -77,10 +85,10 @@ class DocumentEmbedder:
         if self.encoder is None:
             return PreparedDocuments(documents, [[(0, len(t))] for t in texts], None, 0)
         if self.strategy.chunked:
-            chunks = self.encoder.prepare_chunks(texts, self.strategy.chunking, late=self.strategy.late,
-                                                 prompt=self.prompt)
+            chunks = prepare_chunks(self.encoder, texts, self.strategy.chunking, late=self.strategy.late,
+                                    prompt=self.prompt)
             return PreparedDocuments(documents, chunks.spans, chunks, chunks.tokens)
-        inputs = self.encoder.prepare_texts(texts, prompt=self.prompt)
+        inputs = prepare_texts(self.encoder, texts, prompt=self.prompt)
         spans = [[(0, self.first_window_end(t))] for t in texts]
         return PreparedDocuments(documents, spans, inputs, sum(min(x.n_tokens, self.encoder.max_length)
                                                                for x in inputs))
@@ -92,11 +100,11 @@ class DocumentEmbedder:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # a document cut at Lt: the passage span says where
             if isinstance(prepared.inputs, ChunkInputs):
-                encoded = self.encoder.encode_chunk_inputs(prepared.inputs, batch_size=self.batch_size,
-                                                           normalize_embeddings=True)
+                encoded = encode_chunk_inputs(self.encoder, prepared.inputs, batch_size=self.batch_size,
+                                              normalize_embeddings=True)
                 return _rows(prepared.documents, prepared.spans, np.concatenate([v for v, _ in encoded]))
-            vectors = np.asarray(self.encoder.encode_inputs(prepared.inputs, batch_size=self.batch_size,
-                                                            normalize_embeddings=True), dtype=np.float32)
+            vectors = np.asarray(encode_inputs(self.encoder, prepared.inputs, batch_size=self.batch_size,
+                                               normalize_embeddings=True), dtype=np.float32)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         vectors = vectors / np.where(norms > 0, norms, 1.0)
         return _rows(prepared.documents, prepared.spans, vectors)
