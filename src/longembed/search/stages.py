@@ -72,7 +72,5 @@ class StageTimes:
 
 
 def seconds_text(seconds: float) -> str:
-    """``12 s``, ``3.4 s``, ``0.0213 s``: three significant digits at most, none wasted on long stages."""
-    if seconds >= 10:
-        return f"{seconds:.0f} s"
+    """``123.4 s``, ``3.4 s``, ``0.0213 s``: tenths from a second up, three significant digits below."""
     return f"{seconds:.1f} s" if seconds >= 1 else f"{seconds:.3g} s"
