@@ -297,9 +297,11 @@ def build_index(
                         f"{write_rows}, {batch_documents})")
     ann_wanted(ann, 0)  # a bad mode fails before anything is loaded
     check_document_sizes(documents, strategy)
-    store = IndexStore(path)
     times = StageTimes() if times is None else times
+    start = time.perf_counter()
+    store = IndexStore(path)
     with store.build_lock(), index_errors(path, writing=True):
+        times.add("planning", time.perf_counter() - start)  # opening the database, taking its lock
         report = _build(store, path, documents, strategy, name, rebuild, ann, device, batch_size, batch_documents,
                         engine, on_plan, show_progress, log or (lambda _: None), keep, prefetch, write_rows, times)
     times.stop()
