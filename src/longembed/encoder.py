@@ -16,6 +16,7 @@ text's embedding does not depend on what else is in its batch, and inputs the me
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args, overload
 
@@ -36,7 +37,7 @@ from longembed.chunking.tokens import TokenEmbeddings
 from longembed.config import DTYPE_AUTO, EncoderConfig
 from longembed.encoder_protocol import EncoderMetadata, resolve_prompt, retrieval_prompts, role_prompt_name
 from longembed.errors import UserError
-from longembed.inputs import EncodeStats, check_texts, require_offsets
+from longembed.inputs import EncodeStats, TokenizedInput, check_texts, require_offsets
 from longembed.loading import ModelSource, default_method, recorded_encoder, resolve_device, resolve_model
 from longembed.model_runner import ModelRunner, RunOptions
 from longembed.precision import resolve_dtype
@@ -48,6 +49,21 @@ OutputValue = Literal["sentence_embedding", "token_embeddings"]
 OUTPUT_VALUES: tuple[str, ...] = get_args(OutputValue)
 #: Chunk boundaries: a chunking string ("tokens:256", "sentences:4") or (start, end) spans per text.
 ChunkingArgument = str | TokenChunking | SentenceChunking | Sequence[Sequence[Span]]
+
+
+@dataclass(frozen=True)
+class ChunkInputs:
+    """Texts tokenized for :meth:`LongContextEncoder.encode_chunk_inputs`: each text's chunk ``spans``
+    and the model ``inputs`` (late: one per text; naive: one per chunk)."""
+
+    spans: list[list[Span]]
+    inputs: list[TokenizedInput]
+    late: bool
+
+    @property
+    def tokens(self) -> int:
+        """The tokens the model will read (special and prompt tokens included; before any cut)."""
+        return sum(len(x.ids) for x in self.inputs)
 
 
 class LongContextEncoder:
@@ -450,39 +466,9 @@ class LongContextEncoder:
             UserError: an invalid chunking string or spans, late chunking for a model that does not
                 mean-pool, or any error :meth:`encode` raises.
         """
-        single = isinstance(texts, str)
-        checked = check_texts(texts)
-        if not isinstance(chunking, str | TokenChunking | SentenceChunking) and single:
-            chunking = [chunking]
-        spans = self.chunk_spans(checked, chunking)
-        norm = self.normalize if normalize_embeddings is None else normalize_embeddings
-        if late:
-            if self.pooling != "mean":
-                raise UserError(
-                    f"late chunking mean-pools each chunk's token states, but this model pools with "
-                    f"{self.pooling!r} (its vectors were trained that way); use late=False (naive chunking), "
-                    "or load it with pooling='mean' if you accept a pooling it was not trained with"
-                )
-            overlap = self.window_length // 8 if window_overlap is None else window_overlap
-            tokens = self.encode_tokens(
-                checked, batch_size=batch_size, show_progress_bar=show_progress_bar, prompt=prompt,
-                prompt_name=prompt_name, max_tokens_per_batch=max_tokens_per_batch, temperature=temperature,
-                window_overlap=overlap,
-            )
-            vectors = [late_chunk_vectors(t, s) for t, s in zip(tokens, spans, strict=True)]
-        else:
-            pieces = [text[a:b] for text, text_spans in zip(checked, spans, strict=True) for a, b in text_spans]
-            flat = self.encode(
-                pieces, batch_size, normalize_embeddings=False, show_progress_bar=show_progress_bar,
-                prompt=prompt, prompt_name=prompt_name, max_tokens_per_batch=max_tokens_per_batch,
-                temperature=temperature,
-            )
-            bounds = np.cumsum([0] + [len(s) for s in spans])
-            vectors = [flat[bounds[i] : bounds[i + 1]] for i in range(len(spans))]
-        if norm:
-            vectors = [v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12) for v in vectors]
-        out = [(np.asarray(v, dtype=np.float32), s) for v, s in zip(vectors, spans, strict=True)]
-        return out
+        prepared = prepare_chunks(self, texts, chunking, late, prompt, prompt_name)
+        return encode_chunk_inputs(self, prepared, batch_size, normalize_embeddings, show_progress_bar,
+                                   max_tokens_per_batch, temperature, window_overlap)
 
     def __repr__(self) -> str:
         """The settings that decide the vectors: the method with its own options (NTK's variant and
@@ -497,6 +483,83 @@ class LongContextEncoder:
             f"scale={c.scale!r}, apply_to={c.apply_to!r}, attention_scale={c.attention_scale!r}, "
             f"temperature={c.temperature}, pooling={self.pooling!r}{precision})"
         )
+
+
+
+# ------------------------------------------------------------------ encode_chunks and encode in two halves
+# For a pipeline that tokenizes the next texts in another thread while the model encodes these (the index
+# build): functions of an encoder, not methods, so the encoder's public face stays what a user calls.
+
+def prepare_chunks(
+    encoder: LongContextEncoder,
+    texts: str | Sequence[str],
+    chunking: ChunkingArgument = "tokens:256",
+    late: bool = True,
+    prompt: str | None = None,
+    prompt_name: str | None = None,
+) -> ChunkInputs:
+    """The tokenizing half of :meth:`LongContextEncoder.encode_chunks` (no model runs): each text's chunk
+    spans and the model inputs, for :func:`encode_chunk_inputs`; the two halves give what ``encode_chunks``
+    gives, bit for bit.  Arguments and errors as ``encode_chunks``."""
+    checked = check_texts(texts)
+    if not isinstance(chunking, str | TokenChunking | SentenceChunking) and isinstance(texts, str):
+        chunking = [chunking]
+    spans = encoder.chunk_spans(checked, chunking)
+    prefix = resolve_prompt(encoder.prompts, prompt, prompt_name)
+    if not late:
+        pieces = [text[a:b] for text, text_spans in zip(checked, spans, strict=True) for a, b in text_spans]
+        return ChunkInputs(spans, encoder.runner.tokenize_to_limit(pieces, prefix), late=False)
+    if encoder.pooling != "mean":
+        raise UserError(
+            f"late chunking mean-pools each chunk's token states, but this model pools with "
+            f"{encoder.pooling!r} (its vectors were trained that way); use late=False (naive chunking), "
+            "or load it with pooling='mean' if you accept a pooling it was not trained with"
+        )
+    return ChunkInputs(spans, encoder.runner.tokenize(checked, prefix), late=True)
+
+
+def encode_chunk_inputs(
+    encoder: LongContextEncoder,
+    prepared: ChunkInputs,
+    batch_size: int = 32,
+    normalize_embeddings: bool | None = None,
+    show_progress_bar: bool = False,
+    max_tokens_per_batch: int | None = None,
+    temperature: float | None = None,
+    window_overlap: int | None = None,
+) -> list[tuple[np.ndarray, list[Span]]]:
+    """The encoding half of :meth:`LongContextEncoder.encode_chunks`: per text of :func:`prepare_chunks`,
+    ``(vectors, spans)``.  Arguments as ``encode_chunks``."""
+    options = RunOptions(batch_size, max_tokens_per_batch, temperature, show_progress_bar)
+    spans = prepared.spans
+    norm = encoder.normalize if normalize_embeddings is None else normalize_embeddings
+    if prepared.late:
+        overlap = encoder.window_length // 8 if window_overlap is None else window_overlap
+        tokens, _ = encoder.runner.token_embeddings(prepared.inputs, options, overlap)
+        vectors = [late_chunk_vectors(t, s) for t, s in zip(tokens, spans, strict=True)]
+    else:
+        flat, _ = encoder.runner.encode_tokenized(prepared.inputs, options, False)
+        bounds = np.cumsum([0] + [len(s) for s in spans])
+        vectors = [flat[bounds[i] : bounds[i + 1]] for i in range(len(spans))]
+    if norm:
+        vectors = [v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12) for v in vectors]
+    return [(np.asarray(v, dtype=np.float32), s) for v, s in zip(vectors, spans, strict=True)]
+
+
+def prepare_texts(encoder: LongContextEncoder, texts: str | Sequence[str], prompt: str | None = None,
+                  prompt_name: str | None = None) -> list[TokenizedInput]:
+    """The tokenizing half of :meth:`LongContextEncoder.encode` (no model runs): ``texts`` as the model
+    will read them, for :func:`encode_inputs`.  Arguments and errors as ``encode``'s."""
+    return encoder.runner.tokenize_to_limit(texts, resolve_prompt(encoder.prompts, prompt, prompt_name))
+
+
+def encode_inputs(encoder: LongContextEncoder, inputs: Sequence[TokenizedInput], batch_size: int = 32,
+                  normalize_embeddings: bool | None = None) -> np.ndarray:
+    """The encoding half of :meth:`LongContextEncoder.encode`: float32 (len(inputs), dim) vectors of
+    :func:`prepare_texts`' inputs, bit for bit what ``encode`` gives for the same texts."""
+    vectors, _ = encoder.runner.encode_tokenized(inputs, RunOptions(batch_size, None, None, False),
+                                                 normalize_embeddings)
+    return vectors
 
 
 def load_encoder(

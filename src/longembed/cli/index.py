@@ -7,7 +7,8 @@
 
 It prints, before embedding, what changes (added, changed, removed, unchanged) and eval's estimate of
 the time it takes, then a progress bar; an interrupted build resumes when run again.  At the end it
-lists the files skipped (by extension) and those that could not be read (with their reasons, also in
+prints where the time went (reading, loading, planning, tokenizing, encoding, writing, finishing) and the
+tokens per second, and lists the files skipped (by extension) and those that could not be read (with their reasons, also in
 ``INDEX/reading-report.json``); then the exit code is :data:`EXIT_SOME_FILES_FAILED`.  The path of each
 document file goes to ``INDEX/document-files.json`` (a served index links a PDF hit to its page).
 ``--show-text ID`` prints the text the index holds for a document.
@@ -34,6 +35,7 @@ from longembed.search.build import BuildPlan, build_index
 from longembed.search.document_files import write_document_files
 from longembed.search.ray_build import RayBuild
 from longembed.search.sources import SourceOptions, SourceReading, gather_sources
+from longembed.search.stages import StageTimes
 from longembed.search.store import IndexStore, indexed_text
 
 #: the exit code of a build that indexed what it could but some files could not be read
@@ -51,7 +53,9 @@ def run(args: argparse.Namespace) -> int:
     if not strategy.lexical_only and "dtype" not in strategy.encoder_options:  # index's default: auto
         strategy = replace(strategy, encoder_options={**strategy.encoder_options, "dtype": DTYPE_AUTO})
     print(f"strategy {name}: {describe(strategy)}")
-    reading = gather_sources(args.sources, SourceOptions(args.glob, args.id_field, args.text_field))
+    times = StageTimes()
+    with times.stage("reading"):
+        reading = gather_sources(args.sources, SourceOptions(args.glob, args.id_field, args.text_field))
     documents = reading.documents
     engine = None
     if args.engine == "ray":
@@ -61,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         batch_size=args.batch_size, engine=engine,
         on_plan=(lambda plan, encoder: print_estimate(plan, encoder, strategy, args.batch_size))
         if args.estimate else None,
-        keep=[failure.id for failure in reading.failed],
+        keep=[failure.id for failure in reading.failed], times=times,
     )
     print(report.summary())
     write_document_files(args.index, documents, keep=[failure.id for failure in reading.failed])

@@ -1,8 +1,9 @@
 """``longembed index``: documents -> a LanceDB index that searches exactly as ``eval`` scored.
 
     plan (read every source, compare with the index: added, changed, removed, unchanged)
-    -> delete the rows of changed and removed documents -> embed the rest in batches, each batch
-    appended as one Lance version -> bring the ANN index up to date (:mod:`longembed.search.ann`:
+    -> delete the rows of changed and removed documents -> embed the rest in batches (the next batches
+    tokenized in a background thread while the model encodes this one: :mod:`longembed.search.prefetch`),
+    appended in large groups of whole documents, each one Lance version -> bring the ANN index up to date (:mod:`longembed.search.ann`:
     built from :data:`~longembed.search.ann.ANN_MIN_CHUNKS` chunks, or as ``ann`` says) -> move the
     ``complete`` tag to the last version, its snapshot saved beside the table first
     (:mod:`longembed.search.snapshot`: what a search opens, BM25 indexed once, here).
@@ -18,16 +19,22 @@ the version the ``complete`` tag names.  A build killed at any point leaves whol
 the next build keeps those whose text it wants (they are the rows an uninterrupted build would have
 written, in the same order), deletes the rest and embeds what is missing, so its table equals an
 uninterrupted build's row for row and vector for vector.
+
+Timed: the report's :class:`~longembed.search.stages.StageTimes` says where the wall time went (reading,
+loading, planning, tokenizing, encoding, writing, finishing) and the tokens per second.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from tqdm.auto import tqdm
 
 import longembed
@@ -39,9 +46,12 @@ from longembed.retrieval.strategy import BM25, Strategy
 from longembed.search.ann import ann_wanted, update_ann_index
 from longembed.search.build_precision import PrecisionCheck, build_encoder, recorded_dtype, with_dtype
 from longembed.search.embedding import DocumentEmbedder, resolved_prompts
+from longembed.search.prefetch import prefetched
 from longembed.search.sources import Document
+from longembed.search.stages import StageTimes
 from longembed.search.store import (
     INDEX_FORMAT,
+    ChunkRows,
     IndexStore,
     complete_version,
     delete_documents,
@@ -53,8 +63,16 @@ from longembed.search.store import (
 from longembed.search.table_snapshot import save_snapshot
 from longembed.search.version_files import point_to
 
-#: documents per encode call and per Lance append (a crash loses at most one batch's work)
+#: documents per encode call
 BATCH_DOCUMENTS = 32
+#: batches tokenized ahead of the model, in a background thread (0: tokenize each batch just before it
+#: is encoded, on the build's thread)
+PREFETCH_BATCHES = 2
+#: rows per Lance append (whole documents: a group ends at the first batch that reaches it): each append is
+#: a version and a fragment, costly per call and for every later read
+WRITE_ROWS = 2048
+#: the longest a finished batch waits for its append: what a crash can lose, in encoding time
+WRITE_SECONDS = 30.0
 #: the longest document (in characters) a chunked strategy takes: it tokenizes and embeds every token of a
 #: document at once (late chunking holds every token's state: about 1 GB of memory per MiB of text with a
 #: 384-dimension model), so a longer one is refused before anything is loaded.  A truncating strategy
@@ -95,11 +113,55 @@ class BuildReport:
     version: int
     ann: str = ""  # what the build did to the ANN index ('' nothing)
     precision: str = ""  # the dtype it embedded in and why (build_precision.PrecisionCheck.reason; '' BM25)
+    times: StageTimes = field(default_factory=StageTimes)
 
     def summary(self) -> str:
+        """Two lines: what the build did, and where its time went."""
         return (f"{self.plan.summary()}; the index holds {self.documents} documents, {self.chunks} "
                 f"{'chunks' if self.chunks != self.documents else 'rows'} (version {self.version})"
-                + (f"; {self.ann}" if self.ann else "") + (f"; dtype {self.precision}" if self.precision else ""))
+                + (f"; {self.ann}" if self.ann else "") + (f"; dtype {self.precision}" if self.precision else "")
+                + "\n" + self.times.summary())
+
+
+class GroupedAppends:
+    """Appends rows to a Lance table in groups of at least ``rows`` rows (whole batches, so whole
+    documents), or sooner when the oldest waiting batch is ``seconds`` old; timed as writing."""
+
+    def __init__(self, table: Any, times: StageTimes, rows: int = WRITE_ROWS, seconds: float = WRITE_SECONDS) -> None:
+        self.table, self.times, self.rows, self.seconds = table, times, rows, seconds
+        self.waiting: list[ChunkRows] = []
+        self.oldest = 0.0
+
+    def add(self, rows: ChunkRows) -> None:
+        """Queue one batch's rows; append the group when it is large or old enough."""
+        with self.times.stage("writing"):
+            if not self.waiting:
+                self.oldest = time.monotonic()
+            self.waiting.append(rows)
+            if sum(len(r.ids) for r in self.waiting) >= self.rows or time.monotonic() - self.oldest >= self.seconds:
+                self._append()
+
+    def flush(self) -> None:
+        """Append what waits."""
+        with self.times.stage("writing"):
+            self._append()
+
+    def _append(self) -> None:
+        if self.waiting:
+            self.table.add(joined_rows(self.waiting).table(self.table.schema))
+            self.waiting = []
+
+
+def joined_rows(batches: Sequence[ChunkRows]) -> ChunkRows:
+    """The rows of ``batches`` as one :class:`ChunkRows`, in order."""
+    columns: dict[str, Any] = {}
+    for column in dataclasses.fields(ChunkRows):
+        if column.name == "vectors":
+            vectors = [b.vectors for b in batches if b.vectors is not None]
+            columns["vectors"] = np.concatenate(vectors) if vectors else None
+        else:
+            columns[column.name] = [value for b in batches for value in getattr(b, column.name)]
+    return ChunkRows(**columns)
 
 
 def index_metadata(strategy: Strategy, encoder: LongContextEncoder | None, name: str | None = None,
@@ -226,6 +288,9 @@ def build_index(
     show_progress: bool = True,
     log: Callable[[str], None] | None = print,
     keep: Sequence[str] = (),
+    prefetch: int = PREFETCH_BATCHES,
+    write_rows: int = WRITE_ROWS,
+    times: StageTimes | None = None,
 ) -> BuildReport:
     """Index ``documents`` at ``path`` with ``strategy`` (see the module docstring), recorded as ``name``
     (default: the strategy's own, e.g. ``late-chunks+bm25``).
@@ -235,65 +300,84 @@ def build_index(
     ``on_plan(plan, encoder)``: called before any vector is computed (the CLI prints the estimate).
     ``ann``: auto (an ANN index from :data:`~longembed.search.ann.ANN_MIN_CHUNKS` chunks), on, off.
     ``keep``: ids of documents whose files could not be read this time: the rows they have stay.
+    ``prefetch``: batches tokenized ahead in a background thread (0: none); ``write_rows``: rows per append.
+    ``times``: the stage times so far (the caller's reading of the sources); the report carries them.
     A BlockingIOError when another build holds the index.
     """
+    if prefetch < 0 or write_rows < 1 or batch_documents < 1:
+        raise UserError(f"prefetch must be >= 0, write_rows and batch_documents >= 1 (got {prefetch}, "
+                        f"{write_rows}, {batch_documents})")
     ann_wanted(ann, 0)  # a bad mode fails before anything is loaded
     check_document_sizes(documents, strategy)
+    times = StageTimes() if times is None else times
+    start = time.perf_counter()
     store = IndexStore(path)
     with store.build_lock(), index_errors(path, writing=True):
-        return _build(store, path, documents, strategy, name, rebuild, ann, device, batch_size, batch_documents, engine,
-                      on_plan, show_progress, log or (lambda _: None), keep)
+        times.add("planning", time.perf_counter() - start)  # opening the database, taking its lock
+        report = _build(store, path, documents, strategy, name, rebuild, ann, device, batch_size, batch_documents,
+                        engine, on_plan, show_progress, log or (lambda _: None), keep, prefetch, write_rows, times)
+    times.stop()
+    return report
 
 
 def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], strategy: Strategy,
            name: str | None, rebuild: bool, ann: str, device: str | None, batch_size: int, batch_documents: int,
            engine: Callable[..., Any] | None, on_plan: Callable[[BuildPlan, LongContextEncoder | None], None] | None,
-           show_progress: bool, say: Callable[[str], None], keep: Sequence[str] = ()) -> BuildReport:
-    table, committed, present = None, {}, {}
-    if not rebuild and store.has_table():  # a damaged table is never opened to be replaced
-        table = store.table()
-    recorded = None if table is None else table_metadata(table, path)
+           show_progress: bool, say: Callable[[str], None], keep: Sequence[str], prefetch: int, write_rows: int,
+           times: StageTimes) -> BuildReport:
+    with times.stage("planning"):
+        table, committed, present = None, {}, {}
+        if not rebuild and store.has_table():  # a damaged table is never opened to be replaced
+            table = store.table()
+        recorded = None if table is None else table_metadata(table, path)
     encoder, precision = None, None
     if not strategy.lexical_only:
-        strategy, encoder, precision = build_encoder(strategy, documents, device, recorded, batch_size)
+        with times.stage("loading"):
+            strategy, encoder, precision = build_encoder(strategy, documents, device, recorded, batch_size)
         say(f"{path}: dtype {precision.reason}")
-    wanted = index_metadata(strategy, encoder, name, precision)
-    dimensions = None if encoder is None else encoder.embedding_dim
-    if table is not None:
-        assert recorded is not None
-        check_same_build(recorded, wanted, str(path))
-        version = complete_version(table)
-        committed = {} if version is None else _documents_at(store, version)
-        present = documents_in(table)
-    plan = plan_build(documents, committed, present, keep)
-    say(f"{path}: {plan.summary()}; {len(plan.to_embed)} documents to embed")
-    check_index_space(path, plan.to_embed, strategy, dimensions)  # before a --rebuild drops the old table
-    if table is None:
-        table = store.create(dimensions, wanted)
-    if on_plan is not None:
-        on_plan(plan, encoder)
-    if plan.to_delete:
-        delete_documents(table, plan.to_delete)
+    with times.stage("planning"):
+        wanted = index_metadata(strategy, encoder, name, precision)
+        dimensions = None if encoder is None else encoder.embedding_dim
+        if table is not None:
+            assert recorded is not None
+            check_same_build(recorded, wanted, str(path))
+            version = complete_version(table)
+            committed = {} if version is None else _documents_at(store, version)
+            present = documents_in(table)
+        plan = plan_build(documents, committed, present, keep)
+        say(f"{path}: {plan.summary()}; {len(plan.to_embed)} documents to embed")
+        check_index_space(path, plan.to_embed, strategy, dimensions)  # before a --rebuild drops the old table
+        if table is None:
+            table = store.create(dimensions, wanted)
+        if on_plan is not None:
+            on_plan(plan, encoder)
+        if plan.to_delete:
+            delete_documents(table, plan.to_delete)
     embedder = DocumentEmbedder(strategy, encoder, batch_size)
-
-    def append(rows: Any) -> None:
-        table.add(rows.table(table.schema))
-
+    appends = GroupedAppends(table, times, write_rows)
     with tqdm(total=len(plan.to_embed), desc="index", unit="doc", disable=not show_progress) as bar:
         if engine is None:
-            for start in range(0, len(plan.to_embed), batch_documents):
-                batch = plan.to_embed[start : start + batch_documents]
-                append(embedder.rows(batch))
+            batches = [plan.to_embed[i : i + batch_documents] for i in range(0, len(plan.to_embed), batch_documents)]
+            for batch, prepared in prefetched(batches, embedder.prepare, times, depth=prefetch):
+                with times.stage("encoding"):
+                    rows = embedder.embed(prepared)
+                times.tokens += prepared.tokens
+                appends.add(rows)
                 bar.update(len(batch))
         else:
-            engine(plan.to_embed, strategy, batch_size, batch_documents, append, bar.update)
-    ann_done = update_ann_index(table, ann)
-    table.checkout_latest()
-    saved = save_snapshot(path, table)  # what a search of this version opens, saved before the version is tagged
-    version = mark_complete(table)
-    point_to(path, saved)
-    return BuildReport(plan, len(documents_in(table)), table.count_rows(), version, ann_done,
-                       "" if precision is None else precision.reason)
+            start, written = time.perf_counter(), times.seconds["writing"]
+            engine(plan.to_embed, strategy, batch_size, batch_documents, appends.add, bar.update)
+            # encoded elsewhere: the wait for the workers' rows, the appends apart
+            times.add("encoding", time.perf_counter() - start - (times.seconds["writing"] - written))
+        appends.flush()
+    with times.stage("finishing"):
+        ann_done = update_ann_index(table, ann)
+        table.checkout_latest()
+        saved = save_snapshot(path, table)  # what a search of this version opens, saved before the version is tagged
+        version = mark_complete(table)
+        point_to(path, saved)
+        return BuildReport(plan, len(documents_in(table)), table.count_rows(), version, ann_done,
+                           "" if precision is None else precision.reason, times)
 
 
 def _documents_at(store: IndexStore, version: int) -> dict[str, tuple[str, str]]:

@@ -17,14 +17,23 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from longembed.documents import location_of
-from longembed.encoder import LongContextEncoder, load_encoder
+from longembed.encoder import (
+    ChunkInputs,
+    LongContextEncoder,
+    encode_chunk_inputs,
+    encode_inputs,
+    load_encoder,
+    prepare_chunks,
+    prepare_texts,
+)
 from longembed.errors import UserError
-from longembed.inputs import tokenize_bounded
+from longembed.inputs import TokenizedInput, tokenize_bounded
 from longembed.retrieval.strategy import Strategy
 from longembed.search.sources import Document
 from longembed.search.store import ChunkRows
@@ -48,6 +57,17 @@ def resolved_prompts(strategy: Strategy, encoder: LongContextEncoder | None) -> 
             "document": model["document"] if strategy.document_prompt is None else strategy.document_prompt}
 
 
+@dataclass(frozen=True)
+class PreparedDocuments:
+    """Documents tokenized for :meth:`DocumentEmbedder.embed`: each one's row ``spans``, the model's
+    ``inputs`` (None for BM25) and the ``tokens`` the model will read."""
+
+    documents: Sequence[Document]
+    spans: list[list[tuple[int, int]]]
+    inputs: ChunkInputs | list[TokenizedInput] | None
+    tokens: int
+
+
 class DocumentEmbedder:
     """Turns documents into :class:`~longembed.search.store.ChunkRows` with one encoder (None: BM25)."""
 
@@ -58,22 +78,39 @@ class DocumentEmbedder:
         self.prompt = resolved_prompts(strategy, encoder)["document"]
 
     def rows(self, documents: Sequence[Document]) -> ChunkRows:
+        """The rows of ``documents``: :meth:`prepare` then :meth:`embed`."""
+        return self.embed(self.prepare(documents))
+
+    def prepare(self, documents: Sequence[Document]) -> PreparedDocuments:
+        """The tokenizing half of :meth:`rows` (the model does not run): safe in another thread while
+        :meth:`embed` runs the model on other documents."""
         texts = [d.text for d in documents]
         if self.encoder is None:
-            return _rows(documents, [[(0, len(t))] for t in texts], None)
+            return PreparedDocuments(documents, [[(0, len(t))] for t in texts], None, 0)
+        if self.strategy.chunked:
+            chunks = prepare_chunks(self.encoder, texts, self.strategy.chunking, late=self.strategy.late,
+                                    prompt=self.prompt)
+            return PreparedDocuments(documents, chunks.spans, chunks, chunks.tokens)
+        inputs = prepare_texts(self.encoder, texts, prompt=self.prompt)
+        spans = [[(0, self.first_window_end(t))] for t in texts]
+        return PreparedDocuments(documents, spans, inputs, sum(min(x.n_tokens, self.encoder.max_length)
+                                                               for x in inputs))
+
+    def embed(self, prepared: PreparedDocuments) -> ChunkRows:
+        """The encoding half of :meth:`rows`: the model runs over what :meth:`prepare` tokenized."""
+        if self.encoder is None or prepared.inputs is None:
+            return _rows(prepared.documents, prepared.spans, None)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # a document cut at Lt: the passage span says where
-            if self.strategy.chunked:
-                encoded = self.encoder.encode_chunks(
-                    texts, self.strategy.chunking, late=self.strategy.late, batch_size=self.batch_size,
-                    prompt=self.prompt, normalize_embeddings=True,
-                )
-                return _rows(documents, [spans for _, spans in encoded], np.concatenate([v for v, _ in encoded]))
-            vectors = np.asarray(self.encoder.encode(texts, batch_size=self.batch_size, prompt=self.prompt,
-                                                     normalize_embeddings=True), dtype=np.float32)
+            if isinstance(prepared.inputs, ChunkInputs):
+                encoded = encode_chunk_inputs(self.encoder, prepared.inputs, batch_size=self.batch_size,
+                                              normalize_embeddings=True)
+                return _rows(prepared.documents, prepared.spans, np.concatenate([v for v, _ in encoded]))
+            vectors = np.asarray(encode_inputs(self.encoder, prepared.inputs, batch_size=self.batch_size,
+                                               normalize_embeddings=True), dtype=np.float32)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         vectors = vectors / np.where(norms > 0, norms, 1.0)
-        return _rows(documents, [[(0, self.first_window_end(t))] for t in texts], vectors)
+        return _rows(prepared.documents, prepared.spans, vectors)
 
     def first_window_end(self, text: str) -> int:
         """The character where the model stopped reading ``text`` (its end when it read all of it)."""

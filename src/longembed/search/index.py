@@ -154,7 +154,7 @@ class SearchIndex:
             "model": model.get("name", "bm25"),
             "method": model.get("method"),
             "max_length": model.get("max_length"),
-            "dtype": None if self.strategy.lexical_only else recorded_dtype(self.metadata),
+            "dtype": None if self.strategy.lexical_only else heavy.recorded_dtype(self.metadata),
             "strategy": self.name,
             "systems": self.strategy.systems,
             "fusion": None if fusion is None else {k: v for k, v in fusion.to_dict().items() if k != "source"},
