@@ -19,6 +19,7 @@ Nothing here is trained; the data are evaluation data only.  Prints a table and 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import time
 from pathlib import Path
@@ -67,6 +68,7 @@ def measure(name: str, data: RetrievalData, encoder, chunking: str, late: bool) 
     def old(qid: str, doc_id: str) -> tuple[int, int]:
         return spans[int(dense.best_chunk[row_of[qid], position[doc_id]])]
 
+    @functools.cache
     def new(qid: str, doc_id: str) -> tuple[int, int]:
         d, vector = position[doc_id], query_vectors[row_of[qid]]
         best = best_chunk_rows(vectors[firsts[d] : firsts[d] + rows[d]] @ vector, int(firsts[d]))

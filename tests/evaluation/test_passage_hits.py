@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-import pytest
+import json
+from pathlib import Path
 
+import numpy as np
+import pytest
+from conftest import words
+
+from longembed import load_encoder
 from longembed.evaluation.passage_hits import passage_hit_interval, passage_hits
+from longembed.evaluation.runner import evaluate_model
+from longembed.retrieval.bm25 import BM25Model
+from longembed.tasks import RetrievalData, TaskMetadata
 
 
 def naive_hit_rate(answers, ranking, shown) -> tuple[int, int]:
@@ -32,3 +41,46 @@ def test_hit_at_1_matches_a_naive_count() -> None:
     assert interval.estimate == pytest.approx(100.0 * expected_hits / counted)
     assert interval.low <= interval.estimate <= interval.high
     assert passage_hit_interval({}) is None
+
+
+class AnsweredTask:
+    """Four documents of 40 sentences; each query's answer is one sentence the task locates."""
+
+    metadata = TaskMetadata(name="answered", description="", main_score="ndcg@10", lengths=None, source="tests")
+
+    def load(self, data_dir: Path | None, length: int | None = None) -> RetrievalData:
+        corpus, queries, qrels, answers = {}, {}, {}, {}
+        for i, topic in enumerate(["valve pressure", "apple harvest", "winter snow", "river boat"]):
+            sentences = [f"{words(10, seed=50 * i + k)}." for k in range(40)]
+            answer = f"The {topic} answer sits in sentence {i}."
+            sentences[10 + 5 * i] = answer
+            corpus[f"d{i}"] = " ".join(sentences)
+            queries[f"q{i}"] = f"{topic} answer"
+            qrels[f"q{i}"] = {f"d{i}": 1}
+            start = corpus[f"d{i}"].index(answer)
+            answers[f"q{i}"] = {f"d{i}": [(start, start + len(answer))]}
+        return RetrievalData(corpus, queries, qrels, answers=answers).validate()
+
+
+def test_eval_reports_passage_hit_at_1_beside_ndcg_with_its_interval(tmp_path: Path) -> None:
+    run = evaluate_model(BM25Model(), tasks=[AnsweredTask()], output_dir=tmp_path / "r", estimate=False,
+                         show_progress=False, log=None)
+    written = json.loads((tmp_path / "r" / "results.json").read_text())["tasks"]["answered"]
+    assert written["metrics"]["passage_hit@1"] == 100.0 and "ndcg@10" in written["metrics"]
+    assert written["secondary_per_query"]["passage_hit@1"] == {f"q{i}": 100.0 for i in range(4)}
+    assert written["secondary_intervals"]["passage_hit@1"]["estimate"] == 100.0
+    assert run.tasks["answered"].metrics["passage_hit@1"] == 100.0
+
+
+@pytest.mark.slow
+def test_a_chunked_dense_run_reports_the_passage_search_would_show(tiny_models, tmp_path: Path) -> None:
+    encoder = load_encoder(tiny_models["bert"], method="pi", max_length=128)
+    run = evaluate_model(encoder, tasks=[AnsweredTask()], output_dir=tmp_path / "r", cache_dir=tmp_path / "c",
+                         estimate=False, show_progress=False, log=None, granularity="chunks", chunking="tokens:32",
+                         late=False)
+    hits = run.tasks["answered"].secondary_per_query["passage_hit@1"]
+    data = AnsweredTask().load(None)
+    ranking = run.tasks["answered"].first_ranked
+    assert set(hits) <= set(data.queries) and set(v for v in hits.values()) <= {0.0, 100.0}
+    assert run.tasks["answered"].metrics["passage_hit@1"] == pytest.approx(np.mean(list(hits.values())))
+    assert ranking is not None

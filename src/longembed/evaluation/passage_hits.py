@@ -7,10 +7,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+import numpy as np
+
 from longembed.chunking.spans import Span
 from longembed.results import Interval
 from longembed.results.intervals import bootstrap_interval
-from longembed.retrieval.passages import overlaps
+from longembed.retrieval.fusion import Fusion
+from longembed.retrieval.passages import (
+    EmbedTexts,
+    PassageQuery,
+    PassageRequest,
+    best_chunk_rows,
+    choose_passages,
+    overlaps,
+    windows,
+)
 
 #: the metric's name in results (beside ndcg@10)
 PASSAGE_HIT = "passage_hit@1"
@@ -42,3 +53,46 @@ def passage_hits(answers: Mapping[str, Mapping[str, Sequence[Span]]], ranking: M
 def passage_hit_interval(hits: Mapping[str, float]) -> Interval | None:
     """The mean hit rate (percent) with its bootstrap interval (nDCG's helper); None without queries."""
     return bootstrap_interval(list(hits.values())) if hits else None
+
+
+def dense_shown_passages(
+    answers: Mapping[str, Mapping[str, Sequence[Span]]],
+    ranking: Mapping[str, Sequence[str]],
+    corpus: Mapping[str, str],
+    queries: Mapping[str, str],
+    query_vectors: Mapping[str, np.ndarray],
+    chunk_vectors: Callable[[str], np.ndarray],
+    chunk_spans: Callable[[str], Sequence[Span]],
+    embed: EmbedTexts,
+    lexical: bool = False,
+    fusion: Fusion | None = None,
+) -> ShownPassage:
+    """What search shows for the documents :func:`passage_hits` judges: the best window around each
+    one's best chunks (:func:`~longembed.retrieval.passages.choose_passages`), every window of the run
+    embedded in one call of ``embed`` (eval passes its cached encoder: a rerun reads them back)."""
+    wanted = {(q, d) for q, by_doc in answers.items() if (d := first_answered(ranking.get(q, ()), by_doc))}
+    requests = {}
+    for qid, doc_id in wanted:
+        spans = list(chunk_spans(doc_id))
+        best = best_chunk_rows(chunk_vectors(doc_id) @ query_vectors[qid], 0)
+        requests[(qid, doc_id)] = PassageRequest(corpus[doc_id], [spans[r] for r in best])
+    texts = sorted({corpus[d][s:e] for (_, d), r in requests.items() for s, e in windows(r.text, r.chunks)})
+    vectors = dict(zip(texts, np.asarray(embed(texts)) if texts else [], strict=True))
+    shown = {}
+    for (qid, doc_id), request in requests.items():
+        (shown[(qid, doc_id)],) = choose_passages(PassageQuery(queries[qid], query_vectors[qid]), [request],
+                                                  lambda ts: np.stack([vectors[t] for t in ts]), lexical, fusion)
+    return lambda qid, doc_id: shown[(qid, doc_id)]
+
+
+def lexical_shown_passages(answers: Mapping[str, Mapping[str, Sequence[Span]]], ranking: Mapping[str, Sequence[str]],
+                           corpus: Mapping[str, str], queries: Mapping[str, str]) -> ShownPassage:
+    """What a BM25 index's search shows: the best window of the whole document by BM25."""
+    shown = {}
+    for qid, by_doc in answers.items():
+        doc_id = first_answered(ranking.get(qid, ()), by_doc)
+        if doc_id is not None:
+            text = corpus[doc_id]
+            (shown[(qid, doc_id)],) = choose_passages(PassageQuery(queries[qid]), [PassageRequest(text, [(0, len(text))])],
+                                                      None, lexical=True)
+    return lambda qid, doc_id: shown[(qid, doc_id)]
