@@ -10,7 +10,7 @@ import pytest
 from conftest import words
 
 from longembed import load_encoder
-from longembed.evaluation.passage_hits import passage_hit_interval, passage_hits
+from longembed.evaluation.passage_hits import passage_hit_interval, passage_hits, run_passage_hit
 from longembed.evaluation.runner import evaluate_model
 from longembed.retrieval.bm25 import BM25Model
 from longembed.tasks import RetrievalData, TaskMetadata
@@ -70,6 +70,8 @@ def test_eval_reports_passage_hit_at_1_beside_ndcg_with_its_interval(tmp_path: P
     assert written["secondary_per_query"]["passage_hit@1"] == {f"q{i}": 100.0 for i in range(4)}
     assert written["secondary_intervals"]["passage_hit@1"]["estimate"] == 100.0
     assert run.tasks["answered"].metrics["passage_hit@1"] == 100.0
+    pooled = run_passage_hit(run)  # what advise shows beside the score
+    assert pooled is not None and pooled.estimate == 100.0
 
 
 @pytest.mark.slow

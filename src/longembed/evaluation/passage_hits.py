@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from longembed.chunking.spans import Span
-from longembed.results import Interval
+from longembed.results import Interval, RunResults
 from longembed.results.intervals import bootstrap_interval
 from longembed.retrieval.fusion import Fusion
 from longembed.retrieval.passages import (
@@ -50,9 +50,14 @@ def passage_hits(answers: Mapping[str, Mapping[str, Sequence[Span]]], ranking: M
     return hits
 
 
-def passage_hit_interval(hits: Mapping[str, float]) -> Interval | None:
-    """The mean hit rate (percent) with its bootstrap interval (nDCG's helper); None without queries."""
-    return bootstrap_interval(list(hits.values())) if hits else None
+def passage_hit_interval(hits: Mapping[object, float]) -> Interval | None:
+    """The mean hit rate (percent) with its bootstrap interval (nDCG's helper, rounded as results.json
+    keeps scores); None without queries."""
+    if not hits:
+        return None
+    interval = bootstrap_interval(list(hits.values()))
+    interval.estimate, interval.low, interval.high = (round(v, 4) for v in (interval.estimate, interval.low, interval.high))
+    return interval
 
 
 def dense_shown_passages(
@@ -96,3 +101,14 @@ def lexical_shown_passages(answers: Mapping[str, Mapping[str, Sequence[Span]]], 
             (shown[(qid, doc_id)],) = choose_passages(PassageQuery(queries[qid]), [PassageRequest(text, [(0, len(text))])],
                                                       None, lexical=True)
     return lambda qid, doc_id: shown[(qid, doc_id)]
+
+
+def run_passage_hit(run: RunResults) -> Interval | None:
+    """A run's passage hit@1 pooled over the queries of every task (and length) that located answers,
+    with its bootstrap interval; None when none did (``advise`` shows it beside the score)."""
+    values: list[float] = []
+    for task in run.tasks.values():
+        units = list(task.lengths.values()) if task.lengths else [task]
+        for unit in units:
+            values += list(((unit.secondary_per_query or {}).get(PASSAGE_HIT) or {}).values())
+    return passage_hit_interval(dict(enumerate(values)))

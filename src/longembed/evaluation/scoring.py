@@ -30,6 +30,7 @@ from longembed.evaluation.passage_hits import (
     ShownPassage,
     dense_shown_passages,
     lexical_shown_passages,
+    passage_hit_interval,
     passage_hits,
 )
 from longembed.results import (
@@ -190,7 +191,7 @@ def score_unit(
                              for m in SECONDARY_METRICS} | ({} if passage is None else {PASSAGE_HIT: passage}),
         secondary_intervals={m: _rounded(bootstrap_interval([100.0 * v for v in per_query[m].values()]))
                              for m in SECONDARY_METRICS}
-                            | ({} if passage is None else {PASSAGE_HIT: _rounded(bootstrap_interval(list(passage.values())))}),
+                            | ({} if passage is None else {PASSAGE_HIT: passage_hit_interval(passage)}),
     )
 
 
