@@ -7,7 +7,9 @@ import re
 import pytest
 
 from longembed.errors import UserError
+from longembed.tasks import hotpotqa as hotpotqa_mod
 from longembed.tasks import needle as needle_mod
+from longembed.tasks import passkey as passkey_mod
 from longembed.tasks.base import RetrievalData
 from longembed.tasks.qmsum import meeting_document, turn_spans
 
@@ -50,3 +52,24 @@ def test_answers_are_checked_and_do_not_change_the_fingerprint() -> None:
         _data(d=[(10, 40)]).validate()
     with pytest.raises(UserError, match="spans"):
         _data(d=[(4, 5)]).validate()  # only a space
+
+
+def test_passkey_answers_are_the_key_sentence_line() -> None:
+    data = passkey_mod.PasskeyTask().load(None, 256)
+    assert data.answers is not None and set(data.answers) == set(data.queries)
+    for qid, by_doc in data.answers.items():
+        ((doc_id, [(start, end)]),) = by_doc.items()
+        name = data.queries[qid].removeprefix("What is the pass key for ").removesuffix("?")
+        assert data.corpus[doc_id][start:end].startswith(f"{name}'s pass key is ")
+        assert data.corpus[doc_id][start:end].endswith(f"is the pass key for {name}.")
+
+
+def test_hotpotqa_answers_are_the_supporting_sentences() -> None:
+    example = {"context": [["Alpha", [" Alpha is a town.", " It has a river."]], ["Beta", ["Beta is a dog.", " Beta barks."]]],
+               "supporting_facts": [["Alpha", 1], ["Beta", 0]]}
+    passages = [hotpotqa_mod._passage("Gamma", ["Filler here."]),  # noqa: SLF001 - the task's own formatting
+                hotpotqa_mod._passage("Beta", example["context"][1][1]),  # noqa: SLF001
+                hotpotqa_mod._passage("Alpha", example["context"][0][1])]  # noqa: SLF001
+    text = "\n".join(hotpotqa_mod._format(n, t, x) for n, (t, x) in enumerate(passages, start=1))  # noqa: SLF001
+    spans = hotpotqa_mod.supporting_spans(example, passages)
+    assert [text[s:e] for s, e in spans] == ["Beta is a dog.", "It has a river."]
