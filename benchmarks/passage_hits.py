@@ -52,6 +52,7 @@ def measure(name: str, data: RetrievalData, encoder, chunking: str, late: bool) 
     prompts = encoder.retrieval_prompts()
     doc_ids, texts = list(data.corpus), list(data.corpus.values())
     encoded = encoder.encode_chunks(texts, chunking, late=late, prompt=prompts["document"], normalize_embeddings=True)
+    print(f"{name}: {len(texts)} documents embedded ({time.perf_counter() - began:.0f} s)", flush=True)
     vectors = np.concatenate([v for v, _ in encoded]).astype(np.float32)
     spans = [s for _, ss in encoded for s in ss]
     rows = np.asarray([len(v) for v, _ in encoded])
@@ -68,16 +69,24 @@ def measure(name: str, data: RetrievalData, encoder, chunking: str, late: bool) 
     def old(qid: str, doc_id: str) -> tuple[int, int]:
         return spans[int(dense.best_chunk[row_of[qid], position[doc_id]])]
 
+    costs: list[tuple[float, int]] = []  # per document: seconds to choose its passage, windows embedded
+
+    def embed(windows: list[str]) -> np.ndarray:
+        costs[-1] = (costs[-1][0], len(windows))
+        return encoder.encode(windows, prompt=prompts["document"], normalize_embeddings=True)
+
     @functools.cache
     def new(qid: str, doc_id: str) -> tuple[int, int]:
         d, vector = position[doc_id], query_vectors[row_of[qid]]
+        costs.append((time.perf_counter(), 0))
         best = best_chunk_rows(vectors[firsts[d] : firsts[d] + rows[d]] @ vector, int(firsts[d]))
-        embed = lambda windows: encoder.encode(windows, prompt=prompts["document"], normalize_embeddings=True)  # noqa: E731
         (span,) = choose_passages(PassageQuery(data.queries[qid], vector),
                                   [PassageRequest(texts[d], [spans[r] for r in best])], embed, lexical=False)
+        costs[-1] = (time.perf_counter() - costs[-1][0], costs[-1][1])
         return span
 
     assert data.answers is not None
+    print(f"{name}: {len(query_ids)} queries ranked ({time.perf_counter() - began:.0f} s)", flush=True)
     hits = {"old": passage_hits(data.answers, ranking, old), "new": passage_hits(data.answers, ranking, new)}
     shown_words = [len(data.corpus[d][slice(*new(q, d))].split()) for q, d in
                    ((q, next(x for x in ranking[q][:10] if x in data.answers[q])) for q in hits["new"])]
@@ -88,6 +97,8 @@ def measure(name: str, data: RetrievalData, encoder, chunking: str, late: bool) 
         "old": passage_hit_interval(hits["old"]).to_dict() if hits["old"] else None,
         "new": passage_hit_interval(hits["new"]).to_dict() if hits["new"] else None,
         "new_passage_words_median": float(np.median(shown_words)) if shown_words else None,
+        "windows_per_document_median": float(np.median([n for _, n in costs])) if costs else None,
+        "choice_ms_per_document_median": round(1000 * float(np.median([t for t, _ in costs])), 1) if costs else None,
         "seconds": round(time.perf_counter() - began, 1),
     }
 
@@ -111,12 +122,14 @@ def main() -> None:
     for length in [int(x) for x in args.needle_lengths.split(",") if x]:
         sets.append((f"needle/{length}", NeedleTask().load(args.data_dir, length)))
     rows = [measure(name, data, encoder, args.chunking, args.late) for name, data in sets]
-    print("| set | documents | queries | answered doc in top 10 | old passage hit@1 | new passage hit@1 | new passage words (median) | s |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| set | documents | queries | answered doc in top 10 | old passage hit@1 | new passage hit@1 | "
+          "new passage words | windows / document | choice ms / document | s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         cell = lambda i: "-" if i is None else f"{i['estimate']:.1f} [{i['low']:.1f}, {i['high']:.1f}]"  # noqa: E731
         print(f"| {r['set']} | {r['documents']} | {r['queries']} | {r['answered_in_top10']} | {cell(r['old'])} | "
-              f"{cell(r['new'])} | {r['new_passage_words_median']} | {r['seconds']} |")
+              f"{cell(r['new'])} | {r['new_passage_words_median']} | {r['windows_per_document_median']} | "
+              f"{r['choice_ms_per_document_median']} | {r['seconds']} |")
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "rows": rows}, indent=2))

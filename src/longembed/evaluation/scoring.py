@@ -158,14 +158,10 @@ def score_unit(
     same_vector = None if dense is None else same_vector_groups(ranked.systems["dense"], doc_ids)
     per_query = per_query_metrics(data.qrels, ranking)
     metrics = _percent(mean_metrics(per_query))
-    passage = None
-    if data.answers and data.passages is None and (dense is None or strategy.chunked):
-        shown = (lexical_shown_passages(data.answers, ranking, data.corpus, data.queries) if dense is None else
-                 _dense_shown(unit, model, sides, strategy, ranking, documents, dict(zip(query_ids, queries.vectors,
-                                                                                         strict=True))))
-        passage = passage_hits(data.answers, ranking, shown) or None
-        if passage is not None:
-            metrics[PASSAGE_HIT] = round(float(np.mean(list(passage.values()))), 4)
+    passage = unit_passage_hits(unit, model, sides, strategy, ranking,
+                                None if dense is None else (documents, queries.vectors))
+    if passage is not None:
+        metrics[PASSAGE_HIT] = round(float(np.mean(list(passage.values()))), 4)
     first = {qid: ranking[qid][0] for qid in data.qrels if ranking.get(qid)}
     counts = Counts(
         documents=len(doc_ids),
@@ -193,6 +189,26 @@ def score_unit(
                              for m in SECONDARY_METRICS}
                             | ({} if passage is None else {PASSAGE_HIT: passage_hit_interval(passage)}),
     )
+
+
+def unit_passage_hits(unit: Unit, model: CachedEncoder | TextScorer, sides: dict[str, Side], strategy: Strategy,
+                      ranking: dict[str, list[str]],
+                      dense: tuple[CachedEncoding, np.ndarray] | None) -> dict[str, float] | None:
+    """Passage hit@1 per query (:mod:`longembed.evaluation.passage_hits`) when the unit locates its answers
+    and the run shows passages: BM25 (``dense`` None), or chunks whose spans the encoder tells
+    (``dense``: the documents' chunk vectors and the query vectors); else None."""
+    data = unit.data
+    if not data.answers or data.passages is not None:
+        return None
+    if dense is None:
+        shown = lexical_shown_passages(data.answers, ranking, data.corpus, data.queries)
+    elif strategy.chunked and isinstance(model, CachedEncoder) and hasattr(model.encoder, "chunk_spans"):
+        documents, query_vectors = dense
+        shown = _dense_shown(unit, model, sides, strategy, ranking, documents,
+                             dict(zip(data.queries, query_vectors, strict=True)))
+    else:
+        return None
+    return passage_hits(data.answers, ranking, shown) or None
 
 
 def _dense_shown(unit: Unit, model: CachedEncoder, sides: dict[str, Side], strategy: Strategy,
