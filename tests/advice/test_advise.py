@@ -23,7 +23,7 @@ from longembed.cli.main import build_parser
 from longembed.cli.options import settings_from_args, strategy_from_args
 from longembed.evaluation.spec import EvalSpec
 from longembed.precision import resolve_dtype
-from longembed.results import Advice, RunResults
+from longembed.results import Advice, Interval, RunResults
 from longembed.results.advice import SampledTask
 from longembed.retrieval.strategy import Strategy
 from longembed.tasks import RetrievalData, write_task_dir
@@ -175,6 +175,19 @@ def test_each_strategys_hubs_are_its_runs_and_advice_md_names_them(advised: dict
     assert lines[hubbed.name].endswith(
         f"(run: `{hubbed.run}`); **hub** on mine: d07 is ranked first for 9 of 10 queries (relevant to 1)")
     assert all("**hub**" not in line for name, line in lines.items() if name != hubbed.name)
+
+
+def test_the_table_shows_passage_hit_when_a_task_locates_answers(advised: dict) -> None:
+    advice = copy.deepcopy(advised["advice"])
+    for strategy in advice.strategies:
+        strategy.passage_hit = None
+    assert "passage hit@1" not in advice_markdown(advice)  # no task located its answers
+    advice.strategies[0].passage_hit = Interval(estimate=81.25, low=70.0, high=90.0)
+    header, _, *rows = [line for line in advice_markdown(advice).splitlines() if line.startswith("| ")][
+        : 2 + len(advice.strategies)]
+    assert header.split(" | ")[3] == "passage hit@1 [95% interval]"
+    assert rows[0].split(" | ")[3] == "81.2 [70, 90]" and all(r.split(" | ")[3] == "-" for r in rows[1:])
+    assert type(advice).from_dict(advice.to_dict()).strategies[0].passage_hit == advice.strategies[0].passage_hit
 
 
 def test_each_strategys_eval_command_parses_to_its_config(advised: dict) -> None:

@@ -12,7 +12,8 @@ from conftest import build_tiny, words
 
 from longembed.cli.main import main
 from longembed.retrieval.bm25 import BM25Model
-from longembed.retrieval.strategy import Strategy
+from longembed.retrieval.passages import windows
+from longembed.retrieval.strategy import BM25, Strategy
 from longembed.search import open_index
 from longembed.search.build import build_index
 from longembed.search.sources import Document
@@ -59,20 +60,36 @@ def test_the_json_answer_has_the_contracts_keys_in_order(built, capsys) -> None:
     assert first["systems"]["bm25"]["score"] == pytest.approx(float(expected[3]))
 
 
-def test_the_passage_is_the_chunk_that_gave_the_dense_score(built) -> None:
+def test_the_passage_is_the_best_sentence_window_around_the_best_chunks(built) -> None:
     root, _, docs = built
     index = open_index(root / "dense")
     response = index.search("one of the", k=8)
     assert all(list(r.systems) == ["dense"] for r in response.results)
-    vectors = index._query_vectors(["one of the"])[0]  # noqa: SLF001 - the index's own query vector
+    vector = index._query_vectors(["one of the"])[0]  # noqa: SLF001 - the index's own query vector
+    table = index._data  # noqa: SLF001
     for result in response.results:
-        table = index._data  # noqa: SLF001
         d = table.doc_ids.index(result.id)
+        text = table.texts[d]
         start = int(table.rows[:d].sum())
-        chunk_scores = table.vectors[start : start + table.rows[d]] @ vectors
-        best = start + int(np.argmax(chunk_scores))
-        assert (result.passage.start, result.passage.end) == (table.starts[best], table.ends[best])
+        chunk_scores = table.vectors[start : start + table.rows[d]] @ vector
         assert result.systems["dense"]["score"] == pytest.approx(float(chunk_scores.max()))
+        best = start + np.argsort(-chunk_scores, kind="stable")[:3]
+        spans = windows(text, [(int(table.starts[r]), int(table.ends[r])) for r in best])
+        cosines = [float(index.encoder.encode([text[a:b]], prompt=index.prompts["document"],
+                                              normalize_embeddings=True)[0] @ vector) for a, b in spans]
+        assert (result.passage.start, result.passage.end) == spans[int(np.argmax(cosines))]
+        assert result.passage.text == text[result.passage.start : result.passage.end]
+
+
+def test_a_lexical_index_shows_the_sentence_with_the_query_terms(tmp_path: Path) -> None:
+    answer = "The harvest valve opens when the apple press stops."
+    filler = [f"{words(12, i)}." for i in range(40)]
+    text = " ".join(filler[:25] + [answer] + filler[25:])
+    build_index(tmp_path / "bm25", [Document("a.txt", "a.txt", text), Document("b.txt", "b.txt", " ".join(filler))],
+                Strategy(BM25), show_progress=False, log=None)
+    (result,) = open_index(tmp_path / "bm25").search("when does the harvest valve open", k=1).results
+    assert result.id == "a.txt" and answer in result.passage.text
+    assert len(result.passage.text.split()) <= 100 and result.passage.start == text.index(result.passage.text)
 
 
 def test_filters_restrict_the_documents(built) -> None:

@@ -52,6 +52,7 @@ from longembed.errors import UserError
 from longembed.evaluation.cache import CachedEncoder
 from longembed.evaluation.encoders import EncoderFactory
 from longembed.evaluation.estimate import CostModel, longest_sequence, measure_cost_model
+from longembed.evaluation.passage_hits import run_passage_hit
 from longembed.evaluation.runner import evaluate_model, plan_run
 from longembed.evaluation.scoring import Unit
 from longembed.evaluation.spec import EvalSpec
@@ -430,6 +431,7 @@ class AdvicePlan:
             fusion=None if strategy.fusion is None else strategy.fusion.to_dict(),
             hubs={task if length is None else f"{task}/{length}": stats.describe()
                   for (task, length), stats in run.hubs().items()},
+            passage_hit=run_passage_hit(run),
             config=config, commands=strategy_commands(candidate.name, config, data, self.out, self._run_flags()),
             dtypes=command_dtypes(config, auto_dtype),
         )

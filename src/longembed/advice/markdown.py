@@ -41,9 +41,17 @@ def advice_markdown(advice: Advice, plot: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: the column shown when a task locates its answers (:mod:`longembed.evaluation.passage_hits`)
+PASSAGE_COLUMN = "passage hit@1 [95% interval]"
+
+
 def strategy_table(advice: Advice) -> str:
     rows = [strategy_row(s, advice.margin) for s in advice.strategies]
-    return md_table(HEADER, rows, numeric_from=2)
+    if not any(s.passage_hit is not None for s in advice.strategies):
+        return md_table(HEADER, rows, numeric_from=2)
+    for row, s in zip(rows, advice.strategies, strict=True):
+        row.insert(3, "-" if s.passage_hit is None else fmt_interval(s.passage_hit.estimate, s.passage_hit))
+    return md_table([*HEADER[:3], PASSAGE_COLUMN, *HEADER[3:]], rows, numeric_from=2)
 
 
 def verdict_text(s: StrategyResult, margin: float) -> str:

@@ -113,7 +113,7 @@ def token_chunk_spans(offsets: Sequence[Span], size: int, overlap: int = 0) -> l
 
 # A sentence ends after . ! ? (possibly repeated, possibly closed by quotes or brackets) followed by
 # whitespace, or at a line break: meeting transcripts, lists and headings end lines without a period.
-_SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f]+[\"'\u201d\u2019)\]]*(?=\s)|\n")
+SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f]+[\"'\u201d\u2019)\]]*(?=\s)|\n")
 
 
 def sentence_spans(text: str) -> list[Span]:
@@ -125,7 +125,7 @@ def sentence_spans(text: str) -> list[Span]:
     """
     spans: list[Span] = []
     start = 0
-    for match in _SENTENCE_END.finditer(text):
+    for match in SENTENCE_END.finditer(text):
         end = match.start() if match.group() == "\n" else match.end()
         _append_stripped(text, start, end, spans)
         start = match.end()

@@ -25,6 +25,14 @@ from longembed.evaluation.metrics import (
     per_query_metrics,
     same_vector_groups,
 )
+from longembed.evaluation.passage_hits import (
+    PASSAGE_HIT,
+    ShownPassage,
+    dense_shown_passages,
+    lexical_shown_passages,
+    passage_hit_interval,
+    passage_hits,
+)
 from longembed.results import (
     CacheUse,
     Counts,
@@ -150,6 +158,10 @@ def score_unit(
     same_vector = None if dense is None else same_vector_groups(ranked.systems["dense"], doc_ids)
     per_query = per_query_metrics(data.qrels, ranking)
     metrics = _percent(mean_metrics(per_query))
+    passage = unit_passage_hits(unit, model, sides, strategy, ranking,
+                                None if dense is None else (documents, queries.vectors))
+    if passage is not None:
+        metrics[PASSAGE_HIT] = round(float(np.mean(list(passage.values()))), 4)
     first = {qid: ranking[qid][0] for qid in data.qrels if ranking.get(qid)}
     counts = Counts(
         documents=len(doc_ids),
@@ -172,10 +184,60 @@ def score_unit(
         first_ranked=first,
         first_ranked_stats=first_ranked_summary(first, data.qrels, same_vector, documents=doc_ids),
         secondary_per_query={m: {qid: round(100.0 * v, 4) for qid, v in per_query[m].items()}
-                             for m in SECONDARY_METRICS},
+                             for m in SECONDARY_METRICS} | ({} if passage is None else {PASSAGE_HIT: passage}),
         secondary_intervals={m: _rounded(bootstrap_interval([100.0 * v for v in per_query[m].values()]))
-                             for m in SECONDARY_METRICS},
+                             for m in SECONDARY_METRICS}
+                            | ({} if passage is None else {PASSAGE_HIT: passage_hit_interval(passage)}),
     )
+
+
+def unit_passage_hits(unit: Unit, model: CachedEncoder | TextScorer, sides: dict[str, Side], strategy: Strategy,
+                      ranking: dict[str, list[str]],
+                      dense: tuple[CachedEncoding, np.ndarray] | None) -> dict[str, float] | None:
+    """Passage hit@1 per query (:mod:`longembed.evaluation.passage_hits`) when the unit locates its answers
+    and the run shows passages: BM25 (``dense`` None), or chunks whose spans the encoder tells
+    (``dense``: the documents' chunk vectors and the query vectors); else None."""
+    data = unit.data
+    if not data.answers or data.passages is not None:
+        return None
+    if dense is None:
+        shown = lexical_shown_passages(data.answers, ranking, data.corpus, data.queries)
+    elif strategy.chunked and isinstance(model, CachedEncoder) and hasattr(model.encoder, "chunk_spans"):
+        documents, query_vectors = dense
+        shown = _dense_shown(unit, model, sides, strategy, ranking, documents,
+                             dict(zip(data.queries, query_vectors, strict=True)))
+    else:
+        return None
+    return passage_hits(data.answers, ranking, shown) or None
+
+
+def _dense_shown(unit: Unit, model: CachedEncoder, sides: dict[str, Side], strategy: Strategy,
+                 ranking: dict[str, list[str]], documents: CachedEncoding,
+                 query_vectors: dict[str, np.ndarray]) -> ShownPassage:
+    """The passages a search over the unit's chunks would show (:func:`dense_shown_passages`); windows
+    embedded through the cache, as the documents are."""
+    data = unit.data
+    doc_ids = list(data.corpus)
+    assert documents.rows is not None and data.answers is not None
+    firsts = np.concatenate([[0], np.cumsum(documents.rows)[:-1]])
+    position = {d: i for i, d in enumerate(doc_ids)}
+
+    def chunk_vectors(doc_id: str) -> np.ndarray:
+        d = position[doc_id]
+        return documents.vectors[firsts[d] : firsts[d] + documents.rows[d]]
+
+    def chunk_spans(doc_id: str) -> list[tuple[int, int]]:
+        (spans,) = model.encoder.chunk_spans([data.corpus[doc_id]], strategy.chunking)
+        return spans
+
+    side = sides["documents"]
+
+    def embed(texts: list[str]) -> np.ndarray:
+        return model.encode(texts, shard=unit.shard("passage-windows"), prompt=side.prompt,
+                            temperature=side.temperature, desc=f"{unit.label} passage windows").vectors
+
+    return dense_shown_passages(data.answers, ranking, data.corpus, data.queries, query_vectors, chunk_vectors,
+                                chunk_spans, embed, lexical=strategy.fusion is not None, fusion=strategy.fusion)
 
 
 def lexical_scores(model: TextScorer, data: RetrievalData, query_texts: list[str], doc_texts: list[str]) -> np.ndarray:
@@ -280,7 +342,7 @@ def task_result(task: Task, unit_results: list[tuple[Unit, UnitResult]]) -> Task
             secondary_intervals=result.secondary_intervals,
         )
     results = [r for _, r in unit_results]
-    names = list(results[0].metrics)
+    names = [n for n in results[0].metrics if all(n in r.metrics for r in results)]
     metrics = {n: round(float(np.mean([r.metrics[n] for r in results])), 4) for n in names}
     caches = [r.cache for r in results if r.cache is not None]
     return TaskResult(

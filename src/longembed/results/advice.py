@@ -125,6 +125,9 @@ class StrategyResult(Record):
     fusion: dict[str, Any] | None = None
     versus_best: VersusBest | None = None
     hubs: dict[str, str] = field(default_factory=dict, metadata={"omit_empty": True})
+    # passage hit@1 (percent, 95% interval) pooled over the queries of the tasks that locate answers:
+    # whether the passage a search shows holds the answer (None: no task locates its answers)
+    passage_hit: Interval | None = field(default=None, metadata={"omit_none": True})
     # the ``longembed eval`` options of its run, keyed as eval's flags (``max_length`` for --max-length):
     # what ``longembed index --from-advice`` reads (schema: :mod:`longembed.advice`)
     config: dict[str, Any] = field(default_factory=dict)

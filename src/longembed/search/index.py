@@ -15,6 +15,9 @@ BM25 loaded as the build indexed it, the vectors and texts memory-mapped) and lo
 a process that searches many times pays for it once.  The modules that import torch or LanceDB (the
 query encoder, the ANN index, reading an index that has no saved snapshot) are reached through the
 package's lazy names (``heavy.X``: :mod:`longembed.search`), so a BM25-only search never imports them.
+The passage a result shows is chosen afterwards, for the
+query, among sentence windows around the document's best chunks (:mod:`longembed.retrieval.passages`);
+it never changes the ranking.
 
 A :class:`SearchIndex` is read-only after it opens, and :meth:`~SearchIndex.search` keeps no state
 between calls, so one instance serves concurrent searches (a lock guards the encoder's forward pass).
@@ -37,6 +40,7 @@ import pyarrow as pa
 import longembed.search as heavy
 from longembed.errors import MissingFileError, UserError
 from longembed.retrieval.bm25 import BM25Model
+from longembed.retrieval.passages import PassageQuery, PassageRequest, best_chunk_rows, choose_passages
 from longembed.retrieval.pipeline import (
     DenseScores,
     RankedDocuments,
@@ -59,6 +63,8 @@ CONTEXT_CHARS = 300
 #: (at least :data:`LEXICAL_CANDIDATES_MIN`)
 LEXICAL_CANDIDATES_PER_RESULT = 10
 LEXICAL_CANDIDATES_MIN = 100
+#: passage windows per encode batch (every window of a search is encoded in one call)
+WINDOW_BATCH = 32
 
 
 @dataclass(frozen=True)
@@ -185,8 +191,9 @@ class SearchIndex:
             raise UserError("a query is empty")
         allowed = self._allowed(ids, path_prefix)
         use_ann = self.ann is not None and not exact and bool(allowed.all())
-        ranked = self._rank(list(queries), allowed, k, use_ann)
-        return [self._results(q, ranked) for q in range(len(queries))]
+        ranked, vectors = self._rank(list(queries), allowed, k, use_ann)
+        return [self._results(q, PassageQuery(text, None if vectors is None else vectors[q]), ranked)
+                for q, text in enumerate(queries)]
 
     def _allowed(self, ids: Sequence[str] | None, path_prefix: str | None) -> np.ndarray:
         allowed = np.ones(len(self._data.doc_ids), dtype=bool)
@@ -197,10 +204,13 @@ class SearchIndex:
             allowed &= np.array([s.startswith(path_prefix) for s in self._data.sources])
         return allowed
 
-    def _rank(self, queries: list[str], allowed: np.ndarray, k: int, use_ann: bool) -> RankedDocuments:
+    def _rank(self, queries: list[str], allowed: np.ndarray, k: int,
+              use_ann: bool) -> tuple[RankedDocuments, np.ndarray | None]:
         """The queries ranked by eval's pipeline (:func:`~longembed.retrieval.pipeline.rank_documents`);
-        the dense side an exact scan, or through the ANN index (``use_ann``)."""
+        the dense side an exact scan, or through the ANN index (``use_ann``); and the query vectors
+        (None: a lexical-only strategy)."""
         lexical = None
+        vectors = None
         if self._bm25_index is not None:
             lexical = np.stack([self._bm25.query_scores(self._bm25_index, q) for q in queries])
         dense = None
@@ -210,7 +220,7 @@ class SearchIndex:
             dense = (self._ann_dense(vectors, lexical, k) if use_ann
                      else exact_dense_scores(vectors, self._data.vectors, self._data.rows))
         return rank_documents(self._data.doc_ids, k, dense=dense, lexical=lexical, fusion=self.strategy.fusion,
-                              allowed=allowed)
+                              allowed=allowed), vectors
 
     def _ann_dense(self, vectors: np.ndarray, lexical: np.ndarray | None, k: int) -> DenseScores:
         """Dense scores and best chunks through the ANN index (see the module docstring)."""
@@ -236,30 +246,57 @@ class SearchIndex:
     def _query_vectors(self, queries: list[str]) -> np.ndarray:
         return unit_rows(self.embed_queries(queries))
 
-    def _results(self, q: int, ranked: RankedDocuments) -> list[SearchResult]:
+    def _results(self, q: int, query: PassageQuery, ranked: RankedDocuments) -> list[SearchResult]:
         data = self._data
         order = [int(d) for d in ranked.order[q]]
         shown = strictly_decreasing([ranked.scores[q, d] for d in order])
         ranks = {name: ranked.ranks(name)[q] for name in ranked.systems}
+        passages = self._passages(query, order)
         results = []
-        for position, (d, score) in enumerate(zip(order, shown, strict=True), start=1):
+        for position, (d, score, passage) in enumerate(zip(order, shown, passages, strict=True), start=1):
             per_system = {}
             for name, system_ranks in ranks.items():
                 found = np.isfinite(system_ranks[d])
                 per_system[name] = {"rank": int(system_ranks[d]) if found else None,
                                     "score": float(ranked.systems[name][q, d]) if found else None}
-            chunk = int(ranked.best_chunk[q, d]) if ranked.best_chunk is not None else -1
-            chunk = chunk if chunk >= 0 else self._first_chunk(d)
-            results.append(SearchResult(position, data.doc_ids[d], score, data.sources[d], self._passage(d, chunk),
-                                        per_system))
+            results.append(SearchResult(position, data.doc_ids[d], score, data.sources[d], passage, per_system))
         return results
 
     def _first_chunk(self, d: int) -> int:
         return int(self._data.rows[:d].sum())
 
-    def _passage(self, d: int, chunk: int) -> Passage:
+    def _best_chunks(self, d: int, vector: np.ndarray | None) -> list[int]:
+        """The rows of document ``d``'s best chunks for the query (by cosine; every chunk of a
+        lexical-only index, whose chunks have no vectors)."""
+        first, count = self._first_chunk(d), int(self._data.rows[d])
+        if vector is None or self._data.vectors is None:
+            return list(range(first, first + count))
+        return best_chunk_rows(self._data.vectors[first : first + count] @ vector, first)
+
+    def _passages(self, query: PassageQuery, order: list[int]) -> list[Passage]:
+        """The passage each result shows: its best window for the query (:mod:`longembed.retrieval.passages`)."""
+        if not order:
+            return []
+        data = self._data
+        chunks = [self._best_chunks(d, query.vector) for d in order]
+        requests = [PassageRequest(data.text(d), [(int(data.starts[r]), int(data.ends[r])) for r in rows])
+                    for d, rows in zip(order, chunks, strict=True)]
+        spans = choose_passages(query, requests, self._embed_windows if self.encoder is not None else None,
+                                lexical=BM25 in self.strategy.systems, fusion=self.strategy.fusion)
+        return [self._passage(d, rows, span) for d, rows, span in zip(order, chunks, spans, strict=True)]
+
+    def _embed_windows(self, texts: list[str]) -> np.ndarray:
+        """Passage windows' vectors: the index's encoder with its document prompt, one batch per search."""
+        assert self.encoder is not None
+        with self._lock:
+            return self.encoder.encode(texts, batch_size=WINDOW_BATCH, prompt=self.prompts["document"],
+                                       normalize_embeddings=True)
+
+    def _passage(self, d: int, rows: list[int], span: tuple[int, int]) -> Passage:
         text = self._data.text(d)
-        start, end = int(self._data.starts[chunk]), int(self._data.ends[chunk])
+        start, end = span
+        # the location and page of the chunk the passage starts in (the best chunk's when it starts in none)
+        chunk = next((r for r in rows if self._data.starts[r] <= start < self._data.ends[r]), rows[0])
         location, page = self._data.location(chunk)
         return Passage(text[start:end], start, end, text[max(0, start - CONTEXT_CHARS) : start],
                        text[end : end + CONTEXT_CHARS], location, page)

@@ -95,6 +95,11 @@ class RetrievalData:
     ``query_contexts`` the context each query searches (its passages only).  Generated sets larger
     than the paper's may instead be cut into ``blocks`` of the paper's size: a query ranks its own
     block's documents only.
+
+    Tasks that know where the answer is give ``answers``: query id -> relevant document id -> the
+    character spans of that document that answer the query (the planted needle, the annotated
+    transcript turns, the supporting sentences).  They judge the passage a result shows (eval's
+    passage hit@1), not the ranking, so they are not part of :meth:`fingerprint`.
     """
 
     corpus: dict[str, str]
@@ -104,6 +109,7 @@ class RetrievalData:
     passages: dict[str, Passage] | None = None
     query_contexts: dict[str, str] | None = None
     blocks: Blocks | None = None
+    answers: dict[str, dict[str, list[tuple[int, int]]]] | None = None
 
     def validate(self) -> RetrievalData:
         """Check internal consistency; return ``self`` so loaders can ``return data.validate()``.
@@ -128,7 +134,20 @@ class RetrievalData:
             raise UserError(f"{len(unjudged)} queries have no qrels, e.g. {unjudged[:3]}")
         self._validate_passages()
         self._validate_blocks()
+        self._validate_answers()
         return self
+
+    def _validate_answers(self) -> None:
+        """Every answer span lies inside a relevant document of its query and holds some text."""
+        for qid, by_document in (self.answers or {}).items():
+            for doc_id, spans in by_document.items():
+                if self.qrels.get(qid, {}).get(doc_id, 0) <= 0:
+                    raise UserError(f"answers: query {qid!r} names {doc_id!r}, which is not one of its relevant documents")
+                text = self.corpus[doc_id]
+                bad = [s for s in spans if not (0 <= s[0] < s[1] <= len(text)) or not text[s[0] : s[1]].strip()]
+                if bad or not spans:
+                    raise UserError(f"answers: query {qid!r}, document {doc_id!r}: spans {bad or spans} are not "
+                                     f"non-empty (start, end) spans of its {len(text)} characters")
 
     def _validate_passages(self) -> None:
         """Passages are exact slices of their contexts; a query searches an existing context that
@@ -176,6 +195,7 @@ class RetrievalData:
         two runs with the same fingerprint scored the same retrieval problem.  Data without blocks hash
         as they did before blocks existed."""
         content = dataclasses.asdict(self)
+        del content["answers"]
         if self.blocks is None:
             del content["blocks"]
         canonical = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))

@@ -163,13 +163,41 @@ def build_hotpotqa(
     corpus: dict[str, str] = {}
     queries: dict[str, str] = {}
     qrels: dict[str, dict[str, int]] = {}
+    answers: dict[str, dict[str, list[tuple[int, int]]]] = {}
     for k, (i, passages) in enumerate(zip(selection.questions, selection.documents, strict=True)):
         doc_id = f"hotpotqa-doc{k:03d}"
         corpus[doc_id] = "\n".join(_format(n, t, x) for n, (t, x) in enumerate(passages, start=1))
         qid = f"hotpotqa-{examples[i]['_id']}"
         queries[qid] = examples[i]["question"]
         qrels[qid] = {doc_id: 1}
-    return RetrievalData(corpus=corpus, queries=queries, qrels=qrels).validate()
+        spans = supporting_spans(examples[i], passages)
+        if spans:
+            answers[qid] = {doc_id: spans}
+    return RetrievalData(corpus=corpus, queries=queries, qrels=qrels, answers=answers).validate()
+
+
+def supporting_spans(example: dict, passages: list[tuple[str, str]]) -> list[tuple[int, int]]:
+    """The character spans, in the document built from ``passages``, of the example's supporting facts
+    (HotpotQA's (title, sentence number) pairs): where the document answers the question.  A fact whose
+    sentence is only whitespace is skipped."""
+    sentences = {title: list(s) for title, s in example["context"]}
+    spans, position = [], 0
+    for n, (title, text) in enumerate(passages, start=1):
+        body = position + len(_format(n, title, text)) - len(text)  # where the passage's text starts
+        if title in sentences:
+            joined = "".join(sentences[title])
+            lead = len(joined) - len(joined.lstrip())  # _passage strips the joined sentences
+            for fact_title, index in example["supporting_facts"]:
+                if fact_title != title or not 0 <= index < len(sentences[title]):
+                    continue
+                start = sum(len(s) for s in sentences[title][:index]) - lead
+                sentence = sentences[title][index]
+                first = start + len(sentence) - len(sentence.lstrip())
+                last = start + len(sentence.rstrip())
+                if last > first:
+                    spans.append((body + max(first, 0), body + min(last, len(text))))
+        position += len(_format(n, title, text)) + 1
+    return sorted(spans)
 
 
 class HotpotQATask:

@@ -260,11 +260,15 @@ def _retrieval_data(
     corpus = dict(zip(doc_ids, documents, strict=True))
     queries: dict[str, str] = {}
     qrels: dict[str, dict[str, int]] = {}
+    answers: dict[str, dict[str, list[tuple[int, int]]]] = {}
     for j, i in enumerate(asked):
         qid = f"needle-{length}-q{j:03d}"
         queries[qid] = needles[i].question
         qrels[qid] = {doc_ids[i]: 1}
-    return RetrievalData(corpus=corpus, queries=queries, qrels=qrels).validate()
+        start = documents[i].find(needles[i].fact)  # the planted sentence: where the answer is
+        if start >= 0:
+            answers[qid] = {doc_ids[i]: [(start, start + len(needles[i].fact))]}
+    return RetrievalData(corpus=corpus, queries=queries, qrels=qrels, answers=answers).validate()
 
 
 class NeedleTask:

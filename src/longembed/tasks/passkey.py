@@ -92,6 +92,16 @@ def key_sentence_offset(document: str) -> int:
     return len(document[: document.rfind("\n", 0, position) + 1].split())
 
 
+def key_sentence_span(document: str) -> tuple[int, int]:
+    """The (start, end) characters of a passkey document's key sentence: its line, where the answer is."""
+    position = document.find("'s pass key is ")
+    if position < 0:
+        raise UserError("not a passkey document: no \"'s pass key is \" in it")
+    start = document.rfind("\n", 0, position) + 1
+    end = document.find("\n", position)
+    return start, len(document) if end < 0 else end
+
+
 def query_text(name: str) -> str:
     """The query asking for ``name``'s pass key."""
     return f"What is the pass key for {name}?"
@@ -207,11 +217,13 @@ def _retrieval_data(length: int, people: list[int], documents: list[str], asked:
     corpus = dict(zip(doc_ids, documents, strict=True))
     queries: dict[str, str] = {}
     qrels: dict[str, dict[str, int]] = {}
+    answers: dict[str, dict[str, list[tuple[int, int]]]] = {}
     for j, i in enumerate(asked):
         qid = f"passkey-{length}-q{j:03d}"
         queries[qid] = query_text(person_name(people[i]))
         qrels[qid] = {doc_ids[i]: 1}
-    return RetrievalData(corpus=corpus, queries=queries, qrels=qrels).validate()
+        answers[qid] = {doc_ids[i]: [key_sentence_span(documents[i])]}
+    return RetrievalData(corpus=corpus, queries=queries, qrels=qrels, answers=answers).validate()
 
 
 class PasskeyTask:

@@ -52,6 +52,26 @@ def meeting_document(meeting: dict) -> str:
     return "\n".join(f"{turn['speaker']}: {turn['content']}" for turn in meeting["meeting_transcripts"])
 
 
+def turn_spans(meeting: dict, turn_ranges: list, where: str) -> list[tuple[int, int]]:
+    """The character spans in :func:`meeting_document` of a query's ``relevant_text_span`` (QMSum's
+    inclusive [first, last] turn ranges, as strings): where the transcript answers the query."""
+    starts, position = [], 0
+    for turn in meeting["meeting_transcripts"]:
+        starts.append(position)
+        position += len(f"{turn['speaker']}: {turn['content']}") + 1
+    spans = []
+    for pair in turn_ranges:
+        try:
+            first, last = (int(x) for x in pair)
+        except (TypeError, ValueError):
+            raise UserError(f"{where}: relevant_text_span {pair!r} is not a pair of turn numbers") from None
+        if not 0 <= first <= last < len(starts):
+            raise UserError(f"{where}: relevant_text_span {pair!r} names turns outside 0..{len(starts) - 1}")
+        spans.append((starts[first], starts[last] + len(f"{meeting['meeting_transcripts'][last]['speaker']}: "
+                                                            f"{meeting['meeting_transcripts'][last]['content']}")))
+    return spans
+
+
 def meeting_files(root: Path, splits: Sequence[str] = SPLITS) -> list[Path]:
     """The meeting files of ``root`` = ``<data_dir>/qmsum/data/ALL``, in LongEmbed's order."""
     return [path for split in splits for path in sorted((root / split).glob("*.json"))]
@@ -70,6 +90,7 @@ def load_qmsum(root: Path) -> RetrievalData:
     corpus: dict[str, str] = {}
     queries: dict[str, str] = {}
     qrels: dict[str, dict[str, int]] = {}
+    answers: dict[str, dict[str, list[tuple[int, int]]]] = {}
     query_id_of: dict[str, str] = {}
     for path in meeting_files(root):
         meeting = require_fields(
@@ -87,12 +108,15 @@ def load_qmsum(root: Path) -> RetrievalData:
             query_id_of[answer] = qid
             queries[qid] = answer
             qrels[qid] = {doc_id: 1}
+            spans = turn_spans(meeting, item.get("relevant_text_span") or [], f"{path}, query {answer[:40]!r}")
+            if spans:
+                answers[qid] = {doc_id: spans}
     if len(corpus) != EXPECTED_DOCS or len(queries) != EXPECTED_QUERIES:
         raise UserError(
             f"QMSum under {root}: {len(corpus)} meetings and {len(queries)} queries, expected "
             f"{EXPECTED_DOCS} and {EXPECTED_QUERIES} (LongEmbed's QMSum = Yale-LILY/QMSum data/ALL train+val)"
         )
-    return RetrievalData(corpus=corpus, queries=queries, qrels=qrels).validate()
+    return RetrievalData(corpus=corpus, queries=queries, qrels=qrels, answers=answers).validate()
 
 
 class QMSumTask:
