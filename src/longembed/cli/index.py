@@ -18,6 +18,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import shlex
+from collections.abc import Callable
 from pathlib import Path
 
 from longembed.cli.model_defaults import resolve_method
@@ -25,6 +27,7 @@ from longembed.cli.options import given_encoder_flags, strategy_from_args
 from longembed.config import EncoderConfig
 from longembed.encoder import LongContextEncoder
 from longembed.errors import MissingFileError, UserError
+from longembed.evaluation.cache.lookup import CachedDocumentVectors
 from longembed.evaluation.estimate import format_duration, longest_sequence, measure_cost_model, text_seconds
 from longembed.inputs import tokenize_bounded
 from longembed.results.advice import strategy_from_advice
@@ -56,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     report = build_index(
         args.index, documents, strategy, name=name, rebuild=args.rebuild, ann=args.ann, device=args.device,
         batch_size=args.batch_size, engine=engine,
+        cached=None if args.from_advice is None else advice_cache(args.from_advice, name, strategy),
         on_plan=(lambda plan, encoder: print_estimate(plan, encoder, strategy, args.batch_size))
         if args.estimate else None,
         keep=[failure.id for failure in reading.failed],
@@ -63,6 +67,22 @@ def run(args: argparse.Namespace) -> int:
     print(report.summary())
     write_document_files(args.index, documents, keep=[failure.id for failure in reading.failed])
     return report_reading(reading, args.index)
+
+
+def advice_cache(advice_file: Path, name: str, strategy: Strategy) -> Callable[..., CachedDocumentVectors] | None:
+    """The lookup of the document vectors advise stored for strategy ``name`` (in the cache its eval command
+    names: ``--cache-dir``, else the default; None with ``--no-cache``), for :func:`build_index`'s ``cached``."""
+    try:
+        records = json.loads(advice_file.read_text(encoding="utf-8")).get("strategies") or []
+        command = next((r.get("commands") or {}).get("eval", "") for r in records if r.get("name") == name)
+    except (OSError, ValueError, AttributeError, StopIteration):
+        return None  # strategy_from_advice read the file: an older one without commands has no cache to name
+    words = shlex.split(command)
+    if "--no-cache" in words:
+        return None
+    cache_dir = words[words.index("--cache-dir") + 1] if "--cache-dir" in words[:-1] else None
+    chunking = strategy.chunking if strategy.chunked else None
+    return lambda encoder, prompt: CachedDocumentVectors(encoder, cache_dir, prompt, chunking, strategy.late)
 
 
 def report_reading(reading: SourceReading, index: str | Path) -> int:

@@ -36,7 +36,7 @@ from longembed.errors import UserError
 from longembed.retrieval.model_files import model_identity, same_files
 from longembed.retrieval.strategy import BM25, Strategy
 from longembed.search.ann import ann_wanted, update_ann_index
-from longembed.search.embedding import DocumentEmbedder, load_strategy_encoder, resolved_prompts
+from longembed.search.embedding import DocumentEmbedder, VectorLookup, load_strategy_encoder, resolved_prompts
 from longembed.search.sources import Document
 from longembed.search.store import (
     INDEX_FORMAT,
@@ -90,11 +90,19 @@ class BuildReport:
     chunks: int
     version: int
     ann: str = ""  # what the build did to the ANN index ('' nothing)
+    encoded: int = 0  # vectors this build computed
+    from_cache: int = 0  # vectors it read from the embedding cache (index --from-advice: advise's)
 
     def summary(self) -> str:
         return (f"{self.plan.summary()}; the index holds {self.documents} documents, {self.chunks} "
                 f"{'chunks' if self.chunks != self.documents else 'rows'} (version {self.version})"
-                + (f"; {self.ann}" if self.ann else ""))
+                + (f"; {self.ann}" if self.ann else "") + self.vectors_text())
+
+    def vectors_text(self) -> str:
+        """"; 120 vectors computed, 3,400 read from the embedding cache" (empty when none came from it)."""
+        if not self.from_cache:
+            return ""
+        return f"; {self.encoded:,} vectors computed, {self.from_cache:,} read from the embedding cache (not embedded again)"
 
 
 def index_metadata(strategy: Strategy, encoder: LongContextEncoder | None, name: str | None = None) -> dict[str, Any]:
@@ -215,6 +223,7 @@ def build_index(
     show_progress: bool = True,
     log: Callable[[str], None] | None = print,
     keep: Sequence[str] = (),
+    cached: Callable[[LongContextEncoder, str], VectorLookup | None] | None = None,
 ) -> BuildReport:
     """Index ``documents`` at ``path`` with ``strategy`` (see the module docstring), recorded as ``name``
     (default: the strategy's own, e.g. ``late-chunks+bm25``).
@@ -224,6 +233,8 @@ def build_index(
     ``on_plan(plan, encoder)``: called before any vector is computed (the CLI prints the estimate).
     ``ann``: auto (an ANN index from :data:`~longembed.search.ann.ANN_MIN_CHUNKS` chunks), on, off.
     ``keep``: ids of documents whose files could not be read this time: the rows they have stay.
+    ``cached(encoder, document_prompt)``: where vectors computed before may be found (``index
+    --from-advice``: advise's embedding cache), so they are not computed again; the local engine only.
     A BlockingIOError when another build holds the index.
     """
     ann_wanted(ann, 0)  # a bad mode fails before anything is loaded
@@ -231,13 +242,14 @@ def build_index(
     store = IndexStore(path)
     with store.build_lock(), index_errors(path, writing=True):
         return _build(store, path, documents, strategy, name, rebuild, ann, device, batch_size, batch_documents, engine,
-                      on_plan, show_progress, log or (lambda _: None), keep)
+                      on_plan, show_progress, log or (lambda _: None), keep, cached)
 
 
 def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], strategy: Strategy,
            name: str | None, rebuild: bool, ann: str, device: str | None, batch_size: int, batch_documents: int,
            engine: Callable[..., Any] | None, on_plan: Callable[[BuildPlan, LongContextEncoder | None], None] | None,
-           show_progress: bool, say: Callable[[str], None], keep: Sequence[str] = ()) -> BuildReport:
+           show_progress: bool, say: Callable[[str], None], keep: Sequence[str] = (),
+           cached: Callable[[LongContextEncoder, str], VectorLookup | None] | None = None) -> BuildReport:
     encoder = None if strategy.lexical_only else load_strategy_encoder(strategy, device)
     wanted = index_metadata(strategy, encoder, name)
     dimensions = None if encoder is None else encoder.embedding_dim
@@ -257,7 +269,8 @@ def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], s
         on_plan(plan, encoder)
     if plan.to_delete:
         delete_documents(table, plan.to_delete)
-    embedder = DocumentEmbedder(strategy, encoder, batch_size)
+    lookup = None if cached is None or encoder is None or engine is not None else cached(encoder, wanted["prompts"]["document"])
+    embedder = DocumentEmbedder(strategy, encoder, batch_size, lookup)
 
     def append(rows: Any) -> None:
         table.add(rows.table(table.schema))
@@ -272,7 +285,8 @@ def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], s
             engine(plan.to_embed, strategy, batch_size, batch_documents, append, bar.update)
     ann_done = update_ann_index(table, ann)
     version = mark_complete(table)
-    return BuildReport(plan, len(documents_in(table)), table.count_rows(), version, ann_done)
+    return BuildReport(plan, len(documents_in(table)), table.count_rows(), version, ann_done,
+                       embedder.encoded, embedder.from_cache)
 
 
 def _documents_at(store: IndexStore, version: int) -> dict[str, tuple[str, str]]:

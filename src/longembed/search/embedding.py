@@ -16,7 +16,7 @@ actor (``--engine ray``), so both engines write the same rows.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -45,32 +45,69 @@ def resolved_prompts(strategy: Strategy, encoder: LongContextEncoder | None) -> 
             "document": model["document"] if strategy.document_prompt is None else strategy.document_prompt}
 
 
-class DocumentEmbedder:
-    """Turns documents into :class:`~longembed.search.store.ChunkRows` with one encoder (None: BM25)."""
+#: vectors computed before, found by a document's text: a (dim,) vector or a (chunks, dim) matrix, None
+#: where there is none (:class:`~longembed.evaluation.cache.lookup.CachedDocumentVectors`: advise's cache)
+VectorLookup = Callable[[Sequence[str]], list[np.ndarray | None]]
 
-    def __init__(self, strategy: Strategy, encoder: LongContextEncoder | None, batch_size: int = 16) -> None:
+
+class DocumentEmbedder:
+    """Turns documents into :class:`~longembed.search.store.ChunkRows` with one encoder (None: BM25).
+
+    ``cached``: where a document's vectors may already be (advise's embedding cache, for ``index
+    --from-advice``); a document found there is not encoded, and :attr:`from_cache` counts its vectors.
+    """
+
+    def __init__(self, strategy: Strategy, encoder: LongContextEncoder | None, batch_size: int = 16,
+                 cached: VectorLookup | None = None) -> None:
         self.strategy = strategy
         self.encoder = encoder
         self.batch_size = batch_size
         self.prompt = resolved_prompts(strategy, encoder)["document"]
+        self.cached = cached
+        self.from_cache = 0  # vectors read from ``cached``
+        self.encoded = 0  # vectors computed
 
     def rows(self, documents: Sequence[Document]) -> ChunkRows:
         texts = [d.text for d in documents]
         if self.encoder is None:
             return _rows(documents, [[(0, len(t))] for t in texts], None)
+        found = self.cached(texts) if self.cached is not None else [None] * len(texts)
+        reused = [None if vectors is None else self.reuse(text, vectors) for text, vectors in zip(texts, found, strict=True)]
+        missing = [i for i, entry in enumerate(reused) if entry is None]
+        computed = iter(self.encode([texts[i] for i in missing]))
+        embedded = [next(computed) if entry is None else entry for entry in reused]
+        self.encoded += sum(len(embedded[i][0]) for i in missing)
+        self.from_cache += sum(len(entry[0]) for entry in reused if entry is not None)
+        return _rows(documents, [spans for _, spans in embedded], np.concatenate([v for v, _ in embedded]))
+
+    def encode(self, texts: list[str]) -> list[tuple[np.ndarray, list[tuple[int, int]]]]:
+        """Each text's (unit vectors, their character spans), computed as eval computes them."""
+        assert self.encoder is not None
+        if not texts:
+            return []
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # a document cut at Lt: the passage span says where
+            warnings.simplefilter("ignore", UserWarning)  # a document cut at Lt: the build counts the cuts
             if self.strategy.chunked:
                 encoded = self.encoder.encode_chunks(
                     texts, self.strategy.chunking, late=self.strategy.late, batch_size=self.batch_size,
                     prompt=self.prompt, normalize_embeddings=True,
                 )
-                return _rows(documents, [spans for _, spans in encoded], np.concatenate([v for v, _ in encoded]))
+                return [(vectors, list(spans)) for vectors, spans in encoded]
             vectors = np.asarray(self.encoder.encode(texts, batch_size=self.batch_size, prompt=self.prompt,
                                                      normalize_embeddings=True), dtype=np.float32)
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        vectors = vectors / np.where(norms > 0, norms, 1.0)
-        return _rows(documents, [[(0, self.first_window_end(t))] for t in texts], vectors)
+        return [(_unit(v[None, :]), [(0, self.first_window_end(t))]) for v, t in zip(vectors, texts, strict=True)]
+
+    def reuse(self, text: str, vectors: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]] | None:
+        """A cached entry as :meth:`encode` would have returned it, the chunks' spans cut again; None
+        (encode it) when the entry does not have one vector per chunk (never a passage shifted by one)."""
+        assert self.encoder is not None
+        if not self.strategy.chunked:
+            return _unit(np.asarray(vectors, dtype=np.float32).reshape(1, -1)), [(0, self.first_window_end(text))]
+        (spans,) = self.encoder.chunk_spans([text], self.strategy.chunking)
+        matrix = np.asarray(vectors, dtype=np.float32)
+        if matrix.ndim != 2 or len(matrix) != len(spans):
+            return None
+        return matrix, list(spans)
 
     def first_window_end(self, text: str) -> int:
         """The character where the model stopped reading ``text`` (its end when it read all of it)."""
@@ -81,6 +118,12 @@ class DocumentEmbedder:
         (tokens,) = tokenize_bounded([text], tokenizer, "", None, budget)  # not the whole of a long text
         offsets = tokens.offsets or []
         return len(text) if tokens.complete and len(offsets) <= budget else int(offsets[max(budget, 1) - 1][1])
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length again (as eval's cache does); a zero row stays zero."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms > 0, norms, 1.0)
 
 
 def _rows(documents: Sequence[Document], spans: Sequence[Sequence[tuple[int, int]]],
