@@ -39,7 +39,7 @@ def test_the_json_answer_has_the_contracts_keys_in_order(built, capsys) -> None:
     answer = json.loads(capsys.readouterr().out)
     assert list(answer) == ["query", "k", "index", "results"]
     assert list(answer["index"]) == ["documents", "chunks", "model", "method", "max_length", "strategy", "systems",
-                                     "fusion", "built_at", "longembed_version"]
+                                     "fusion", "built_at", "longembed_version", "truncated"]
     assert answer["index"]["strategy"] == "late-chunks+bm25" and answer["index"]["fusion"] == {"method": "rrf", "k": 60}
     assert answer["index"]["systems"] == ["dense", "bm25"] and answer["index"]["documents"] == 8
     results = answer["results"]

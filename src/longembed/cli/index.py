@@ -31,7 +31,7 @@ from longembed.evaluation.cache.lookup import CachedDocumentVectors
 from longembed.evaluation.estimate import format_duration, longest_sequence, measure_cost_model, text_seconds
 from longembed.inputs import tokenize_bounded
 from longembed.results.advice import strategy_from_advice
-from longembed.retrieval.strategy import BM25, CHUNKS, Strategy
+from longembed.retrieval.strategy import BM25, CHUNKS, DOCUMENT, Strategy
 from longembed.search.build import BuildPlan, build_index
 from longembed.search.document_files import write_document_files
 from longembed.search.ray_build import RayBuild
@@ -135,11 +135,23 @@ def chosen_strategy(args: argparse.Namespace) -> tuple[str, Strategy]:
         if ignored:
             print(f"note: {', '.join(ignored)} ignored for BM25 (it has no encoder)")
         return BM25, Strategy(BM25)
-    strategy = strategy_from_args(args, model=model)
+    strategy = strategy_from_args(args, model=model, **default_granularity(args))
     if args.strategy is not None:
         strategy = Strategy.from_name(args.strategy, model, strategy)
         return args.strategy, strategy
     return strategy.name, strategy
+
+
+def default_granularity(args: argparse.Namespace) -> dict[str, object]:
+    """The granularity (and chunking kind) when ``--granularity`` is not given: naive chunks, so the whole
+    of every document is read (late with ``--late``), unless an extension method (``--method pi``) asks for
+    one long window per document."""
+    if args.granularity is not None:
+        return {}
+    if getattr(args, "method", None) not in (None, "truncate"):
+        return {"granularity": DOCUMENT}
+    given = getattr(args, "given_flags", None) or {}
+    return {"granularity": CHUNKS, "late": "late" in given and args.late}
 
 
 def strategy_flags_given(args: argparse.Namespace) -> list[str]:
@@ -155,7 +167,7 @@ def strategy_flags_given(args: argparse.Namespace) -> list[str]:
     return ([f for f in given_encoder_flags(args) if f not in ("--device", "--batch-size")]
             + (["--model"] if args.model not in (None, "default") else [])
             + ["--" + name.replace("_", "-") for name in names if hasattr(default, name) and name != "model"
-               and getattr(args, name, getattr(default, name)) != getattr(default, name)])
+               and getattr(args, name, getattr(default, name)) not in (None, getattr(default, name))])
 
 
 def describe(strategy: Strategy) -> str:

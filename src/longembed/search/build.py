@@ -48,6 +48,7 @@ from longembed.search.store import (
     mark_complete,
     table_metadata,
 )
+from longembed.search.truncation import truncation_facts, truncation_text, update_truncated
 
 #: documents per encode call and per Lance append (a crash loses at most one batch's work)
 BATCH_DOCUMENTS = 32
@@ -92,11 +93,14 @@ class BuildReport:
     ann: str = ""  # what the build did to the ANN index ('' nothing)
     encoded: int = 0  # vectors this build computed
     from_cache: int = 0  # vectors it read from the embedding cache (index --from-advice: advise's)
+    truncated: dict[str, int] = field(default_factory=dict)  # the index's documents cut (truncation_facts)
+    window: int | None = None  # the tokens a truncating strategy reads of a document
 
     def summary(self) -> str:
         return (f"{self.plan.summary()}; the index holds {self.documents} documents, {self.chunks} "
                 f"{'chunks' if self.chunks != self.documents else 'rows'} (version {self.version})"
-                + (f"; {self.ann}" if self.ann else "") + self.vectors_text())
+                + (f"; {self.ann}" if self.ann else "") + self.vectors_text()
+                + (f"; {truncation_text(self.truncated, self.window)}" if self.truncated.get("documents") else ""))
 
     def vectors_text(self) -> str:
         """"; 120 vectors computed, 3,400 read from the embedding cache" (empty when none came from it)."""
@@ -263,6 +267,7 @@ def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], s
     plan = plan_build(documents, committed, present, keep)
     say(f"{path}: {plan.summary()}; {len(plan.to_embed)} documents to embed")
     check_index_space(path, plan.to_embed, strategy, dimensions)  # before a --rebuild drops the old table
+    fresh = table is None
     if table is None:
         table = store.create(dimensions, wanted)
     if on_plan is not None:
@@ -285,8 +290,10 @@ def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], s
             engine(plan.to_embed, strategy, batch_size, batch_documents, append, bar.update)
     ann_done = update_ann_index(table, ann)
     version = mark_complete(table)
+    cut = update_truncated(path, embedder.cut, plan.to_delete, fresh)
     return BuildReport(plan, len(documents_in(table)), table.count_rows(), version, ann_done,
-                       embedder.encoded, embedder.from_cache)
+                       embedder.encoded, embedder.from_cache, truncation_facts(cut),
+                       None if encoder is None else encoder.max_length)
 
 
 def _documents_at(store: IndexStore, version: int) -> dict[str, tuple[str, str]]:

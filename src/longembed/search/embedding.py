@@ -28,6 +28,7 @@ from longembed.inputs import tokenize_bounded
 from longembed.retrieval.strategy import Strategy
 from longembed.search.sources import Document
 from longembed.search.store import ChunkRows
+from longembed.search.truncation import tokens_after
 
 
 def load_strategy_encoder(strategy: Strategy, device: str | None = None) -> LongContextEncoder:
@@ -66,6 +67,7 @@ class DocumentEmbedder:
         self.cached = cached
         self.from_cache = 0  # vectors read from ``cached``
         self.encoded = 0  # vectors computed
+        self.cut: dict[str, int] = {}  # id -> tokens past the window, of the documents a truncating strategy cut
 
     def rows(self, documents: Sequence[Document]) -> ChunkRows:
         texts = [d.text for d in documents]
@@ -78,6 +80,10 @@ class DocumentEmbedder:
         embedded = [next(computed) if entry is None else entry for entry in reused]
         self.encoded += sum(len(embedded[i][0]) for i in missing)
         self.from_cache += sum(len(entry[0]) for entry in reused if entry is not None)
+        if not self.strategy.chunked:
+            for document, (_, spans) in zip(documents, embedded, strict=True):
+                if spans[-1][1] < len(document.text):
+                    self.cut[document.id] = tokens_after(self.encoder.tokenizer, document.text, spans[-1][1])
         return _rows(documents, [spans for _, spans in embedded], np.concatenate([v for v, _ in embedded]))
 
     def encode(self, texts: list[str]) -> list[tuple[np.ndarray, list[tuple[int, int]]]]:

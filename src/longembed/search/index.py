@@ -46,6 +46,7 @@ from longembed.search.ann import ann_state, document_scores
 from longembed.search.document_files import read_document_files, servable_file
 from longembed.search.embedding import load_strategy_encoder
 from longembed.search.store import IndexStore, index_errors, table_metadata
+from longembed.search.truncation import read_truncated, truncation_facts
 
 #: characters of the document shown before and after a passage
 CONTEXT_CHARS = 300
@@ -150,6 +151,7 @@ class SearchIndex:
         self._table = table
         self._position = {d: p for p, d in enumerate(self._data.doc_ids)}
         self._files = {d: f for d, f in read_document_files(path).items() if d in self._position}
+        self._truncated = truncation_facts(read_truncated(path))  # the documents a truncating build cut
         self._lock = threading.Lock()
         self.embed_queries = embed_queries or self._encode_queries
         self.encoder: LongContextEncoder | None = None
@@ -175,6 +177,7 @@ class SearchIndex:
             "fusion": None if fusion is None else {k: v for k, v in fusion.to_dict().items() if k != "source"},
             "built_at": self.built_at,
             "longembed_version": self.metadata.get("longembed_version"),
+            "truncated": self._truncated,
         }
 
     def document_file(self, doc_id: str) -> Path | None:
