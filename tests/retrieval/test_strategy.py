@@ -162,6 +162,9 @@ def test_eval_and_index_take_the_strategys_flags_with_the_same_help() -> None:
             assert field.name in actions, (command, field.name)
     for field in flags:
         ev, ix = by_dest["eval"][field.name], by_dest["index"][field.name]
+        if field.name == "granularity":  # index's default reads every token (naive chunks): its help says so
+            assert (ev.option_strings, ev.choices) == (ix.option_strings, ix.choices) and "Default: chunks" in ix.help
+            continue
         assert (ev.option_strings, ev.help, ev.choices) == (ix.option_strings, ix.help, ix.choices)
 
 

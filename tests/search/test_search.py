@@ -39,8 +39,8 @@ def test_the_json_answer_has_the_contracts_keys_in_order(built, capsys) -> None:
     assert main(["search", "--index", str(root / "hybrid"), "the apple harvest", "-k", "5", "--json"]) == 0
     answer = json.loads(capsys.readouterr().out)
     assert list(answer) == ["query", "k", "index", "results"]
-    assert list(answer["index"]) == ["documents", "chunks", "model", "method", "max_length", "dtype", "strategy", "systems",
-                                     "fusion", "built_at", "longembed_version"]
+    assert list(answer["index"]) == ["documents", "chunks", "model", "method", "max_length", "dtype", "strategy",
+                                     "systems", "fusion", "built_at", "longembed_version", "truncated"]
     assert answer["index"]["strategy"] == "late-chunks+bm25" and answer["index"]["fusion"] == {"method": "rrf", "k": 60}
     assert answer["index"]["systems"] == ["dense", "bm25"] and answer["index"]["documents"] == 8
     results = answer["results"]

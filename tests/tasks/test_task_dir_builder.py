@@ -206,3 +206,43 @@ def test_the_output_inside_the_documents_and_a_folder_of_questions_are_refused(t
         assert not (docs / "task").exists()
     with pytest.raises(UserError, match=f"questions file {docs} is a folder"):
         build_task_dir(docs, docs, tmp_path / "task")
+
+
+def test_a_beir_queries_file_with_documents_named_without_their_extension(tmp_path: Path) -> None:
+    docs = docs_folder(tmp_path / "docs")
+    questions = jsonl(tmp_path / "queries.jsonl", [
+        {"_id": "apples", "text": "What colour are apples?", "document": "a"},
+        {"_id": "bees", "text": "Who makes honey?", "documents": ["notes/b", "d.txt"]},
+    ])
+    build_task_dir(docs, questions, tmp_path / "task")
+    data = TaskDirTask(tmp_path / "task").load()
+    assert data.queries == {"apples": "What colour are apples?", "bees": "Who makes honey?"}
+    assert data.qrels == {"apples": {"a.txt": 1}, "bees": {"notes/b.md": 1, "d.txt": 1}}
+
+
+def test_a_name_without_extension_that_fits_two_documents_is_one_line_naming_both(tmp_path: Path) -> None:
+    docs = docs_folder(tmp_path / "docs")
+    (docs / "a.md").write_text("Apples, again.", encoding="utf-8")
+    questions = jsonl(tmp_path / "q.jsonl", [{"question": "What colour are apples?", "document": "a"}])
+    assert problems_of(docs, questions, tmp_path / "task") == [
+        f"{questions}:1: document 'a' may be 'a.md' or 'a.txt': name it with its extension"]
+
+
+@pytest.mark.parametrize("rows, looks", [
+    ([{"_id": "q1", "text": "What colour are apples?"}, {"_id": "q2", "text": "Who barks?"}], "a BEIR queries.jsonl"),
+    ([{"_id": "a.txt", "title": "", "text": "Apples grow on trees."}], "a BEIR corpus.jsonl"),
+    ([{"prompt": "What colour are apples?", "answer": "red"}], "the fields answer, prompt and none names a document"),
+])
+def test_a_file_of_another_format_is_one_problem_saying_what_was_expected(tmp_path: Path, rows: list, looks: str) -> None:
+    docs = docs_folder(tmp_path / "docs")
+    problems = problems_of(docs, jsonl(tmp_path / "queries.jsonl", rows), tmp_path / "task")
+    assert len(problems) == 1 and 'expected one question per line with the document that answers it' in problems[0]
+    assert looks in problems[0]
+
+
+def test_a_qrels_file_given_as_questions_says_what_it_looks_like(tmp_path: Path) -> None:
+    docs = docs_folder(tmp_path / "docs")
+    qrels = tmp_path / "test.tsv"
+    qrels.write_text("query-id\tcorpus-id\tscore\nq1\ta.txt\t1\n", encoding="utf-8")
+    (problem,) = problems_of(docs, qrels, tmp_path / "task")
+    assert "must name the columns" in problem and "looks like BEIR qrels" in problem

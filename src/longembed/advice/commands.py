@@ -1,5 +1,5 @@
 """What a user runs after the advice: the commands that reproduce a strategy's score (``longembed eval``),
-serve its model (``longembed serve``) and build its index (``longembed index --from-advice``), all built
+serve its index for search (``longembed serve --index``) and build its index (``longembed index --from-advice``), all built
 from its ``config`` (:meth:`~longembed.retrieval.strategy.Strategy.to_dict`), so they cannot disagree.
 """
 
@@ -55,13 +55,11 @@ class DataFlags:
         return out
 
 
-def config_flags(config: Mapping[str, Any], serve: bool = False) -> list[str]:
-    """A strategy's ``config`` as ``longembed eval`` flags (``serve``: the encoder's only: no chunk,
-    fusion or prompt flags).  The encoder's options are flags of their own (``--dtype bfloat16``)."""
+def config_flags(config: Mapping[str, Any]) -> list[str]:
+    """A strategy's ``config`` as ``longembed eval`` flags.  The encoder's options are flags of their own
+    (``--dtype bfloat16``)."""
     strategy = Strategy.from_dict(config)
     out = [] if strategy.lexical_only else _encoder_flags(strategy)
-    if serve:
-        return out
     if strategy.lexical_only:
         return ["--model", BM25]
     if strategy.chunked:
@@ -96,11 +94,11 @@ def eval_command(config: Mapping[str, Any], data: DataFlags, output: str | Path,
     return shlex.join(["longembed", "eval", *config_flags(config), *run_flags, *data.flags(), "--output", str(output)])
 
 
-def serve_command(config: Mapping[str, Any]) -> str | None:
-    """``longembed serve`` of the strategy's model (None for BM25: no model to serve)."""
-    if config["model"] == BM25:
-        return None
-    return shlex.join(["longembed", "serve", *config_flags(config, serve=True)])
+def serve_command(index_dir: str | Path) -> str:
+    """``longembed serve --index`` of the strategy's index: ``POST /search`` and the search page, over the
+    index the strategy's index command builds (the server embeds queries with the index's own model, so
+    no model flags are needed; the embedding routes serve that model too)."""
+    return shlex.join(["longembed", "serve", "--index", str(index_dir)])
 
 
 def index_command(name: str, advice_file: str | Path, index_dir: str | Path) -> str:
@@ -111,15 +109,13 @@ def index_command(name: str, advice_file: str | Path, index_dir: str | Path) -> 
 
 def strategy_commands(name: str, config: Mapping[str, Any], data: DataFlags, out: str | Path,
                       run_flags: Sequence[str] = ()) -> dict[str, str]:
-    """The strategy's commands: "eval" (into OUT/rerun/NAME), "serve" (not for BM25), "index" (into
-    OUT/index/NAME)."""
+    """The strategy's commands: "eval" (into OUT/rerun/NAME), "index" (into OUT/index/NAME), "serve" (a
+    search server over that index)."""
     out = Path(out)
-    commands = {"eval": eval_command(config, data, out / RERUN / name, run_flags)}
-    serve = serve_command(config)
-    if serve is not None:
-        commands["serve"] = serve
-    commands["index"] = index_command(name, out / "advice.json", out / INDEX / name)
-    return commands
+    index_dir = out / INDEX / name
+    return {"eval": eval_command(config, data, out / RERUN / name, run_flags),
+            "index": index_command(name, out / "advice.json", index_dir),
+            "serve": serve_command(index_dir)}
 
 
 def command_dtypes(config: Mapping[str, Any], auto: str) -> dict[str, str]:

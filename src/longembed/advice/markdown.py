@@ -4,10 +4,14 @@ every number was obtained (data, sampling, statistics, where costs were timed, t
 
 from __future__ import annotations
 
+import shlex
+from pathlib import Path
+
 from longembed.advice.commands import serve_request
 from longembed.advice.estimate import error_percent
 from longembed.advice.recommend import UNDECIDED, WITHIN, WORSE, fmt_bytes
 from longembed.evaluation.estimate import format_duration
+from longembed.loading import DEFAULT_MODEL, DEFAULT_MODEL_NAME
 from longembed.report.formatting import fmt, fmt_interval, md_table
 from longembed.results.advice import Advice, StrategyResult
 
@@ -19,7 +23,7 @@ def advice_markdown(advice: Advice, plot: str | None = None) -> str:
     """The whole of advice.md (``plot``: the plot's file name, linked when given)."""
     r = advice.recommendation
     m = sum(s.versus_best is not None for s in advice.strategies)
-    lines = [f"# Which strategy for {advice.model} on {', '.join(advice.tasks)}", "",
+    lines = [advice_title(advice), "",
              f"**Use {r.choice}.** {r.reason}", ""]
     if advice.sampling is not None:
         lines += [f"**Measured on a sample** (the full data was estimated above --budget-seconds): "
@@ -39,6 +43,30 @@ def advice_markdown(advice: Advice, plot: str | None = None) -> str:
     lines += ["## The strategies and their commands", "", *strategy_lines(advice), "",
               "## How this was measured", "", *method_lines(advice)]
     return "\n".join(lines) + "\n"
+
+
+def advice_title(advice: Advice) -> str:
+    """``# Which strategy for MODEL on TASKS``: the model by name (the packaged default's own name, not
+    ``default``) and each task folder's task by its folder (a folder's name alone, often ``task`` or
+    ``data``, says little)."""
+    model = (f"{DEFAULT_MODEL_NAME} (the packaged default)" if advice.model == DEFAULT_MODEL
+             else Path(str(advice.model).rstrip("/")).name or advice.model)
+    folders = task_folders(advice)
+    tasks = [f"{task} (the task folder {folders[task]})" if task in folders else task for task in advice.tasks]
+    return f"# Which strategy for {model} on {', '.join(tasks)}"
+
+
+def task_folders(advice: Advice) -> dict[str, str]:
+    """Task name -> the folder it was read from, for the advice's ``--task-dir`` tasks (read from its eval
+    commands, which every strategy shares: each ``--task-dir``, named by ``--task-name`` or its folder)."""
+    if not advice.strategies or "eval" not in advice.strategies[0].commands:
+        return {}
+    words = shlex.split(advice.strategies[0].commands["eval"])
+    folders = [words[i + 1] for i, word in enumerate(words[:-1]) if word == "--task-dir"]
+    names = [words[i + 1] for i, word in enumerate(words[:-1]) if word == "--task-name"]
+    if names and len(names) != len(folders):
+        return {}
+    return dict(zip(names or [Path(f.rstrip("/")).name for f in folders], folders, strict=True))
 
 
 #: the column shown when a task locates its answers (:mod:`longembed.evaluation.passage_hits`)
@@ -87,7 +115,7 @@ def command_lines(s: StrategyResult, title: str, dtype_auto: str = "") -> list[s
             f"{c.get('max_length') or '-'}, {c.get('granularity')}"
             + (f" {c.get('chunking')} {'late' if c.get('late') else 'naive'}" if c.get("granularity") == "chunks" else "")
             + (f", fused with {c['fuse']} ({c.get('fuse_method')}, k {c.get('fuse_k')})" if c.get("fuse") else "")
-            + f"; serve: {serve_request(c)}):")
+            + f"; its vectors from the embedding server: {serve_request(c)}):")
     lines = [what, "", "```sh"]
     for name, command in s.commands.items():
         lines += [f"# {name}: {COMMAND_NOTES[name]}", command]
@@ -107,7 +135,7 @@ def dtype_lines(s: StrategyResult, dtype_auto: str) -> list[str]:
 
 COMMAND_NOTES = {
     "eval": "reproduces its score on this data (a new run folder)",
-    "serve": "an embedding server with its model and method",
+    "serve": "a search server (POST /search and the search page at /) over that index, queries embedded by its model",
     "index": "your documents (SOURCE...) indexed as it indexes them, read from advice.json",
 }
 

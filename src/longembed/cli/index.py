@@ -19,6 +19,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import shlex
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,10 +29,11 @@ from longembed.cli.options import given_encoder_flags, strategy_from_args
 from longembed.config import DTYPE_AUTO, EncoderConfig
 from longembed.encoder import LongContextEncoder
 from longembed.errors import MissingFileError, UserError
+from longembed.evaluation.cache.lookup import CachedDocumentVectors
 from longembed.evaluation.estimate import format_duration, longest_sequence, measure_cost_model, text_seconds
 from longembed.inputs import tokenize_bounded
 from longembed.results.advice import strategy_from_advice
-from longembed.retrieval.strategy import BM25, CHUNKS, Strategy
+from longembed.retrieval.strategy import BM25, CHUNKS, DOCUMENT, Strategy
 from longembed.search.build import BuildPlan, build_index
 from longembed.search.document_files import write_document_files
 from longembed.search.ray_build import RayBuild
@@ -63,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
     report = build_index(
         args.index, documents, strategy, name=name, rebuild=args.rebuild, ann=args.ann, device=args.device,
         batch_size=args.batch_size, engine=engine,
+        cached=None if args.from_advice is None else advice_cache(args.from_advice, name, strategy),
         on_plan=(lambda plan, encoder: print_estimate(plan, encoder, strategy, args.batch_size))
         if args.estimate else None,
         keep=[failure.id for failure in reading.failed], times=times,
@@ -70,6 +74,22 @@ def run(args: argparse.Namespace) -> int:
     print(report.summary())
     write_document_files(args.index, documents, keep=[failure.id for failure in reading.failed])
     return report_reading(reading, args.index)
+
+
+def advice_cache(advice_file: Path, name: str, strategy: Strategy) -> Callable[..., CachedDocumentVectors] | None:
+    """The lookup of the document vectors advise stored for strategy ``name`` (in the cache its eval command
+    names: ``--cache-dir``, else the default; None with ``--no-cache``), for :func:`build_index`'s ``cached``."""
+    try:
+        records = json.loads(advice_file.read_text(encoding="utf-8")).get("strategies") or []
+        command = next((r.get("commands") or {}).get("eval", "") for r in records if r.get("name") == name)
+    except (OSError, ValueError, AttributeError, StopIteration):
+        return None  # strategy_from_advice read the file: an older one without commands has no cache to name
+    words = shlex.split(command)
+    if "--no-cache" in words:
+        return None
+    cache_dir = words[words.index("--cache-dir") + 1] if "--cache-dir" in words[:-1] else None
+    chunking = strategy.chunking if strategy.chunked else None
+    return lambda encoder, prompt: CachedDocumentVectors(encoder, cache_dir, prompt, chunking, strategy.late)
 
 
 def report_reading(reading: SourceReading, index: str | Path) -> int:
@@ -122,11 +142,23 @@ def chosen_strategy(args: argparse.Namespace) -> tuple[str, Strategy]:
         if ignored:
             print(f"note: {', '.join(ignored)} ignored for BM25 (it has no encoder)")
         return BM25, Strategy(BM25)
-    strategy = strategy_from_args(args, model=model)
+    strategy = strategy_from_args(args, model=model, **default_granularity(args))
     if args.strategy is not None:
         strategy = Strategy.from_name(args.strategy, model, strategy)
         return args.strategy, strategy
     return strategy.name, strategy
+
+
+def default_granularity(args: argparse.Namespace) -> dict[str, object]:
+    """The granularity (and chunking kind) when ``--granularity`` is not given: naive chunks, so the whole
+    of every document is read (late with ``--late``), unless an extension method (``--method pi``) asks for
+    one long window per document."""
+    if args.granularity is not None:
+        return {}
+    if getattr(args, "method", None) not in (None, "truncate"):
+        return {"granularity": DOCUMENT}
+    given = getattr(args, "given_flags", None) or {}
+    return {"granularity": CHUNKS, "late": "late" in given and args.late}
 
 
 def strategy_flags_given(args: argparse.Namespace) -> list[str]:
@@ -142,7 +174,7 @@ def strategy_flags_given(args: argparse.Namespace) -> list[str]:
     return ([f for f in given_encoder_flags(args) if f not in ("--device", "--batch-size")]
             + (["--model"] if args.model not in (None, "default") else [])
             + ["--" + name.replace("_", "-") for name in names if hasattr(default, name) and name != "model"
-               and getattr(args, name, getattr(default, name)) != getattr(default, name)])
+               and getattr(args, name, getattr(default, name)) not in (None, getattr(default, name))])
 
 
 def describe(strategy: Strategy) -> str:

@@ -45,7 +45,7 @@ from longembed.retrieval.model_files import model_identity, same_files
 from longembed.retrieval.strategy import BM25, Strategy
 from longembed.search.ann import ann_wanted, update_ann_index
 from longembed.search.build_precision import PrecisionCheck, build_encoder, recorded_dtype, with_dtype
-from longembed.search.embedding import DocumentEmbedder, resolved_prompts
+from longembed.search.embedding import DocumentEmbedder, VectorLookup, resolved_prompts
 from longembed.search.prefetch import prefetched
 from longembed.search.sources import Document
 from longembed.search.stages import StageTimes
@@ -61,6 +61,7 @@ from longembed.search.store import (
     table_metadata,
 )
 from longembed.search.table_snapshot import save_snapshot
+from longembed.search.truncation import truncation_facts, truncation_text, update_truncated
 from longembed.search.version_files import point_to
 
 #: documents per encode call
@@ -114,13 +115,25 @@ class BuildReport:
     ann: str = ""  # what the build did to the ANN index ('' nothing)
     precision: str = ""  # the dtype it embedded in and why (build_precision.PrecisionCheck.reason; '' BM25)
     times: StageTimes = field(default_factory=StageTimes)
+    encoded: int = 0  # vectors this build computed
+    from_cache: int = 0  # vectors it read from the embedding cache (index --from-advice: advise's)
+    truncated: dict[str, int] = field(default_factory=dict)  # the index's documents cut (truncation_facts)
+    window: int | None = None  # the tokens a truncating strategy reads of a document
 
     def summary(self) -> str:
         """Two lines: what the build did, and where its time went."""
         return (f"{self.plan.summary()}; the index holds {self.documents} documents, {self.chunks} "
                 f"{'chunks' if self.chunks != self.documents else 'rows'} (version {self.version})"
                 + (f"; {self.ann}" if self.ann else "") + (f"; dtype {self.precision}" if self.precision else "")
+                + self.vectors_text()
+                + (f"; {truncation_text(self.truncated, self.window)}" if self.truncated.get("documents") else "")
                 + "\n" + self.times.summary())
+
+    def vectors_text(self) -> str:
+        """"; 120 vectors computed, 3,400 read from the embedding cache" (empty when none came from it)."""
+        if not self.from_cache:
+            return ""
+        return f"; {self.encoded:,} vectors computed, {self.from_cache:,} read from the embedding cache (not embedded again)"
 
 
 class GroupedAppends:
@@ -291,6 +304,7 @@ def build_index(
     prefetch: int = PREFETCH_BATCHES,
     write_rows: int = WRITE_ROWS,
     times: StageTimes | None = None,
+    cached: Callable[[LongContextEncoder, str], VectorLookup | None] | None = None,
 ) -> BuildReport:
     """Index ``documents`` at ``path`` with ``strategy`` (see the module docstring), recorded as ``name``
     (default: the strategy's own, e.g. ``late-chunks+bm25``).
@@ -302,6 +316,8 @@ def build_index(
     ``keep``: ids of documents whose files could not be read this time: the rows they have stay.
     ``prefetch``: batches tokenized ahead in a background thread (0: none); ``write_rows``: rows per append.
     ``times``: the stage times so far (the caller's reading of the sources); the report carries them.
+    ``cached(encoder, document_prompt)``: where vectors computed before may be found (``index
+    --from-advice``: advise's embedding cache), so they are not computed again; the local engine only.
     A BlockingIOError when another build holds the index.
     """
     if prefetch < 0 or write_rows < 1 or batch_documents < 1:
@@ -315,7 +331,8 @@ def build_index(
     with store.build_lock(), index_errors(path, writing=True):
         times.add("planning", time.perf_counter() - start)  # opening the database, taking its lock
         report = _build(store, path, documents, strategy, name, rebuild, ann, device, batch_size, batch_documents,
-                        engine, on_plan, show_progress, log or (lambda _: None), keep, prefetch, write_rows, times)
+                        engine, on_plan, show_progress, log or (lambda _: None), keep, prefetch, write_rows, times,
+                        cached)
     times.stop()
     return report
 
@@ -324,7 +341,8 @@ def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], s
            name: str | None, rebuild: bool, ann: str, device: str | None, batch_size: int, batch_documents: int,
            engine: Callable[..., Any] | None, on_plan: Callable[[BuildPlan, LongContextEncoder | None], None] | None,
            show_progress: bool, say: Callable[[str], None], keep: Sequence[str], prefetch: int, write_rows: int,
-           times: StageTimes) -> BuildReport:
+           times: StageTimes,
+           cached: Callable[[LongContextEncoder, str], VectorLookup | None] | None = None) -> BuildReport:
     with times.stage("planning"):
         table, committed, present = None, {}, {}
         if not rebuild and store.has_table():  # a damaged table is never opened to be replaced
@@ -347,13 +365,15 @@ def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], s
         plan = plan_build(documents, committed, present, keep)
         say(f"{path}: {plan.summary()}; {len(plan.to_embed)} documents to embed")
         check_index_space(path, plan.to_embed, strategy, dimensions)  # before a --rebuild drops the old table
+        fresh = table is None
         if table is None:
             table = store.create(dimensions, wanted)
         if on_plan is not None:
             on_plan(plan, encoder)
         if plan.to_delete:
             delete_documents(table, plan.to_delete)
-    embedder = DocumentEmbedder(strategy, encoder, batch_size)
+    lookup = None if cached is None or encoder is None or engine is not None else cached(encoder, wanted["prompts"]["document"])
+    embedder = DocumentEmbedder(strategy, encoder, batch_size, lookup)
     appends = GroupedAppends(table, times, write_rows)
     with tqdm(total=len(plan.to_embed), desc="index", unit="doc", disable=not show_progress) as bar:
         if engine is None:
@@ -376,8 +396,10 @@ def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], s
         saved = save_snapshot(path, table)  # what a search of this version opens, saved before the version is tagged
         version = mark_complete(table)
         point_to(path, saved)
+        cut = update_truncated(path, embedder.cut, plan.to_delete, fresh)
         return BuildReport(plan, len(documents_in(table)), table.count_rows(), version, ann_done,
-                           "" if precision is None else precision.reason, times)
+                           "" if precision is None else precision.reason, times, embedder.encoded,
+                           embedder.from_cache, truncation_facts(cut), None if encoder is None else encoder.max_length)
 
 
 def _documents_at(store: IndexStore, version: int) -> dict[str, tuple[str, str]]:

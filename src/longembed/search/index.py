@@ -56,6 +56,7 @@ from longembed.search.version_files import is_local, saved_version
 
 if TYPE_CHECKING:
     from longembed.encoder import LongContextEncoder
+from longembed.search.truncation import read_truncated, truncation_facts
 
 #: characters of the document shown before and after a passage
 CONTEXT_CHARS = 300
@@ -144,6 +145,7 @@ class SearchIndex:
         self._bm25_index = self._data.bm25 if BM25 in self.strategy.systems else None
         self._position = {d: p for p, d in enumerate(self._data.doc_ids)}
         self._files = {d: f for d, f in read_document_files(path).items() if d in self._position}
+        self._truncated = truncation_facts(read_truncated(path))  # the documents a truncating build cut
         self._lock = threading.Lock()
         self.embed_queries = embed_queries or self._encode_queries
         self.encoder: LongContextEncoder | None = None
@@ -166,6 +168,7 @@ class SearchIndex:
             "fusion": None if fusion is None else {k: v for k, v in fusion.to_dict().items() if k != "source"},
             "built_at": self.built_at,
             "longembed_version": self.metadata.get("longembed_version"),
+            "truncated": self._truncated,
         }
 
     def document_file(self, doc_id: str) -> Path | None:

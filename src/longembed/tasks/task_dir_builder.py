@@ -10,6 +10,9 @@
                              name several documents separated by ``|``; one row per line (a quoted field
                              spanning lines, almost always an unbalanced quote, is refused)
 
+``text`` (BEIR's queries.jsonl) and ``query`` are read as the question, ``_id`` as its id, and a document
+may be named without its extension when one file fits.
+
 Every question becomes a query (``_id``: the row's ``id`` field or column when given, else ``q1``, ``q2``,
 ... in file order) judged relevant (score 1) to each document it names; other fields (``kind``,
 ``evidence``, ...) are ignored.  The folder written is BEIR's layout (:func:`write_task_dir`), which
@@ -44,9 +47,22 @@ from longembed.textfiles import jsonl_records
 
 #: The documents read when no glob is given: every file type longembed.documents reads, one document per file.
 DEFAULT_GLOBS = tuple(f"**/*{suffix}" for suffix in DOCUMENT_SUFFIXES)
-QUESTION_FIELDS = ("question", "query")
+#: the question's field: ours, or BEIR's queries.jsonl's ``text``
+QUESTION_FIELDS = ("question", "query", "text")
 DOCUMENT_FIELDS = ("document", "documents")
-ID_FIELD = "id"
+#: the question's id: ours, or BEIR's ``_id``
+ID_FIELDS = ("id", "_id")
+#: what one line of a .jsonl questions file is (said when a file looks like another format)
+EXPECTED_LINE = ('one question per line with the document that answers it, {"question": "...", "document": '
+                 '"notes/a.txt"} ("text" or "query" for the question, "documents": [...] for several, "id" or "_id" '
+                 "for its id)")
+#: the fields that tell another file for a questions file: (fields all present, what the file looks like)
+OTHER_FORMATS = (
+    ({"_id", "title", "text"}, "a BEIR corpus.jsonl (documents: _id, title, text)"),
+    ({"_id", "text"}, "a BEIR queries.jsonl (_id, text), whose lines name no document (BEIR keeps them in "
+                      "qrels/test.tsv)"),
+    ({"query-id", "corpus-id"}, "BEIR qrels (query-id, corpus-id, score)"),
+)
 #: What separates several documents in one cell of a .tsv / .csv questions file.
 DOCUMENT_SEPARATOR = "|"
 QUESTION_SUFFIXES = (".jsonl", ".tsv", ".csv")
@@ -105,7 +121,7 @@ def build_task_dir(
     check_output(out, overwrite)
     corpus, problems = read_documents(docs, globs)
     rows, row_problems = read_questions(questions)
-    problems += in_line_order(row_problems + check_rows(rows, corpus))
+    problems += in_line_order(row_problems + resolve_extensions(rows, corpus) + check_rows(rows, corpus))
     if problems:
         raise TaskDirProblems(problems)
     data = RetrievalData(
@@ -223,16 +239,32 @@ def _decoded_lines(path: Path) -> tuple[list[tuple[int, str]], list[str]]:
 def _jsonl_rows(path: Path, lines: list[tuple[int, str]]) -> tuple[list[QuestionRow], list[str]]:
     rows: list[QuestionRow] = []
     problems: list[str] = []
+    fields: set[str] = set()
     position = 0  # the question's number in the file: its default id is q<position>
     for line in jsonl_records(path, lines):
         if line.record is None:
             problems.append(str(line.problem))
             continue
         position += 1
+        fields |= set(line.record)
         row, row_problems = _row(line.record, line.where, position, split=False)
         problems += row_problems
         rows.append(row)
+    if rows and not fields & set(DOCUMENT_FIELDS):  # not one line names a document: another kind of file
+        return [], [f"{path}: expected {EXPECTED_LINE}; {looks_like(fields)}"]
     return rows, problems
+
+
+def looks_like(fields: Iterable[str]) -> str:
+    """What a file whose lines (or header) have ``fields`` looks like, when it is not a questions file."""
+    fields = set(fields)
+    named = ", ".join(sorted(fields)) or "none"
+    for wanted, what in OTHER_FORMATS:
+        if wanted <= fields:
+            return (f"this file looks like {what}: give each line a \"document\" field (the path of its document "
+                    "under --docs, with or without its extension), or evaluate a BEIR folder as it is with "
+                    "longembed eval --task-dir FOLDER")
+    return f"its lines have the fields {named} and none names a document"
 
 
 def _table_rows(path: Path, lines: list[tuple[int, str]], delimiter: str) -> tuple[list[QuestionRow], list[str]]:
@@ -259,7 +291,9 @@ def _table_rows(path: Path, lines: list[tuple[int, str]], delimiter: str) -> tup
                 header = [c.strip().lower() for c in cells]
                 missing = _missing_columns(header)
                 if missing:
-                    return [], [f"{where}: the header line must name the columns {missing} (it has {cells})"]
+                    other = next((f"; this file looks like {what}" for fields, what in OTHER_FORMATS
+                                  if fields <= set(header)), "")
+                    return [], [f"{where}: the header line must name the columns {missing} (it has {cells}){other}"]
                 continue
             if len(cells) != len(header):
                 problems.append(f"{where}: {len(cells)} fields where the header has {len(header)}")
@@ -288,13 +322,13 @@ def _row(record: dict[str, Any], where: str, position: int, split: bool) -> tupl
     problems: list[str] = []
     question = _first(record, QUESTION_FIELDS)
     if question is None:
-        problems.append(f"{where}: no question (give a 'question' field)")
+        problems.append(f"{where}: no question (give a 'question' or 'text' field)")
     elif not isinstance(question, str):
         problems.append(f"{where}: the question must be a string, not {type(question).__name__}")
     elif not question.strip():
         problems.append(f"{where}: the question is empty")
     documents = _documents(_first(record, DOCUMENT_FIELDS), where, split, problems)
-    qid = record.get(ID_FIELD)
+    qid = _first(record, ID_FIELDS)
     if qid is None or (split and qid == ""):
         qid = f"q{position}"
     elif isinstance(qid, bool) or not isinstance(qid, str | int) or not str(qid).strip() or any(
@@ -327,6 +361,27 @@ def _documents(value: Any, where: str, split: bool, problems: list[str]) -> list
     if twice:
         problems.append(f"{where}: duplicate pair: document(s) {twice} named twice for this question")
     return value
+
+
+def resolve_extensions(rows: list[QuestionRow], corpus: dict[str, str]) -> list[str]:
+    """Name each document as the corpus does when a row names it without its extension (``notes/b`` for
+    ``notes/b.md``); the problems of names that fit two documents (``a`` for ``a.txt`` and ``a.md``)."""
+    by_stem: dict[str, list[str]] = {}
+    for doc_id in corpus:
+        stem = str(Path(doc_id).with_suffix(""))
+        if stem != doc_id:
+            by_stem.setdefault(stem, []).append(doc_id)
+    problems: list[str] = []
+    for row in rows:
+        for i, doc in enumerate(row.documents):
+            candidates = [] if doc in corpus else by_stem.get(doc, [])
+            if len(candidates) == 1:
+                row.documents[i] = candidates[0]
+            elif candidates:
+                problems.append(f"{row.where}: document {doc!r} may be {' or '.join(repr(c) for c in sorted(candidates))}: "
+                                "name it with its extension")
+                row.documents[i] = ""  # reported here, not again as missing
+    return problems
 
 
 def check_rows(rows: list[QuestionRow], corpus: dict[str, str]) -> list[str]:

@@ -39,7 +39,7 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
             "resumes."
         ),
         epilog=help_epilog([
-            "longembed index notes/ --index my-index                                  # MiniLM, truncate",
+            "longembed index notes/ --index my-index                                  # MiniLM, 256-token chunks",
             "longembed index notes/ --index my-index --strategy late-chunks+bm25      # a strategy advise names",
             "longembed index corpus.jsonl --index my-index --from-advice runs/advice/advice.json",
             "longembed search --index my-index 'how do tides form?'",
@@ -54,6 +54,7 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     groups = {name: named for name in _strategy_groups() | {BENCHMARK}}  # one group in --help
     add_settings_arguments(parser, Strategy, groups)
     add_settings_arguments(parser, EvalSpec, groups, only=("estimate",))
+    index_reads_whole_documents(parser)
     named.add_argument("--strategy", default=None, metavar="NAME",
                        help="a strategy longembed advise names: bm25, truncate, <method>-<length> (pi-4096), "
                        "naive-chunks, naive-chunks-overlap (--chunking tokens:SIZE made to overlap by SIZE/8, or "
@@ -83,6 +84,19 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     group.add_argument("--ray-address", default=None,
                        help="with --engine ray: the cluster (default: $RAY_ADDRESS, else a local Ray)")
     parser.set_defaults(func=CommandHandler("longembed.cli.index", "run"))
+
+
+def index_reads_whole_documents(parser: argparse.ArgumentParser) -> None:
+    """``--granularity`` without a default here: an index built with no strategy flags reads every token
+    (naive chunks of ``--chunking``, :func:`longembed.cli.index.default_granularity`), not a document's
+    first window as eval's one-vector-per-document default does."""
+    parser.set_defaults(granularity=None)
+    for action in parser._actions:
+        if action.dest == "granularity":
+            action.help = ("document: one vector per document (a document longer than the model's window is cut "
+                           "there, and the build says how many were); chunks: a document scores its best chunk. "
+                           "Default: chunks (naive, of --chunking: every token read), or document with an "
+                           "extension method (--method)")
 
 
 def _strategy_groups() -> set[str]:

@@ -25,8 +25,11 @@ Questions, one per row, each judged relevant to the document(s) it names (ids as
           {"question": "...", "documents": ["notes/a.txt", "b.md"]}   (several relevant documents)
   .tsv / .csv  a header line with the columns 'question' and 'document'; several documents in one cell
           separated by '|'.
-'query' is accepted for 'question'. An optional 'id' field or column is the query id (default: q1, q2, ...
-in file order); other fields (e.g. 'kind', 'evidence') are ignored.
+'query' and 'text' are accepted for 'question', so a BEIR queries.jsonl (_id, text) with a 'document' field
+added is a questions file. An optional 'id' (or '_id') field or column is the query id (default: q1, q2, ...
+in file order); other fields (e.g. 'kind', 'evidence') are ignored. A document may be named without its
+extension (notes/a for notes/a.txt) when only one file fits. A file with no document field at all (a BEIR
+queries.jsonl or corpus.jsonl, qrels) is one error saying what was expected and what it looks like.
 
 Every problem is reported at once by file and line, and nothing is written: a question naming a document
 that is not in --docs, an empty question, a question given twice (equal up to case and spacing; give it once

@@ -24,6 +24,8 @@ logger = logging.getLogger(__name__)
 
 CACHE_FORMAT = 1
 CACHE_ENV = "LONGEMBED_CACHE_DIR"
+#: each namespace folder's record of its fingerprint (what its vectors are)
+FINGERPRINT_FILE = "fingerprint.json"
 _KEY_DTYPE = "S64"  # hex sha256, stored as bytes so that np.load needs no pickle
 
 
@@ -83,7 +85,7 @@ class CacheNamespace:
         return self.path.joinpath(*parts)
 
     def _write_fingerprint(self) -> None:
-        target = self.path / "fingerprint.json"
+        target = self.path / FINGERPRINT_FILE
         if not target.exists():
             atomic_write_text(target, json.dumps(self.fingerprint, indent=2, sort_keys=True, default=str) + "\n")
 

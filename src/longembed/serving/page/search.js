@@ -296,6 +296,9 @@ function systemsLine(result) {
   return line;
 }
 
+// a line of a table: a Markdown row (| a | b |) or box-drawing characters (│ ┌ ─ ═ ...)
+const TABLE_LINE = /^[ \t]*\|.*\|[ \t]*$|[\u2500-\u257f]/m;
+
 function passageBlock(passage, short) {
   const block = el("div", short ? "passage short" : "passage");
   if (!passage) return block;
@@ -309,6 +312,7 @@ function passageBlock(passage, short) {
     text.append(el("span", "context", (clipped ? "…" : "") + before), el("mark", null, passage.text),
       el("span", "context", after));
   }
+  if (TABLE_LINE.test(before + passage.text + after)) text.classList.add("tabular");
   block.append(text);
   const where = passage.location ? `${passage.location} · ` : "";
   if (!short) block.append(el("span", "where", `${where}characters ${passage.start}–${passage.end} of the document`));

@@ -1,0 +1,71 @@
+"""The documents a truncating strategy cut, and by how many tokens: ``INDEX/truncated.json`` (document id ->
+tokens past the model's window, never read), kept up to date by every build, so a cut is said in the
+build's summary and the index's facts, not only by a tokenizer warning.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+#: the index folder's record of the documents cut (a local index; one on object storage keeps none)
+TRUNCATED_FILE = "truncated.json"
+#: characters tokenized at a time when counting the tokens of a long text's rest (cut at whitespace)
+COUNT_BLOCK_CHARS = 100_000
+
+
+def tokens_after(tokenizer: Any, text: str, start: int) -> int:
+    """The tokens of ``text[start:]`` (no special tokens), counted a block of about
+    :data:`COUNT_BLOCK_CHARS` characters at a time, each block ending at whitespace (a word is never split
+    between two blocks), so a long text is never tokenized whole."""
+    total, position = 0, start
+    while position < len(text):
+        end = min(len(text), position + COUNT_BLOCK_CHARS)
+        if end < len(text):
+            space = max(text.rfind(" ", position, end), text.rfind("\n", position, end))
+            end = space + 1 if space > position else end
+        total += len(tokenizer(text[position:end], add_special_tokens=False, verbose=False)["input_ids"])
+        position = end
+    return total
+
+
+def read_truncated(index: str | Path) -> dict[str, int]:
+    """id -> tokens cut, of ``index`` ({} when none was cut, or an index on object storage)."""
+    target = Path(index) / TRUNCATED_FILE
+    if "://" in str(index) or not target.is_file():
+        return {}
+    return {str(k): int(v) for k, v in json.loads(target.read_text(encoding="utf-8")).items()}
+
+
+def update_truncated(index: str | Path, cut: Mapping[str, int], dropped: Iterable[str], fresh: bool) -> dict[str, int]:
+    """The index's record after a build: the earlier one (none when the table was ``fresh``ly created)
+    without the ``dropped`` documents (deleted, changed, re-embedded), with this build's ``cut`` added;
+    written to :data:`TRUNCATED_FILE` and returned."""
+    record = {} if fresh else read_truncated(index)
+    for doc_id in dropped:
+        record.pop(doc_id, None)
+    record.update(cut)
+    if "://" not in str(index):
+        target = Path(index) / TRUNCATED_FILE
+        partial = target.with_suffix(".json.partial")
+        partial.write_text(json.dumps(dict(sorted(record.items())), indent=1, ensure_ascii=False) + "\n",
+                           encoding="utf-8")
+        partial.replace(target)
+    return record
+
+
+def truncation_facts(record: Mapping[str, int]) -> dict[str, int]:
+    """{"documents": cut, "tokens": tokens not read in all, "largest": the largest cut}."""
+    return {"documents": len(record), "tokens": sum(record.values()), "largest": max(record.values(), default=0)}
+
+
+def truncation_text(facts: Mapping[str, int], window: int | None) -> str:
+    """"3 documents cut at the model's 512 tokens: 9,120 tokens not read (the largest cut 7,000) ..."
+    (empty when none was cut)."""
+    if not facts.get("documents"):
+        return ""
+    return (f"{facts['documents']:,} document(s) cut at the model's {window or '?'} tokens: {facts['tokens']:,} "
+            f"tokens not read (the largest cut {facts['largest']:,}); index with --granularity chunks to read "
+            "every token")

@@ -1,0 +1,75 @@
+"""``index --from-advice`` reads the vectors advise stored in the embedding cache: no chunk advise embedded
+is embedded again, the build says how many vectors it read, and they equal a fresh build's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import lancedb
+import numpy as np
+import pytest
+from conftest import slow_fixture, words
+
+from longembed.advice import advise
+from longembed.cli.main import main
+from longembed.encoder import LongContextEncoder
+from longembed.results.advice import strategy_from_advice
+from longembed.search.build import build_index
+from longembed.search.sources import SourceOptions, gather_sources
+from longembed.tasks import RetrievalData, write_task_dir
+
+
+@pytest.fixture(scope="module")
+@slow_fixture  # a whole advise run
+def advised(tiny_models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict:
+    root = tmp_path_factory.mktemp("advise")
+    corpus = {f"d{j:02d}": words(40 + 9 * j, seed=j) for j in range(10)}
+    queries = {f"q{i:02d}": " ".join(corpus[f"d{i:02d}"].split()[3:13]) for i in range(8)}
+    task = write_task_dir(RetrievalData(corpus, queries, {f"q{i:02d}": {f"d{i:02d}": 1} for i in range(8)}),
+                          root / "mine")
+    advise(tiny_models["bert"], max_length=64, task_dirs=[task], output_dir=root / "out", chunking="tokens:8",
+           cache_dir=root / "cache", sample_documents=2, latency_queries=2, show_progress=False, log=None)
+    return {"advice": root / "out" / "advice.json", "corpus": task / "corpus.jsonl"}
+
+
+def count_encoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Texts the encoder is asked to embed (whole or in chunks), one count per call."""
+    calls: list[int] = []
+    for name in ("encode", "encode_chunks"):
+        original = getattr(LongContextEncoder, name)
+
+        def counted(self, texts, *args, _original=original, **kwargs):
+            calls.append(1 if isinstance(texts, str) else len(texts))
+            return _original(self, texts, *args, **kwargs)
+
+        monkeypatch.setattr(LongContextEncoder, name, counted)
+    return calls
+
+
+@pytest.mark.parametrize("name", ["naive-chunks", "late-chunks+bm25", "truncate"])
+def test_index_from_advice_embeds_nothing_advise_embedded(advised: dict, name: str, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    calls = count_encoded(monkeypatch)
+    argv = ["index", str(advised["corpus"]), "--index", str(tmp_path / "index"), "--from-advice",
+            str(advised["advice"]), "--strategy", name, "--no-estimate"]
+    assert main(argv) == 0
+    assert calls == []  # not one document (nor chunk) embedded again
+    printed = capsys.readouterr().out
+    documents = gather_sources([advised["corpus"]], SourceOptions()).documents
+    _, strategy = strategy_from_advice(advised["advice"], name)
+    fresh = build_index(tmp_path / "fresh", documents, strategy, show_progress=False, log=None)
+    assert calls and fresh.from_cache == 0  # a fresh build does embed them
+    assert f"0 vectors computed, {fresh.chunks:,} read from the embedding cache" in printed
+    reused, rebuilt = table_vectors(tmp_path / "index"), table_vectors(tmp_path / "fresh")
+    assert reused.keys() == rebuilt.keys()
+    for key, vector in rebuilt.items():
+        np.testing.assert_allclose(reused[key], vector, atol=1e-5)
+
+
+def table_vectors(index: Path) -> dict[tuple[str, int, int, int], np.ndarray]:
+    """(document id, chunk, start, end) -> vector, of the index's complete version."""
+    table = lancedb.connect(str(index)).open_table("chunks")
+    table.checkout("complete")
+    rows = table.to_arrow().to_pydict()
+    return {(i, c, s, e): np.asarray(v) for i, c, s, e, v in
+            zip(rows["id"], rows["chunk"], rows["start"], rows["end"], rows["vector"], strict=True)}
