@@ -15,6 +15,7 @@ from longembed.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from longembed.search.build import BuildReport, build_index
+    from longembed.search.following import FollowingIndex
     from longembed.search.index import SearchIndex, SearchResponse, SearchResult, open_index
     from longembed.search.runfile import write_run
     from longembed.search.sources import Document, SourceOptions, read_sources

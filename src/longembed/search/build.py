@@ -6,8 +6,9 @@
     built from :data:`~longembed.search.ann.ANN_MIN_CHUNKS` chunks, or as ``ann`` says) -> move the
     ``complete`` tag to the last version.
 
-One build per index at a time: a build holds the index folder's lock (:meth:`IndexStore.build_lock`);
-a second one refuses at once, naming the index.
+One build per index at a time: a build holds the index's lock (:meth:`IndexStore.build_lock`: a file
+in a folder, a lock object on S3); a second one refuses at once, naming the index.  On S3 the build
+checks that it still holds the lock before it moves the ``complete`` tag.
 
 Incremental: a document whose text (sha256) and source are unchanged is not embedded again.  A build
 with another strategy, model or prompt than the index's is refused unless ``rebuild``.
@@ -40,12 +41,16 @@ from longembed.search.embedding import DocumentEmbedder, load_strategy_encoder, 
 from longembed.search.sources import Document
 from longembed.search.store import (
     INDEX_FORMAT,
+    LOCK_EXPIRY_SECONDS,
+    LOCKED_SCHEMES,
+    BuildLock,
     IndexStore,
     complete_version,
     delete_documents,
     documents_in,
     index_errors,
     mark_complete,
+    remote_scheme,
     table_metadata,
 )
 
@@ -166,7 +171,7 @@ def check_index_space(path: str | Path, documents: Sequence[Document], strategy:
                       dimensions: int | None, margin: int = INDEX_DISK_MARGIN) -> None:
     """A :class:`~longembed.diskspace.DiskFullError` before anything is encoded when the disk that holds
     the index has not :func:`index_bytes` plus ``margin`` free (a local index; object storage is not asked)."""
-    if "://" in str(path) or not documents:
+    if remote_scheme(path) is not None or not documents:
         return
     check_free_space(path, index_bytes(documents, strategy, dimensions), margin,
                      f"the {len(documents)} documents to index",
@@ -215,6 +220,7 @@ def build_index(
     show_progress: bool = True,
     log: Callable[[str], None] | None = print,
     keep: Sequence[str] = (),
+    lock_expiry: float = LOCK_EXPIRY_SECONDS,
 ) -> BuildReport:
     """Index ``documents`` at ``path`` with ``strategy`` (see the module docstring), recorded as ``name``
     (default: the strategy's own, e.g. ``late-chunks+bm25``).
@@ -224,20 +230,27 @@ def build_index(
     ``on_plan(plan, encoder)``: called before any vector is computed (the CLI prints the estimate).
     ``ann``: auto (an ANN index from :data:`~longembed.search.ann.ANN_MIN_CHUNKS` chunks), on, off.
     ``keep``: ids of documents whose files could not be read this time: the rows they have stay.
+    ``lock_expiry``: on S3, the seconds after which a build that stopped renewing its lock (killed)
+    loses it to the next build.
     A BlockingIOError when another build holds the index.
     """
     ann_wanted(ann, 0)  # a bad mode fails before anything is loaded
     check_document_sizes(documents, strategy)
-    store = IndexStore(path)
-    with store.build_lock(), index_errors(path, writing=True):
+    store = IndexStore(path, lock_expiry)
+    say = log or (lambda _: None)
+    if store.scheme is not None and store.scheme not in LOCKED_SCHEMES:
+        say(f"note: --index {path}: {store.scheme}:// has no build lock in longembed yet (s3:// has): "
+            "run one build of this index at a time")
+    with store.build_lock() as lock, index_errors(path, writing=True):
         return _build(store, path, documents, strategy, name, rebuild, ann, device, batch_size, batch_documents, engine,
-                      on_plan, show_progress, log or (lambda _: None), keep)
+                      on_plan, show_progress, say, keep, lock)
 
 
 def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], strategy: Strategy,
            name: str | None, rebuild: bool, ann: str, device: str | None, batch_size: int, batch_documents: int,
            engine: Callable[..., Any] | None, on_plan: Callable[[BuildPlan, LongContextEncoder | None], None] | None,
-           show_progress: bool, say: Callable[[str], None], keep: Sequence[str] = ()) -> BuildReport:
+           show_progress: bool, say: Callable[[str], None], keep: Sequence[str] = (),
+           lock: BuildLock | None = None) -> BuildReport:
     encoder = None if strategy.lexical_only else load_strategy_encoder(strategy, device)
     wanted = index_metadata(strategy, encoder, name)
     dimensions = None if encoder is None else encoder.embedding_dim
@@ -271,6 +284,8 @@ def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], s
         else:
             engine(plan.to_embed, strategy, batch_size, batch_documents, append, bar.update)
     ann_done = update_ann_index(table, ann)
+    if lock is not None:
+        lock.check()  # another build took an expired lock: publish nothing
     version = mark_complete(table)
     return BuildReport(plan, len(documents_in(table)), table.count_rows(), version, ann_done)
 

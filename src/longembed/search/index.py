@@ -126,10 +126,12 @@ class SearchIndex:
     """One index, opened at its last complete version (see the module docstring).
 
     ``embed_queries(queries)``: the queries' (len(queries), dim) float32 vectors (normalised again
-    here); default: the index's encoder, with the index's query prompt, normalised."""
+    here); default: the index's encoder, with the index's query prompt, normalised.  ``encoder``: one
+    already loaded (a newer version of an index a server follows), checked against the index's model."""
 
     def __init__(self, path: str | Path, device: str | None = None,
-                 embed_queries: Callable[[list[str]], np.ndarray] | None = None) -> None:
+                 embed_queries: Callable[[list[str]], np.ndarray] | None = None,
+                 encoder: LongContextEncoder | None = None) -> None:
         self.path = str(path)
         with index_errors(path):
             table = IndexStore(path).complete_table()
@@ -154,7 +156,7 @@ class SearchIndex:
         self.embed_queries = embed_queries or self._encode_queries
         self.encoder: LongContextEncoder | None = None
         if not self.strategy.lexical_only:
-            self.encoder = load_strategy_encoder(self.strategy, device)
+            self.encoder = encoder or load_strategy_encoder(self.strategy, device)
             recorded = (self.metadata.get("model") or {}).get("identity")
             if recorded is not None and not same_files(recorded, model_identity(self.encoder)):
                 raise UserError(f"{self.path}: the model {self.strategy.model} is not the one that built this "
