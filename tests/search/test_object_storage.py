@@ -226,3 +226,11 @@ def test_two_servers_on_one_s3_index_answer_alike_and_move_to_each_complete_buil
         outputs = [server.communicate(timeout=60)[0] for server, _ in servers]
     assert all("Traceback" not in output for output in outputs), outputs
     assert "now searching version" in outputs[0] and "now searching version" in outputs[1]
+
+
+def test_a_bucket_that_does_not_exist_is_one_line_naming_the_store_not_a_damaged_index(s3_index: str, capsys) -> None:
+    missing = s3_index.replace("s3://", "s3://no-such-") + "/x"
+    assert main(["search", "--index", missing, "a question"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith(f"longembed search: error: --index {missing}: the object store did not answer")
+    assert "check that the bucket exists" in error and "damaged" not in error and "\n" not in error

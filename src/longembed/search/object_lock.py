@@ -20,6 +20,7 @@ Credentials and endpoint come from the usual AWS environment variables (``AWS_EN
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -207,7 +208,6 @@ class ObjectLock:
 
     def _renew_until_released(self) -> None:
         while not self._lost and not self._stop.wait(self.expiry / 3):
-            try:
+            # a network error: try again at the next tick (the lock holds until it expires)
+            with contextlib.suppress(BotoCoreError, ClientError):
                 self.renew()
-            except (BotoCoreError, ClientError):
-                pass  # a network error: try again at the next tick (the lock holds until it expires)

@@ -121,11 +121,28 @@ def index_errors(path: str | Path, writing: bool = False) -> Iterator[None]:
                 f"--index {path}: the disk is full ({_detail(exc)}); free space on it and run the command again"
                 + (": the build resumes from what it wrote, and searches read the last complete build meanwhile"
                    if writing else "")) from None
+        if raised_by_database(exc) and remote_scheme(path) is not None and unreachable_store(exc):
+            raise UserError(
+                f"--index {path}: the object store did not answer as an index there ({_detail(exc)}); check that "
+                "the bucket exists and the credentials and endpoint (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, "
+                "AWS_REGION, AWS_ENDPOINT_URL) are this store's") from None
         if raised_by_database(exc):
             raise DamagedIndexError(
                 f"--index {path}: the index is damaged and cannot be read ({_detail(exc)}); build it again: "
                 f"longembed index SOURCE... --index {path} --rebuild") from None
         raise
+
+
+#: what the database's message says when the object store itself failed (no bucket, no access, no answer)
+STORE_FAILURES = ("Failed to connect", "RetryError", "NoSuchBucket", "AccessDenied", "InvalidAccessKeyId",
+                  "SignatureDoesNotMatch", "ListRequest", "error sending request", "Failed to resolve region",
+                  "Generic S3 error", "Generic GCS error", "Generic MicrosoftAzure error", 'store: "')
+
+
+def unreachable_store(exc: BaseException) -> bool:
+    """Whether a database error says the object store failed (rather than the index's files)."""
+    text = str(exc)
+    return any(marker in text for marker in STORE_FAILURES)
 
 
 def raised_by_database(exc: BaseException) -> bool:
