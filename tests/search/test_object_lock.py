@@ -11,7 +11,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from longembed.cli.main import build_parser
 from longembed.errors import UserError
+from longembed.search.following import FOLLOW_SECONDS
 from longembed.search.object_lock import LockHolder, LockLostError, ObjectLock, split_s3_uri
 from longembed.search.store import IndexBusyError, IndexStore, remote_scheme
 
@@ -123,3 +125,15 @@ def test_another_scheme_is_a_one_line_error(uri: str) -> None:
 def test_the_lock_object_sits_under_the_index_prefix() -> None:
     assert split_s3_uri("s3://bucket/a/b/") == ("bucket", "a/b/build.lock")
     assert split_s3_uri("s3://bucket") == ("bucket", "build.lock")
+
+
+@pytest.mark.parametrize("command", [["serve"], ["search", "a question"], ["index", "docs"]])
+def test_an_index_uri_reaches_the_command_as_given(command: list[str]) -> None:
+    """``serve --index`` parsed it as a Path, which turns ``s3://bucket/x`` into ``s3:/bucket/x``."""
+    argv = [*command, "--index", "s3://bucket/team/index"]
+    assert build_parser(argv).parse_args(argv).index == "s3://bucket/team/index"
+
+
+def test_the_serve_flags_default_is_the_following_index_default() -> None:
+    argv = ["serve", "--index", "my-index"]
+    assert build_parser(argv).parse_args(argv).follow_seconds == FOLLOW_SECONDS
