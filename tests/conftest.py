@@ -7,8 +7,14 @@ import importlib.util
 import json
 import logging
 import os
+import re
+import socket
 import string
+import subprocess
 import sys
+import time
+import urllib.request
+import uuid
 from pathlib import Path
 from types import ModuleType
 
@@ -358,6 +364,48 @@ def ray_runtime():
     ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+@slow_fixture
+def s3_server():
+    """A real S3 API server (``moto_server``, the ``moto[server]`` package) on a free port of 127.0.0.1,
+    for the session: its endpoint URL.  Each test makes its own bucket (:func:`s3_index`)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    endpoint = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(endpoint + "/moto-api/", timeout=2)  # noqa: S310 - our own server
+            break
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                pytest.fail("moto_server did not start")
+            time.sleep(0.2)
+    yield endpoint
+    server.terminate()
+    server.wait(timeout=30)
+
+
+S3_ENVIRONMENT = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1",
+                  "AWS_ALLOW_HTTP": "true"}
+
+
+@pytest.fixture
+def s3_index(s3_server, monkeypatch, request) -> str:
+    """``s3://BUCKET/index`` in a new bucket of :func:`s3_server`, the AWS variables set (for this process
+    and the processes it starts) as a user sets them for their own store."""
+    boto3 = require_package("boto3")
+    for name, value in {**S3_ENVIRONMENT, "AWS_ENDPOINT_URL": s3_server}.items():
+        monkeypatch.setenv(name, value)
+    bucket = (re.sub(r"[^a-z0-9]+", "-", request.node.name.lower())[:40].strip("-") + "-" + uuid.uuid4().hex[:8])
+    boto3.client("s3").create_bucket(Bucket=bucket)
+    return f"s3://{bucket}/index"
 
 
 def _uses_a_slow_fixture(item: pytest.Item) -> bool:

@@ -10,7 +10,8 @@ the time it takes, then a progress bar; an interrupted build resumes when run ag
 prints where the time went (reading, loading, planning, tokenizing, encoding, writing, finishing) and the
 tokens per second, and lists the files skipped (by extension) and those that could not be read (with their reasons, also in
 ``INDEX/reading-report.json``); then the exit code is :data:`EXIT_SOME_FILES_FAILED`.  The path of each
-document file goes to ``INDEX/document-files.json`` (a served index links a PDF hit to its page).
+document file goes to ``INDEX/document-files.json`` (a served index links a PDF hit to its page).  An
+index on object storage (``--index s3://bucket/prefix``) gets neither file, and the build says so.
 ``--show-text ID`` prints the text the index holds for a document.
 """
 
@@ -35,11 +36,11 @@ from longembed.inputs import tokenize_bounded
 from longembed.results.advice import strategy_from_advice
 from longembed.retrieval.strategy import BM25, CHUNKS, DOCUMENT, Strategy
 from longembed.search.build import BuildPlan, build_index
-from longembed.search.document_files import write_document_files
+from longembed.search.document_files import DOCUMENT_FILES, write_document_files
 from longembed.search.ray_build import RayBuild
 from longembed.search.sources import SourceOptions, SourceReading, gather_sources
 from longembed.search.stages import StageTimes
-from longembed.search.store import IndexStore, indexed_text
+from longembed.search.store import IndexStore, indexed_text, remote_scheme
 
 #: the exit code of a build that indexed what it could but some files could not be read
 EXIT_SOME_FILES_FAILED = 3
@@ -72,7 +73,11 @@ def run(args: argparse.Namespace) -> int:
         keep=[failure.id for failure in reading.failed], times=times,
     )
     print(report.summary())
-    write_document_files(args.index, documents, keep=[failure.id for failure in reading.failed])
+    if remote_scheme(args.index) is None:
+        write_document_files(args.index, documents, keep=[failure.id for failure in reading.failed])
+    else:
+        print(f"note: {DOCUMENT_FILES} and {READING_REPORT} are not written to object storage (the files' paths "
+              "are this machine's): a served hit links no PDF, and the files that failed are listed above only")
     return report_reading(reading, args.index)
 
 
@@ -103,7 +108,7 @@ def report_reading(reading: SourceReading, index: str | Path) -> int:
         print(f"could not read {len(reading.failed)} file(s) (not indexed; a rerun retries them):")
         for failure in reading.failed:
             print(f"  {failure.reason}")
-    if "://" not in str(index):
+    if remote_scheme(index) is None:
         report = {"failed": [{"id": f.id, "reason": f.reason} for f in reading.failed],
                   "skipped": dict(sorted(reading.skipped.items()))}
         (Path(index) / READING_REPORT).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n",

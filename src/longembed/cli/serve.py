@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -53,8 +54,10 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_from_args(ServerSettings, args, api_key=api_key)
     # longembed.search (and its database) is imported only for --index: a plain server starts without it;
     # the index's query encodes wait in the server's queue, as every model call does
-    index = None if args.index is None else search.open_index(args.index, device=args.device,
-                                                               embed_queries=serving.queued_query_vectors)
+    index = None if args.index is None else search.FollowingIndex(
+        args.index, device=args.device, embed_queries=serving.queued_query_vectors, check_every=args.follow_seconds)
+    if index is not None:  # a new version before the next search (uvicorn handles SIGINT and SIGTERM only)
+        signal.signal(signal.SIGHUP, lambda *_: index.request_check())
     encoder = served_encoder(args, index)
     access = "API key required" if settings.api_key else (
         "no API key (--no-auth)" if args.no_auth else f"no API key (set --api-key or ${API_KEY_ENV}, or --no-auth)")
@@ -69,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def served_encoder(args: argparse.Namespace, index: search.SearchIndex | None) -> LongContextEncoder:
+def served_encoder(args: argparse.Namespace, index: search.SearchIndex | search.FollowingIndex | None) -> LongContextEncoder:
     """The index's own encoder when it has one (one model in memory for the embedding routes and the
     search; model flags, when given, must be the index's), else the model the flags name."""
     if index is not None and index.encoder is not None:

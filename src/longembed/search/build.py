@@ -8,8 +8,9 @@
     ``complete`` tag to the last version, its snapshot saved beside the table first
     (:mod:`longembed.search.snapshot`: what a search opens, BM25 indexed once, here).
 
-One build per index at a time: a build holds the index folder's lock (:meth:`IndexStore.build_lock`);
-a second one refuses at once, naming the index.
+One build per index at a time: a build holds the index's lock (:meth:`IndexStore.build_lock`: a file
+in a folder, a lock object on S3); a second one refuses at once, naming the index.  On S3 the build
+checks that it still holds the lock before it moves the ``complete`` tag.
 
 Incremental: a document whose text (sha256) and source are unchanged is not embedded again.  A build
 with another strategy, model or prompt than the index's is refused unless ``rebuild``.
@@ -51,6 +52,9 @@ from longembed.search.sources import Document
 from longembed.search.stages import StageTimes
 from longembed.search.store import (
     INDEX_FORMAT,
+    LOCK_EXPIRY_SECONDS,
+    LOCKED_SCHEMES,
+    BuildLock,
     ChunkRows,
     IndexStore,
     complete_version,
@@ -58,6 +62,7 @@ from longembed.search.store import (
     documents_in,
     index_errors,
     mark_complete,
+    remote_scheme,
     table_metadata,
 )
 from longembed.search.table_snapshot import save_snapshot
@@ -252,7 +257,7 @@ def check_index_space(path: str | Path, documents: Sequence[Document], strategy:
                       dimensions: int | None, margin: int = INDEX_DISK_MARGIN) -> None:
     """A :class:`~longembed.diskspace.DiskFullError` before anything is encoded when the disk that holds
     the index has not :func:`index_bytes` plus ``margin`` free (a local index; object storage is not asked)."""
-    if "://" in str(path) or not documents:
+    if remote_scheme(path) is not None or not documents:
         return
     check_free_space(path, index_bytes(documents, strategy, dimensions), margin,
                      f"the {len(documents)} documents to index",
@@ -305,6 +310,7 @@ def build_index(
     write_rows: int = WRITE_ROWS,
     times: StageTimes | None = None,
     cached: Callable[[LongContextEncoder, str], VectorLookup | None] | None = None,
+    lock_expiry: float = LOCK_EXPIRY_SECONDS,
 ) -> BuildReport:
     """Index ``documents`` at ``path`` with ``strategy`` (see the module docstring), recorded as ``name``
     (default: the strategy's own, e.g. ``late-chunks+bm25``).
@@ -318,6 +324,8 @@ def build_index(
     ``times``: the stage times so far (the caller's reading of the sources); the report carries them.
     ``cached(encoder, document_prompt)``: where vectors computed before may be found (``index
     --from-advice``: advise's embedding cache), so they are not computed again; the local engine only.
+    ``lock_expiry``: on S3, the seconds after which a build that stopped renewing its lock (killed)
+    loses it to the next build.
     A BlockingIOError when another build holds the index.
     """
     if prefetch < 0 or write_rows < 1 or batch_documents < 1:
@@ -327,12 +335,15 @@ def build_index(
     check_document_sizes(documents, strategy)
     times = StageTimes() if times is None else times
     start = time.perf_counter()
-    store = IndexStore(path)
-    with store.build_lock(), index_errors(path, writing=True):
+    store = IndexStore(path, lock_expiry)
+    say = log or (lambda _: None)
+    if store.scheme is not None and store.scheme not in LOCKED_SCHEMES:
+        say(f"note: --index {path}: {store.scheme}:// has no build lock in longembed yet (s3:// has): "
+            "run one build of this index at a time")
+    with store.build_lock() as lock, index_errors(path, writing=True):
         times.add("planning", time.perf_counter() - start)  # opening the database, taking its lock
         report = _build(store, path, documents, strategy, name, rebuild, ann, device, batch_size, batch_documents,
-                        engine, on_plan, show_progress, log or (lambda _: None), keep, prefetch, write_rows, times,
-                        cached)
+                        engine, on_plan, show_progress, say, keep, prefetch, write_rows, times, cached, lock)
     times.stop()
     return report
 
@@ -342,7 +353,8 @@ def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], s
            engine: Callable[..., Any] | None, on_plan: Callable[[BuildPlan, LongContextEncoder | None], None] | None,
            show_progress: bool, say: Callable[[str], None], keep: Sequence[str], prefetch: int, write_rows: int,
            times: StageTimes,
-           cached: Callable[[LongContextEncoder, str], VectorLookup | None] | None = None) -> BuildReport:
+           cached: Callable[[LongContextEncoder, str], VectorLookup | None] | None = None,
+           lock: BuildLock | None = None) -> BuildReport:
     with times.stage("planning"):
         table, committed, present = None, {}, {}
         if not rebuild and store.has_table():  # a damaged table is never opened to be replaced
@@ -393,6 +405,8 @@ def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], s
     with times.stage("finishing"):
         ann_done = update_ann_index(table, ann)
         table.checkout_latest()
+        if lock is not None:
+            lock.check()  # another build took an expired lock: publish nothing
         saved = save_snapshot(path, table)  # what a search of this version opens, saved before the version is tagged
         version = mark_complete(table)
         point_to(path, saved)

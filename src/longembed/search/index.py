@@ -124,10 +124,12 @@ class SearchIndex:
     """One index, opened at its last complete version (see the module docstring).
 
     ``embed_queries(queries)``: the queries' (len(queries), dim) float32 vectors (normalised again
-    here); default: the index's encoder, with the index's query prompt, normalised."""
+    here); default: the index's encoder, with the index's query prompt, normalised.  ``encoder``: one
+    already loaded (a newer version of an index a server follows), checked against the index's model."""
 
     def __init__(self, path: str | Path, device: str | None = None,
-                 embed_queries: Callable[[list[str]], np.ndarray] | None = None) -> None:
+                 embed_queries: Callable[[list[str]], np.ndarray] | None = None,
+                 encoder: LongContextEncoder | None = None) -> None:
         self.path = str(path)
         self._data = _open_snapshot(path)
         self.version = self._data.version
@@ -150,7 +152,7 @@ class SearchIndex:
         self.embed_queries = embed_queries or self._encode_queries
         self.encoder: LongContextEncoder | None = None
         if not self.strategy.lexical_only:
-            self.encoder = heavy.load_query_encoder(self.strategy, self.metadata, device, self.path)
+            self.encoder = heavy.load_query_encoder(self.strategy, self.metadata, device, self.path, encoder)
 
     # ------------------------------------------------------------------ facts
     def facts(self) -> dict[str, Any]:

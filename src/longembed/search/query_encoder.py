@@ -13,9 +13,11 @@ from longembed.search.build_precision import recorded_dtype
 from longembed.search.embedding import load_strategy_encoder
 
 
-def load_query_encoder(strategy: Strategy, metadata: dict[str, Any], device: str | None, path: str) -> LongContextEncoder:
-    """The strategy's encoder (a UserError when its files differ from those ``metadata`` recorded)."""
-    encoder = load_strategy_encoder(strategy, device, dtype=recorded_dtype(metadata))
+def load_query_encoder(strategy: Strategy, metadata: dict[str, Any], device: str | None, path: str,
+                       encoder: LongContextEncoder | None = None) -> LongContextEncoder:
+    """The strategy's encoder, or ``encoder`` when one is already loaded (a server following an index's new
+    versions); a UserError when its files differ from those ``metadata`` recorded."""
+    encoder = encoder or load_strategy_encoder(strategy, device, dtype=recorded_dtype(metadata))
     recorded = (metadata.get("model") or {}).get("identity")
     if recorded is not None and not same_files(recorded, model_identity(encoder)):
         raise UserError(f"{path}: the model {strategy.model} is not the one that built this index (its files "

@@ -10,10 +10,14 @@ appended without them, and its passages have no location.  The table's schema me
 the model's files, the prompts, longembed's version), so a search encodes queries as the documents were
 encoded, or refuses.
 
+An index is a folder, or a URI LanceDB opens (``s3://bucket/prefix``, ``gs://``, ``az://``), its
+credentials and endpoint from the store's usual environment variables (``AWS_ENDPOINT_URL``...).
+
 One build at a time: a build holds :meth:`IndexStore.build_lock` (a file lock beside the table,
-released by the operating system if the process dies), and a second build of the same folder refuses
-with a message saying so, instead of interleaving its writes with the first's.  (On object storage there
-is no lock file: one writer per index is then the user's to ensure.)
+released by the operating system if the process dies; on S3 a lock object,
+:mod:`longembed.search.object_lock`), and a second build of the same index refuses with a message
+saying so, instead of interleaving its writes with the first's.  (On gs:// and az:// there is no lock
+yet: the build says so, and one writer per index is the user's to ensure.)
 
 Every change is a new Lance version (an append, a delete).  A build ends by moving the tag
 :data:`COMPLETE_TAG` to its last version; a search opens the tagged version, so it always sees the last
@@ -39,6 +43,7 @@ from filelock import FileLock, Timeout
 
 from longembed.diskspace import DiskFullError, is_disk_full
 from longembed.errors import MissingExtraError, MissingFileError, UserError
+from longembed.search.object_lock import LOCK_EXPIRY_SECONDS, IndexBusyError, ObjectLock
 
 try:  # the ``search`` extra
     import lancedb
@@ -60,11 +65,35 @@ INSTALL_HINT = "longembed index/search need LanceDB: pip install 'longembed[sear
 LOCK_FILE = "build.lock"
 #: ids deleted per Lance delete (one predicate each)
 DELETE_BATCH = 500
+#: the URI schemes of object stores LanceDB reads and writes (``memory://`` is not an index: it dies with the process)
+REMOTE_SCHEMES = ("s3", "gs", "az")
+#: the schemes whose builds hold a lock object (:mod:`longembed.search.object_lock`)
+LOCKED_SCHEMES = ("s3",)
 
 
-class IndexBusyError(UserError, BlockingIOError):
-    """Another ``longembed index`` holds this index's build lock: a user error (exit 2), and still the
-    ``BlockingIOError`` it always was for code that catches that."""
+def remote_scheme(path: str | Path) -> str | None:
+    """The object store's scheme of an index URI (``s3``, ``gs``, ``az``), None for a local folder; a
+    UserError naming the schemes for any other ``scheme://``."""
+    text = str(path)
+    if "://" not in text:
+        return None
+    scheme = text.split("://", 1)[0].lower()
+    if scheme not in REMOTE_SCHEMES or not text.split("://", 1)[1].strip("/"):
+        raise UserError(f"--index {text}: give a folder or an object-storage URI "
+                        f"({', '.join(s + '://bucket/prefix' for s in REMOTE_SCHEMES)})")
+    return scheme
+
+
+class BuildLock:
+    """What :meth:`IndexStore.build_lock` yields: :meth:`check` before a build publishes its version."""
+
+    def __init__(self, lock: ObjectLock | None = None) -> None:
+        self.lock = lock
+
+    def check(self) -> None:
+        """A LockLostError when the build no longer holds its lock (an object lock taken over)."""
+        if self.lock is not None:
+            self.lock.check()
 
 
 class DamagedIndexError(UserError):
@@ -92,11 +121,28 @@ def index_errors(path: str | Path, writing: bool = False) -> Iterator[None]:
                 f"--index {path}: the disk is full ({_detail(exc)}); free space on it and run the command again"
                 + (": the build resumes from what it wrote, and searches read the last complete build meanwhile"
                    if writing else "")) from None
+        if raised_by_database(exc) and remote_scheme(path) is not None and unreachable_store(exc):
+            raise UserError(
+                f"--index {path}: the object store did not answer as an index there ({_detail(exc)}); check that "
+                "the bucket exists and the credentials and endpoint (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, "
+                "AWS_REGION, AWS_ENDPOINT_URL) are this store's") from None
         if raised_by_database(exc):
             raise DamagedIndexError(
                 f"--index {path}: the index is damaged and cannot be read ({_detail(exc)}); build it again: "
                 f"longembed index SOURCE... --index {path} --rebuild") from None
         raise
+
+
+#: what the database's message says when the object store itself failed (no bucket, no access, no answer)
+STORE_FAILURES = ("Failed to connect", "RetryError", "NoSuchBucket", "AccessDenied", "InvalidAccessKeyId",
+                  "SignatureDoesNotMatch", "ListRequest", "error sending request", "Failed to resolve region",
+                  "Generic S3 error", "Generic GCS error", "Generic MicrosoftAzure error", 'store: "')
+
+
+def unreachable_store(exc: BaseException) -> bool:
+    """Whether a database error says the object store failed (rather than the index's files)."""
+    text = str(exc)
+    return any(marker in text for marker in STORE_FAILURES)
 
 
 def raised_by_database(exc: BaseException) -> bool:
@@ -176,24 +222,36 @@ class ChunkRows:
 class IndexStore:
     """The LanceDB database of one index folder (or object-storage URI: ``s3://bucket/index``)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, lock_expiry: float = LOCK_EXPIRY_SECONDS) -> None:
         require_lancedb()
         self.path = str(path)
+        self.scheme = remote_scheme(self.path)
+        self.lock_expiry = lock_expiry
         # the folders connect creates (the index's and missing parents): a build that fails removes them
-        self.new_folders = [] if "://" in self.path else _missing_folders(Path(self.path))
+        self.new_folders = [] if self.scheme else _missing_folders(Path(self.path))
         self.db = lancedb.connect(self.path)
 
     @staticmethod
     def exists(path: str | Path) -> bool:
-        """Whether ``path`` holds an index table (a local check; a URI is taken to exist)."""
+        """Whether ``path`` holds an index table (a local check; a URI is taken to exist, and opening it
+        says when it holds none)."""
         local = Path(str(path))
-        return "://" in str(path) or (local / f"{TABLE}.lance").is_dir()
+        return remote_scheme(path) is not None or (local / f"{TABLE}.lance").is_dir()
 
     @contextmanager
-    def build_lock(self) -> Iterator[None]:
-        """Held while a build writes (a BlockingIOError naming the index when another build holds it)."""
-        if "://" in self.path:
-            yield
+    def build_lock(self) -> Iterator[BuildLock]:
+        """Held while a build writes (an IndexBusyError, a BlockingIOError, naming the index when another
+        build holds it): a file lock in a folder, a lock object on S3, none on gs:// and az://."""
+        if self.scheme in LOCKED_SCHEMES:
+            lock = ObjectLock(self.path, self.lock_expiry)
+            lock.acquire()
+            try:
+                yield BuildLock(lock)
+            finally:
+                lock.release()
+            return
+        if self.scheme is not None:
+            yield BuildLock()
             return
         folder = Path(self.path)
         new_lock = not (folder / LOCK_FILE).exists()
@@ -205,7 +263,7 @@ class IndexStore:
             raise IndexBusyError(f"--index {self.path}: another longembed index is building this index now (it "
                                f"holds {folder / LOCK_FILE}); wait until it finishes, then run again") from None
         try:
-            yield
+            yield BuildLock()
         except BaseException:
             _remove_what_a_failed_build_left(folder, self.new_folders, new_lock)
             raise
@@ -218,7 +276,7 @@ class IndexStore:
     def create(self, dimensions: int | None, metadata: dict[str, Any]) -> Any:
         """A new, empty chunk table (replacing any: ``--rebuild``, a damaged one too)."""
         local = Path(self.path) / f"{TABLE}.lance"
-        if "://" not in self.path and local.exists():
+        if self.scheme is None and local.exists():
             shutil.rmtree(local)  # what drop_table does, and it works when the table cannot be opened
         elif self.has_table():
             self.db.drop_table(TABLE)

@@ -47,7 +47,9 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("sources", nargs="*", type=Path, metavar="SOURCE", help="folders and .jsonl files")
-    parser.add_argument("--index", required=True, metavar="DIR", help="the index folder (created if missing)")
+    parser.add_argument("--index", required=True, metavar="DIR|URI",
+                        help="the index folder (created if missing), or s3://bucket/prefix (gs://, az://: credentials and "
+                        "endpoint from the usual environment variables, AWS_ENDPOINT_URL...)")
     add_encoder_arguments(parser, model_help=MODEL_HELP + ", or 'bm25' for BM25 alone (default: the packaged "
                           "all-MiniLM-L6-v2)")
     named = parser.add_argument_group(STRATEGY)

@@ -22,7 +22,8 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     parser.add_argument("query", nargs="?", default=None, help="the question (or --queries FILE)")
-    parser.add_argument("--index", required=True, metavar="DIR", help="the index folder")
+    parser.add_argument("--index", required=True, metavar="DIR|URI",
+                        help="the index folder, or s3://bucket/prefix (gs://, az://)")
     parser.add_argument("-k", "--k", type=int, default=None,
                         help="results per query (default: 10; with --run, 100 as eval ranks)")
     parser.add_argument("--json", action="store_true", help="print the answer as JSON")

@@ -10,10 +10,12 @@ and blank API keys are argument errors (exit 2).
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from longembed.cli.options import CommandHandler, add_encoder_arguments, add_settings_arguments, help_epilog
 from longembed.serving.settings import ServerSettings
+
+#: longembed.search.following.FOLLOW_SECONDS, without importing the index's modules (a test keeps them equal)
+FOLLOW_SECONDS = 10.0
 
 #: Highest TCP port.
 MAX_PORT = 65535
@@ -74,9 +76,14 @@ def add_index_arguments(parser: argparse.ArgumentParser) -> None:
     index of vectors the server serves the index's own model, so ``--model`` has no default here
     (:func:`longembed.cli.serve.served_encoder` fills it in)."""
     group = parser.add_argument_group("search")
+    group.add_argument(  # a string, not a Path: Path("s3://bucket/x") is s3:/bucket/x
+        "--index", default=None, metavar="DIR|URI",
+        help="an index built by longembed index (a folder, or s3://bucket/prefix, gs://, az://): adds POST /search "
+        "(body: query, k, and the filters ids and path_prefix) and a search page at /; the server then serves the "
+        "index's own model (--model, --method and --max-length may be left out, and must be the index's when given)")
     group.add_argument(
-        "--index", type=Path, default=None, metavar="DIR",
-        help="an index built by longembed index: adds POST /search (body: query, k, and the filters ids and "
-        "path_prefix) and a search page at /; the server then serves the index's own model (--model, --method "
-        "and --max-length may be left out, and must be the index's when given)")
+        "--follow-seconds", type=float, default=FOLLOW_SECONDS, metavar="S",
+        help="check at most every S seconds, between searches, whether a build has completed a newer version of "
+        "the index, and search that one from then on (0: before every search; SIGHUP: before the next one); "
+        f"a half-built version is never searched (default: {FOLLOW_SECONDS:g})")
     parser.set_defaults(model=None)
