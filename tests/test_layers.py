@@ -17,7 +17,7 @@ import longembed
 
 ROOT = Path(longembed.__file__).resolve().parent
 CORE = {
-    "config", "loading", "quantization", "inputs", "overflow", "encoder", "encoder_protocol", "pooling", "batching",
+    "config", "loading", "quantization", "precision", "inputs", "overflow", "encoder", "encoder_protocol", "pooling", "batching",
     "model_runner",
     "chunking", "extension", "models", "lazy", "noise", "permissions", "textfiles", "weight_files", "flag_fields",
     "sentence_transformers_folder", "durable", "diskspace", "errors", "documents",
