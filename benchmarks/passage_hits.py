@@ -2,7 +2,7 @@
 correctly ranked document?
 
     python benchmarks/passage_hits.py --model ~/.cache/longembed/models/all-MiniLM-L6-v2 \\
-        --data-dir ../shared/data --meetings 12 --needle-lengths 4096 --out runs/passage_hits.json
+        --data-dir ../shared/data --meetings 12 --needle-lengths 1024,4096 --out runs/passage_hits.json
 
 Documents with located answers (``RetrievalData.answers``): QMSum meetings (the annotated
 ``relevant_text_span`` turns; the queries are the task's, LongEmbed's answer summaries) and needle
@@ -45,6 +45,18 @@ def qmsum_subset(data_dir: Path, meetings: int) -> RetrievalData:
     return RetrievalData(corpus={d: full.corpus[d] for d in kept}, queries=queries,
                          qrels={q: full.qrels[q] for q in queries},
                          answers={q: full.answers[q] for q in queries}).validate()
+
+
+def first_queries(data: RetrievalData, n: int) -> RetrievalData:
+    """The first ``n`` queries, their answered documents and as many other documents (distractors)."""
+    assert data.answers is not None
+    queries = list(data.answers)[:n]
+    answered = [d for q in queries for d in data.answers[q]]
+    others = [d for d in data.corpus if d not in answered][: len(answered)]
+    kept = set(answered) | set(others)
+    return RetrievalData(corpus={d: t for d, t in data.corpus.items() if d in kept},
+                         queries={q: data.queries[q] for q in queries}, qrels={q: data.qrels[q] for q in queries},
+                         answers={q: data.answers[q] for q in queries}).validate()
 
 
 def measure(name: str, data: RetrievalData, encoder, chunking: str, late: bool) -> dict:
@@ -109,6 +121,8 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, required=True)
     parser.add_argument("--meetings", type=int, default=12, help="QMSum meetings (0: none)")
     parser.add_argument("--needle-lengths", default="4096", help="comma-separated needle lengths ('': none)")
+    parser.add_argument("--needle-queries", type=int, default=0,
+                        help="only the first N needle queries, their documents and N distractors (0: all 50)")
     parser.add_argument("--chunking", default="tokens:256")
     parser.add_argument("--late", action="store_true", help="late chunking (default: naive chunks)")
     parser.add_argument("--max-length", type=int, default=None, help="the encoder's max length (late chunking)")
@@ -120,7 +134,8 @@ def main() -> None:
     if args.meetings:
         sets.append(("qmsum", qmsum_subset(args.data_dir, args.meetings)))
     for length in [int(x) for x in args.needle_lengths.split(",") if x]:
-        sets.append((f"needle/{length}", NeedleTask().load(args.data_dir, length)))
+        needles = NeedleTask().load(args.data_dir, length)
+        sets.append((f"needle/{length}", first_queries(needles, args.needle_queries) if args.needle_queries else needles))
     rows = [measure(name, data, encoder, args.chunking, args.late) for name, data in sets]
     print("| set | documents | queries | answered doc in top 10 | old passage hit@1 | new passage hit@1 | "
           "new passage words | windows / document | choice ms / document | s |")
