@@ -140,3 +140,10 @@ def test_an_index_uri_reaches_the_command_as_given(command: list[str]) -> None:
 def test_the_serve_flags_default_is_the_following_index_default() -> None:
     argv = ["serve", "--index", "my-index"]
     assert build_parser(argv).parse_args(argv).follow_seconds == FOLLOW_SECONDS
+
+
+def test_a_bucket_that_does_not_exist_is_one_line_when_the_build_takes_its_lock(client) -> None:
+    lock = ObjectLock("s3://no-such-bucket-here/index", client=client)
+    with pytest.raises(UserError, match=r"--index s3://no-such-bucket-here/index: the build lock \(index/build\.lock\) "
+                                        r"could not be written \(.*NoSuchBucket.*check that the bucket exists"):
+        lock.acquire()
