@@ -49,7 +49,7 @@ from longembed.search.store import (
     mark_complete,
     table_metadata,
 )
-from longembed.search.table_snapshot import save_snapshot
+from longembed.search.table_snapshot import check_readable, save_snapshot
 from longembed.search.version_files import point_to
 
 #: documents per encode call and per Lance append (a crash loses at most one batch's work)
@@ -256,6 +256,8 @@ def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], s
     check_index_space(path, plan.to_embed, strategy, dimensions)  # before a --rebuild drops the old table
     if table is None:
         table = store.create(dimensions, wanted)
+    elif plan.to_embed or plan.to_delete:
+        check_readable(table)  # the end reads every row (the snapshot): a damaged file refuses before a write
     if on_plan is not None:
         on_plan(plan, encoder)
     if plan.to_delete:
