@@ -69,7 +69,7 @@ def test_the_passage_is_the_best_sentence_window_around_the_best_chunks(built) -
     table = index._data  # noqa: SLF001
     for result in response.results:
         d = table.doc_ids.index(result.id)
-        text = table.texts[d]
+        text = table.text(d)
         start = int(table.rows[:d].sum())
         chunk_scores = table.vectors[start : start + table.rows[d]] @ vector
         assert result.systems["dense"]["score"] == pytest.approx(float(chunk_scores.max()))
