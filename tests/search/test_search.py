@@ -118,8 +118,8 @@ def test_a_search_embeds_no_more_than_its_results_best_chunks_in_one_batch(built
     root = built[0]
     index = open_index(root / "sentences")
     batches: list[list[str]] = []
-    real = index._embed_windows  # noqa: SLF001
-    monkeypatch.setattr(index, "_embed_windows", lambda texts: batches.append(texts) or real(texts))
+    real = index._embed_sentences  # noqa: SLF001
+    monkeypatch.setattr(index, "_embed_sentences", lambda texts: batches.append(texts) or real(texts))
     response = index.search("one of the", k=5)
     assert len(batches) == 1
     tokens = lambda texts: sum(len(ids) for ids in index.encoder.tokenizer(texts, add_special_tokens=False)["input_ids"])  # noqa: E731

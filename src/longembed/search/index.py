@@ -71,7 +71,7 @@ CONTEXT_CHARS = 300
 #: (at least :data:`LEXICAL_CANDIDATES_MIN`)
 LEXICAL_CANDIDATES_PER_RESULT = 10
 LEXICAL_CANDIDATES_MIN = 100
-#: passage sentences per encode batch (every sentence of a search is encoded in one call)
+#: passage sentences per encode batch (every sentence a search embeds goes in one call)
 WINDOW_BATCH = 32
 
 
@@ -297,7 +297,7 @@ class SearchIndex:
         chunks = [self._best_chunks(d, query.vector) for d in order]
         requests = [PassageRequest(data.text(d), [(int(data.starts[r]), int(data.ends[r])) for r in rows])
                     for d, rows in zip(order, chunks, strict=True)]
-        spans = choose_passages(query, requests, self._embed_windows if self.encoder is not None else None,
+        spans = choose_passages(query, requests, self._embed_sentences if self.encoder is not None else None,
                                 lexical=BM25 in self.strategy.systems, fusion=self.strategy.fusion)
         return [self._passage(d, rows, span) for d, rows, span in zip(order, chunks, spans, strict=True)]
 
@@ -308,7 +308,7 @@ class SearchIndex:
         chunk = chunk if chunk >= 0 else self._first_chunk(d)
         return self._passage(d, [chunk], (int(self._data.starts[chunk]), int(self._data.ends[chunk])))
 
-    def _embed_windows(self, texts: list[str]) -> np.ndarray:
+    def _embed_sentences(self, texts: list[str]) -> np.ndarray:
         """Passage sentences' vectors: the index's encoder with its document prompt, one batch per search."""
         assert self.encoder is not None
         with self._lock:
