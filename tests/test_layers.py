@@ -1,7 +1,7 @@
 """The package's import graph: layers point one way, no cycles, no imports hidden inside functions.
 
-core (config, loading, quantization, inputs, overflow, encoder and its model runner, pooling, batching, chunking,
-extension, models, and
+core (config, loading, quantization, inputs, overflow, encoder and its model runner and its threads, pooling,
+batching, chunking, extension, models, and
 the package plumbing: lazy exports, library-noise filters, file permissions, durable renames, UTF-8 text
 files, document readers, weight-file checks, dataclass fields that are flags) <- export; core <- tasks
 <- evaluation <- report / collapse / advice / training <- cli (training also builds on export); core <- serving
@@ -17,8 +17,8 @@ import longembed
 
 ROOT = Path(longembed.__file__).resolve().parent
 CORE = {
-    "config", "loading", "quantization", "precision", "inputs", "overflow", "encoder", "encoder_protocol", "pooling", "batching",
-    "model_runner",
+    "config", "loading", "quantization", "precision", "inputs", "overflow", "encoder", "encoder_protocol", "pooling",
+    "batching", "model_runner", "threads",
     "chunking", "extension", "models", "lazy", "noise", "permissions", "textfiles", "weight_files", "flag_fields",
     "sentence_transformers_folder", "durable", "diskspace", "errors", "documents",
 }

@@ -83,7 +83,7 @@ def test_budget_sampling_is_said_and_recorded(advised: dict) -> None:
     assert "mine: 10 of 30 queries, 10 of 60 documents" in message and "smallest sample allowed" in message
     assert message in advice.estimate.text and advice.estimate.budget_seconds == 1e-9
     printed = [i for i, line in enumerate(said) if line.startswith("estimate (before any encoding)")]
-    first_run = next(i for i, line in enumerate(said) if line.startswith("\n[1/9] bm25"))
+    first_run = next(i for i, line in enumerate(said) if line.startswith("\n[1/11] bm25"))
     assert printed and printed[0] < first_run  # the estimate comes before anything runs
     markdown = (advised["out"] / "advice.md").read_text()
     assert "**Measured on a sample**" in markdown and "mine 10 of 30 queries and 10 of 60 documents" in markdown

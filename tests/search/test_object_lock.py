@@ -53,11 +53,14 @@ def test_a_second_build_is_refused_while_the_first_holds_the_lock(client) -> Non
 
 
 def test_a_dead_holders_lock_is_taken_over_once_it_expired(client) -> None:
-    client.put_object(Bucket=BUCKET, Key="team/my-index/build.lock",
-                      Body=json.dumps({"holder": "killed:1", "expires_at": time.time() + 0.5}).encode())
+    def left_by_a_killed_build(expires_at: float) -> None:
+        client.put_object(Bucket=BUCKET, Key="team/my-index/build.lock",
+                          Body=json.dumps({"holder": "killed:1", "expires_at": expires_at}).encode())
+
+    left_by_a_killed_build(time.time() + 3600)
     with pytest.raises(IndexBusyError, match="killed:1 holds"):
         ObjectLock(URI, client=client).acquire()
-    time.sleep(0.6)
+    left_by_a_killed_build(time.time() - 1)  # the same lock, an hour later: expired
     taker = ObjectLock(URI, client=client)
     taker.acquire()
     try:
@@ -97,11 +100,11 @@ def test_a_build_whose_lock_was_taken_over_stops_before_publishing(client) -> No
 
 
 def test_a_lock_is_renewed_while_the_build_runs(client) -> None:
-    lock = ObjectLock(URI, expiry=0.3, client=client)
+    lock = ObjectLock(URI, expiry=1.5, client=client)
     lock.acquire()
     try:
         first = recorded(client).expires_at
-        time.sleep(0.5)  # past the first expiry: renewed meanwhile
+        time.sleep(1.0)  # two renewal ticks (every 0.5 s)
         assert recorded(client).expires_at > first
         with pytest.raises(IndexBusyError):
             ObjectLock(URI, client=client).acquire()
@@ -137,3 +140,10 @@ def test_an_index_uri_reaches_the_command_as_given(command: list[str]) -> None:
 def test_the_serve_flags_default_is_the_following_index_default() -> None:
     argv = ["serve", "--index", "my-index"]
     assert build_parser(argv).parse_args(argv).follow_seconds == FOLLOW_SECONDS
+
+
+def test_a_bucket_that_does_not_exist_is_one_line_when_the_build_takes_its_lock(client) -> None:
+    lock = ObjectLock("s3://no-such-bucket-here/index", client=client)
+    with pytest.raises(UserError, match=r"--index s3://no-such-bucket-here/index: the build lock \(index/build\.lock\) "
+                                        r"could not be written \(.*NoSuchBucket.*check that the bucket exists"):
+        lock.acquire()

@@ -65,7 +65,7 @@ from longembed.search.store import (
     remote_scheme,
     table_metadata,
 )
-from longembed.search.table_snapshot import save_snapshot
+from longembed.search.table_snapshot import check_readable, save_snapshot
 from longembed.search.truncation import truncation_facts, truncation_text, update_truncated
 from longembed.search.version_files import point_to
 
@@ -380,6 +380,8 @@ def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], s
         fresh = table is None
         if table is None:
             table = store.create(dimensions, wanted)
+        elif plan.to_embed or plan.to_delete:
+            check_readable(table)  # the end reads every row (the snapshot): a damaged file refuses before a write
         if on_plan is not None:
             on_plan(plan, encoder)
         if plan.to_delete:

@@ -103,7 +103,12 @@ class FollowingIndex:
         with self._opening:
             self._requested = False
             self._checked_at = self._clock()
-            latest = self._complete_version()
+            try:
+                latest = self._complete_version()
+            except UserError as exc:  # the store did not answer: keep serving, check again later
+                self._log(f"{self.path}: could not check for a new version ({exc}); version "
+                          f"{self.current.version} is still served")
+                return False
             if latest is None or latest == self.current.version or latest == self._refused:
                 return False
             try:

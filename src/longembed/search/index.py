@@ -337,8 +337,9 @@ def _open_snapshot(path: str | Path) -> Snapshot:
             return read_snapshot(saved[1])
         except FileNotFoundError:
             continue
-        except (OSError, ValueError, KeyError, pa.ArrowException) as exc:
-            raise UserError(f"--index {path}: the files saved for version {saved[0]} cannot be read ({exc}); build "
+        except (OSError, EOFError, ValueError, KeyError, TypeError, pa.ArrowException) as exc:
+            detail = " ".join(f"{type(exc).__name__}: {exc}".split())[:160]  # one line
+            raise UserError(f"--index {path}: the files saved for version {saved[0]} cannot be read ({detail}); build "
                             "it again with --rebuild") from exc
     snapshot = heavy.read_table_snapshot(path)
     if is_local(path):

@@ -127,11 +127,16 @@ class ObjectLock:
     def acquire(self) -> None:
         """Take the lock, or raise :class:`~longembed.search.store.IndexBusyError` naming its holder."""
         try:
-            self._etag = self._put(IfNoneMatch="*")
-        except ClientError as exc:
-            if not failed_condition(exc):
-                raise
-            self._take_over_expired()
+            try:
+                self._etag = self._put(IfNoneMatch="*")
+            except ClientError as exc:
+                if not failed_condition(exc):
+                    raise
+                self._take_over_expired()
+        except (BotoCoreError, ClientError) as exc:  # no bucket, no access, no answer
+            raise UserError(f"--index {self.uri}: the build lock ({self.key}) could not be written ({exc}); check that "
+                            "the bucket exists and the credentials and endpoint (AWS_ACCESS_KEY_ID, "
+                            "AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL) are this store's") from None
         self._renewer = threading.Thread(target=self._renew_until_released, name="longembed-lock", daemon=True)
         self._renewer.start()
 

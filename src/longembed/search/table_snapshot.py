@@ -8,6 +8,7 @@ with saved files imports it only when the index has an ANN index.
 
 from __future__ import annotations
 
+import datetime as _dt
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -20,13 +21,14 @@ from longembed.search.snapshot import Snapshot, snapshot_of_rows, systems, write
 from longembed.search.store import IndexStore, index_errors, table_metadata
 
 
-def version_snapshot(table: Any, path: str | Path) -> Snapshot:
-    """The snapshot of the table at its checked-out version (every row read into memory, BM25 indexed)."""
+def version_snapshot(table: Any, path: str | Path, built_at: str | None = None) -> Snapshot:
+    """The snapshot of the table at its checked-out version (every row read into memory, BM25 indexed);
+    ``built_at``: when the version was written (default: the table's list of versions says)."""
     metadata = table_metadata(table, path)
     version = int(table.version)
     dense, _ = systems(metadata)
     state = ann_state(table) if dense else None
-    return snapshot_of_rows(table.to_arrow(), version, version_time(table, version), metadata,
+    return snapshot_of_rows(table.to_arrow(), version, built_at or version_time(table, version), metadata,
                             None if state is None else asdict(state))
 
 
@@ -40,10 +42,19 @@ def save_snapshot(path: str | Path, table: Any) -> str:
     """Save the snapshot of the table's checked-out version beside it, unless saved already (a build,
     before it tags the version complete; :func:`~longembed.search.version_files.point_to` after); the
     name of its files."""
-    version = int(table.version)
-    name = version_files.version_name(version, version_time(table, version, precise=True))
-    version_files.save(path, name, lambda folder: write_snapshot(version_snapshot(table, path), folder))
+    now = _dt.datetime.now(_dt.UTC)  # not the table's list of versions: it reads every old manifest
+    name = version_files.version_name(int(table.version), now.isoformat(timespec="microseconds"))
+    built_at = now.isoformat(timespec="seconds")
+    version_files.save(path, name, lambda folder: write_snapshot(version_snapshot(table, path, built_at), folder))
     return name
+
+
+def check_readable(table: Any) -> None:
+    """Read every row of the table's checked-out version (a DamagedIndexError under
+    :func:`~longembed.search.store.index_errors` when a file is damaged): a build calls it before it
+    writes, since its end reads them all to save the snapshot, and a refused build writes nothing."""
+    if table.count_rows():
+        table.to_arrow()
 
 
 class AnnSearch:
@@ -68,13 +79,10 @@ def open_ann(path: str | Path, snapshot: Snapshot) -> AnnSearch:
     return AnnSearch(path, snapshot)
 
 
-def version_time(table: Any, version: int, precise: bool = False) -> str | None:
-    """When the table's ``version`` was written (ISO 8601; to the microsecond when ``precise``), None
-    when the table lists no such version."""
+def version_time(table: Any, version: int) -> str | None:
+    """When the table's ``version`` was written (ISO 8601), None when the table lists no such version."""
     for entry in table.list_versions():
         if int(entry["version"]) == version:
             stamp = entry["timestamp"]
-            if precise:
-                return str(stamp.isoformat(timespec="microseconds"))
             return stamp.strftime("%Y-%m-%dT%H:%M:%SZ") if stamp.tzinfo is None else stamp.isoformat()
     return None

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from longembed.durable import durable_replace_folder, fsync_path
+from longembed.errors import UserError
 
 #: the folder (in the index folder) holding one folder per saved version
 VERSIONS_DIR = "versions"
@@ -50,6 +51,9 @@ def saved_version(path: str | Path) -> tuple[str, Path] | None:
         name = str(json.loads(pointer.read_text(encoding="utf-8"))["version"])
     except FileNotFoundError:
         return None
+    except (ValueError, KeyError, TypeError) as exc:  # JSON, UTF-8 or its key
+        raise UserError(f"--index {path}: {POINTER} cannot be read ({type(exc).__name__}); run longembed index "
+                        "again on the same sources to write it anew (or give --rebuild)") from None
     folder = Path(path) / VERSIONS_DIR / name
     return (name, folder) if folder.is_dir() else None
 
@@ -68,8 +72,11 @@ def save(path: str | Path, name: str, write: Callable[[Path], None]) -> bool:
     staging = versions / f".writing-{name}-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
-    write(staging)
-    durable_replace_folder(staging, final)
+    try:
+        write(staging)
+        durable_replace_folder(staging, final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # a write that failed leaves nothing
     return True
 
 
