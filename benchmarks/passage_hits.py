@@ -11,7 +11,14 @@ and ranked as eval ranks them (MaxSim, :func:`~longembed.retrieval.pipeline.rank
 first answered document within the top 10 the benchmark compares the two passages a search could show:
 
 * old: the chunk that gave the document its score (what ``search`` showed before issue 54);
-* new: :func:`~longembed.retrieval.passages.choose_passages` over windows around the 3 best chunks.
+* new: :func:`~longembed.retrieval.passages.choose_passages` over the windows of the sentences of the
+  2 best chunks, a window scored by the word-weighted mean of its sentences' vectors (each sentence
+  embedded once);
+* centre: the rule tried against it: the best single sentence (by its own vector), shown with its
+  neighbours (as many as fit in 3 sentences / 100 words).
+
+Tokens: what the choice embeds per result (the sentences, with special tokens) against the tokens of the
+result's 2 best chunks.
 
 Nothing here is trained; the data are evaluation data only.  Prints a table and writes JSON.
 """
@@ -28,7 +35,15 @@ import numpy as np
 
 from longembed import load_encoder
 from longembed.evaluation.passage_hits import passage_hit_interval, passage_hits
-from longembed.retrieval.passages import PassageQuery, PassageRequest, best_chunk_rows, choose_passages
+from longembed.retrieval.passages import (
+    WINDOW_SENTENCES,
+    WINDOW_WORDS,
+    PassageQuery,
+    PassageRequest,
+    best_chunk_rows,
+    choose_passages,
+    chunk_pieces,
+)
 from longembed.retrieval.pipeline import exact_dense_scores, rank_documents, unit_rows
 from longembed.tasks.base import RetrievalData
 from longembed.tasks.needle import NeedleTask
@@ -81,25 +96,44 @@ def measure(name: str, data: RetrievalData, encoder, chunking: str, late: bool) 
     def old(qid: str, doc_id: str) -> tuple[int, int]:
         return spans[int(dense.best_chunk[row_of[qid], position[doc_id]])]
 
-    costs: list[tuple[float, int]] = []  # per document: seconds to choose its passage, windows embedded
+    costs: list[tuple[float, int]] = []  # per document: seconds to choose its passage, tokens embedded
+    piece_vectors: dict[str, np.ndarray] = {}
+    chunk_tokens: list[int] = []
+    count = lambda ts: sum(len(ids) for ids in encoder.tokenizer(ts)["input_ids"])  # noqa: E731
 
-    def embed(windows: list[str]) -> np.ndarray:
-        costs[-1] = (costs[-1][0], len(windows))
-        return encoder.encode(windows, prompt=prompts["document"], normalize_embeddings=True)
+    def embed(pieces: list[str]) -> np.ndarray:
+        costs[-1] = (costs[-1][0], count(pieces))
+        vectors = encoder.encode(pieces, prompt=prompts["document"], normalize_embeddings=True)
+        piece_vectors.update(zip(pieces, vectors, strict=True))
+        return vectors
+
+    def request(qid: str, doc_id: str) -> tuple[PassageRequest, np.ndarray]:
+        d, vector = position[doc_id], query_vectors[row_of[qid]]
+        best = best_chunk_rows(vectors[firsts[d] : firsts[d] + rows[d]] @ vector, int(firsts[d]))
+        return PassageRequest(texts[d], [spans[r] for r in best]), vector
 
     @functools.cache
     def new(qid: str, doc_id: str) -> tuple[int, int]:
-        d, vector = position[doc_id], query_vectors[row_of[qid]]
+        passage, vector = request(qid, doc_id)
         costs.append((time.perf_counter(), 0))
-        best = best_chunk_rows(vectors[firsts[d] : firsts[d] + rows[d]] @ vector, int(firsts[d]))
-        (span,) = choose_passages(PassageQuery(data.queries[qid], vector),
-                                  [PassageRequest(texts[d], [spans[r] for r in best])], embed, lexical=False)
+        (span,) = choose_passages(PassageQuery(data.queries[qid], vector), [passage], embed, lexical=False)
         costs[-1] = (time.perf_counter() - costs[-1][0], costs[-1][1])
+        chunk_tokens.append(count([passage.text[s:e] for s, e in passage.chunks]))
         return span
+
+    def centre(qid: str, doc_id: str) -> tuple[int, int]:
+        new(qid, doc_id)  # embeds the pieces
+        passage, vector = request(qid, doc_id)
+        runs = chunk_pieces(passage.text, passage.chunks)
+        scored = [(float(piece_vectors[passage.text[s:e]] @ vector), -r, -i) for r, run in enumerate(runs)
+                  for i, (s, e) in enumerate(run)]
+        _, r, i = max(scored)
+        return around(passage.text, runs[-r], -i)
 
     assert data.answers is not None
     print(f"{name}: {len(query_ids)} queries ranked ({time.perf_counter() - began:.0f} s)", flush=True)
-    hits = {"old": passage_hits(data.answers, ranking, old), "new": passage_hits(data.answers, ranking, new)}
+    hits = {"old": passage_hits(data.answers, ranking, old), "new": passage_hits(data.answers, ranking, new),
+            "centre": passage_hits(data.answers, ranking, centre)}
     shown_words = [len(data.corpus[d][slice(*new(q, d))].split()) for q, d in
                    ((q, next(x for x in ranking[q][:10] if x in data.answers[q])) for q in hits["new"])]
     top1 = sum(1 for q in query_ids if ranking[q] and ranking[q][0] in data.answers.get(q, {}))
@@ -108,11 +142,27 @@ def measure(name: str, data: RetrievalData, encoder, chunking: str, late: bool) 
         "answered_at_1": top1,
         "old": passage_hit_interval(hits["old"]).to_dict() if hits["old"] else None,
         "new": passage_hit_interval(hits["new"]).to_dict() if hits["new"] else None,
+        "centre": passage_hit_interval(hits["centre"]).to_dict() if hits["centre"] else None,
         "new_passage_words_median": float(np.median(shown_words)) if shown_words else None,
-        "windows_per_document_median": float(np.median([n for _, n in costs])) if costs else None,
+        "tokens_embedded_per_document_median": float(np.median([n for _, n in costs])) if costs else None,
+        "best_chunk_tokens_per_document_median": float(np.median(chunk_tokens)) if chunk_tokens else None,
         "choice_ms_per_document_median": round(1000 * float(np.median([t for t, _ in costs])), 1) if costs else None,
         "seconds": round(time.perf_counter() - began, 1),
     }
+
+
+def around(text: str, run: list[tuple[int, int]], best: int) -> tuple[int, int]:
+    """The piece ``best`` of ``run`` with its neighbours, one before then one after, while they fit."""
+    first = last = best
+    words = len(text[slice(*run[best])].split())
+    for step in range(2 * WINDOW_SENTENCES):
+        j = first - 1 if step % 2 == 0 else last + 1
+        if last - first + 1 >= WINDOW_SENTENCES or not 0 <= j < len(run):
+            continue
+        more = len(text[slice(*run[j])].split())
+        if words + more <= WINDOW_WORDS:
+            first, last, words = min(first, j), max(last, j), words + more
+    return run[first][0], run[last][1]
 
 
 def main() -> None:
@@ -138,12 +188,14 @@ def main() -> None:
         sets.append((f"needle/{length}", first_queries(needles, args.needle_queries) if args.needle_queries else needles))
     rows = [measure(name, data, encoder, args.chunking, args.late) for name, data in sets]
     print("| set | documents | queries | answered doc in top 10 | old passage hit@1 | new passage hit@1 | "
-          "new passage words | windows / document | choice ms / document | s |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "centre passage hit@1 | new passage words | tokens embedded / document | best chunks' tokens / document | "
+          "choice ms / document | s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         cell = lambda i: "-" if i is None else f"{i['estimate']:.1f} [{i['low']:.1f}, {i['high']:.1f}]"  # noqa: E731
         print(f"| {r['set']} | {r['documents']} | {r['queries']} | {r['answered_in_top10']} | {cell(r['old'])} | "
-              f"{cell(r['new'])} | {r['new_passage_words_median']} | {r['windows_per_document_median']} | "
+              f"{cell(r['new'])} | {cell(r['centre'])} | {r['new_passage_words_median']} | "
+              f"{r['tokens_embedded_per_document_median']} | {r['best_chunk_tokens_per_document_median']} | "
               f"{r['choice_ms_per_document_median']} | {r['seconds']} |")
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,5 @@
-"""The passage a result shows: sentence windows around the best chunks, scored for the query."""
+"""The passage a result shows: sentence windows around the best chunks, scored for the query from
+sentence vectors embedded once, against a naive reference."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from longembed.retrieval.passages import (
     PassageQuery,
     PassageRequest,
     best_chunk_rows,
+    check_passages,
     choose_passages,
+    chunk_pieces,
     overlaps,
     sentence_pieces,
     windows,
@@ -108,16 +111,66 @@ def test_a_hybrid_fuses_dense_and_bm25_window_scores() -> None:
         choose_passages(query("valve"), [PassageRequest(text, [(0, 10)])], bag_of_words, lexical=True)
 
 
-def test_every_window_of_a_search_is_embedded_in_one_batch() -> None:
-    calls: list[int] = []
+def test_each_sentence_of_the_best_chunks_is_embedded_once_in_one_batch() -> None:
+    calls: list[list[str]] = []
 
     def counted(texts: list[str]) -> np.ndarray:
-        calls.append(len(texts))
+        calls.append(texts)
         return bag_of_words(texts)
 
-    docs = [PassageRequest(document(i), [(0, 80)]) for i in range(4)]
+    docs = [PassageRequest(document(i), [(0, 80), (40, 120)]) for i in range(4)]  # overlapping chunks
     choose_passages(query("valve"), docs, counted, lexical=False)
-    assert len(calls) == 1 and calls[0] > 4
+    assert len(calls) == 1
+    # the sentences the chunks touch (chars 0-120: sentences 0-3, 37 characters each), each once per document
+    expected = [d.text[m.start() : m.end()] for d in docs for m in re.finditer(r"[^ ][^.]*\.", d.text) if m.start() < 120]
+    assert calls[0] == expected
+
+
+def naive_choice(text: str, chunks: list[tuple[int, int]], vector: np.ndarray) -> tuple[int, int]:
+    """The definition, written out: sentences ("... ." here) touching a chunk, each embedded alone; a
+    window of up to 3 consecutive ones within 100 words starts at each; its vector is the word-weighted
+    sum of its sentences' unit vectors; the best cosine wins, the earliest of equals."""
+    sentences = [(m.start(), m.end()) for m in re.finditer(r"[^ ][^.]*\.", text)]
+    touched = [i for i, (s, e) in enumerate(sentences) if any(s < ce and e > cs for cs, ce in chunks)]
+    unit = {i: v / (np.linalg.norm(v) or 1.0) for i, v in zip(touched, bag_of_words([text[slice(*sentences[i])]
+                                                                                      for i in touched]), strict=True)}
+    best, best_score = None, -np.inf
+    for i in touched:
+        window = [i]
+        while (len(window) < 3 and window[-1] + 1 in unit
+               and sum(len(text[slice(*sentences[j])].split()) for j in [*window, window[-1] + 1]) <= 100):
+            window.append(window[-1] + 1)
+        total = sum(len(text[slice(*sentences[j])].split()) * unit[j] for j in window)
+        score = float(total @ vector / (np.linalg.norm(total) or 1.0))
+        if score > best_score + 1e-12:
+            best, best_score = (sentences[window[0]][0], sentences[window[-1]][1]), score
+    assert best is not None
+    return best
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_choice_matches_the_naive_definition(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    sentences = [" ".join(rng.choice(VOCABULARY, size=rng.integers(3, 40))).capitalize() + "." for _ in range(30)]
+    text = " ".join(sentences)
+    cuts = sorted(rng.choice(len(text), size=4, replace=False).tolist())
+    chunks = [(cuts[0], cuts[1]), (cuts[2], cuts[3])]
+    q = query(" ".join(rng.choice(VOCABULARY, size=3)))
+    (span,) = choose_passages(q, [PassageRequest(text, chunks)], bag_of_words, lexical=False)
+    assert span == naive_choice(text, chunks, q.vector)
+
+
+def test_pieces_are_whole_sentences_touching_the_chunks_grouped_when_adjacent() -> None:
+    text = document(answer_at=0, sentences=12)
+    starts = [m.start() for m in re.finditer(r"The ", text)]
+    runs = chunk_pieces(text, [(starts[1] + 5, starts[2] + 3), (starts[6] + 1, starts[6] + 2)])
+    assert [[text[s:e].split()[-1] for s, e in run] for run in runs] == [["1.", "2."], ["6."]]
+
+
+def test_passages_is_query_or_chunk() -> None:
+    assert check_passages("chunk") == "chunk"
+    with pytest.raises(UserError, match="passages must be one of query, chunk"):
+        check_passages("window")
 
 
 def test_a_document_without_words_in_its_chunks_keeps_its_chunk() -> None:

@@ -1,8 +1,10 @@
-"""longembed search: the answer's JSON (SEARCH_CONTRACT.md), filters, concurrency, a changed model refused."""
+"""longembed search: the answer's JSON (SEARCH_CONTRACT.md), the passage each result shows against a naive
+reference and what it costs, filters, concurrency, a changed model refused."""
 
 from __future__ import annotations
 
 import json
+import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -11,8 +13,8 @@ import pytest
 from conftest import build_tiny, words
 
 from longembed.cli.main import main
+from longembed.errors import UserError
 from longembed.retrieval.bm25 import BM25Model
-from longembed.retrieval.passages import windows
 from longembed.retrieval.strategy import BM25, Strategy
 from longembed.search import open_index
 from longembed.search.build import build_index
@@ -31,7 +33,36 @@ def built(tmp_path_factory) -> tuple[Path, Path, list[Document]]:
                            fuse="bm25")
     build_index(root / "dense", docs, strategy, show_progress=False, log=None)
     build_index(root / "hybrid", docs, hybrid, show_progress=False, log=None)
+    build_index(root / "sentences", sentence_documents(), strategy, show_progress=False, log=None)
     return root, model, docs
+
+
+def sentence_documents() -> list[Document]:
+    """Documents of sentences of 3 to 14 words, each ending with ". " (what the naive reference splits on)."""
+    rng = np.random.default_rng(7)
+    return [Document(f"s{i}.txt", f"s{i}.txt", " ".join(f"{words(int(rng.integers(3, 15)), 20 * i + j)}."
+                                                        for j in range(18))) for i in range(5)]
+
+
+def naive_passage(text: str, chunks: list[tuple[int, int]], embed, vector: np.ndarray) -> tuple[int, int]:
+    """The passage by its definition, written out: the sentences touching the best chunks, each embedded
+    alone; a window of up to 3 consecutive sentences (within 100 words) starting at each; a window's
+    vector the word-weighted sum of its sentences' unit vectors; the best cosine, the earliest of equals."""
+    sentences = [(m.start(), m.end()) for m in re.finditer(r"[^ ][^.]*\.", text)]
+    touched = [i for i, (s, e) in enumerate(sentences) if any(s < ce and e > cs for cs, ce in chunks)]
+    unit = dict(zip(touched, embed([text[slice(*sentences[i])] for i in touched]), strict=True))
+    size = {i: len(text[slice(*sentences[i])].split()) for i in touched}
+    best, best_score = None, -np.inf
+    for i in touched:
+        window = [i]
+        while len(window) < 3 and window[-1] + 1 in unit and sum(size[j] for j in window) + size[window[-1] + 1] <= 100:
+            window.append(window[-1] + 1)
+        total = sum(size[j] * unit[j] / np.linalg.norm(unit[j]) for j in window)
+        score = float(total @ vector / np.linalg.norm(total))
+        if score > best_score + 1e-9:
+            best, best_score = (sentences[window[0]][0], sentences[window[-1]][1]), score
+    assert best is not None
+    return best
 
 
 def test_the_json_answer_has_the_contracts_keys_in_order(built, capsys) -> None:
@@ -61,24 +92,67 @@ def test_the_json_answer_has_the_contracts_keys_in_order(built, capsys) -> None:
 
 
 def test_the_passage_is_the_best_sentence_window_around_the_best_chunks(built) -> None:
-    root, _, docs = built
-    index = open_index(root / "dense")
-    response = index.search("one of the", k=8)
-    assert all(list(r.systems) == ["dense"] for r in response.results)
+    root, _, _ = built
+    index = open_index(root / "sentences")
+    response = index.search("one of the", k=5)
     vector = index._query_vectors(["one of the"])[0]  # noqa: SLF001 - the index's own query vector
     table = index._data  # noqa: SLF001
+
+    def embed(texts: list[str]) -> np.ndarray:
+        return index.encoder.encode(texts, prompt=index.prompts["document"], normalize_embeddings=True)
+
     for result in response.results:
         d = table.doc_ids.index(result.id)
-        text = table.text(d)
-        start = int(table.rows[:d].sum())
+        text, start = table.text(d), int(table.rows[:d].sum())
         chunk_scores = table.vectors[start : start + table.rows[d]] @ vector
         assert result.systems["dense"]["score"] == pytest.approx(float(chunk_scores.max()))
-        best = start + np.argsort(-chunk_scores, kind="stable")[:3]
-        spans = windows(text, [(int(table.starts[r]), int(table.ends[r])) for r in best])
-        cosines = [float(index.encoder.encode([text[a:b]], prompt=index.prompts["document"],
-                                              normalize_embeddings=True)[0] @ vector) for a, b in spans]
-        assert (result.passage.start, result.passage.end) == spans[int(np.argmax(cosines))]
+        best = start + np.argsort(-chunk_scores, kind="stable")[:2]
+        expected = naive_passage(text, [(int(table.starts[r]), int(table.ends[r])) for r in best], embed, vector)
+        assert (result.passage.start, result.passage.end) == expected
         assert result.passage.text == text[result.passage.start : result.passage.end]
+
+
+def test_a_search_embeds_no_more_than_its_results_best_chunks_in_one_batch(built, monkeypatch) -> None:
+    """What a search costs beyond its query: the sentences of each result's 2 best chunks, once, in one
+    batch: their tokens are the chunks' plus at most the sentences cut by the chunks' edges."""
+    root = built[0]
+    index = open_index(root / "sentences")
+    batches: list[list[str]] = []
+    real = index._embed_sentences  # noqa: SLF001
+    monkeypatch.setattr(index, "_embed_sentences", lambda texts: batches.append(texts) or real(texts))
+    response = index.search("one of the", k=5)
+    assert len(batches) == 1
+    tokens = lambda texts: sum(len(ids) for ids in index.encoder.tokenizer(texts, add_special_tokens=False)["input_ids"])  # noqa: E731
+    vector, table = index._query_vectors(["one of the"])[0], index._data  # noqa: SLF001
+    bound = 0
+    for result in response.results:
+        d = table.doc_ids.index(result.id)
+        start = int(table.rows[:d].sum())
+        best = start + np.argsort(-(table.vectors[start : start + table.rows[d]] @ vector), kind="stable")[:2]
+        longest = max(tokens([s]) for s in re.findall(r"[^ ][^.]*\.", table.text(d)))
+        bound += tokens([table.text(d)[table.starts[r] : table.ends[r]] for r in best]) + 2 * len(best) * longest
+    assert tokens(batches[0]) <= bound
+    assert index.search("one of the", k=5, passages="chunk") and len(batches) == 1  # "chunk" embeds nothing more
+
+
+def test_passages_chunk_shows_the_chunk_that_scored_the_document(built) -> None:
+    index = open_index(built[0] / "hybrid")
+    vector, table = index._query_vectors(["the apple harvest"])[0], index._data  # noqa: SLF001
+    for result in index.search("the apple harvest", k=8, passages="chunk").results:
+        d = table.doc_ids.index(result.id)
+        start = int(table.rows[:d].sum())
+        best = start + int(np.argmax(table.vectors[start : start + table.rows[d]] @ vector))
+        assert (result.passage.start, result.passage.end) == (int(table.starts[best]), int(table.ends[best]))
+    with pytest.raises(UserError, match="passages must be one of"):
+        index.search("the apple harvest", passages="windows")
+
+
+def test_the_search_command_takes_passages(built, capsys) -> None:
+    root = built[0]
+    assert main(["search", "--index", str(root / "hybrid"), "the apple harvest", "--passages", "chunk", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    expected = open_index(root / "hybrid").search("the apple harvest", passages="chunk").to_dict()
+    assert printed["results"] == json.loads(json.dumps(expected["results"]))
 
 
 def test_a_lexical_index_shows_the_sentence_with_the_query_terms(tmp_path: Path) -> None:

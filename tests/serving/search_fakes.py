@@ -66,8 +66,8 @@ class FakeSearchIndex:
                 "longembed_version": "0.1.0"}
 
     def search(self, query: str, k: int = 10, ids: list[str] | None = None,
-               path_prefix: str | None = None) -> FakeSearchResponse:
-        self.calls.append({"query": query, "k": k, "ids": ids, "path_prefix": path_prefix})
+               path_prefix: str | None = None, passages: str = "query") -> FakeSearchResponse:
+        self.calls.append({"query": query, "k": k, "ids": ids, "path_prefix": path_prefix, "passages": passages})
         if self.encoder is not None:
             assert self.embed_queries is not None
             self.vectors.append(self.embed_queries([query]))

@@ -84,6 +84,14 @@ def test_search_answers_exactly_what_the_index_answers(http) -> None:
         == "essays/founders.txt"
 
 
+def test_the_passages_field_reaches_the_index(http) -> None:
+    index: FakeSearchIndex = http.app.state.search.index
+    for body, expected in (({"query": "founded"}, "query"), ({"query": "founded", "passages": "chunk"}, "chunk"),
+                           ({"query": "founded", "passages": "query"}, "query")):
+        assert http.post("/search", json=body).status_code == 200
+        assert index.calls[-1]["passages"] == expected
+
+
 @pytest.mark.parametrize(("body", "status", "param"), [
     ({}, 400, "query"),
     ({"query": 3}, 400, "query"),
@@ -98,6 +106,8 @@ def test_search_answers_exactly_what_the_index_answers(http) -> None:
     ({"query": "x", "path_prefix": ""}, 400, "path_prefix"),
     ({"query": "x", "path_prefix": ["essays/"]}, 400, "path_prefix"),
     ({"query": "x", "top_k": 3}, 400, "top_k"),
+    ({"query": "x", "passages": "window"}, 400, "passages"),
+    ({"query": "x", "passages": True}, 400, "passages"),
     ({"query": "the " * 1100}, 413, "query"),  # more than max_length (1024) tokens
 ])
 def test_bad_bodies_get_a_4xx_naming_the_field(http, body, status, param) -> None:
@@ -355,6 +365,11 @@ def test_search_route_equals_the_search_command(real, real_index_dir, capsys) ->
         assert answered.status_code == 200, answered.text
         assert ordered(json.loads(answered.text)) == ordered(printed)
         assert printed["results"] and len(printed["results"]) <= k
+    capsys.readouterr()
+    assert main(["search", "--index", str(real_index_dir), "who founded Y Combinator?", "--passages", "chunk",
+                 "--json"]) == 0
+    chunks = real.post("/search", json={"query": "who founded Y Combinator?", "passages": "chunk"})
+    assert ordered(json.loads(chunks.text)) == ordered(json.loads(capsys.readouterr().out))
     top = real.post("/search", json={"query": "who founded Y Combinator?"}).json()["results"][0]
     assert top["id"] == "essays/founders.txt" and "Y Combinator was founded" in top["passage"]["text"]
     assert real.get("/search/index").json() == printed["index"]

@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {args.run}: {count} queries, up to {k} documents each")
         return 0
     response = index.search(args.query, k=10 if args.k is None else args.k, path_prefix=args.path_prefix,
-                            exact=args.exact)
+                            exact=args.exact, passages=args.passages)
     print(json.dumps(response.to_dict(), ensure_ascii=False) if args.json else plain_text(response))
     return 0
 

@@ -19,8 +19,8 @@ from longembed.retrieval.passages import (
     PassageRequest,
     best_chunk_rows,
     choose_passages,
+    chunk_pieces,
     overlaps,
-    windows,
 )
 
 #: the metric's name in results (beside ndcg@10)
@@ -73,15 +73,16 @@ def dense_shown_passages(
     fusion: Fusion | None = None,
 ) -> ShownPassage:
     """What search shows for the documents :func:`passage_hits` judges: the best window around each
-    one's best chunks (:func:`~longembed.retrieval.passages.choose_passages`), every window of the run
-    embedded in one call of ``embed`` (eval passes its cached encoder: a rerun reads them back)."""
+    one's best chunks (:func:`~longembed.retrieval.passages.choose_passages`), every sentence piece of
+    the run embedded in one call of ``embed`` (eval passes its cached encoder: a rerun reads them back)."""
     wanted = {(q, d) for q, by_doc in answers.items() if (d := first_answered(ranking.get(q, ()), by_doc))}
     requests = {}
     for qid, doc_id in wanted:
         spans = list(chunk_spans(doc_id))
         best = best_chunk_rows(chunk_vectors(doc_id) @ query_vectors[qid], 0)
         requests[(qid, doc_id)] = PassageRequest(corpus[doc_id], [spans[r] for r in best])
-    texts = sorted({corpus[d][s:e] for (_, d), r in requests.items() for s, e in windows(r.text, r.chunks)})
+    texts = sorted({corpus[d][s:e] for (_, d), r in requests.items() for run in chunk_pieces(r.text, r.chunks)
+                    for s, e in run})
     vectors = dict(zip(texts, np.asarray(embed(texts)) if texts else [], strict=True))
     shown = {}
     for (qid, doc_id), request in requests.items():

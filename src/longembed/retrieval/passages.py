@@ -1,12 +1,15 @@
 """The passage a result shows: the best sentence window of the document for the query, not the chunk
 that scored the document (that chunk is 256 tokens; the answer is a sentence somewhere in it or next to it).
 
-Around a document's best chunks, overlapping windows of whole sentences (at most :data:`WINDOW_SENTENCES`
-sentences and :data:`WINDOW_WORDS` words, one sentence apart; a sentence longer than that is cut at
-spaces) are scored against the query: by cosine with the query vector (the windows embedded with the
-document prompt, all windows of a search in one batch), by BM25 (eval's tokenizer and stemmer) for a
-lexical strategy, and by the strategy's fusion of the two for a hybrid.  The document's rank is not
-touched: only which part of it is shown.
+Around a document's best chunks (:data:`CHUNKS_PER_DOCUMENT`), every sentence a chunk overlaps is a piece
+(a sentence longer than :data:`WINDOW_WORDS` words is cut at spaces), and overlapping windows of
+consecutive pieces (at most :data:`WINDOW_SENTENCES` pieces and :data:`WINDOW_WORDS` words, one piece
+apart) are scored against the query.  Dense: each piece is embedded once (the document prompt, all pieces
+of a search in one batch), and a window's vector is the word-weighted mean of its pieces' unit vectors,
+scaled to unit length (what mean pooling over the window would give, without embedding it again), scored
+by cosine with the query vector; so a search embeds about the tokens of its results' best chunks.  BM25
+(eval's tokenizer and stemmer) scores the windows' texts for a lexical strategy, and a hybrid fuses the
+two as the strategy fuses documents.  The document's rank is not touched: only which part of it is shown.
 """
 
 from __future__ import annotations
@@ -23,15 +26,17 @@ from longembed.retrieval.bm25 import BM25Model
 from longembed.retrieval.fusion import Fusion
 from longembed.retrieval.rank_fusion import fuse_scores
 
-#: at most this many sentences per window
+#: at most this many sentences (pieces) per window
 WINDOW_SENTENCES = 3
 #: at most this many words (whitespace-separated) per window; a longer sentence is cut into pieces this long
 WINDOW_WORDS = 100
-#: the best chunks of a document whose neighbourhood is searched for the passage
-CHUNKS_PER_DOCUMENT = 3
+#: the best chunks of a document whose sentences are searched for the passage
+CHUNKS_PER_DOCUMENT = 2
+#: how a search's results show a passage: the best window for the query, or the chunk that scored the document
+PASSAGE_CHOICES = ("query", "chunk")
 
 _WORDS = re.compile(r"\S+")
-#: how far back a window's first sentence is looked for, before a chunk that starts mid-sentence
+#: how far back a piece's sentence start is looked for, before a chunk that starts mid-sentence
 _LOOK_BACK = 2000
 
 EmbedTexts = Callable[[list[str]], np.ndarray]
@@ -54,6 +59,13 @@ class PassageRequest:
     chunks: Sequence[Span]
 
 
+def check_passages(passages: str) -> str:
+    """``passages`` when it is one of :data:`PASSAGE_CHOICES`, else a :class:`UserError`."""
+    if passages not in PASSAGE_CHOICES:
+        raise UserError(f"passages must be one of {', '.join(PASSAGE_CHOICES)}, got {passages!r}")
+    return passages
+
+
 def sentence_pieces(text: str, start: int, end: int, max_words: int = WINDOW_WORDS) -> list[Span]:
     """The sentences of ``text[start:end]`` as absolute spans, a sentence of more than ``max_words``
     words cut at whitespace into pieces of at most ``max_words`` words (never inside a word)."""
@@ -68,36 +80,60 @@ def _word_pieces(text: str, start: int, end: int, max_words: int) -> list[Span]:
     return [(words[i][0], words[min(i + max_words, len(words)) - 1][1]) for i in range(0, len(words), max_words)]
 
 
-def windows(text: str, chunks: Sequence[Span], max_sentences: int = WINDOW_SENTENCES,
-            max_words: int = WINDOW_WORDS) -> list[Span]:
-    """Overlapping windows around ``chunks``: one starting at every sentence that a chunk overlaps, each
-    as many whole sentences as fit in ``max_sentences`` and ``max_words`` (at least one; a window may run
-    past its chunk's end, so an answer cut by a chunk boundary is whole in some window).  Sorted, unique."""
+def chunk_pieces(text: str, chunks: Sequence[Span], max_words: int = WINDOW_WORDS) -> list[list[Span]]:
+    """The pieces that overlap ``chunks``, whole (a sentence cut by a chunk's edge is read to its end),
+    each once, as runs of consecutive pieces (nothing but whitespace between them), in text order."""
+    found: set[Span] = set()
+    for lo, hi in _merged(chunks):
+        pieces = sentence_pieces(text, _sentence_start(text, lo), min(len(text), hi + _reach(max_words)), max_words)
+        found.update(p for p in pieces if p[0] < hi and p[1] > lo)
+    runs: list[list[Span]] = []
+    for piece in sorted(found):
+        if runs and piece[0] < runs[-1][-1][1]:
+            continue  # a long sentence cut differently from two chunks' starts: keep the first cut
+        if runs and not text[runs[-1][-1][1] : piece[0]].strip():
+            runs[-1].append(piece)
+        else:
+            runs.append([piece])
+    return runs
+
+
+def _merged(chunks: Sequence[Span]) -> list[Span]:
+    merged: list[list[int]] = []
+    for s, e in sorted((int(s), int(e)) for s, e in chunks):
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+    return [(s, e) for s, e in merged]
+
+
+def run_windows(text: str, run: Sequence[Span], max_sentences: int = WINDOW_SENTENCES,
+                max_words: int = WINDOW_WORDS) -> list[tuple[int, int]]:
+    """Windows over one run of pieces, as (first piece, last piece) index pairs: one starting at every
+    piece, as many consecutive pieces as fit in ``max_sentences`` and ``max_words`` (at least one)."""
     if max_sentences < 1 or max_words < 1:
         raise UserError(f"a passage window needs at least one sentence and one word, got {max_sentences}, {max_words}")
-    if not chunks:
-        return []
-    # the sentences of the stretch the chunks cover, with room for windows running past a chunk's end
-    lo = _sentence_start(text, min(s for s, _ in chunks))
-    hi = min(len(text), max(e for _, e in chunks) + _reach(max_sentences, max_words))
-    pieces = sentence_pieces(text, lo, hi, max_words)
-    out: set[Span] = set()
-    for i, (start, end) in enumerate(pieces):
-        if not any(start < ce and end > cs for cs, ce in chunks):
-            continue
-        words, last = _words(text, start, end), i
-        while last + 1 < len(pieces) and last + 2 - i <= max_sentences:
-            more = _words(text, *pieces[last + 1])
-            if words + more > max_words:
-                break
-            words, last = words + more, last + 1
-        out.add((start, pieces[last][1]))
-    return sorted(out)
+    counts = [_words(text, s, e) for s, e in run]
+    out = []
+    for first in range(len(run)):
+        last, words = first, counts[first]
+        while last + 1 < len(run) and last + 2 - first <= max_sentences and words + counts[last + 1] <= max_words:
+            last, words = last + 1, words + counts[last + 1]
+        out.append((first, last))
+    return out
 
 
-def _reach(max_sentences: int, max_words: int) -> int:
-    """Characters a window can run past its first sentence (generous: long words, spacing)."""
-    return 20 * max_words * max_sentences
+def windows(text: str, chunks: Sequence[Span], max_sentences: int = WINDOW_SENTENCES,
+            max_words: int = WINDOW_WORDS) -> list[Span]:
+    """The character spans of the windows around ``chunks`` (see the module docstring), in text order."""
+    return [(run[a][0], run[b][1]) for run in chunk_pieces(text, chunks, max_words)
+            for a, b in run_windows(text, run, max_sentences, max_words)]
+
+
+def _reach(max_words: int) -> int:
+    """Characters a piece can run past a chunk's end (generous: long words, spacing)."""
+    return 20 * max_words
 
 
 def _sentence_start(text: str, position: int) -> int:
@@ -117,41 +153,73 @@ def _words(text: str, start: int, end: int) -> int:
     return len(text[start:end].split())
 
 
+@dataclass(frozen=True)
+class _Candidates:
+    """One document's pieces and windows (index pairs into ``pieces``)."""
+
+    pieces: list[Span]
+    windows: list[tuple[int, int]]
+
+
+def _candidates(document: PassageRequest) -> _Candidates:
+    pieces: list[Span] = []
+    spans: list[tuple[int, int]] = []
+    for run in chunk_pieces(document.text, document.chunks):
+        spans += [(len(pieces) + a, len(pieces) + b) for a, b in run_windows(document.text, run)]
+        pieces += run
+    return _Candidates(pieces, spans)
+
+
 def choose_passages(query: PassageQuery, documents: Sequence[PassageRequest], embed: EmbedTexts | None,
                     lexical: bool, fusion: Fusion | None = None) -> list[Span]:
     """Per document, the span of its best window for ``query`` (see the module docstring).
 
-    ``embed``: the windows' vectors with the document prompt (None: no dense side); ``lexical``: score
-    windows by BM25; with both, ``fusion`` says how to fuse them (as the strategy fuses documents).  A
-    document with no window (only whitespace in its chunks) gets its best chunk."""
+    ``embed``: the pieces' vectors with the document prompt, called once with every piece of every
+    document (None: no dense side); ``lexical``: score windows by BM25; with both, ``fusion`` says how
+    to fuse them (as the strategy fuses documents).  A document with no window (only whitespace in its
+    chunks) gets its best chunk."""
     dense = embed is not None and query.vector is not None
     if not dense and not lexical:
         raise UserError("choosing a passage needs a query vector and a way to embed windows, BM25, or both")
     if dense and lexical and fusion is None:
         raise UserError("dense and lexical passage scores without a fusion rule: say how to fuse them")
-    spans = [windows(d.text, d.chunks) for d in documents]
-    texts = [d.text[s:e] for d, ws in zip(documents, spans, strict=True) for s, e in ws]
-    if not texts:
+    found = [_candidates(d) for d in documents]
+    pieces = [d.text[s:e] for d, c in zip(documents, found, strict=True) for s, e in c.pieces]
+    if not pieces:
         return [_fallback(d) for d in documents]
-    dense_scores = _dense_scores(query, texts, embed) if dense else None
-    lexical_scores = BM25Model().score([query.text], texts)[0].astype(np.float64) if lexical else None
-    chosen, offset = [], 0
-    for document, ws in zip(documents, spans, strict=True):
-        part = slice(offset, offset + len(ws))
-        offset += len(ws)
+    piece_vectors = _unit(np.asarray(embed(pieces), dtype=np.float64)) if dense else None  # type: ignore[misc]
+    spans = [[(c.pieces[a][0], c.pieces[b][1]) for a, b in c.windows] for c in found]
+    lexical_scores = None
+    if lexical:  # one BM25 over every window of the search, as before pieces were embedded alone
+        texts = [d.text[s:e] for d, ws in zip(documents, spans, strict=True) for s, e in ws]
+        lexical_scores = BM25Model().score([query.text], texts)[0].astype(np.float64)
+    chosen, piece_offset, window_offset = [], 0, 0
+    for document, candidates, ws in zip(documents, found, spans, strict=True):
+        pieces_here = slice(piece_offset, piece_offset + len(candidates.pieces))
+        windows_here = slice(window_offset, window_offset + len(ws))
+        piece_offset, window_offset = pieces_here.stop, windows_here.stop
         if not ws:
             chosen.append(_fallback(document))
             continue
-        scores = _window_scores(None if dense_scores is None else dense_scores[part],
-                                None if lexical_scores is None else lexical_scores[part], fusion)
+        dense_scores = None
+        if piece_vectors is not None:
+            weights = np.asarray([_words(document.text, s, e) for s, e in candidates.pieces], dtype=np.float64)
+            window_vectors = _window_vectors(piece_vectors[pieces_here], weights, candidates.windows)
+            dense_scores = window_vectors @ np.asarray(query.vector, dtype=np.float64)
+        scores = _window_scores(dense_scores, None if lexical_scores is None else lexical_scores[windows_here], fusion)
         chosen.append(ws[int(np.argmax(scores))])  # the first of equals: the earliest window
     return chosen
 
 
-def _dense_scores(query: PassageQuery, texts: list[str], embed: EmbedTexts) -> np.ndarray:
-    vectors = np.asarray(embed(texts), dtype=np.float64)
-    norms = np.linalg.norm(vectors, axis=1)
-    return vectors @ np.asarray(query.vector, dtype=np.float64) / np.where(norms > 0, norms, 1.0)
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms > 0, norms, 1.0)
+
+
+def _window_vectors(pieces: np.ndarray, weights: np.ndarray, spans: Sequence[tuple[int, int]]) -> np.ndarray:
+    """Each window's vector: the word-weighted mean of its pieces' unit vectors, scaled to unit length."""
+    weighted = np.concatenate([np.zeros((1, pieces.shape[1])), np.cumsum(pieces * weights[:, None], axis=0)])
+    return _unit(np.stack([weighted[b + 1] - weighted[a] for a, b in spans]))
 
 
 def _window_scores(dense: np.ndarray | None, lexical: np.ndarray | None, fusion: Fusion | None) -> np.ndarray:
@@ -177,5 +245,3 @@ def best_chunk_rows(chunk_scores: np.ndarray, first_row: int, n: int = CHUNKS_PE
 def overlaps(span: Span, answers: Sequence[Span]) -> bool:
     """Whether ``span`` shares a character with any of ``answers`` (half-open spans)."""
     return any(span[0] < e and s < span[1] for s, e in answers)
-
-

@@ -85,12 +85,13 @@ class FollowingIndex:
         return self.current.document_file(doc_id)
 
     def search(self, query: str, k: int = 10, ids: Sequence[str] | None = None,
-               path_prefix: str | None = None, exact: bool = False) -> SearchResponse:
-        return self._due_index().search(query, k, ids, path_prefix, exact)
+               path_prefix: str | None = None, exact: bool = False, passages: str = "query") -> SearchResponse:
+        return self._due_index().search(query, k, ids, path_prefix, exact, passages)
 
     def search_many(self, queries: Sequence[str], k: int = 10, ids: Sequence[str] | None = None,
-                    path_prefix: str | None = None, exact: bool = False) -> list[list[SearchResult]]:
-        return self._due_index().search_many(queries, k, ids, path_prefix, exact)
+                    path_prefix: str | None = None, exact: bool = False,
+                    passages: str = "query") -> list[list[SearchResult]]:
+        return self._due_index().search_many(queries, k, ids, path_prefix, exact, passages)
 
     # following
     def request_check(self) -> None:

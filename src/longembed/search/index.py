@@ -16,8 +16,9 @@ a process that searches many times pays for it once.  The modules that import to
 query encoder, the ANN index, reading an index that has no saved snapshot) are reached through the
 package's lazy names (``heavy.X``: :mod:`longembed.search`), so a BM25-only search never imports them.
 The passage a result shows is chosen afterwards, for the
-query, among sentence windows around the document's best chunks (:mod:`longembed.retrieval.passages`);
-it never changes the ranking.
+query, among sentence windows around the document's best chunks (:mod:`longembed.retrieval.passages`;
+their sentences embedded once, one batch per search); it never changes the ranking.  ``passages="chunk"``
+skips that and shows the chunk that scored the document (no embedding beyond the query's).
 
 A :class:`SearchIndex` is read-only after it opens, and :meth:`~SearchIndex.search` keeps no state
 between calls, so one instance serves concurrent searches (a lock guards the encoder's forward pass).
@@ -40,7 +41,13 @@ import pyarrow as pa
 import longembed.search as heavy
 from longembed.errors import MissingFileError, UserError
 from longembed.retrieval.bm25 import BM25Model
-from longembed.retrieval.passages import PassageQuery, PassageRequest, best_chunk_rows, choose_passages
+from longembed.retrieval.passages import (
+    PassageQuery,
+    PassageRequest,
+    best_chunk_rows,
+    check_passages,
+    choose_passages,
+)
 from longembed.retrieval.pipeline import (
     DenseScores,
     RankedDocuments,
@@ -64,7 +71,7 @@ CONTEXT_CHARS = 300
 #: (at least :data:`LEXICAL_CANDIDATES_MIN`)
 LEXICAL_CANDIDATES_PER_RESULT = 10
 LEXICAL_CANDIDATES_MIN = 100
-#: passage windows per encode batch (every window of a search is encoded in one call)
+#: passage sentences per encode batch (every sentence a search embeds goes in one call)
 WINDOW_BATCH = 32
 
 
@@ -180,16 +187,19 @@ class SearchIndex:
 
     # ------------------------------------------------------------------ search
     def search(self, query: str, k: int = 10, ids: Sequence[str] | None = None,
-               path_prefix: str | None = None, exact: bool = False) -> SearchResponse:
+               path_prefix: str | None = None, exact: bool = False, passages: str = "query") -> SearchResponse:
         """The ``k`` best documents for ``query`` (optionally only those of ``ids`` or whose source starts
         with ``path_prefix``), ranked as eval ranks them; ``exact``: scan every vector even when the index
-        has an ANN index."""
-        (results,) = self.search_many([query], k, ids, path_prefix, exact)
+        has an ANN index; ``passages``: "query" shows each result's best window for the query, "chunk"
+        the chunk that scored it (nothing embedded beyond the query: for throughput)."""
+        (results,) = self.search_many([query], k, ids, path_prefix, exact, passages)
         return SearchResponse(query, k, self.facts(), results)
 
     def search_many(self, queries: Sequence[str], k: int = 10, ids: Sequence[str] | None = None,
-                    path_prefix: str | None = None, exact: bool = False) -> list[list[SearchResult]]:
+                    path_prefix: str | None = None, exact: bool = False,
+                    passages: str = "query") -> list[list[SearchResult]]:
         """:meth:`search`'s results for many queries at once (their vectors encoded in batches, as eval)."""
+        check_passages(passages)
         if k < 1:
             raise UserError(f"k must be at least 1, got {k}")
         if any(not isinstance(q, str) or not q.strip() for q in queries):
@@ -197,7 +207,7 @@ class SearchIndex:
         allowed = self._allowed(ids, path_prefix)
         use_ann = self.ann is not None and not exact and bool(allowed.all())
         ranked, vectors = self._rank(list(queries), allowed, k, use_ann)
-        return [self._results(q, PassageQuery(text, None if vectors is None else vectors[q]), ranked)
+        return [self._results(q, PassageQuery(text, None if vectors is None else vectors[q]), ranked, passages)
                 for q, text in enumerate(queries)]
 
     def _allowed(self, ids: Sequence[str] | None, path_prefix: str | None) -> np.ndarray:
@@ -251,12 +261,13 @@ class SearchIndex:
     def _query_vectors(self, queries: list[str]) -> np.ndarray:
         return unit_rows(self.embed_queries(queries))
 
-    def _results(self, q: int, query: PassageQuery, ranked: RankedDocuments) -> list[SearchResult]:
+    def _results(self, q: int, query: PassageQuery, ranked: RankedDocuments, choice: str) -> list[SearchResult]:
         data = self._data
         order = [int(d) for d in ranked.order[q]]
         shown = strictly_decreasing([ranked.scores[q, d] for d in order])
         ranks = {name: ranked.ranks(name)[q] for name in ranked.systems}
-        passages = self._passages(query, order)
+        passages = self._passages(query, order) if choice == "query" else [self._scoring_chunk(q, d, ranked)
+                                                                           for d in order]
         results = []
         for position, (d, score, passage) in enumerate(zip(order, shown, passages, strict=True), start=1):
             per_system = {}
@@ -286,12 +297,19 @@ class SearchIndex:
         chunks = [self._best_chunks(d, query.vector) for d in order]
         requests = [PassageRequest(data.text(d), [(int(data.starts[r]), int(data.ends[r])) for r in rows])
                     for d, rows in zip(order, chunks, strict=True)]
-        spans = choose_passages(query, requests, self._embed_windows if self.encoder is not None else None,
+        spans = choose_passages(query, requests, self._embed_sentences if self.encoder is not None else None,
                                 lexical=BM25 in self.strategy.systems, fusion=self.strategy.fusion)
         return [self._passage(d, rows, span) for d, rows, span in zip(order, chunks, spans, strict=True)]
 
-    def _embed_windows(self, texts: list[str]) -> np.ndarray:
-        """Passage windows' vectors: the index's encoder with its document prompt, one batch per search."""
+    def _scoring_chunk(self, q: int, d: int, ranked: RankedDocuments) -> Passage:
+        """``passages="chunk"``: the chunk that gave document ``d`` its dense score (its first chunk
+        without a dense side)."""
+        chunk = int(ranked.best_chunk[q, d]) if ranked.best_chunk is not None else -1
+        chunk = chunk if chunk >= 0 else self._first_chunk(d)
+        return self._passage(d, [chunk], (int(self._data.starts[chunk]), int(self._data.ends[chunk])))
+
+    def _embed_sentences(self, texts: list[str]) -> np.ndarray:
+        """Passage sentences' vectors: the index's encoder with its document prompt, one batch per search."""
         assert self.encoder is not None
         with self._lock:
             return self.encoder.encode(texts, batch_size=WINDOW_BATCH, prompt=self.prompts["document"],

@@ -27,8 +27,8 @@ def write_run(index: SearchIndex, queries_file: str | Path, output: str | Path, 
               tag: str | None = None, batch: int = 64, exact: bool = False) -> int:
     """Search every query of ``queries_file`` (BEIR queries.jsonl: ``_id``/``id`` and ``text``) and write
     the run to ``output`` (written to a temporary file first, then renamed: never half a file);
-    ``exact``: scan every vector even if the index has an ANN index.
-    Returns the number of queries."""
+    ``exact``: scan every vector even if the index has an ANN index.  A run file has no passages, so
+    none is chosen (``passages="chunk"``: nothing embedded beyond the queries).  Returns the number of queries."""
     queries = read_queries(Path(queries_file))
     tag = tag or f"longembed-{index.strategy.name}"
     output = Path(output)
@@ -37,7 +37,8 @@ def write_run(index: SearchIndex, queries_file: str | Path, output: str | Path, 
     with open(partial, "w", encoding="utf-8") as handle:
         for start in range(0, len(ids), batch):
             for query_id, results in zip(ids[start : start + batch],
-                                         index.search_many(texts[start : start + batch], k, exact=exact), strict=True):
+                                         index.search_many(texts[start : start + batch], k, exact=exact,
+                                                            passages="chunk"), strict=True):
                 handle.writelines(run_lines(query_id, results, tag))
     partial.replace(output)
     return len(ids)

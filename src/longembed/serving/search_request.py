@@ -1,9 +1,11 @@
 """``POST /search`` bodies checked before any work: each field, with a 4xx that names it.
 
-The body: ``{"query": str, "k": int, "ids": [str], "path_prefix": str}``.  ``query`` is required;
+The body: ``{"query": str, "k": int, "ids": [str], "path_prefix": str, "passages": str}``.  ``query`` is required;
 ``k`` (1..:data:`MAX_K`, default :data:`DEFAULT_K`) is how many documents come back; the two optional
 filters restrict the search to documents whose id is in ``ids``, or whose source path starts with
-``path_prefix`` (both may be given: a document must pass both).  A field the route does not read is a
+``path_prefix`` (both may be given: a document must pass both); ``passages`` is "query" (default: each
+result shows its best sentence window for the query) or "chunk" (the chunk that scored it: no embedding
+beyond the query's, for throughput).  A field the route does not read is a
 400 naming it, as on the other routes.  The query's length in tokens is checked by the route
 (:mod:`longembed.serving.search_route`), against the served model's window.
 """
@@ -13,10 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from longembed.retrieval.passages import PASSAGE_CHOICES
 from longembed.serving.validation import ApiError, reject_unknown_fields
 
 #: The fields ``POST /search`` reads.
-SEARCH_FIELDS = ("query", "k", "ids", "path_prefix")
+SEARCH_FIELDS = ("query", "k", "ids", "path_prefix", "passages")
 DEFAULT_K = 10
 #: The most documents one search returns.
 MAX_K = 100
@@ -30,13 +33,14 @@ class SearchRequest:
     k: int = DEFAULT_K
     ids: list[str] | None = None
     path_prefix: str | None = None
+    passages: str = "query"
 
 
 def search_request(body: dict[str, Any]) -> SearchRequest:
     """The body as a :class:`SearchRequest`, or an :class:`ApiError` (400) naming the bad field."""
     reject_unknown_fields(body, SEARCH_FIELDS, "/search")
     return SearchRequest(_query(body.get("query")), _k(body.get("k")), _ids(body.get("ids")),
-                         _path_prefix(body.get("path_prefix")))
+                         _path_prefix(body.get("path_prefix")), _passages(body.get("passages")))
 
 
 def _query(value: Any) -> str:
@@ -83,6 +87,15 @@ def _path_prefix(value: Any) -> str | None:
     if not value:
         raise ApiError(400, "'path_prefix' is empty: leave it out to search every document", "path_prefix")
     _check_unicode(value, "path_prefix")
+    return value
+
+
+def _passages(value: Any) -> str:
+    if value is None:
+        return "query"
+    if value not in PASSAGE_CHOICES:
+        raise ApiError(400, f"'passages' must be one of {', '.join(map(repr, PASSAGE_CHOICES))}, got {value!r}",
+                       "passages")
     return value
 
 

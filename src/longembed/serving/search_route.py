@@ -83,7 +83,7 @@ class SearchableIndex(Protocol):
     def document_file(self, doc_id: str) -> Path | None: ...
 
     def search(self, query: str, k: int = 10, ids: list[str] | None = None,
-               path_prefix: str | None = None) -> Any: ...  # a SearchResponse: .to_dict()
+               path_prefix: str | None = None, passages: str = "query") -> Any: ...  # a SearchResponse: .to_dict()
 
 
 #: The query vectors the batcher gave the search running in this context: (its queries, their vectors),
@@ -163,7 +163,8 @@ class SearchWork:
         """The index's search (in a worker thread), its ``embed_queries`` answered with ``vectors``."""
         token = _QUEUED_VECTORS.set(None if vectors is None else ([checked.query], vectors))
         try:
-            return self.index.search(checked.query, k=checked.k, ids=checked.ids, path_prefix=checked.path_prefix)
+            return self.index.search(checked.query, k=checked.k, ids=checked.ids, path_prefix=checked.path_prefix,
+                                     passages=checked.passages)
         finally:
             _QUEUED_VECTORS.reset(token)
 

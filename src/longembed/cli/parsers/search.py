@@ -34,6 +34,10 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
                         "decreasing in the order eval ranks")
     parser.add_argument("--exact", action="store_true",
                         help="scan every vector even if the index has an ANN index (a check of its results)")
+    parser.add_argument("--passages", choices=["query", "chunk"], default="query",
+                        help="the passage each result shows: query = its best sentence window for the question "
+                        "(its best chunks' sentences embedded once per search), chunk = the chunk that scored it "
+                        "(no embedding beyond the question's: for throughput). Default: query")
     parser.add_argument("--path-prefix", default=None, help="only documents whose source starts with this")
     parser.add_argument("--device", default=None, help="torch device for the query encoder (default: cpu or cuda)")
     parser.set_defaults(func=CommandHandler("longembed.cli.search", "run"))
