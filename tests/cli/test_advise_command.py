@@ -3,6 +3,7 @@ advice.png, advice.json and a run per strategy), and the errors a user meets fir
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 
@@ -27,7 +28,7 @@ def test_advise_with_a_haystack_writes_the_advice(
             "--latency-queries", "2"]
     assert main(argv) == 0
     printed = capsys.readouterr().out
-    assert printed.index("estimate (before any encoding)") < printed.index("[1/9] bm25")
+    assert printed.index("estimate (before any encoding)") < re.search(r"\[1/\d+\] bm25", printed).start()
     advice = Advice.load(out)
     assert advice.position_scheme == "rope" and "ntk-64" in [s.name for s in advice.strategies]
     assert advice.tasks == ["passkey"] and advice.sampling is None

@@ -14,6 +14,7 @@ from longembed.advice import advise
 from longembed.cli.main import main
 from longembed.encoder import LongContextEncoder
 from longembed.results.advice import strategy_from_advice
+from longembed.search import embedding as embedding_module
 from longembed.search.build import build_index
 from longembed.search.sources import SourceOptions, gather_sources
 from longembed.tasks import RetrievalData, write_task_dir
@@ -43,6 +44,14 @@ def count_encoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
             return _original(self, texts, *args, **kwargs)
 
         monkeypatch.setattr(LongContextEncoder, name, counted)
+    for name in ("encode_inputs", "encode_chunk_inputs"):  # the build's encoding half (search/embedding.py)
+        original = getattr(embedding_module, name)
+
+        def counted_inputs(encoder, inputs, *args, _original=original, **kwargs):
+            calls.append(len(inputs.spans) if hasattr(inputs, "spans") else len(inputs))
+            return _original(encoder, inputs, *args, **kwargs)
+
+        monkeypatch.setattr(embedding_module, name, counted_inputs)
     return calls
 
 

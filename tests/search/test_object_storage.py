@@ -103,7 +103,8 @@ from longembed.search.sources import Document
 from conftest import words
 docs = [Document(f"d{i:04d}", f"d{i:04d}.txt", words(60 + i % 13, i)) for i in range(int(sys.argv[3]))]
 strategy = Strategy(sys.argv[2], "pi", 128, granularity="chunks", chunking="tokens:16", late=True)
-build_index(sys.argv[1], docs, strategy, batch_documents=4, show_progress=False, log=None, lock_expiry=float(sys.argv[4]))
+build_index(sys.argv[1], docs, strategy, batch_documents=4, write_rows=8, show_progress=False, log=None,
+            lock_expiry=float(sys.argv[4]))  # write_rows: an append per batch, so it can be killed between two
 """
 
 

@@ -156,13 +156,14 @@ def chosen_strategy(args: argparse.Namespace) -> tuple[str, Strategy]:
 
 def default_granularity(args: argparse.Namespace) -> dict[str, object]:
     """The granularity (and chunking kind) when ``--granularity`` is not given: naive chunks, so the whole
-    of every document is read (late with ``--late``), unless an extension method (``--method pi``) asks for
-    one long window per document."""
+    of every document is read (late with ``--late``), unless a method is given (``--method pi``, or
+    ``--method truncate`` said on the command line): it asks for one window per document, as eval reads
+    the same flags."""
     if args.granularity is not None:
         return {}
-    if getattr(args, "method", None) not in (None, "truncate"):
-        return {"granularity": DOCUMENT}
     given = getattr(args, "given_flags", None) or {}
+    if "method" in given or getattr(args, "method", None) not in (None, "truncate"):
+        return {"granularity": DOCUMENT}
     return {"granularity": CHUNKS, "late": "late" in given and args.late}
 
 
