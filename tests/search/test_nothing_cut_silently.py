@@ -17,7 +17,7 @@ from longembed.retrieval.strategy import Strategy
 from longembed.search import open_index
 from longembed.search.build import build_index
 from longembed.search.sources import Document
-from longembed.search.truncation import TRUNCATED_FILE, tokens_after
+from longembed.search.truncation import TRUNCATED_FILE, read_truncated, tokens_after
 
 
 def index_strategy(*flags: str) -> Strategy:
@@ -72,3 +72,9 @@ def test_tokens_after_counts_a_long_rest_in_blocks_as_a_whole() -> None:
     text = " ".join(f"w{i}" for i in range(60_000))
     assert tokens_after(Words(), text, 0) == 60_000
     assert tokens_after(Words(), text, len("w0 w1 ")) == 59_998
+
+
+def test_a_damaged_truncation_record_is_one_warning_and_read_as_unknown(tmp_path: Path) -> None:
+    (tmp_path / TRUNCATED_FILE).write_bytes(b'\x84{"d1": 3')
+    with pytest.warns(UserWarning, match="damaged"):
+        assert read_truncated(tmp_path) == {}

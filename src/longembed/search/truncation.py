@@ -6,6 +6,7 @@ build's summary and the index's facts, not only by a tokenizer warning.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -32,11 +33,17 @@ def tokens_after(tokenizer: Any, text: str, start: int) -> int:
 
 
 def read_truncated(index: str | Path) -> dict[str, int]:
-    """id -> tokens cut, of ``index`` ({} when none was cut, or an index on object storage)."""
+    """id -> tokens cut, of ``index`` ({} when none was cut, or an index on object storage; a damaged
+    record is said in one warning and read as unknown: it says what was cut, searches do not need it)."""
     target = Path(index) / TRUNCATED_FILE
     if "://" in str(index) or not target.is_file():
         return {}
-    return {str(k): int(v) for k, v in json.loads(target.read_text(encoding="utf-8")).items()}
+    try:
+        return {str(k): int(v) for k, v in json.loads(target.read_text(encoding="utf-8")).items()}
+    except (ValueError, TypeError, AttributeError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        warnings.warn(f"{target}: damaged ({exc}); which documents a truncating build cut is unknown until a "
+                      "build with --rebuild", stacklevel=2)
+        return {}
 
 
 def update_truncated(index: str | Path, cut: Mapping[str, int], dropped: Iterable[str], fresh: bool) -> dict[str, int]:
