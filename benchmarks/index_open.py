@@ -66,11 +66,14 @@ start = time.perf_counter()
 index = open_index(path, embed_queries=embed_queries)
 opened = time.perf_counter() - start
 after_open = memory()
+# the shown passage as the index stores it: the synthetic queries time the index, not the model's re-scoring
+import inspect
+chunk_passages = {"passages": "chunk"} if "passages" in inspect.signature(index.search).parameters else {}
 latencies = []
 for i in range(searches):
     query = " ".join(words[j] for j in rng.integers(0, 200, size=4))
     t = time.perf_counter()
-    index.search(query, k=10)
+    index.search(query, k=10, **chunk_passages)
     latencies.append(time.perf_counter() - t)
 print(json.dumps({"import_s": imported, "open_s": opened, "after_open": after_open, "after_searches": memory(),
                   "p50_s": float(np.percentile(latencies, 50)), "p99_s": float(np.percentile(latencies, 99))}))
