@@ -299,14 +299,15 @@ class SearchIndex:
                     for d, rows in zip(order, chunks, strict=True)]
         spans = choose_passages(query, requests, self._embed_sentences if self.encoder is not None else None,
                                 lexical=BM25 in self.strategy.systems, fusion=self.strategy.fusion)
-        return [self._passage(d, rows, span) for d, rows, span in zip(order, chunks, spans, strict=True)]
+        return [self._passage(request.text, d, rows, span)
+                for request, d, rows, span in zip(requests, order, chunks, spans, strict=True)]
 
     def _scoring_chunk(self, q: int, d: int, ranked: RankedDocuments) -> Passage:
         """``passages="chunk"``: the chunk that gave document ``d`` its dense score (its first chunk
         without a dense side)."""
         chunk = int(ranked.best_chunk[q, d]) if ranked.best_chunk is not None else -1
         chunk = chunk if chunk >= 0 else self._first_chunk(d)
-        return self._passage(d, [chunk], (int(self._data.starts[chunk]), int(self._data.ends[chunk])))
+        return self._passage(self._data.text(d), d, [chunk], (int(self._data.starts[chunk]), int(self._data.ends[chunk])))
 
     def _embed_sentences(self, texts: list[str]) -> np.ndarray:
         """Passage sentences' vectors: the index's encoder with its document prompt, one batch per search."""
@@ -315,8 +316,8 @@ class SearchIndex:
             return self.encoder.encode(texts, batch_size=WINDOW_BATCH, prompt=self.prompts["document"],
                                        normalize_embeddings=True)
 
-    def _passage(self, d: int, rows: list[int], span: tuple[int, int]) -> Passage:
-        text = self._data.text(d)
+    def _passage(self, text: str, d: int, rows: list[int], span: tuple[int, int]) -> Passage:
+        """Document ``d``'s passage ``span`` of ``text`` (its text, read once per result by the caller)."""
         start, end = span
         # the location and page of the chunk the passage starts in (the best chunk's when it starts in none)
         chunk = next((r for r in rows if self._data.starts[r] <= start < self._data.ends[r]), rows[0])
