@@ -85,8 +85,8 @@ def build_synthetic_index(path: Path, chunks: int, seed: int = 0) -> None:
     the project's store code, tagged complete and its snapshot saved (as ``longembed index`` leaves it)."""
     from longembed.retrieval.strategy import Strategy
     from longembed.search.build import index_metadata
-    from longembed.search.embedding import load_strategy_encoder
     from longembed.search.store import ChunkRows, IndexStore, mark_complete
+    from longembed.search.strategy_encoder import load_strategy_encoder
     from longembed.search.table_snapshot import save_snapshot
     from longembed.search.version_files import point_to
 

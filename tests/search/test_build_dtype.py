@@ -21,9 +21,10 @@ from longembed.errors import UserError
 from longembed.retrieval.strategy import Strategy
 from longembed.search import open_index
 from longembed.search.build import build_index
-from longembed.search.build_precision import recorded_dtype, sample_documents, with_dtype
+from longembed.search.build_precision import sample_documents, with_dtype
 from longembed.search.sources import Document
 from longembed.search.store import METADATA_KEY
+from longembed.search.strategy_encoder import recorded_dtype
 
 
 @pytest.fixture(scope="module")

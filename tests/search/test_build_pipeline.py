@@ -15,9 +15,10 @@ from conftest import build_tiny, words
 from longembed.cli.main import main
 from longembed.retrieval.strategy import Strategy
 from longembed.search.build import build_index
-from longembed.search.embedding import DocumentEmbedder, load_strategy_encoder
+from longembed.search.embedding import DocumentEmbedder
 from longembed.search.sources import Document
 from longembed.search.stages import STAGES
+from longembed.search.strategy_encoder import load_strategy_encoder
 
 
 @pytest.fixture(scope="module")

@@ -45,7 +45,7 @@ from longembed.errors import UserError
 from longembed.retrieval.model_files import model_identity, same_files
 from longembed.retrieval.strategy import BM25, Strategy
 from longembed.search.ann import ann_wanted, update_ann_index
-from longembed.search.build_precision import PrecisionCheck, build_encoder, recorded_dtype, with_dtype
+from longembed.search.build_precision import PrecisionCheck, build_encoder, with_dtype
 from longembed.search.embedding import DocumentEmbedder, VectorLookup, resolved_prompts
 from longembed.search.prefetch import prefetched
 from longembed.search.sources import Document
@@ -65,6 +65,7 @@ from longembed.search.store import (
     remote_scheme,
     table_metadata,
 )
+from longembed.search.strategy_encoder import recorded_dtype
 from longembed.search.table_snapshot import check_readable, save_snapshot
 from longembed.search.truncation import truncation_facts, truncation_text, update_truncated
 from longembed.search.version_files import point_to

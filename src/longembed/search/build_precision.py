@@ -15,16 +15,15 @@ from longembed.config import DTYPE_AUTO
 from longembed.encoder import LongContextEncoder
 from longembed.precision import Precision, min_cosine, resolve_dtype
 from longembed.retrieval.strategy import Strategy
-from longembed.search.embedding import DocumentEmbedder, load_strategy_encoder
+from longembed.search.embedding import DocumentEmbedder
 from longembed.search.sources import Document
+from longembed.search.strategy_encoder import load_strategy_encoder, recorded_dtype
 
 #: documents of the user's embedded in both precisions before a build runs in bfloat16
 SAMPLE_DOCUMENTS = 32
 SAMPLE_SEED = 0
 #: the least cosine, over every vector of the sample, between bfloat16's vector and float32's
 MIN_COSINE = 0.999
-#: the dtype of an index whose metadata records none (built before the dtype was recorded)
-UNRECORDED_DTYPE = "float32"
 
 
 @dataclass(frozen=True)
@@ -38,13 +37,6 @@ class PrecisionCheck:
 
     def to_dict(self) -> dict[str, Any]:
         return {"dtype": self.dtype, "reason": self.reason, "min_cosine": self.min_cosine, "vectors": self.vectors}
-
-
-def recorded_dtype(metadata: Mapping[str, Any]) -> str:
-    """The dtype an index's vectors were embedded in: its metadata's ``dtype``, else the strategy's
-    ``--dtype`` option, else float32 (an index built before the dtype was recorded)."""
-    options = (metadata.get("config") or {}).get("encoder_options") or {}
-    return str(metadata.get("dtype") or options.get("dtype") or UNRECORDED_DTYPE)
 
 
 def requested_dtype(strategy: Strategy) -> str:

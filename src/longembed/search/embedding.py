@@ -18,7 +18,6 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -28,7 +27,6 @@ from longembed.encoder import (
     LongContextEncoder,
     encode_chunk_inputs,
     encode_inputs,
-    load_encoder,
     prepare_chunks,
     prepare_texts,
 )
@@ -38,17 +36,6 @@ from longembed.retrieval.strategy import Strategy
 from longembed.search.sources import Document
 from longembed.search.store import ChunkRows
 from longembed.search.truncation import tokens_after
-
-
-def load_strategy_encoder(strategy: Strategy, device: str | None = None, dtype: str | None = None) -> LongContextEncoder:
-    """The strategy's encoder, built as ``longembed eval`` builds it; ``dtype``: the precision an index
-    recorded (its query encoder runs as its documents were embedded), instead of the strategy's."""
-    options: dict[str, Any] = dict(strategy.encoder_options)
-    if device is not None:
-        options["device"] = device
-    if dtype is not None:
-        options["dtype"] = dtype
-    return load_encoder(strategy.model, method=strategy.method, max_length=strategy.max_length, **options)
 
 
 def resolved_prompts(strategy: Strategy, encoder: LongContextEncoder | None) -> dict[str, str]:

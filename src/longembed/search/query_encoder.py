@@ -9,8 +9,7 @@ from longembed.encoder import LongContextEncoder
 from longembed.errors import UserError
 from longembed.retrieval.model_files import model_identity, same_files
 from longembed.retrieval.strategy import Strategy
-from longembed.search.build_precision import recorded_dtype
-from longembed.search.embedding import load_strategy_encoder
+from longembed.search.strategy_encoder import load_strategy_encoder, recorded_dtype
 
 
 def load_query_encoder(strategy: Strategy, metadata: dict[str, Any], device: str | None, path: str,

@@ -24,9 +24,10 @@ import torch
 
 from longembed.corpus.ray_engine import RaySettings, check_resources, connect, disconnect, ray
 from longembed.retrieval.strategy import Strategy
-from longembed.search.embedding import DocumentEmbedder, load_strategy_encoder
+from longembed.search.embedding import DocumentEmbedder
 from longembed.search.sources import Document
 from longembed.search.store import ChunkRows
+from longembed.search.strategy_encoder import load_strategy_encoder
 
 
 class _Embedder:
