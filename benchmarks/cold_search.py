@@ -5,8 +5,9 @@ The script builds (once, in ``--work-dir``) two indexes of ``--documents`` short
 with ``longembed index``: the packaged MiniLM (one vector per document) and BM25 only.  Then, for
 ``--runs`` rounds, it runs alternately: the import of torch and transformers; ``longembed search`` on
 the dense index; on the BM25-only index (and the same two searches with every other ``--src`` tree on
-``PYTHONPATH``, e.g. ``before=/work/main/src``).  It prints each run's wall time, the medians and the
-ratios to the import (the goals: dense at most 1.5x, BM25-only at most 0.5x).
+``PYTHONPATH``, e.g. ``before=/work/main/src``); and ``import torch, transformers.modeling_utils``, what
+any model loaded through transformers imports first (the floor of a dense search).  It prints each run's
+wall time, the medians and the ratios to the import (the goals: dense at most 1.5x, BM25-only at most 0.5x).
 
 Run it alone on the machine (other work inflates every number):
 
@@ -30,6 +31,8 @@ import numpy as np
 
 WORDS = ["river", "mountain", "harvest", "apple", "engine", "library", "window", "garden", "winter", "market", "letter", "music", "ocean", "bridge", "doctor", "student", "forest", "island", "castle", "planet"]
 QUESTION = "apple harvest by the river"
+#: what loading any model through transformers imports before its weights (transformers' modeling stack)
+MODELING_FLOOR = "import torch, transformers.modeling_utils"
 
 
 def write_corpus(path: Path, documents: int, seed: int = 0) -> None:
@@ -73,7 +76,9 @@ def main() -> None:
             subprocess.run(longembed("index", str(corpus), "--index", str(work / name), *flags, "--no-estimate",
                                      source=here), check=True)
     trees = {"new": here, **dict(item.split("=", 1) for item in args.src)}
-    commands = {"import torch, transformers": [sys.executable, "-c", "import torch, transformers"]}
+    commands = {"import torch, transformers": [sys.executable, "-c", "import torch, transformers"],
+                # the floor of any search whose model loads through transformers: its modeling stack
+                MODELING_FLOOR: [sys.executable, "-c", "import torch, transformers.modeling_utils"]}
     for label, source in trees.items():
         for name in indexes:
             commands[f"{label}: search {name}"] = longembed("search", "--index", str(work / name), QUESTION, "-k", "5",
