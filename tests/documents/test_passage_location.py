@@ -19,10 +19,6 @@ from longembed.documents import location_of, read_document
 from longembed.search import open_index
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-#: search/index.py ``_passage`` labels a passage with the location of the chunk it starts in (the index keeps
-#: one label per chunk, not the document's map); reported to the lead: search/ is another helper's.
-CHUNK_LABEL = pytest.mark.xfail(strict=True, reason="the label follows the chunk, not the shown passage "
-                                "(search/index.py _passage; the index stores no location map to place a window)")
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +45,6 @@ QUESTIONS = [  # (question, the document that answers it, the label of the sente
 ]
 
 
-@CHUNK_LABEL
 @pytest.mark.parametrize(("question", "doc_id", "label"), QUESTIONS)
 def test_the_label_is_the_shown_passages(indexed, question: str, doc_id: str, label: str) -> None:
     docs, index = indexed
@@ -61,7 +56,6 @@ def test_the_label_is_the_shown_passages(indexed, question: str, doc_id: str, la
     assert (passage.location, passage.page) == (expected, page)
 
 
-@CHUNK_LABEL
 def test_search_prints_the_passages_page_in_text_and_json(indexed, capsys) -> None:
     _, index = indexed
     question = "never rely on the predictions in a storm surge"

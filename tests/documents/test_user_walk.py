@@ -89,8 +89,6 @@ def test_index_reads_every_format_and_search_finds_the_pdf_page(walked) -> None:
                for d in headings if d != "manual.pdf" and d != "notes.txt")
 
 
-@pytest.mark.xfail(strict=True, reason="the label follows the scoring chunk (one 256-token chunk: 'pages 1-3'), "
-                   "not the shown passage: search/index.py _passage, reported to the lead")
 def test_search_says_page_2_beside_the_passage(walked) -> None:
     _, index, _ = walked
     code, text = run("search", "--index", str(index), QUESTION, "-k", "1")
