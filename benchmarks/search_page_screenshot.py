@@ -24,7 +24,8 @@ from pathlib import Path
 import httpx
 from playwright.sync_api import sync_playwright
 
-VIEWPORT = {"width": 1280, "height": 800}
+#: the page's height at each width screenshotted: a desktop's 1280 x 800, a phone's 390 x 844
+HEIGHTS = {1280: 800, 390: 844}
 CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
@@ -51,12 +52,13 @@ def start_server(index: Path, port: int) -> subprocess.Popen:
             time.sleep(0.5)
 
 
-def screenshot(base: str, question: str, out: Path, chromium: str) -> list[str]:
-    """The page after ``question``, its first screen saved to ``out``; returns every URL it requested."""
+def screenshot(base: str, question: str, out: Path, chromium: str, width: int = 1280) -> list[str]:
+    """The page after ``question`` at ``width`` px, its first screen saved to ``out``; returns every URL it
+    requested."""
     requested: list[str] = []
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport=VIEWPORT)
+        page = browser.new_page(viewport={"width": width, "height": HEIGHTS.get(width, 800)})
         page.on("request", lambda request: requested.append(request.url))
         page.goto(base + "/")
         page.wait_for_selector("#search-form:not([hidden])")
@@ -77,13 +79,14 @@ def main() -> None:
     parser.add_argument("--index", type=Path, required=True, help="an index built by longembed index")
     parser.add_argument("--question", required=True)
     parser.add_argument("--out", type=Path, default=Path("docs/assets/search-page.png"))
+    parser.add_argument("--width", type=int, default=1280, help="the window's width in px (390: a phone's)")
     parser.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
     args = parser.parse_args()
     port = free_port()
     server = start_server(args.index, port)
     base = f"http://127.0.0.1:{port}"
     try:
-        requested = screenshot(base, args.question, args.out, args.chromium)
+        requested = screenshot(base, args.question, args.out, args.chromium, args.width)
     finally:
         server.send_signal(signal.SIGTERM)
         server.communicate(timeout=120)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from longembed.documents import DocumentReadError, location_of, read_document
-from longembed.documents.location import Location
+from longembed.locations import Location
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

@@ -73,6 +73,10 @@ def test_page_n_shows_beside_the_pdf_passage_and_links_its_page(browser, live, w
     tab.wait_for_load_state()
     assert tab.url == base + "/search/file/manual.pdf#page=2"
     tab.close()
+    # the index panel describes the index's chunks (not only the encoder's window: "truncate, up to 512 tokens")
+    facts = page.locator("#facts").inner_text()
+    assert ("chunks of 16 tokens, no overlap; late chunking: pooled from the document read in windows of up to "
+            "512 tokens (truncate); a document scores its best chunk") in " ".join(facts.split())
     # a hit that is not a PDF has no link
     html = page.locator('#results .result[data-id="docs-page.html"] .doc-id')
     assert html.count() == 0 or html.evaluate("(e) => e.tagName") == "SPAN"

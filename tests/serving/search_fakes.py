@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from longembed.retrieval.strategy import Strategy
+
 CHUNK_CHARS = 200
 CONTEXT_CHARS = 300
 RRF_K = 60
@@ -53,6 +55,11 @@ class FakeSearchIndex:
     encoder: Any = None
     embed_queries: Callable[[list[str]], np.ndarray] | None = None
     vectors: list[np.ndarray] = field(default_factory=list)
+
+    @property
+    def strategy(self) -> Strategy:
+        """The strategy :meth:`facts` names: late chunks of the default 256 tokens fused with BM25."""
+        return Strategy(self.model, self.method, self.max_length, granularity="chunks", late=True, fuse="bm25")
 
     def document_file(self, doc_id: str) -> None:
         """No document of this index has a file on disk."""

@@ -372,7 +372,9 @@ def test_search_route_equals_the_search_command(real, real_index_dir, capsys) ->
     assert ordered(json.loads(chunks.text)) == ordered(json.loads(capsys.readouterr().out))
     top = real.post("/search", json={"query": "who founded Y Combinator?"}).json()["results"][0]
     assert top["id"] == "essays/founders.txt" and "Y Combinator was founded" in top["passage"]["text"]
-    assert real.get("/search/index").json() == printed["index"]
+    # the page's facts are the command's, plus how the index makes its vectors (late chunks of 256 tokens)
+    vectors = {"granularity": "chunks", "unit": "tokens", "size": 256, "overlap": 0, "late": True}
+    assert real.get("/search/index").json() == {**printed["index"], "vectors": vectors}
 
 
 def test_concurrent_searches_and_embeddings_on_a_real_index_equal_the_indexs_own_search(real, own_index) -> None:

@@ -6,13 +6,13 @@ text the model reads and a map from character offsets to locations ("page 12", "
 
 from __future__ import annotations
 
-from longembed.documents.location import DocumentText, Location, location_of
 from longembed.documents.readers import (
     DOCUMENT_SUFFIXES,
     DocumentReadError,
     read_document,
     reader_for,
 )
+from longembed.locations import DocumentText, Location, location_of
 
 __all__ = ["DOCUMENT_SUFFIXES", "DocumentReadError", "DocumentText", "Location", "location_of", "read_document",
            "reader_for"]

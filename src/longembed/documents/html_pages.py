@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from longembed.documents.location import SECTION_SEPARATOR, DocumentText, Location
 from longembed.documents.plain import decode_text
 from longembed.errors import MissingExtraError, UserError
+from longembed.locations import SECTION_SEPARATOR, DocumentText, Location
 
 try:  # the ``documents`` extra
     import lxml.etree

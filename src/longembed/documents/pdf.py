@@ -13,8 +13,8 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from longembed.documents.location import DocumentText, Location
 from longembed.errors import MissingExtraError, UserError
+from longembed.locations import DocumentText, Location
 
 try:  # the ``documents`` extra
     import pypdfium2

@@ -12,8 +12,8 @@ from __future__ import annotations
 import codecs
 from pathlib import Path
 
-from longembed.documents.location import SECTION_SEPARATOR, DocumentText, Location
 from longembed.errors import UserError
+from longembed.locations import SECTION_SEPARATOR, DocumentText, Location
 from longembed.textfiles import lines_before, lines_through, not_utf8_error
 
 try:  # the ``documents`` extra: without it a Markdown file is read as plain text, with no heading paths

@@ -11,11 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from longembed.documents.html_pages import read_html
-from longembed.documents.location import DocumentText
 from longembed.documents.pdf import read_pdf
 from longembed.documents.plain import read_markdown, read_text
 from longembed.documents.word import read_docx
 from longembed.errors import MissingExtraError, UserError
+from longembed.locations import DocumentText
 
 Reader = Callable[[Path], DocumentText]
 

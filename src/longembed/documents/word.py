@@ -10,8 +10,8 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from longembed.documents.location import SECTION_SEPARATOR, DocumentText, Location
 from longembed.errors import MissingExtraError, UserError
+from longembed.locations import SECTION_SEPARATOR, DocumentText, Location
 
 try:  # the ``documents`` extra
     import docx

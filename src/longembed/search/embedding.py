@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from longembed.documents import location_of
 from longembed.encoder import (
     ChunkInputs,
     LongContextEncoder,
@@ -32,6 +31,7 @@ from longembed.encoder import (
 )
 from longembed.errors import UserError
 from longembed.inputs import TokenizedInput, tokenize_bounded
+from longembed.locations import location_of, marks_json
 from longembed.retrieval.strategy import Strategy
 from longembed.search.sources import Document
 from longembed.search.store import ChunkRows
@@ -192,6 +192,7 @@ def _rows(documents: Sequence[Document], spans: Sequence[Sequence[tuple[int, int
             location, page = location_of(document.locations, int(start), int(end))
             rows.locations.append(location)
             rows.pages.append(page)
+            rows.marks.append(marks_json(document.locations) if number == 0 else None)
     if vectors is not None and len(vectors) != len(rows.ids):
         raise UserError(f"{len(vectors)} vectors for {len(rows.ids)} chunks")
     return rows

@@ -40,6 +40,7 @@ import pyarrow as pa
 
 import longembed.search as heavy
 from longembed.errors import MissingFileError, UserError
+from longembed.locations import location_of
 from longembed.retrieval.bm25 import BM25Model
 from longembed.retrieval.passages import (
     PassageQuery,
@@ -319,9 +320,12 @@ class SearchIndex:
     def _passage(self, text: str, d: int, rows: list[int], span: tuple[int, int]) -> Passage:
         """Document ``d``'s passage ``span`` of ``text`` (its text, read once per result by the caller)."""
         start, end = span
-        # the location and page of the chunk the passage starts in (the best chunk's when it starts in none)
-        chunk = next((r for r in rows if self._data.starts[r] <= start < self._data.ends[r]), rows[0])
-        location, page = self._data.location(chunk)
+        marks = self._data.marks(d)
+        if marks:  # where the passage itself is, in the document's own map
+            location, page = location_of(marks, start, end)
+        else:  # an index without maps: the location of the chunk the passage starts in (else the best chunk's)
+            chunk = next((r for r in rows if self._data.starts[r] <= start < self._data.ends[r]), rows[0])
+            location, page = self._data.location(chunk)
         return Passage(text[start:end], start, end, text[max(0, start - CONTEXT_CHARS) : start],
                        text[end : end + CONTEXT_CHARS], location, page)
 

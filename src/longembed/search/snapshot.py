@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from longembed.errors import UserError
+from longembed.locations import Location, marks_from_json
 from longembed.retrieval.bm25 import BM25Model
 from longembed.retrieval.strategy import BM25, Strategy
 
@@ -49,7 +50,7 @@ class Snapshot:
     starts: np.ndarray  # per chunk, documents' chunks consecutive
     ends: np.ndarray
     vectors: np.ndarray | None  # (chunks, dimensions) float32; None for a BM25-only index
-    documents: pa.Table  # per document: "text"
+    documents: pa.Table  # per document: "text", and "marks" (its location map as JSON) when the index has maps
     chunks: pa.Table  # per chunk: "location", "page"
     bm25: Any | None  # the bm25s index of the documents' texts (None: the strategy has no BM25)
     ann: dict[str, Any] | None = None  # the ANN index's name, partitions and probes (None: exact scan)
@@ -57,6 +58,12 @@ class Snapshot:
     def text(self, document: int) -> str:
         """The whole text of the document at this position."""
         return str(self.documents.column("text")[document].as_py())
+
+    def marks(self, document: int) -> tuple[Location, ...]:
+        """The document's location map (empty: it has none, or the index was built before maps were stored)."""
+        if "marks" not in self.documents.column_names:
+            return ()
+        return marks_from_json(self.documents.column("marks")[document].as_py())
 
     def location(self, chunk: int) -> tuple[str | None, int | None]:
         """Where the chunk at this position is ("page 12", "Install > Models") and its first page."""
@@ -85,6 +92,8 @@ def snapshot_of_rows(table: pa.Table, version: int, built_at: str | None, metada
     locations = table["location"] if "location" in table.column_names else absent.cast(pa.string())
     pages = table["page"] if "page" in table.column_names else absent.cast(pa.int32())
     texts = table["document"].take(pa.array(firsts)).cast(pa.large_string())
+    marks = table["marks"].take(pa.array(firsts)) if "marks" in table.column_names \
+        else pa.nulls(len(firsts)).cast(pa.string())
     vectors = None
     if dense:
         column = table["vector"].combine_chunks()
@@ -98,7 +107,7 @@ def snapshot_of_rows(table: pa.Table, version: int, built_at: str | None, metada
         starts=np.asarray(table["start"].to_numpy(zero_copy_only=False), dtype=np.int64)[order],
         ends=np.asarray(table["end"].to_numpy(zero_copy_only=False), dtype=np.int64)[order],
         vectors=vectors,
-        documents=pa.table({"text": texts}),
+        documents=pa.table({"text": texts, "marks": marks}),
         chunks=pa.table({"location": locations.take(taken), "page": pages.take(taken)}),
         bm25=BM25Model().index(texts.to_pylist()) if lexical and doc_ids else None,
         ann=ann,
@@ -108,7 +117,8 @@ def snapshot_of_rows(table: pa.Table, version: int, built_at: str | None, metada
 def write_snapshot(snapshot: Snapshot, folder: Path) -> None:
     """Save ``snapshot`` in ``folder`` (empty; see the module docstring for its files)."""
     documents = pa.table({"id": pa.array(snapshot.doc_ids, pa.string()), "source": pa.array(snapshot.sources, pa.string()),
-                          "rows": pa.array(snapshot.rows, pa.int64()), "text": snapshot.documents["text"]})
+                          "rows": pa.array(snapshot.rows, pa.int64()), "text": snapshot.documents["text"],
+                          **_marks_column(snapshot.documents)})
     chunks = pa.table({"start": pa.array(snapshot.starts, pa.int64()), "end": pa.array(snapshot.ends, pa.int64()),
                        "location": snapshot.chunks["location"], "page": snapshot.chunks["page"]})
     _write_arrow(documents, folder / DOCUMENTS)
@@ -146,9 +156,15 @@ def read_snapshot(folder: Path) -> Snapshot:
         version=int(manifest["version"]), built_at=manifest["built_at"], metadata=manifest["metadata"],
         doc_ids=documents["id"].to_pylist(), sources=documents["source"].to_pylist(),
         rows=_int64s(documents["rows"]), starts=_int64s(chunks["start"]), ends=_int64s(chunks["end"]),
-        vectors=vectors, documents=documents.select(["text"]), chunks=chunks.select(["location", "page"]),
+        vectors=vectors,
+        documents=documents.select([name for name in ("text", "marks") if name in documents.column_names]), chunks=chunks.select(["location", "page"]),
         bm25=bm25, ann=manifest.get("ann"),
     )
+
+
+def _marks_column(documents: pa.Table) -> dict[str, pa.ChunkedArray]:
+    """The documents' "marks" column to save, when the snapshot has one."""
+    return {"marks": documents["marks"]} if "marks" in documents.column_names else {}
 
 
 def _int64s(column: pa.ChunkedArray) -> np.ndarray:

@@ -5,7 +5,8 @@ one row per document): the document's ``id``, its ``source`` file, the ``chunk``
 character span ``start``..``end`` in the document, the document's ``sha256``, the chunk's ``text``,
 the whole ``document`` text (on a document's chunk 0 only: BM25 and the passage's context read it), the
 chunk's ``location`` ("page 12", "Install > Models": :mod:`longembed.documents`) and first ``page`` (a
-PDF's), and the ``vector``.  An index built before locations existed has neither column: its rows are
+PDF's), on chunk 0 the document's location map ``marks`` (JSON, :mod:`longembed.locations`: it places the
+passage a search shows), and the ``vector``.  An index built before locations existed has neither column: its rows are
 appended without them, and its passages have no location.  The table's schema metadata records what built it (:data:`METADATA_KEY`: the strategy,
 the model's files, the prompts, longembed's version), so a search encodes queries as the documents were
 encoded, or refuses.
@@ -181,6 +182,7 @@ def schema(dimensions: int | None, metadata: dict[str, Any]) -> pa.Schema:
         pa.field("document", pa.string()),
         pa.field("location", pa.string()),
         pa.field("page", pa.int32()),
+        pa.field("marks", pa.string()),  # on a document's chunk 0: its location map (longembed.locations)
     ]
     if dimensions is not None:
         fields.append(pa.field("vector", pa.list_(pa.float32(), dimensions)))
@@ -202,6 +204,7 @@ class ChunkRows:
     vectors: np.ndarray | None
     locations: list[str | None] = field(default_factory=list)
     pages: list[int | None] = field(default_factory=list)
+    marks: list[str | None] = field(default_factory=list)  # chunk 0: the document's map as JSON; else None
 
     def table(self, target: pa.Schema) -> pa.Table:
         columns: dict[str, Any] = {
@@ -211,6 +214,8 @@ class ChunkRows:
         if "location" in target.names:  # not in an index built before locations existed
             columns["location"] = self.locations or [None] * len(self.ids)
             columns["page"] = self.pages or [None] * len(self.ids)
+        if "marks" in target.names:  # not in an index built before maps were stored
+            columns["marks"] = self.marks or [None] * len(self.ids)
         if "vector" in target.names:
             assert self.vectors is not None
             dimensions = target.field("vector").type.list_size

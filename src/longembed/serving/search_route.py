@@ -1,5 +1,5 @@
 """A server started with ``longembed serve --index DIR`` searches that index: ``POST /search``,
-``GET /search/index`` (the index's facts), ``GET /search/file/<id>`` (a PDF hit's original file) and
+``GET /search/index`` (the index's facts and how it makes its vectors), ``GET /search/file/<id>`` (a PDF hit's original file) and
 the search page ``GET /`` (with its own ``/page/`` files).
 
 ``POST /search`` answers exactly what ``longembed search --json`` prints (``SearchResponse.to_dict()``
@@ -50,7 +50,9 @@ from starlette.concurrency import run_in_threadpool
 
 from longembed.errors import UserError
 from longembed.inputs import TokenizedInput
+from longembed.retrieval.strategy import Strategy
 from longembed.serving.app import respond
+from longembed.serving.index_facts import served_facts
 from longembed.serving.overflow_planner import PlannedInput
 from longembed.serving.search_request import SearchRequest, search_request
 from longembed.serving.service import EmbeddingService
@@ -72,9 +74,11 @@ PAGE_HEADERS = {
 class SearchableIndex(Protocol):
     """What the server needs of an index (:class:`longembed.search.SearchIndex` meets it): its facts,
     its search, its prompts (``"query"``: the prefix its queries are embedded with), its encoder (None:
-    its queries are not embedded, BM25 only) and the ``embed_queries`` its search gets vectors from."""
+    its queries are not embedded, BM25 only), the ``embed_queries`` its search gets vectors from and its
+    ``strategy`` (what ``GET /search/index`` describes: :mod:`longembed.serving.index_facts`)."""
 
     prompts: dict[str, str]
+    strategy: Strategy
     encoder: Any
     embed_queries: Callable[[list[str]], np.ndarray]
 
@@ -210,7 +214,7 @@ def add_search_routes(app: FastAPI, index: SearchableIndex) -> None:
     @app.get("/search/index")
     async def index_facts(request: Request) -> Response:
         async def handle() -> Response:
-            return JSONResponse(index.facts())
+            return JSONResponse(served_facts(index))
 
         return await respond(service, "search_index", handle, openai_error, request)
 

@@ -120,6 +120,19 @@ function strategyText(facts) {
   return systems.length > 1 ? `${systems.join(" + ")}, fused by ${fusionText(facts.fusion)}` : systems.join("");
 }
 
+// how the index embeds a document: its chunks (size, overlap, late or naive) or one vector per document
+function vectorsText(facts) {
+  const vectors = facts.vectors;
+  const window = facts.max_length ? `up to ${facts.max_length} tokens (${facts.method})` : facts.method;
+  if (!vectors) return window || "";
+  if (vectors.granularity !== "chunks") return `one per document, ${window}`;
+  const overlap = vectors.overlap ? `, ${vectors.overlap} shared with the next` : ", no overlap";
+  const how = vectors.late
+    ? `late chunking: pooled from the document read in windows of ${window}`
+    : "naive chunking: each chunk embedded alone";
+  return `chunks of ${vectors.size} ${vectors.unit}${overlap}; ${how}; a document scores its best chunk`;
+}
+
 function showFacts(facts) {
   const list = $("facts");
   list.replaceChildren();
@@ -128,7 +141,7 @@ function showFacts(facts) {
     ["documents", facts.documents],
     ["chunks", facts.chunks],
     ["model", facts.model],
-    ["method", facts.max_length ? `${facts.method}, up to ${facts.max_length} tokens` : facts.method],
+    ["vectors", vectorsText(facts)],
     ["strategy", facts.strategy],
     ["systems", strategyText(facts)],
     ["built", when && !isNaN(when) ? `${facts.built_at} (${when.toLocaleString()})` : facts.built_at],

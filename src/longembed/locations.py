@@ -1,13 +1,13 @@
 """A document's text and its map from character offsets to locations (a page, or a heading path).
 
-The map is a sorted tuple of :class:`Location` marks, each holding from its ``start`` to the next mark's.
-A span of text (a chunk) is located by :func:`location_of`: the page it starts on ("page 3", or "pages
-3-4" when it runs on), or the heading path it starts under ("Install > Models").
+The map is a sorted tuple of :class:`Location` marks, each holding from its ``start`` to the next mark's;
+:func:`location_of` places a span in it, and an index stores it as JSON (:func:`marks_json`).
 """
 
 from __future__ import annotations
 
 import bisect
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -49,3 +49,18 @@ def location_of(locations: Sequence[Location], start: int, end: int) -> tuple[st
     pages = [m.page for m in locations[first : last + 1] if m.page is not None]
     final = max(pages)
     return (f"page {mark.page}" if final == mark.page else f"pages {mark.page}-{final}"), mark.page
+
+
+def marks_json(locations: Sequence[Location]) -> str | None:
+    """The map as the index stores it (with a document's first chunk, so that a search can place the
+    passage it shows, not only the chunk): ``[[start, page, section], ...]``, or None for no map."""
+    if not locations:
+        return None
+    return json.dumps([[mark.start, mark.page, mark.section] for mark in locations], separators=(",", ":"))
+
+
+def marks_from_json(text: str | None) -> tuple[Location, ...]:
+    """The map :func:`marks_json` stored (empty for None: no map, or an index built before maps were)."""
+    if not text:
+        return ()
+    return tuple(Location(int(start), page, section) for start, page, section in json.loads(text))
