@@ -10,6 +10,7 @@ import pytest
 
 from longembed.errors import UserError
 from longembed.evaluation.runner import evaluate_model
+from longembed.report.tables import results_summary
 from longembed.retrieval.bm25 import BM25Model
 from longembed.tasks import RetrievalData, TaskDirTask, write_task_dir
 from longembed.tasks.answer_quotes import occurrences, quote_pattern
@@ -95,6 +96,7 @@ def test_answer_quotes_become_spans_that_eval_judges_as_a_naive_reference_does(t
     assert reference == {"pump": 100.0, "valve": 0.0, "boat": 100.0}
     assert result.secondary_per_query["passage_hit@1"] == reference
     assert result.metrics["passage_hit@1"] == pytest.approx(200 / 3, abs=0.01)
+    assert "passage_hit@1: 66.7 [" in results_summary(run)  # what eval prints beside nDCG@10
     assert run.config.task_dirs["task"]["sha256"].keys() == {"corpus.jsonl", "queries.jsonl", "qrels/test.tsv",
                                                              "answers.jsonl"}
 

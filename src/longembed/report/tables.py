@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from longembed.errors import UserError
+from longembed.evaluation.passage_hits import PASSAGE_HIT
 from longembed.report.formatting import (
     MISSING,
     fmt,
@@ -251,10 +252,11 @@ def run_notes(runs: Sequence[Run]) -> list[str]:
 
 
 def secondary_line(task: TaskResult) -> str:
-    """A retrieval task's other metrics (:data:`~longembed.results.run_results.SECONDARY_METRICS`) with their 95%
-    intervals, ``"accuracy@1: 62.5 [50, 75]  recall@10: 87.5 [75, 100]"``; "" for a synthetic task (its
-    main score already is accuracy@1) or a metric the run did not record."""
-    names = [m for m in SECONDARY_METRICS if m != task.main_score and m in task.metrics]
+    """A retrieval task's other metrics (:data:`~longembed.results.run_results.SECONDARY_METRICS`, and passage
+    hit@1 where the task locates its answers) with their 95% intervals, ``"accuracy@1: 62.5 [50, 75]
+    recall@10: 87.5 [75, 100]"``; "" for a synthetic task (its main score already is accuracy@1) or a
+    metric the run did not record."""
+    names = [m for m in (*SECONDARY_METRICS, PASSAGE_HIT) if m != task.main_score and m in task.metrics]
     intervals = task.secondary_intervals or {}
     return "  ".join(f"{m}: {fmt_interval(task.metrics[m], intervals.get(m))}" for m in names)
 
