@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from longembed.errors import UserError
-from longembed.evaluation.passage_hits import PASSAGE_HIT
 from longembed.report.formatting import (
     MISSING,
     fmt,
@@ -27,7 +26,7 @@ from longembed.report.hubness import first_ranked_section
 from longembed.report.labels import Run, model_name, run_label, run_settings
 from longembed.report.means import length_parts, partial_mean, task_parts
 from longembed.results import Interval, RunResults, TaskResult, hub_line
-from longembed.results.run_results import SECONDARY_METRICS
+from longembed.results.run_results import PASSAGE_HIT, SECONDARY_METRICS
 from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS, task_metadata
 
 #: The scores table's column of the average over the tasks and lengths every run evaluated.
