@@ -3,8 +3,9 @@ own writing, as a task folder that ``longembed eval --task-dir`` and ``longembed
 
 ``benchmarks/essays/questions.jsonl`` holds the questions: half "fact" (a detail stated in one essay: a
 name, a number, an example) and half "paraphrase" (an idea of one essay asked in other words), each with
-the essay that answers it and a short quote of that essay as ``evidence``.  This script checks every
-quote is in its essay (whitespace aside), then builds the folder with ``longembed task-dir``'s Python API
+the essay that answers it and a short quote of that essay as ``answer``, so that eval reports passage
+hit@1 on the task.  This script checks every question's kind and every quote is in its essay (whitespace
+aside; ``task-dir`` then locates it), then builds the folder with ``longembed task-dir``'s Python API
 (:func:`longembed.tasks.task_dir_builder.build_task_dir`; the same as ``longembed task-dir --docs
 DATA/PaulGrahamEssays --questions benchmarks/essays/questions.jsonl --out results/essays/task``).
 
@@ -49,8 +50,8 @@ def squeeze(text: str) -> str:
     return " ".join(text.split())
 
 
-def evidence_problems(questions: Path, essays: Path) -> list[str]:
-    """Every question whose kind is not fact/paraphrase, or whose evidence is not a quote of its essay."""
+def answer_problems(questions: Path, essays: Path) -> list[str]:
+    """Every question whose kind is not fact/paraphrase, or whose answer is not a quote of its essay."""
     problems = []
     texts: dict[str, str] = {}
     for number, line in enumerate(questions.read_text(encoding="utf-8").splitlines(), start=1):
@@ -62,8 +63,8 @@ def evidence_problems(questions: Path, essays: Path) -> list[str]:
         if not path.is_file():
             continue  # build_task_dir names it, with every other bad row
         text = texts.setdefault(row["document"], squeeze(path.read_text(encoding="utf-8")))
-        if squeeze(row.get("evidence", "")) not in text or not row.get("evidence", "").strip():
-            problems.append(f"{where}: the evidence is not a quote of {row['document']}")
+        if squeeze(row.get("answer", "")) not in text or not row.get("answer", "").strip():
+            problems.append(f"{where}: the answer is not a quote of {row['document']}")
     return problems
 
 
@@ -76,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--overwrite", action="store_true", help="replace an existing task folder at --out")
     args = parser.parse_args(argv)
     essays = essays_folder(args.data)
-    problems = evidence_problems(args.questions, essays)
+    problems = answer_problems(args.questions, essays)
     if problems:
         print("\n".join(problems), file=sys.stderr)
         return 2

@@ -46,6 +46,13 @@ def test_a_sample_keeps_each_sampled_querys_relevant_documents_and_draws_distrac
     assert sample_data(data, 5, 14, seed=4).queries != sample.queries
 
 
+def test_a_sample_keeps_the_answers_of_its_queries_so_advise_reports_passage_hit() -> None:
+    data = retrieval()
+    data.answers = {q: {d: [(0, 8)] for d in relevant(data, q)} for q in data.queries}
+    sample = sample_data(data.validate(), n_queries=5, n_documents=14, seed=3)
+    assert sample.answers == {q: data.answers[q] for q in sample.queries}
+
+
 def test_queries_that_share_the_sampled_documents_ride_along() -> None:
     """QMSum's shape: several queries per document; a sample of 3 documents keeps all their queries."""
     corpus = {f"m{j}": f"meeting {j}" for j in range(10)}

@@ -94,6 +94,14 @@ def test_plain_corpus_keeps_a_query_only_with_all_its_judged_documents() -> None
         assert completes and len(sample.queries) + len(completes) > 12
 
 
+def test_a_sample_keeps_the_answer_spans_of_its_queries() -> None:
+    full = RetrievalData({f"d{i}": f"text {i}" for i in range(30)}, {f"q{i}": f"q {i}" for i in range(30)},
+                         {f"q{i}": {f"d{i}": 1} for i in range(30)},
+                         answers={f"q{i}": {f"d{i}": [(0, 4)]} for i in range(30)}).validate()
+    sample = subsample(full, 10, seed=1)
+    assert sample.answers == {q: {f"d{q[1:]}": [(0, 4)]} for q in sample.queries} and len(sample.answers) == 10
+
+
 def test_one_document_per_query_shrinks_the_corpus_in_proportion() -> None:
     """HotpotQA's shape: each query has its own document; 300 -> 100 queries keeps 100 documents."""
     full = RetrievalData({f"d{i}": f"text {i}" for i in range(300)}, {f"q{i}": f"q {i}" for i in range(300)},

@@ -29,7 +29,7 @@ from longembed.errors import UserError
 from longembed.evaluation.task_options import SYNTHETIC_TASKS
 from longembed.results.advice import SampledTask
 from longembed.tasks import SYNTHETIC_LENGTHS, Blocks, RetrievalData, Task, TaskDataMissing, get_task
-from longembed.tasks.base import TaskMetadata, check_length
+from longembed.tasks.base import TaskMetadata, check_length, restricted_answers
 from longembed.tasks.haystack import load_haystack
 from longembed.tasks.query_sets import PAPER_QUERIES
 from longembed.tasks.task_dir import TaskDirRecord, task_dir_tasks
@@ -145,6 +145,7 @@ def sample_data(
         queries={q: t for q, t in data.queries.items() if q in keep_queries},
         qrels={q: {d: s for d, s in data.qrels[q].items() if d in kept} for q in data.queries if q in keep_queries},
         contexts=data.contexts, passages=passages, query_contexts=query_contexts, blocks=blocks,
+        answers=restricted_answers(data.answers, keep_queries, kept),
     ).validate()
 
 

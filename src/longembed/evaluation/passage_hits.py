@@ -12,6 +12,7 @@ import numpy as np
 from longembed.chunking.spans import Span
 from longembed.results import Interval, RunResults
 from longembed.results.intervals import bootstrap_interval
+from longembed.results.run_results import PASSAGE_HIT
 from longembed.retrieval.fusion import Fusion
 from longembed.retrieval.passages import (
     EmbedTexts,
@@ -23,8 +24,6 @@ from longembed.retrieval.passages import (
     overlaps,
 )
 
-#: the metric's name in results (beside ndcg@10)
-PASSAGE_HIT = "passage_hit@1"
 #: a query counts when one of its answered documents is ranked within this depth (nDCG@10's)
 PASSAGE_DEPTH = 10
 

@@ -26,7 +26,7 @@ from longembed.report.hubness import first_ranked_section
 from longembed.report.labels import Run, model_name, run_label, run_settings
 from longembed.report.means import length_parts, partial_mean, task_parts
 from longembed.results import Interval, RunResults, TaskResult, hub_line
-from longembed.results.run_results import SECONDARY_METRICS
+from longembed.results.run_results import PASSAGE_HIT, SECONDARY_METRICS
 from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS, task_metadata
 
 #: The scores table's column of the average over the tasks and lengths every run evaluated.
@@ -251,10 +251,11 @@ def run_notes(runs: Sequence[Run]) -> list[str]:
 
 
 def secondary_line(task: TaskResult) -> str:
-    """A retrieval task's other metrics (:data:`~longembed.results.run_results.SECONDARY_METRICS`) with their 95%
-    intervals, ``"accuracy@1: 62.5 [50, 75]  recall@10: 87.5 [75, 100]"``; "" for a synthetic task (its
-    main score already is accuracy@1) or a metric the run did not record."""
-    names = [m for m in SECONDARY_METRICS if m != task.main_score and m in task.metrics]
+    """A retrieval task's other metrics (:data:`~longembed.results.run_results.SECONDARY_METRICS`, and passage
+    hit@1 where the task locates its answers) with their 95% intervals, ``"accuracy@1: 62.5 [50, 75]
+    recall@10: 87.5 [75, 100]"``; "" for a synthetic task (its main score already is accuracy@1) or a
+    metric the run did not record."""
+    names = [m for m in (*SECONDARY_METRICS, PASSAGE_HIT) if m != task.main_score and m in task.metrics]
     intervals = task.secondary_intervals or {}
     return "  ".join(f"{m}: {fmt_interval(task.metrics[m], intervals.get(m))}" for m in names)
 

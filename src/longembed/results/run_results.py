@@ -105,6 +105,8 @@ class Interval(Record):
 
 #: The metrics ``eval`` prints with 95% intervals beside each retrieval task's main score (nDCG@10).
 SECONDARY_METRICS = ("accuracy@1", "recall@10")
+#: whether the passage a search shows holds the answer, where a task locates its answers (eval, beside ndcg@10)
+PASSAGE_HIT = "passage_hit@1"
 
 #: Per-query scores and intervals are left out of files when absent (files written before they existed).
 OPTIONAL = {"omit_none": True}

@@ -214,6 +214,16 @@ class RetrievalData:
         }
 
 
+def restricted_answers(answers: dict[str, dict[str, list[tuple[int, int]]]] | None, queries: set[str] | dict[str, str],
+                       documents: set[str] | dict[str, str]) -> dict[str, dict[str, list[tuple[int, int]]]] | None:
+    """``answers`` of a sample: the kept queries' spans in the kept documents (None stays None), so a
+    sampled run still reports passage hit@1."""
+    if answers is None:
+        return None
+    kept = {q: {d: spans for d, spans in by_doc.items() if d in documents} for q, by_doc in answers.items() if q in queries}
+    return {q: by_doc for q, by_doc in kept.items() if by_doc}
+
+
 class TaskDataMissing(Exception):
     """The data a task needs is not where it was looked for; the message says where to get it."""
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from longembed.errors import UserError
-from longembed.tasks.base import Blocks, RetrievalData, Task, TaskMetadata
+from longembed.tasks.base import Blocks, RetrievalData, Task, TaskMetadata, restricted_answers
 
 
 def subsample(data: RetrievalData, max_queries: int, seed: int = 0) -> RetrievalData:
@@ -77,6 +77,7 @@ def _restricted(data: RetrievalData, queries: set[str], documents: set[str]) -> 
         queries={q: t for q, t in data.queries.items() if q in queries},
         qrels={q: {d: r for d, r in rels.items() if d in documents} for q, rels in data.qrels.items() if q in queries},
         passages=None if data.passages is None else {d: p for d, p in data.passages.items() if d in documents},
+        answers=restricted_answers(data.answers, queries, documents),
     )
 
 

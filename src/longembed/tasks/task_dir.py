@@ -4,6 +4,7 @@
     DIR/queries.jsonl    {"_id": "q1", "text": "..."}                        one query per line
     DIR/qrels/test.tsv   a header line, then query-id <TAB> corpus-id <TAB> score        (BEIR)
     or DIR/qrels.jsonl   {"qid": "q1", "doc_id": "d1", "score": 1}  (score optional: 1)   (LongEmbed)
+    DIR/answers.jsonl    {"qid": "q1", "doc_id": "d1", "start": 120, "end": 180}   optional: where the answer is
 
 This is BEIR's layout (which mteb reads) with LongEmbed's hub layout (:mod:`longembed.tasks.hf_hub`) as
 the other form of the judgements; rows may use either layout's id field names (hf_hub.py's lists: a
@@ -11,6 +12,12 @@ LongEmbed hub config folder is a task folder too). Any file may be gzipped (``co
 ``qrels/test.tsv.gz``). Another qrels file (``qrels/dev.tsv``) is chosen by naming it: ``--task-dir
 DIR/qrels/dev.tsv`` or ``TaskDirTask(DIR, qrels="qrels/dev.tsv")``; a folder holding both forms is
 ambiguous until one is named.
+
+``answers.jsonl`` (optional, ours; ``longembed task-dir`` writes it from answer quotes and offsets) gives
+character spans ``[start, end)`` of a relevant document's text (as read here, title included) that answer a
+query, one span per line (a query may have several): they become ``RetrievalData.answers``, from which
+eval reports passage hit@1. A span outside its document, over whitespace only, or naming an unknown
+query or a document not relevant to its query is an error naming the line.
 
 Documents: a non-empty ``title`` is prepended as ``title + " " + text``, as mteb does
 (``mteb/_create_dataloaders.py``, ``_corpus_to_dict``); mteb also strips whitespace from both ends of
@@ -53,6 +60,8 @@ from longembed.textfiles import unicode_problem, utf8_lines
 LAYOUTS = ("beir", "longembed")
 CORPUS_FILES = ("corpus.jsonl", "corpus.jsonl.gz")
 QUERIES_FILES = ("queries.jsonl", "queries.jsonl.gz")
+#: Where the answers are (optional): one span of a relevant document per line.
+ANSWERS_FILES = ("answers.jsonl", "answers.jsonl.gz")
 #: The qrels looked for when none is named: BEIR's test split, LongEmbed's single file.
 QRELS_FILES = ("qrels/test.tsv", "qrels/test.tsv.gz", "qrels.jsonl", "qrels.jsonl.gz")
 BEIR_QRELS_HEADER = ("query-id", "corpus-id", "score")
@@ -119,6 +128,7 @@ class TaskDirTask:
         self.corpus_file = _one_file(self.path, CORPUS_FILES, "documents")
         self.queries_file = _one_file(self.path, QUERIES_FILES, "queries")
         self.qrels_file = _qrels_file(self.path, qrels)
+        self.answers_file = _optional_file(self.path, ANSWERS_FILES)
         name = self.path.name if name is None else name
         check_task_name(name, f"the task folder {self.path}")
         self.metadata = TaskMetadata(
@@ -139,11 +149,17 @@ class TaskDirTask:
                 f"{self.qrels_file}: none of the {len(queries)} queries of {self.queries_file} has a judged "
                 f"relevant document (score > 0)"
             )
-        data = RetrievalData(corpus=corpus, queries=kept, qrels={q: r for q, r in qrels.items() if q in kept}).validate()
+        kept_qrels = {q: r for q, r in qrels.items() if q in kept}
+        answers = None
+        if self.answers_file is not None:
+            located = read_answers(self.answers_file, queries, corpus, qrels)
+            answers = {q: spans for q, spans in located.items() if q in kept}
+        data = RetrievalData(corpus=corpus, queries=kept, qrels=kept_qrels, answers=answers).validate()
+        read = [f for f in (self.corpus_file, self.queries_file, self.qrels_file, self.answers_file) if f is not None]
         self.record = TaskDirRecord(
             path=str(self.path), qrels=self._relative(self.qrels_file), documents=len(corpus), queries=len(kept),
             queries_left_out=sum(left_out.values()), left_out_by_reason=left_out,
-            sha256={self._relative(f): file_sha256(f) for f in (self.corpus_file, self.queries_file, self.qrels_file)},
+            sha256={self._relative(f): file_sha256(f) for f in read},
         )
         return data
 
@@ -189,6 +205,14 @@ def _one_file(folder: Path, names: Sequence[str], what: str) -> Path:
     if not found:
         raise MissingFileError(f"task folder {folder} has no {' or '.join(names)} (its {what})")
     return found[0]
+
+
+def _optional_file(folder: Path, names: Sequence[str]) -> Path | None:
+    """The one file of ``names`` that ``folder`` holds, None if it holds none; several are an error."""
+    found = [folder / n for n in names if (folder / n).is_file()]
+    if len(found) > 1:
+        raise UserError(f"{folder} holds {' and '.join(f.name for f in found)}: keep one")
+    return found[0] if found else None
 
 
 def _qrels_file(folder: Path, qrels: str | Path | None) -> Path:
@@ -318,6 +342,38 @@ def read_qrels(path: Path, query_ids: set[str], doc_ids: set[str]) -> dict[str, 
     return qrels
 
 
+def read_answers(path: Path, queries: dict[str, str], corpus: dict[str, str],
+                 qrels: dict[str, dict[str, int]]) -> dict[str, dict[str, list[tuple[int, int]]]]:
+    """Query id -> relevant document id -> its answer spans, from ``answers.jsonl`` (in file order); a
+    line naming an unknown query or a document not relevant to it, or a span that is not a non-empty
+    ``[start, end)`` of the document's text (whitespace only counts as empty), is an error naming it.
+    The answers of a query the qrels do not judge (another split's) are left out with the query."""
+    answers: dict[str, dict[str, list[tuple[int, int]]]] = {}
+    for lineno, row in iter_jsonl(path):
+        where = f"{path}:{lineno}"
+        qid, doc_id = _row_id(row, QRELS_QUERY_FIELDS, where), _row_id(row, QRELS_DOC_FIELDS, where)
+        if qid not in queries:
+            raise UserError(f"{where}: query {qid!r} is not in the queries file")
+        if qid not in qrels:
+            continue  # a query of another split: left out with its query, which is counted as unjudged
+        if qrels[qid].get(doc_id, 0) <= 0:
+            raise UserError(f"{where}: document {doc_id!r} is not judged relevant to query {qid!r} in the qrels")
+        start, end = (_offset(row, name, where) for name in ("start", "end"))
+        text = corpus[doc_id]
+        if not 0 <= start < end <= len(text) or not text[start:end].strip():
+            raise UserError(f"{where}: [{start}, {end}) is not a non-empty span of document {doc_id!r} "
+                             f"({len(text)} characters)")
+        answers.setdefault(qid, {}).setdefault(doc_id, []).append((start, end))
+    return answers
+
+
+def _offset(row: dict[str, Any], name: str, where: str) -> int:
+    value = require_fields(row, (name,), where)[name]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UserError(f"{where}: {name!r} must be an integer character offset, not {value!r}")
+    return value
+
+
 def _tsv_qrels(path: Path) -> list[tuple[int, str, str, int]]:
     """(line, query id, document id, score) of a BEIR qrels file, after its header line."""
     rows: list[tuple[int, str, str, int]] = []
@@ -400,7 +456,8 @@ def write_task_dir(data: RetrievalData, path: str | Path, layout: str = "beir") 
 
     ``layout="beir"``: corpus.jsonl and queries.jsonl with ``_id`` (documents with an empty ``title``),
     ``qrels/test.tsv`` with its header.  ``"longembed"``: the hub layout, ``doc_id`` / ``qid`` and
-    ``qrels.jsonl`` (a ``score`` only where it is not 1).  Every judgement is written, zeros included.
+    ``qrels.jsonl`` (a ``score`` only where it is not 1).  Every judgement is written, zeros included, and
+    the answer spans (``data.answers``) as ``answers.jsonl`` when there are any.
     A folder that already holds task files is refused, as is a passage task (its documents' contexts
     have no place in these files) and an id a TSV cannot hold (tab, newline).
     """
@@ -410,7 +467,7 @@ def write_task_dir(data: RetrievalData, path: str | Path, layout: str = "beir") 
         raise UserError("a passage task (contexts, passages) cannot be written as a task folder: it has no place "
                          "for where each document sits in its context")
     folder = Path(path).expanduser()
-    existing = [n for n in (*CORPUS_FILES, *QUERIES_FILES, *QRELS_FILES) if (folder / n).exists()]
+    existing = [n for n in (*CORPUS_FILES, *QUERIES_FILES, *QRELS_FILES, *ANSWERS_FILES) if (folder / n).exists()]
     if existing:
         raise OutputExistsError(f"{folder} already holds {', '.join(existing)}: remove them or choose another folder")
     beir = layout == "beir"
@@ -425,6 +482,10 @@ def write_task_dir(data: RetrievalData, path: str | Path, layout: str = "beir") 
     else:
         _write_jsonl(folder / "qrels.jsonl",
                      [{"qid": q, "doc_id": d, **({} if s == 1 else {"score": s})} for q, d, s in judgements])
+    if data.answers:
+        _write_jsonl(folder / "answers.jsonl", [{"qid": q, "doc_id": d, "start": start, "end": end}
+                                                for q, by_doc in data.answers.items() for d, spans in by_doc.items()
+                                                for start, end in spans])
     return folder
 
 

@@ -11,7 +11,9 @@
                              spanning lines, almost always an unbalanced quote, is refused)
 
 ``text`` (BEIR's queries.jsonl) and ``query`` are read as the question, ``_id`` as its id, and a document
-may be named without its extension when one file fits.
+may be named without its extension when one file fits.  Optional ``answer`` (a quote), ``answer_start``
+and ``answer_end`` (character offsets into the document's text as read here) say where the answer is
+(:mod:`longembed.tasks.answer_quotes`): each is checked, and the spans are written as ``answers.jsonl``.
 
 Every question becomes a query (``_id``: the row's ``id`` field or column when given, else ``q1``, ``q2``,
 ... in file order) judged relevant (score 1) to each document it names; other fields (``kind``,
@@ -41,8 +43,9 @@ from typing import Any
 from longembed.documents import DOCUMENT_SUFFIXES, DocumentReadError, read_document
 from longembed.errors import MissingFileError, OutputExistsError, UserError
 from longembed.permissions import NEW_FOLDER_MODE, creation_mode
+from longembed.tasks.answer_quotes import AnswerGiven, answer_given, locate_answer
 from longembed.tasks.base import RetrievalData
-from longembed.tasks.task_dir import CORPUS_FILES, QUERIES_FILES, write_task_dir
+from longembed.tasks.task_dir import ANSWERS_FILES, CORPUS_FILES, QUERIES_FILES, write_task_dir
 from longembed.textfiles import jsonl_records
 
 #: The documents read when no glob is given: every file type longembed.documents reads, one document per file.
@@ -67,7 +70,7 @@ OTHER_FORMATS = (
 DOCUMENT_SEPARATOR = "|"
 QUESTION_SUFFIXES = (".jsonl", ".tsv", ".csv")
 #: What an output folder may hold for ``overwrite`` to replace it: a task folder, nothing else.
-_TASK_ENTRIES = {*CORPUS_FILES, *QUERIES_FILES, "qrels", "qrels.jsonl", "qrels.jsonl.gz"}
+_TASK_ENTRIES = {*CORPUS_FILES, *QUERIES_FILES, *ANSWERS_FILES, "qrels", "qrels.jsonl", "qrels.jsonl.gz"}
 _BOM = "\ufeff"
 
 
@@ -82,12 +85,14 @@ class TaskDirProblems(UserError):
 
 @dataclass
 class QuestionRow:
-    """One question of the questions file: where it is, its query id, its text and the documents it names."""
+    """One question of the questions file: where it is, its query id, its text, the documents it names
+    and what it says of where the answer is (None: nothing)."""
 
     where: str
     qid: str
     text: str
     documents: list[str]
+    answer: AnswerGiven | None = None
 
 
 @dataclass
@@ -99,10 +104,12 @@ class BuiltTask:
     queries: int
     judgements: int
     unjudged_documents: int = 0
+    answers: int = 0  # questions whose answer was located (their spans are in answers.jsonl)
 
     def describe(self) -> str:
+        located = f", {self.answers} answers located" if self.answers else ""
         return (f"{self.path}: {self.documents} documents ({self.unjudged_documents} named by no question), "
-                f"{self.queries} questions, {self.judgements} judgements")
+                f"{self.queries} questions, {self.judgements} judgements{located}")
 
 
 def build_task_dir(
@@ -121,18 +128,22 @@ def build_task_dir(
     check_output(out, overwrite)
     corpus, problems = read_documents(docs, globs)
     rows, row_problems = read_questions(questions)
-    problems += in_line_order(row_problems + resolve_extensions(rows, corpus) + check_rows(rows, corpus))
+    row_problems += resolve_extensions(rows, corpus) + check_rows(rows, corpus)
+    answers, answer_problems = locate_answers(rows, corpus)
+    problems += in_line_order(row_problems + answer_problems)
     if problems:
         raise TaskDirProblems(problems)
     data = RetrievalData(
         corpus=corpus,
         queries={row.qid: row.text for row in rows},
         qrels={row.qid: dict.fromkeys(row.documents, 1) for row in rows},
+        answers=answers or None,
     ).validate()
     write_atomically(data, out, overwrite)
     judged = {d for row in rows for d in row.documents}
     return BuiltTask(path=out, documents=len(corpus), queries=len(rows),
-                     judgements=sum(len(row.documents) for row in rows), unjudged_documents=len(corpus) - len(judged))
+                     judgements=sum(len(row.documents) for row in rows), unjudged_documents=len(corpus) - len(judged),
+                     answers=len(answers))
 
 
 # ---------------------------------------------------------------------------------------------- documents
@@ -336,7 +347,8 @@ def _row(record: dict[str, Any], where: str, position: int, split: bool) -> tupl
         problems.append(f"{where}: the id must be a non-empty string or integer without tabs, line breaks or "
                         f"quotes, not {qid!r}")
     text = question if isinstance(question, str) else ""
-    return QuestionRow(where=where, qid=str(qid), text=text, documents=documents), problems
+    answer = answer_given(record, where, problems)
+    return QuestionRow(where=where, qid=str(qid), text=text, documents=documents, answer=answer), problems
 
 
 def _first(record: dict[str, Any], names: Iterable[str]) -> Any:
@@ -407,6 +419,23 @@ def check_rows(rows: list[QuestionRow], corpus: dict[str, str]) -> list[str]:
         if earlier_id is not row:
             problems.append(f"{row.where}: id {row.qid!r} is given twice (first at line {_line(earlier_id.where)})")
     return problems
+
+
+def locate_answers(rows: list[QuestionRow], corpus: dict[str, str]) -> tuple[dict[str, dict[str, list[tuple[int, int]]]],
+                                                                        list[str]]:
+    """(query id -> document id -> answer spans, the problems) of the rows that give an answer and name
+    only documents of ``corpus`` (a missing document is reported by :func:`check_rows`)."""
+    answers: dict[str, dict[str, list[tuple[int, int]]]] = {}
+    problems: list[str] = []
+    for row in rows:
+        if row.answer is None or not row.documents or not all(d in corpus for d in row.documents):
+            continue
+        spans, problem = locate_answer(row.answer, row.documents, corpus, row.where)
+        if problem is not None:
+            problems.append(problem)
+        elif spans:
+            answers[row.qid] = spans
+    return answers, problems
 
 
 def _line(where: str) -> str:

@@ -31,10 +31,16 @@ in file order); other fields (e.g. 'kind', 'evidence') are ignored. A document m
 extension (notes/a for notes/a.txt) when only one file fits. A file with no document field at all (a BEIR
 queries.jsonl or corpus.jsonl, qrels) is one error saying what was expected and what it looks like.
 
+Where the answer is (optional, per question; then eval and advise report passage hit@1 on the task):
+'answer' (a quote of the document), 'answer_start' (the character offset where it begins in the document's
+text as longembed reads it: for a PDF, HTML or Word file, the extracted text) and 'answer_end' (the offset
+after it, for a span without a quote). A quote must be in the document exactly or with whitespace
+normalised: at answer_start when given, else once. The spans are written as OUT/answers.jsonl.
+
 Every problem is reported at once by file and line, and nothing is written: a question naming a document
 that is not in --docs, an empty question, a question given twice (equal up to case and spacing; give it once
-with all its documents) or a document named twice for one question, a document that cannot be read, is not
-UTF-8 or is empty. Exit status 2 then. The folder is written to a temporary folder beside OUT and renamed
+with all its documents) or a document named twice for one question, an answer quote or offset that does not
+fit its document, a document that cannot be read, is not UTF-8 or is empty. Exit status 2 then. The folder is written to a temporary folder beside OUT and renamed
 into place."""
 
 
