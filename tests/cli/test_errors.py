@@ -70,20 +70,37 @@ def test_a_user_error_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Capt
 
 
 @pytest.mark.slow
+def test_debug_shows_the_traceback_of_a_user_error_in_the_process() -> None:
+    env = {**{k: v for k, v in os.environ.items() if k != "LONGEMBED_DEBUG"}, "LONGEMBED_DEBUG": "1"}
+    done = run_cli("UserError", "bad input", "compare", "a", "b", env=env)
+    assert done.returncode == 2
+    assert "Traceback (most recent call last)" in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "longembed compare: error: bad input"
+
+
 @pytest.mark.parametrize("how", ["flag-before", "flag-after", "environment"])
-def test_debug_shows_the_traceback_of_a_user_error(how: str) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "LONGEMBED_DEBUG"}
+def test_debug_shows_the_traceback_of_a_user_error(how: str, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Each way of asking, in this process (the process's exit and stderr: the test above)."""
+    def fail(args):
+        raise UserError("bad input")
+
+    monkeypatch.setattr(compare_command, "run", fail)
+    monkeypatch.delenv("LONGEMBED_DEBUG", raising=False)
     argv = ["compare", "a", "b"]
     if how == "flag-before":
         argv = ["--debug", *argv]
     elif how == "flag-after":
         argv = [*argv, "--debug"]
     else:
-        env["LONGEMBED_DEBUG"] = "1"
-    done = run_cli("UserError", "bad input", *argv, env=env)
-    assert done.returncode == 2
-    assert "Traceback (most recent call last)" in done.stderr
-    assert done.stderr.strip().splitlines()[-1] == "longembed compare: error: bad input"
+        monkeypatch.setenv("LONGEMBED_DEBUG", "1")
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and "UserError: bad input" in err
+    assert err.strip().splitlines()[-1] == "longembed compare: error: bad input"
+    monkeypatch.delenv("LONGEMBED_DEBUG", raising=False)
+    assert main(["compare", "a", "b"]) == 2  # without asking: the one line alone
+    assert capsys.readouterr().err.strip().splitlines() == ["longembed compare: error: bad input"]
 
 
 def test_user_errors_are_the_builtin_errors_they_replace() -> None:

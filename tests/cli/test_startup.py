@@ -51,22 +51,28 @@ def test_help_imports_no_heavy_library(command: str | None) -> None:
 def test_cached_eval_rerun_imports_no_modeling_stack(tmp_path: Path) -> None:
     """The second, fully cached run reads no weights and imports neither transformers' modeling
     code nor torchao: it costs about an import of torch and transformers (benchmarks/RESULTS.md)."""
+    # 5 queries (10 documents): what is checked is the second run's imports, not the size of the first
     args = ["eval", "--model", "default", "--method", "pi", "--max-length", "1024", "--tasks", "passkey",
-            "--lengths", "256", "--output", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "cache")]
-    probe = (
-        "import json, sys\n"
-        "from longembed.cli.main import main\n"
-        f"code = main({args!r})\n"
-        "heavy = [m for m in ('transformers.modeling_utils', 'torchao', 'bm25s', 'longembed.models.jina_bert')"
-        " if m in sys.modules]\n"
-        "print(json.dumps([code, heavy]))\n"
-    )
-    first = run_python(probe)
+            "--lengths", "256", "--queries-per-length", "5", "--output", str(tmp_path / "run"),
+            "--cache-dir", str(tmp_path / "cache")]
+
+    def probe(argv: list[str]) -> str:
+        return (
+            "import json, sys\n"
+            "from longembed.cli.main import main\n"
+            f"code = main({argv!r})\n"
+            "heavy = [m for m in ('transformers.modeling_utils', 'torchao', 'bm25s', 'longembed.models.jina_bert')"
+            " if m in sys.modules]\n"
+            "print(json.dumps([code, heavy]))\n"
+        )
+
+    first = run_python(probe([*args, "--no-estimate"]))  # it fills the cache; the rerun estimates as a user's does
     assert json.loads(first.stdout.strip().splitlines()[-1])[0] == 0, first.stderr
-    second = run_python(probe)
+    second = run_python(probe(args))
     code, heavy = json.loads(second.stdout.strip().splitlines()[-1])
     assert code == 0, second.stderr
-    assert "(100 cached)" in second.stdout and "0 tokens to encode" in second.stdout
+    assert "10 documents (10 cached), 5 queries (5 cached)" in second.stdout
+    assert "0 tokens to encode" in second.stdout
     assert heavy == []
     assert (tmp_path / "run" / "results.json").is_file()
 

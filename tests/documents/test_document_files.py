@@ -22,17 +22,23 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 KEY = "s3cret"
 
 
-@pytest.fixture
-def docs(tmp_path: Path) -> Path:
-    folder = tmp_path / "docs"
+def make_docs(root: Path) -> Path:
+    """``root/docs``: a PDF in a subfolder, an HTML page, a locked PDF, a text file, a jsonl; and a PDF
+    beside the folder, not in it."""
+    folder = root / "docs"
     (folder / "manuals").mkdir(parents=True)
     shutil.copy(FIXTURES / "manual.pdf", folder / "manuals" / "tide manual.pdf")
     shutil.copy(FIXTURES / "docs-page.html", folder / "page.html")
     shutil.copy(FIXTURES / "encrypted.pdf", folder / "locked.pdf")
     (folder / "notes.txt").write_text("The canteen sells tea.\n")
     (folder / "more.jsonl").write_text('{"id": "j1", "text": "a line of a jsonl file"}\n')
-    (tmp_path / "secret.pdf").write_bytes((FIXTURES / "hyphenated.pdf").read_bytes())  # beside docs/, not in it
+    (root / "secret.pdf").write_bytes((FIXTURES / "hyphenated.pdf").read_bytes())  # beside docs/, not in it
     return folder
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    return make_docs(tmp_path)
 
 
 def build(docs: Path, index: Path) -> int:
@@ -49,14 +55,30 @@ def test_the_index_records_each_document_files_absolute_path(docs: Path, tmp_pat
     assert (index / DOCUMENT_FILES).is_file()
 
 
-@pytest.fixture
-def served(docs: Path, tmp_path: Path, tmp_path_factory):
-    index = tmp_path / "index"
+@pytest.fixture(scope="module")
+def encoder(tmp_path_factory: pytest.TempPathFactory):
+    return load_encoder(build_tiny("bert", tmp_path_factory.mktemp("bert") / "bert"), "pi", max_length=2 * LO)
+
+
+def serve(docs: Path, index: Path, encoder) -> TestClient:
     build(docs, index)
-    encoder = load_encoder(build_tiny("bert", tmp_path_factory.mktemp("bert") / "bert"), "pi", max_length=2 * LO)
     app = create_app(encoder, ServerSettings(allowed_hosts=("testserver",), api_key=KEY))
     add_search_routes(app, open_index(index))
-    with TestClient(app, headers={"Authorization": f"Bearer {KEY}"}) as client:
+    return TestClient(app, headers={"Authorization": f"Bearer {KEY}"})
+
+
+@pytest.fixture
+def served(docs: Path, tmp_path: Path, encoder):
+    """A server of its own: the test changes the files under it."""
+    with serve(docs, tmp_path / "index", encoder) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def served_unchanged(tmp_path_factory: pytest.TempPathFactory, encoder):
+    """One server for the tests that only ask it (built once for the module)."""
+    root = tmp_path_factory.mktemp("served")
+    with serve(make_docs(root), root / "index", encoder) as client:
         yield client
 
 
@@ -80,8 +102,8 @@ def test_a_pdf_hit_links_its_file_which_the_server_hands_out(served: TestClient,
     "page.html", "notes.txt", "j1",      # documents, but no PDF file (an HTML page would run in this origin)
     "locked.pdf",                       # a file the build could not read: not in the index
 ])
-def test_nothing_else_on_disk_is_reachable(served: TestClient, doc_id: str) -> None:
-    response = served.get("/search/file/" + doc_id)
+def test_nothing_else_on_disk_is_reachable(served_unchanged: TestClient, doc_id: str) -> None:
+    response = served_unchanged.get("/search/file/" + doc_id)
     assert response.status_code == 404, response.text
     assert b"%PDF" not in response.content
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -17,14 +18,11 @@ from longembed.encoder_protocol import retrieval_prompts as prompts_by_role
 from longembed.integrations import INSTALL_HINT, retrieval_prompts
 
 require_package("langchain_core")  # packages of the test extra: fail under CI, skipped elsewhere
-mteb = require_package("mteb")
 
 from langchain_core.documents import Document  # noqa: E402
 from langchain_core.vectorstores import InMemoryVectorStore  # noqa: E402
-from mteb.types import PromptType  # noqa: E402
 
 from longembed.integrations.langchain import LongEmbedEmbeddings, add_chunks  # noqa: E402
-from longembed.integrations.mteb import LongEmbedMTEBModel, model_meta, retrieval_task  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -50,37 +48,51 @@ def prompted():
     return load_encoder(real_model_folder("all-MiniLM-L6-v2"), method="pi", max_length=2048, prompts=PROMPTS)
 
 
+@pytest.fixture(scope="module")
+def mteb_api() -> SimpleNamespace:
+    """mteb and longembed's adapter, imported by the tests that use them: importing mteb costs seconds of
+    CPU, which every pytest-xdist worker would pay while collecting, in the fast tier too (whose run
+    deselects every test here)."""
+    mteb = require_package("mteb")
+    adapter = importlib.import_module("longembed.integrations.mteb")
+    return SimpleNamespace(mteb=mteb, PromptType=importlib.import_module("mteb.types").PromptType,
+                           Model=adapter.LongEmbedMTEBModel, model_meta=adapter.model_meta,
+                           retrieval_task=adapter.retrieval_task)
+
+
 def batches(texts: list[str], size: int = 2) -> list[dict[str, list[str]]]:
     """What mteb hands ``encode``: batches of ``{"text": [...]}``."""
     return [{"text": texts[i : i + size]} for i in range(0, len(texts), size)]
 
 
-def mteb_encode(model: LongEmbedMTEBModel, texts: list[str], prompt_type: PromptType | None) -> np.ndarray:
-    task = retrieval_task("tiny", {"d": "doc"}, {"q": "query"}, {"q": {"d": 1}})
+def mteb_encode(api: SimpleNamespace, model, texts: list[str], prompt_type) -> np.ndarray:
+    """``model.encode`` as mteb calls it (``model`` an adapter, ``prompt_type`` a ``PromptType`` or None)."""
+    task = api.retrieval_task("tiny", {"d": "doc"}, {"q": "query"}, {"q": {"d": 1}})
     return model.encode(batches(texts), task_metadata=task.metadata, hf_split="test", hf_subset="default",
                         prompt_type=prompt_type, batch_size=2)
 
 
 # ----------------------------------------------------------------------------- mteb adapter
-def test_mteb_vectors_are_encode_with_the_side_prompt(prompted):
-    model = LongEmbedMTEBModel(prompted)
-    assert isinstance(model, mteb.models.EncoderProtocol)
-    queries = mteb_encode(model, QUERIES, PromptType.query)
-    documents = mteb_encode(model, DOCUMENTS, PromptType.document)
+def test_mteb_vectors_are_encode_with_the_side_prompt(prompted, mteb_api):
+    model = mteb_api.Model(prompted)
+    assert isinstance(model, mteb_api.mteb.models.EncoderProtocol)
+    queries = mteb_encode(mteb_api, model, QUERIES, mteb_api.PromptType.query)
+    documents = mteb_encode(mteb_api, model, DOCUMENTS, mteb_api.PromptType.document)
     assert queries.dtype == np.float32 and documents.shape == (3, 384)
     np.testing.assert_allclose(queries, prompted.encode(QUERIES, prompt_name="query"), atol=1e-6, rtol=0)
     np.testing.assert_allclose(documents, prompted.encode(DOCUMENTS, prompt_name="document"), atol=1e-6, rtol=0)
     # the prompts change the vectors, so the checks above tell the sides apart
     assert np.abs(queries - prompted.encode(QUERIES, prompt_name="document")).max() > 1e-3
-    np.testing.assert_allclose(mteb_encode(model, QUERIES, None), prompted.encode(QUERIES), atol=1e-6, rtol=0)
+    np.testing.assert_allclose(mteb_encode(mteb_api, model, QUERIES, None), prompted.encode(QUERIES), atol=1e-6,
+                               rtol=0)
 
 
-def test_mteb_without_model_prompts_adds_none(plain):
-    model = LongEmbedMTEBModel(plain)
+def test_mteb_without_model_prompts_adds_none(plain, mteb_api):
+    model = mteb_api.Model(plain)
     texts = QUERIES + DOCUMENTS[1:]
     expected = plain.encode(texts)
-    np.testing.assert_allclose(mteb_encode(model, texts, PromptType.document), expected, atol=1e-6, rtol=0)
-    np.testing.assert_allclose(mteb_encode(model, texts, PromptType.query), expected, atol=1e-6, rtol=0)
+    for side in (mteb_api.PromptType.document, mteb_api.PromptType.query):
+        np.testing.assert_allclose(mteb_encode(mteb_api, model, texts, side), expected, atol=1e-6, rtol=0)
 
 
 def test_document_prompt_falls_back_to_passage_as_e5_names_it():
@@ -93,31 +105,31 @@ def test_document_prompt_falls_back_to_passage_as_e5_names_it():
     assert retrieval_prompts(fake) == {"query": "query: ", "document": "passage: "}  # the encoder's own choice
 
 
-def test_model_meta_names_the_configuration_and_reloads_it(prompted):
-    meta = model_meta(prompted)
+def test_model_meta_names_the_configuration_and_reloads_it(prompted, mteb_api):
+    meta = mteb_api.model_meta(prompted)
     assert meta.name == "longembed/all-MiniLM-L6-v2-pi-2048"
     assert meta.revision and meta.embed_dim == 384 and meta.max_tokens == 2048
     assert meta.similarity_fn_name.value == "cosine" and meta.use_instructions
     assert meta.experiment_kwargs == {"prompts": PROMPTS}
     reloaded = meta.load_model()
-    assert isinstance(reloaded, LongEmbedMTEBModel)
+    assert isinstance(reloaded, mteb_api.Model)
     assert reloaded.encoder.config.to_dict() == {**prompted.config.to_dict(), "model": meta.loader_kwargs["model"]}
     np.testing.assert_allclose(reloaded.encoder.encode(QUERIES, prompt_name="query"),
                                prompted.encode(QUERIES, prompt_name="query"), atol=1e-6, rtol=0)
 
 
-def test_mteb_refuses_quantized_output(plain):
+def test_mteb_refuses_quantized_output(plain, mteb_api):
     with pytest.raises(ValueError, match="float32"):
-        LongEmbedMTEBModel(plain).encode(batches(QUERIES), task_metadata=None, hf_split="test",
-                                         hf_subset="default", precision="int8")
+        mteb_api.Model(plain).encode(batches(QUERIES), task_metadata=None, hf_split="test",
+                                     hf_subset="default", precision="int8")
 
 
-def test_retrieval_task_rejects_unknown_judged_documents():
+def test_retrieval_task_rejects_unknown_judged_documents(mteb_api):
     with pytest.raises(ValueError, match="unknown"):
-        retrieval_task("bad", {"d1": "text"}, {"q1": "query"}, {"q1": {"d2": 1}})
+        mteb_api.retrieval_task("bad", {"d1": "text"}, {"q1": "query"}, {"q1": {"d2": 1}})
 
 
-def test_mteb_and_longembed_agree_on_needle(prompted, tmp_path, monkeypatch):
+def test_mteb_and_longembed_agree_on_needle(prompted, mteb_api, tmp_path, monkeypatch):
     """The issue's check: same model, method and data, nDCG@10 within 0.1 points."""
     require_data("paul_graham_essays")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -238,6 +250,7 @@ def test_add_chunks_refuses_mismatched_lists_and_stores_without_vectors():
 # ----------------------------------------------------------------------------- missing extras
 @pytest.mark.parametrize(("module", "missing"), [("mteb", "mteb"), ("langchain", "langchain_core")])
 def test_missing_extra_names_the_install_command(module, missing, monkeypatch):
+    importlib.import_module(f"longembed.integrations.{module}")  # loaded with its library, then both hidden
     for name in [n for n in sys.modules if n == missing or n.startswith(f"{missing}.")]:
         monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.delitem(sys.modules, f"longembed.integrations.{module}")
