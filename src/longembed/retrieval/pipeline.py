@@ -12,7 +12,12 @@ import numpy as np
 
 from longembed.errors import UserError
 from longembed.retrieval.fusion import Fusion
-from longembed.retrieval.rank_fusion import competition_ranks, fuse_with_tie_break, lexical_ranking
+from longembed.retrieval.rank_fusion import (
+    competition_ranks,
+    competition_ranks_of,
+    fuse_with_tie_break,
+    lexical_ranking,
+)
 from longembed.retrieval.ranking import rank_order
 
 DENSE, LEXICAL = "dense", "bm25"
@@ -48,6 +53,11 @@ class RankedDocuments:
         BM25 does not rank a document it scores 0)."""
         scores = self.systems[system]
         return competition_ranks(lexical_ranking(scores) if system == LEXICAL else scores)
+
+    def ranks_of(self, system: str, query: int, documents: np.ndarray) -> np.ndarray:
+        """:meth:`ranks` of one query's ``documents`` only (without ranking every document)."""
+        scores = self.systems[system][query]
+        return competition_ranks_of(lexical_ranking(scores) if system == LEXICAL else scores, documents)
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:

@@ -8,6 +8,9 @@ import numpy as np
 from longembed.errors import UserError
 from longembed.retrieval.fusion import RRF_K, Fusion
 
+#: up to this many columns :func:`competition_ranks_of` counts per column; beyond, it sorts the row
+FEW_COLUMNS = 64
+
 
 def fuse_scores(fusion: Fusion, dense: np.ndarray, lexical: np.ndarray) -> np.ndarray:
     """The fused (queries x documents) scores of two score matrices of the same shape."""
@@ -51,6 +54,17 @@ def competition_ranks(scores: np.ndarray) -> np.ndarray:
         ordered = np.sort(row[ranked])
         ranks[i, ranked] = 1 + len(ordered) - np.searchsorted(ordered, row[ranked], side="right")
     return ranks
+
+
+def competition_ranks_of(scores: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """:func:`competition_ranks` of one row's entries at ``columns`` only (a search's shown results):
+    a count of the higher entries per column, no sort of the row unless the columns are many."""
+    chosen = scores[columns]
+    if len(columns) > FEW_COLUMNS:
+        return competition_ranks(scores[None, :])[0, columns]
+    ranked = np.where(np.isfinite(scores), scores, -np.inf)
+    higher = np.array([np.count_nonzero(ranked > value) for value in chosen.tolist()], dtype=np.float64)
+    return np.where(np.isfinite(chosen), 1.0 + higher, np.inf)
 
 
 def reciprocal_rank_fusion(rankings: list[np.ndarray], k: int = RRF_K, outside: np.ndarray | None = None) -> np.ndarray:
