@@ -47,12 +47,17 @@ def tie_break_scores(dense: np.ndarray, lexical: np.ndarray) -> np.ndarray:
 
 def competition_ranks(scores: np.ndarray) -> np.ndarray:
     """Per row, each entry's rank: 1 + the number of entries strictly higher; ``-inf`` (not ranked)
-    gets ``inf``."""
+    gets ``inf``.  One sort per row: in descending order an entry's rank is 1 + where its run of equal
+    scores begins (no binary search per entry, which is random memory access over a long row)."""
     ranks = np.full(scores.shape, np.inf)
     for i, row in enumerate(scores):
-        ranked = np.isfinite(row)
-        ordered = np.sort(row[ranked])
-        ranks[i, ranked] = 1 + len(ordered) - np.searchsorted(ordered, row[ranked], side="right")
+        ranked = np.flatnonzero(np.isfinite(row))
+        order = np.argsort(row[ranked])[::-1]  # descending; equal scores share a rank in any order
+        ordered = row[ranked][order]
+        begins = np.empty(len(ordered), dtype=bool)
+        begins[:1] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=begins[1:])
+        ranks[i, ranked[order]] = 1.0 + np.maximum.accumulate(np.where(begins, np.arange(len(ordered)), 0))
     return ranks
 
 
