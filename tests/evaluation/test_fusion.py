@@ -16,7 +16,7 @@ from longembed.report.labels import run_label
 from longembed.results import RunResults
 from longembed.retrieval.bm25 import BM25Model
 from longembed.retrieval.fusion import Fusion
-from longembed.retrieval.rank_fusion import competition_ranks, fuse_scores, min_max
+from longembed.retrieval.rank_fusion import competition_ranks, competition_ranks_of, fuse_scores, min_max
 from longembed.retrieval.strategy import Strategy
 from longembed.tasks import get_task
 
@@ -59,6 +59,19 @@ def test_competition_ranks_equal_scipys_min_ranks() -> None:
     ranks = competition_ranks(scores)
     assert np.all(np.isinf(ranks[0, :3]))
     np.testing.assert_array_equal(ranks[0, 3:], rankdata(-scores[0, 3:], method="min"))
+
+
+@pytest.mark.parametrize("shown", [1, 10, 150])
+def test_the_ranks_of_a_few_shown_documents_are_their_competition_ranks(shown: int) -> None:
+    rng = np.random.default_rng(shown)
+    scores = rng.integers(0, 5, size=(4, 200)).astype(float)  # many ties
+    scores[rng.random(scores.shape) < 0.1] = -np.inf  # not ranked
+    scores[rng.random(scores.shape) < 0.05] = np.nan
+    scores[rng.random(scores.shape) < 0.05] = np.inf
+    expected = competition_ranks(scores)
+    for q, row in enumerate(scores):
+        columns = rng.choice(200, size=shown, replace=False)
+        np.testing.assert_array_equal(competition_ranks_of(row, columns), expected[q, columns])
 
 
 @pytest.mark.parametrize("k", [1, 60])

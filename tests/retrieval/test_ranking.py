@@ -7,7 +7,7 @@ import pytest
 
 from longembed.retrieval.fusion import Fusion
 from longembed.retrieval.rank_fusion import fuse_with_tie_break, tie_break_scores
-from longembed.retrieval.ranking import RUN_SCORE_STEP, rank, strictly_decreasing
+from longembed.retrieval.ranking import RUN_SCORE_STEP, rank, rank_order, strictly_decreasing
 
 
 def test_ties_go_to_the_tie_break_key_then_to_the_id() -> None:
@@ -56,3 +56,25 @@ def test_run_scores_strictly_decrease_by_a_step_float32_readers_see() -> None:
     with pytest.raises(ValueError, match="finite"):
         strictly_decreasing([1.0, -np.inf])
 
+
+
+@pytest.mark.parametrize("with_tie_break", [False, True])
+def test_the_first_k_equal_a_sort_written_out_for_every_k_with_ties_at_the_kth_nan_and_inf(with_tie_break: bool) -> None:
+    # rank_order sorts only the documents that can be in the first k; ties at the k-th score, NaN and
+    # -inf (not a candidate) must come out as a sort of them all would put them
+    rng = np.random.default_rng(5)
+    scores = rng.integers(0, 3, size=(8, 30)).astype(float)
+    scores[rng.random(scores.shape) < 0.1] = np.nan
+    scores[rng.random(scores.shape) < 0.1] = -np.inf
+    tie_break = rng.integers(0, 2, size=scores.shape).astype(float) if with_tie_break else None
+    ids = [f"d{j:02d}" for j in rng.permutation(30)]
+
+    def key(value: float) -> float:
+        return np.inf if np.isnan(value) or value == -np.inf else -value
+
+    for k in range(1, 31):
+        got = rank_order(scores, [f"q{i}" for i in range(8)], ids, top_k=k, tie_break=tie_break)
+        for q in range(8):
+            expected = sorted(range(30), key=lambda j, q=q: (key(scores[q, j]),
+                                                           0.0 if tie_break is None else key(tie_break[q, j]), ids[j]))
+            assert got[q].tolist() == expected[:k], (k, q)

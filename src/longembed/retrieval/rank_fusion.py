@@ -8,6 +8,9 @@ import numpy as np
 from longembed.errors import UserError
 from longembed.retrieval.fusion import RRF_K, Fusion
 
+#: up to this many columns :func:`competition_ranks_of` counts per column; beyond, it sorts the row
+FEW_COLUMNS = 64
+
 
 def fuse_scores(fusion: Fusion, dense: np.ndarray, lexical: np.ndarray) -> np.ndarray:
     """The fused (queries x documents) scores of two score matrices of the same shape."""
@@ -44,13 +47,29 @@ def tie_break_scores(dense: np.ndarray, lexical: np.ndarray) -> np.ndarray:
 
 def competition_ranks(scores: np.ndarray) -> np.ndarray:
     """Per row, each entry's rank: 1 + the number of entries strictly higher; ``-inf`` (not ranked)
-    gets ``inf``."""
+    gets ``inf``.  One sort per row: in descending order an entry's rank is 1 + where its run of equal
+    scores begins (no binary search per entry, which is random memory access over a long row)."""
     ranks = np.full(scores.shape, np.inf)
     for i, row in enumerate(scores):
-        ranked = np.isfinite(row)
-        ordered = np.sort(row[ranked])
-        ranks[i, ranked] = 1 + len(ordered) - np.searchsorted(ordered, row[ranked], side="right")
+        ranked = np.flatnonzero(np.isfinite(row))
+        order = np.argsort(row[ranked])[::-1]  # descending; equal scores share a rank in any order
+        ordered = row[ranked][order]
+        begins = np.empty(len(ordered), dtype=bool)
+        begins[:1] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=begins[1:])
+        ranks[i, ranked[order]] = 1.0 + np.maximum.accumulate(np.where(begins, np.arange(len(ordered)), 0))
     return ranks
+
+
+def competition_ranks_of(scores: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """:func:`competition_ranks` of one row's entries at ``columns`` only (a search's shown results):
+    a count of the higher entries per column, no sort of the row unless the columns are many."""
+    chosen = scores[columns]
+    if len(columns) > FEW_COLUMNS:
+        return competition_ranks(scores[None, :])[0, columns]
+    ranked = np.where(np.isfinite(scores), scores, -np.inf)
+    higher = np.array([np.count_nonzero(ranked > value) for value in chosen.tolist()], dtype=np.float64)
+    return np.where(np.isfinite(chosen), 1.0 + higher, np.inf)
 
 
 def reciprocal_rank_fusion(rankings: list[np.ndarray], k: int = RRF_K, outside: np.ndarray | None = None) -> np.ndarray:

@@ -57,15 +57,28 @@ def rank_order(
         raise UserError("query_ids contain duplicates")
     if top_k is not None and top_k < 1:
         raise UserError(f"top_k must be at least 1 (or None), not {top_k}")
-    by_id = np.asarray(sorted(range(len(doc_ids)), key=doc_ids.__getitem__), dtype=np.int64)
-    keys = [_descending(scores[:, by_id])]  # ascending sort of -score = descending score
-    if tie_break is not None:
-        keys.insert(0, _descending(np.asarray(tie_break, dtype=np.float64)[:, by_id]))
-    # lexsort is stable and sorts by its last key first: score, then tie_break, then id order
-    order = np.lexsort(keys, axis=-1) if len(doc_ids) else np.zeros((len(query_ids), 0), dtype=np.int64)
-    if top_k is not None:
-        order = order[:, :top_k]
-    return by_id[order]
+    keys = _descending(scores)  # ascending sort of -score = descending score
+    ties = None if tie_break is None else _descending(np.asarray(tie_break, dtype=np.float64))
+    if top_k is None or top_k >= len(doc_ids):
+        return _sorted(keys, ties, doc_ids, np.arange(len(doc_ids)), top_k)
+    order = np.empty((len(query_ids), top_k), dtype=np.int64)
+    for q, row in enumerate(keys):
+        # the first k have a key of at most the k-th smallest: sort only those (ties at the k-th included)
+        candidates = np.flatnonzero(row <= np.partition(row, top_k - 1)[top_k - 1])
+        order[q] = _sorted(keys[q : q + 1], None if ties is None else ties[q : q + 1], doc_ids, candidates, top_k)[0]
+    return order
+
+
+def _sorted(keys: np.ndarray, ties: np.ndarray | None, doc_ids: Sequence[str], columns: np.ndarray,
+            top_k: int | None) -> np.ndarray:
+    """Per row of ``keys``, the first ``top_k`` of the documents at ``columns`` in the ranking's order:
+    key, then tie key (both ascending), then id."""
+    by_id = np.asarray(sorted(columns.tolist(), key=doc_ids.__getitem__), dtype=np.int64)
+    if not len(by_id):
+        return np.zeros((len(keys), 0), dtype=np.int64)
+    sort_keys = [keys[:, by_id]] if ties is None else [ties[:, by_id], keys[:, by_id]]
+    # lexsort is stable and sorts by its last key first: key, then tie key, then id order
+    return by_id[np.lexsort(sort_keys, axis=-1)[:, :top_k]]
 
 
 def _descending(values: np.ndarray) -> np.ndarray:

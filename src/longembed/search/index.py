@@ -266,7 +266,8 @@ class SearchIndex:
         data = self._data
         order = [int(d) for d in ranked.order[q]]
         shown = strictly_decreasing([ranked.scores[q, d] for d in order])
-        ranks = {name: ranked.ranks(name)[q] for name in ranked.systems}
+        shown_rows = np.asarray(order, dtype=np.int64)
+        ranks = {name: dict(zip(order, ranked.ranks_of(name, q, shown_rows).tolist(), strict=True)) for name in ranked.systems}
         passages = self._passages(query, order) if choice == "query" else [self._scoring_chunk(q, d, ranked)
                                                                            for d in order]
         results = []
