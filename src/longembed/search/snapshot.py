@@ -127,15 +127,16 @@ def write_snapshot(snapshot: Snapshot, folder: Path) -> None:
 def read_snapshot(folder: Path) -> Snapshot:
     """The snapshot saved in ``folder``, its vectors and texts memory-mapped (see the module docstring);
     BM25 loaded as saved when the strategy has it (indexed again, here, when it was saved with other settings
-    than this installation's: another bm25s or PyStemmer would score otherwise)."""
+    than this installation's: another bm25s or PyStemmer would score otherwise).  A file the version needs
+    that is missing is a FileNotFoundError, never a snapshot without it."""
     manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
     if manifest.get("format") != SNAPSHOT_FORMAT:
         raise UserError(f"{folder}: saved by another longembed ({manifest.get('format')!r}, not {SNAPSHOT_FORMAT!r}); "
                         "run longembed index again to save it anew")
-    _, lexical = systems(manifest["metadata"])
+    dense, lexical = systems(manifest["metadata"])
     documents = _read_arrow(folder / DOCUMENTS)
     chunks = _read_arrow(folder / CHUNKS)
-    vectors = np.load(folder / VECTORS, mmap_mode="r") if (folder / VECTORS).is_file() else None
+    vectors = np.load(folder / VECTORS, mmap_mode="r") if dense else None  # FileNotFoundError when missing
     bm25 = None
     if lexical:
         model = BM25Model()
