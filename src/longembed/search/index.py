@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
 
 import longembed.search as heavy
 from longembed.errors import MissingFileError, UserError
@@ -341,7 +340,7 @@ def _open_snapshot(path: str | Path) -> Snapshot:
         except FileNotFoundError as exc:
             missing = f"{Path(exc.filename or '?').name} of version {saved[0]}"
             continue
-        except (OSError, EOFError, ValueError, KeyError, TypeError, pa.ArrowException) as exc:
+        except Exception as exc:  # any reader's error on a damaged file (numpy's header parser raises TokenError)
             detail = " ".join(f"{type(exc).__name__}: {exc}".split())[:160]  # one line
             raise UserError(f"--index {path}: the files saved for version {saved[0]} cannot be read ({detail}); "
                             f"{RESAVE_HINT.format(path=path)}") from exc

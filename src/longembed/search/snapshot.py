@@ -53,10 +53,16 @@ class Snapshot:
     chunks: pa.Table  # per chunk: "location", "page"
     bm25: Any | None  # the bm25s index of the documents' texts (None: the strategy has no BM25)
     ann: dict[str, Any] | None = None  # the ANN index's name, partitions and probes (None: exact scan)
+    folder: Path | None = None  # where it was read from (None: built in memory)
 
     def text(self, document: int) -> str:
-        """The whole text of the document at this position."""
-        return str(self.documents.column("text")[document].as_py())
+        """The whole text of the document at this position (memory-mapped: read, and checked, here)."""
+        try:
+            return str(self.documents.column("text")[document].as_py())
+        except UnicodeDecodeError:
+            raise UserError(f"{self.folder}/{DOCUMENTS}: the text of document {self.doc_ids[document]!r} is damaged "
+                            "(not UTF-8); run longembed index with the same sources and --index on this index to save "
+                            "its files anew (nothing is embedded again)") from None
 
     def location(self, chunk: int) -> tuple[str | None, int | None]:
         """Where the chunk at this position is ("page 12", "Install > Models") and its first page."""
@@ -148,7 +154,7 @@ def read_snapshot(folder: Path) -> Snapshot:
         doc_ids=documents["id"].to_pylist(), sources=documents["source"].to_pylist(),
         rows=_int64s(documents["rows"]), starts=_int64s(chunks["start"]), ends=_int64s(chunks["end"]),
         vectors=vectors, documents=documents.select(["text"]), chunks=chunks.select(["location", "page"]),
-        bm25=bm25, ann=manifest.get("ann"),
+        bm25=bm25, ann=manifest.get("ann"), folder=folder,
     )
 
 
