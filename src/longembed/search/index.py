@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
 
 import longembed.search as heavy
 from longembed.errors import MissingFileError, UserError
@@ -60,7 +59,7 @@ from longembed.retrieval.ranking import strictly_decreasing
 from longembed.retrieval.strategy import BM25, Strategy
 from longembed.search.document_files import read_document_files, servable_file
 from longembed.search.snapshot import Snapshot, read_snapshot
-from longembed.search.version_files import is_local, saved_version
+from longembed.search.version_files import POINTER, has_pointer, is_local, saved_version
 
 if TYPE_CHECKING:
     from longembed.encoder import LongContextEncoder
@@ -333,23 +332,33 @@ class SearchIndex:
 
 def _open_snapshot(path: str | Path) -> Snapshot:
     """The index's last complete version: its saved files (memory-mapped), else its table's rows read
-    into memory and BM25 indexed, once per open (an index built before files were saved: a rerun of
-    ``longembed index`` saves them)."""
+    into memory and BM25 indexed, once per open (an index built before files were saved, or whose saved
+    files are missing: a rerun of ``longembed index`` saves them)."""
+    missing = None
     for _attempt in range(2):  # a build may replace the saved version between the pointer and its files
         saved = saved_version(path)
         if saved is None:
+            missing = f"the folder of the version {POINTER} names" if has_pointer(path) else None
             break
         try:
             return read_snapshot(saved[1])
-        except FileNotFoundError:
+        except FileNotFoundError as exc:
+            missing = f"{Path(exc.filename or '?').name} of version {saved[0]}"
             continue
-        except (OSError, EOFError, ValueError, KeyError, TypeError, pa.ArrowException) as exc:
+        except Exception as exc:  # any reader's error on a damaged file (numpy's header parser raises TokenError)
             detail = " ".join(f"{type(exc).__name__}: {exc}".split())[:160]  # one line
-            raise UserError(f"--index {path}: the files saved for version {saved[0]} cannot be read ({detail}); build "
-                            "it again with --rebuild") from exc
+            raise UserError(f"--index {path}: the files saved for version {saved[0]} cannot be read ({detail}); "
+                            f"{RESAVE_HINT.format(path=path)}") from exc
     snapshot = heavy.read_table_snapshot(path)
     if is_local(path):
-        warnings.warn(f"{path}: this index was built before longembed saved what a search opens, so every open "
-                      "reads all its rows and indexes BM25 again; run longembed index with the same sources and "
-                      f"--index {path} once to save them (nothing is embedded again)", stacklevel=3)
+        why = (f"its saved files are incomplete ({missing} is missing)" if missing is not None else
+               "this index was built before longembed saved what a search opens")
+        warnings.warn(f"{path}: {why}, so every open reads all its rows and indexes BM25 again; run longembed index "
+                      f"with the same sources and --index {path} once to save them (nothing is embedded again)",
+                      stacklevel=3)
     return snapshot
+
+
+#: what to do about saved files that cannot be read: a rerun saves them anew from the table
+RESAVE_HINT = ("run longembed index with the same sources and --index {path} to save them anew (nothing is embedded "
+               "again), or build it again with --rebuild")

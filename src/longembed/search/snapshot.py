@@ -54,16 +54,27 @@ class Snapshot:
     chunks: pa.Table  # per chunk: "location", "page"
     bm25: Any | None  # the bm25s index of the documents' texts (None: the strategy has no BM25)
     ann: dict[str, Any] | None = None  # the ANN index's name, partitions and probes (None: exact scan)
+    folder: Path | None = None  # where it was read from (None: built in memory)
 
     def text(self, document: int) -> str:
-        """The whole text of the document at this position."""
-        return str(self.documents.column("text")[document].as_py())
+        """The whole text of the document at this position (memory-mapped: read, and checked, here)."""
+        try:
+            return str(self.documents.column("text")[document].as_py())
+        except UnicodeDecodeError:
+            raise UserError(f"{self.folder}/{DOCUMENTS}: the text of document {self.doc_ids[document]!r} is damaged "
+                            "(not UTF-8); run longembed index with the same sources and --index on this index to save "
+                            "its files anew (nothing is embedded again)") from None
 
     def marks(self, document: int) -> tuple[Location, ...]:
         """The document's location map (empty: it has none, or the index was built before maps were stored)."""
         if "marks" not in self.documents.column_names:
             return ()
-        return marks_from_json(self.documents.column("marks")[document].as_py())
+        try:
+            return marks_from_json(self.documents.column("marks")[document].as_py())
+        except (UnicodeDecodeError, ValueError, TypeError):  # JSON, UTF-8 or its shape
+            raise UserError(f"{self.folder}/{DOCUMENTS}: the location map of document {self.doc_ids[document]!r} is "
+                            "damaged; run longembed index with the same sources and --index on this index to save "
+                            "its files anew (nothing is embedded again)") from None
 
     def location(self, chunk: int) -> tuple[str | None, int | None]:
         """Where the chunk at this position is ("page 12", "Install > Models") and its first page."""
@@ -137,15 +148,16 @@ def write_snapshot(snapshot: Snapshot, folder: Path) -> None:
 def read_snapshot(folder: Path) -> Snapshot:
     """The snapshot saved in ``folder``, its vectors and texts memory-mapped (see the module docstring);
     BM25 loaded as saved when the strategy has it (indexed again, here, when it was saved with other settings
-    than this installation's: another bm25s or PyStemmer would score otherwise)."""
+    than this installation's: another bm25s or PyStemmer would score otherwise).  A file the version needs
+    that is missing is a FileNotFoundError, never a snapshot without it."""
     manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
     if manifest.get("format") != SNAPSHOT_FORMAT:
         raise UserError(f"{folder}: saved by another longembed ({manifest.get('format')!r}, not {SNAPSHOT_FORMAT!r}); "
                         "run longembed index again to save it anew")
-    _, lexical = systems(manifest["metadata"])
+    dense, lexical = systems(manifest["metadata"])
     documents = _read_arrow(folder / DOCUMENTS)
     chunks = _read_arrow(folder / CHUNKS)
-    vectors = np.load(folder / VECTORS, mmap_mode="r") if (folder / VECTORS).is_file() else None
+    vectors = np.load(folder / VECTORS, mmap_mode="r") if dense else None  # FileNotFoundError when missing
     bm25 = None
     if lexical:
         model = BM25Model()
@@ -157,8 +169,8 @@ def read_snapshot(folder: Path) -> Snapshot:
         doc_ids=documents["id"].to_pylist(), sources=documents["source"].to_pylist(),
         rows=_int64s(documents["rows"]), starts=_int64s(chunks["start"]), ends=_int64s(chunks["end"]),
         vectors=vectors,
-        documents=documents.select([name for name in ("text", "marks") if name in documents.column_names]), chunks=chunks.select(["location", "page"]),
-        bm25=bm25, ann=manifest.get("ann"),
+        documents=documents.select([name for name in ("text", "marks") if name in documents.column_names]),
+        chunks=chunks.select(["location", "page"]), bm25=bm25, ann=manifest.get("ann"), folder=folder,
     )
 
 

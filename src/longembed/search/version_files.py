@@ -41,6 +41,11 @@ def version_name(version: int, written_at: str | None) -> str:
     return f"{version}-{''.join(c for c in written_at or '' if c.isdigit())}"
 
 
+def has_pointer(path: str | Path) -> bool:
+    """Whether the local index has a pointer (:data:`POINTER`): a build saved its files at least once."""
+    return is_local(path) and (Path(path) / POINTER).is_file()
+
+
 def saved_version(path: str | Path) -> tuple[str, Path] | None:
     """The name of the version the pointer names and the local folder of its files; None when the index
     has no saved files (built before they existed, or not on this machine)."""
