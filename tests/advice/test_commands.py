@@ -8,7 +8,7 @@ from pathlib import Path
 
 from test_plot import nine_strategies
 
-from longembed.advice.commands import DataFlags, strategy_commands
+from longembed.advice.commands import DataFlags, serve_request, strategy_commands
 from longembed.advice.markdown import advice_title, command_lines
 from longembed.retrieval.strategy import Strategy
 
@@ -49,3 +49,12 @@ def test_advice_md_says_what_serve_does() -> None:
     markdown = "\n".join(command_lines(advice.strategy("late-chunks+bm25"), "To use it"))
     assert "longembed serve --index out/index/late-chunks+bm25" in markdown
     assert "a search server (POST /search" in markdown
+
+
+def test_the_fusion_a_strategy_records_is_the_one_its_commands_describe() -> None:
+    linear = Strategy("default", granularity="chunks", fuse="bm25", fuse_method="linear", fuse_weight=0.3)
+    rrf = Strategy("default", granularity="chunks", fuse="bm25", fuse_k=20)
+    assert "a linear mix of min-max normalised scores, bm25 weight 0.3" in serve_request(linear.to_dict())
+    assert "reciprocal rank fusion, k = 20" in serve_request(rrf.to_dict())
+    assert "fused" not in serve_request(Strategy("default", granularity="chunks").to_dict())
+    assert serve_request(Strategy("bm25").to_dict()).startswith("no model")

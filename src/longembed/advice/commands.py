@@ -130,15 +130,16 @@ def command_dtypes(config: Mapping[str, Any], auto: str) -> dict[str, str]:
 
 
 def serve_request(config: Mapping[str, Any]) -> str:
-    """What to send the server for the strategy's vectors, in words."""
-    if config["model"] == BM25:
+    """What to send the server for the vectors of the strategy advice.json's ``config`` records, in words."""
+    strategy = Strategy.from_dict(config)
+    if strategy.lexical_only:
         return "no model: BM25 needs only the index"
-    if config["granularity"] == "chunks":
-        kind = "late" if config["late"] else "naive"
-        text = (f"POST /embed_chunks with \"chunking\": \"{config['chunking']}\", \"late\": "
-                f"{'true' if config['late'] else 'false'} ({kind} chunks; a document scores its best chunk)")
+    if strategy.chunked:
+        kind = "late" if strategy.late else "naive"
+        text = (f"POST /embed_chunks with \"chunking\": \"{strategy.chunking}\", \"late\": "
+                f"{'true' if strategy.late else 'false'} ({kind} chunks; a document scores its best chunk)")
     else:
         text = "POST /embed or /v1/embeddings (one vector per document)"
-    if config.get("fuse"):
-        text += "; fused with BM25's ranking (reciprocal rank fusion, k = 60) where you search"
+    if strategy.fusion is not None:
+        text += f"; fused with BM25's ranking ({strategy.fusion.describe()}) where you search"
     return text

@@ -14,6 +14,7 @@ from longembed.evaluation.estimate import format_duration
 from longembed.loading import DEFAULT_MODEL, DEFAULT_MODEL_NAME
 from longembed.report.formatting import fmt, fmt_interval, md_table
 from longembed.results.advice import Advice, StrategyResult
+from longembed.retrieval.strategy import Strategy
 
 HEADER = ["strategy", "method", "score [95% interval]", "vs best [95% interval]", "lower bound", "verdict",
           "encode s / 1k tokens", "vectors / document", "index", "query ms"]
@@ -114,7 +115,7 @@ def command_lines(s: StrategyResult, title: str, dtype_auto: str = "") -> list[s
     what = (f"{title} ({s.name}: model {c.get('model')}, method {c.get('method') or '-'}, max length "
             f"{c.get('max_length') or '-'}, {c.get('granularity')}"
             + (f" {c.get('chunking')} {'late' if c.get('late') else 'naive'}" if c.get("granularity") == "chunks" else "")
-            + (f", fused with {c['fuse']} ({c.get('fuse_method')}, k {c.get('fuse_k')})" if c.get("fuse") else "")
+            + (f", fused with {c['fuse']} ({Strategy.from_dict(c).fusion.describe()})" if c.get("fuse") else "")
             + f"; its vectors from the embedding server: {serve_request(c)}):")
     lines = [what, "", "```sh"]
     for name, command in s.commands.items():

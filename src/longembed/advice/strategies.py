@@ -10,6 +10,7 @@ from typing import NamedTuple
 from longembed.chunking.spans import TokenChunking, chunk_overlap, overlapping, parse_chunking
 from longembed.errors import UserError
 from longembed.extension.methods import ALIBI, APE, ROPE, check_method
+from longembed.retrieval.fusion import Fusion
 from longembed.retrieval.strategy import (
     BM25,
     CHUNKS,
@@ -95,7 +96,7 @@ def plan_candidates(
         dense.append(Candidate(TRAINED_LATE_CHUNKS, trained, f"late chunks ({chunking}) of the model fine-tuned for "
                                f"them ({contextual.folder}, run with {contextual.method} at {contextual.max_length})"))
     hybrids = [Candidate(c.name + FUSION_SUFFIX, replace(c.strategy, fuse=BM25),
-                         f"{c.name} fused with BM25 (reciprocal rank fusion, k = 60)") for c in dense]
+                         f"{c.name} fused with BM25 ({Fusion(BM25).describe()})") for c in dense]
     lexical = Candidate(BM25, Strategy(BM25), "BM25 (lexical; no model)")
     return [lexical, *dense, *hybrids], left_out
 

@@ -62,6 +62,13 @@ class Fusion:
         if isinstance(self.weight, bool) or not isinstance(self.weight, int | float) or not 0 <= self.weight <= 1:
             raise UserError(f"fuse_weight must be in [0, 1] (the lexical side's weight), got {self.weight!r}")
 
+    def describe(self) -> str:
+        """The rule in words, as advice prints it: "reciprocal rank fusion, k = 60" or "a linear mix of
+        min-max normalised scores, bm25 weight 0.5"."""
+        if self.method == "rrf":
+            return f"reciprocal rank fusion, k = {self.k}"
+        return f"a linear mix of min-max normalised scores, {self.source} weight {self.weight:g}"
+
     @classmethod
     def from_options(
         cls, source: str | None, method: str | None = None, weight: float | None = None, k: int | None = None
