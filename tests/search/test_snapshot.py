@@ -226,3 +226,13 @@ def test_pieces_saved_under_another_rule_are_read_as_absent(tmp_path: Path) -> N
     (folder / "manifest.json").write_text(json.dumps(manifest))
     index = open_index(tmp_path / "index")
     assert index._data.pieces is None and index.search("foxes", k=2).results  # embedded at search time
+
+
+def test_a_rebuild_over_damaged_saved_pieces_embeds_them_all_again(tmp_path: Path) -> None:
+    model = build_tiny("bert", tmp_path / "bert")
+    first = dense_build(tmp_path / "index", model, DOCS)
+    _, folder = saved_version(tmp_path / "index")
+    (folder / PIECE_VECTORS).write_bytes(b"\x93NUMPY cut")
+    second = dense_build(tmp_path / "index", model, MORE)
+    assert second.pieces.reused == 0 and second.pieces.embedded > first.pieces.embedded
+    assert open_index(tmp_path / "index")._data.pieces.count == second.pieces.embedded

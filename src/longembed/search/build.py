@@ -423,8 +423,7 @@ def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], s
             # encoded elsewhere: the wait for the workers' rows, the appends apart
             times.add("encoding", time.perf_counter() - start - (times.seconds["writing"] - written))
         appends.flush()
-    pieces = PassagePieces(path, encoder, wanted, batch_size, show_progress, times,
-                           None if rebuild or fresh else saved_version(path))
+    pieces = PassagePieces(path, encoder, batch_size, show_progress, reuse=not (rebuild or fresh))
     note = pieces.note(passage_vectors)
     with times.stage("finishing"):
         ann_done = update_ann_index(table, ann)
@@ -449,13 +448,14 @@ def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], s
 
 class PassagePieces:
     """The build's passage vectors: every document's sentence pieces embedded into the snapshot it saves
-    (:mod:`longembed.search.piece_vectors`), reusing the last complete snapshot's (``previous``: its name
-    and folder) for documents it holds unchanged; :attr:`seconds` they took, :attr:`counts` what was done."""
+    (:mod:`longembed.search.piece_vectors`), reusing the last complete snapshot's for documents it holds
+    unchanged (``reuse``: not for a new or rebuilt table); :attr:`seconds` they took, :attr:`counts`
+    what was done."""
 
-    def __init__(self, path: str | Path, encoder: LongContextEncoder | None, metadata: dict[str, Any], batch_size: int,
-                 show_progress: bool, times: StageTimes, previous: tuple[str, Path] | None) -> None:
-        self.path, self.encoder, self.metadata, self.batch_size = path, encoder, metadata, batch_size
-        self.show_progress, self.previous = show_progress, previous
+    def __init__(self, path: str | Path, encoder: LongContextEncoder | None, batch_size: int, show_progress: bool,
+                 reuse: bool) -> None:
+        self.path, self.encoder, self.batch_size = path, encoder, batch_size
+        self.show_progress, self.reuse = show_progress, reuse
         self.seconds = 0.0
         self.counts: PieceCounts | None = None
         self.scratch = scratch_file(Path(path))
@@ -477,11 +477,22 @@ class PassagePieces:
             return
         start = time.perf_counter()
         try:
-            previous = previous_snapshot(None if self.previous is None else self.previous[1], snapshot.metadata)
+            previous = previous_snapshot(self._previous_folder(), snapshot.metadata)
             snapshot.pieces, self.counts = embed_pieces(snapshot, self.encoder, snapshot.metadata["prompts"]["document"],
                                                         self.scratch, previous, self.batch_size, self.show_progress)
         finally:
             self.seconds += time.perf_counter() - start
+
+    def _previous_folder(self) -> Path | None:
+        """The folder of the last complete snapshot (the pointer still names it while this one is
+        written); None when there is none to reuse, or its pointer cannot be read (all embedded again)."""
+        if not self.reuse:
+            return None
+        try:
+            saved = saved_version(self.path)
+        except UserError:
+            return None
+        return None if saved is None else saved[1]
 
     def discard(self) -> None:
         """Remove the vectors' scratch file when the snapshot did not take it (a failed write)."""

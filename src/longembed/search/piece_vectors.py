@@ -21,9 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 from tqdm.auto import tqdm
 
 from longembed.encoder import LongContextEncoder
+from longembed.errors import UserError
 from longembed.retrieval.passages import document_pieces
 from longembed.search.snapshot import SavedPieces, Snapshot, piece_offsets, read_snapshot
 
@@ -54,7 +56,7 @@ def previous_snapshot(folder: Path | None, metadata: dict[str, Any]) -> Snapshot
         return None
     try:
         previous = read_snapshot(folder)
-    except (OSError, ValueError, KeyError, TypeError):  # unreadable: embed everything again, as a rebuild would
+    except (OSError, EOFError, ValueError, KeyError, TypeError, pa.ArrowException, UserError):  # unreadable: embed all
         return None
     if previous.pieces is None or any(previous.metadata.get(k) != metadata.get(k) for k in _SAME_VECTORS):
         return None
