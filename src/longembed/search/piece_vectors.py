@@ -82,14 +82,34 @@ def embed_pieces(snapshot: Snapshot, encoder: LongContextEncoder, prompt: str, s
     with tqdm(total=sum(len(plan.spans[d]) for d in wanted), desc="passages", unit="piece",
               disable=not show_progress) as bar:
         for rows, texts in _calls(snapshot, plan, offsets, wanted, PIECES_PER_CALL):
-            encoded = encoder.encode(texts, batch_size=batch_size, prompt=prompt, normalize_embeddings=True)
-            vectors[rows] = np.asarray(encoded, dtype=np.float32)
+            vectors[rows] = encode_pieces(encoder, texts, prompt, batch_size)
             counts.embedded += len(rows)
             bar.update(len(rows))
     vectors.flush()
     spans = np.concatenate(plan.spans) if plan.spans else np.zeros((0, 2), dtype=np.int64)
     return SavedPieces(offsets, np.ascontiguousarray(spans[:, 0]), np.ascontiguousarray(spans[:, 1]), vectors,
                        scratch), counts
+
+
+def encode_pieces(encoder: LongContextEncoder, texts: list[str], prompt: str, batch_size: int = 16) -> np.ndarray:
+    """The pieces' unit vectors with the document prompt, float32, as a build saves them (one encode call:
+    the encoder sorts ``texts`` by length and batches them)."""
+    return np.asarray(encoder.encode(texts, batch_size=batch_size, prompt=prompt, normalize_embeddings=True),
+                      dtype=np.float32)
+
+
+def document_piece_vectors(encoder: LongContextEncoder, texts: list[str], prompt: str,
+                           batch_size: int = 16) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each text's pieces ((pieces, 2) spans) and their vectors, as a build saves them, held in memory (a
+    benchmark's documents; a build writes them to disk as they come)."""
+    spans = [np.asarray(document_pieces(t), dtype=np.int64).reshape(-1, 2) for t in texts]
+    pieces = [t[s:e] for t, ss in zip(texts, spans, strict=True) for s, e in ss]
+    vectors = np.zeros((0, encoder.embedding_dim), dtype=np.float32)
+    if pieces:
+        vectors = np.concatenate([encode_pieces(encoder, pieces[i : i + PIECES_PER_CALL], prompt, batch_size)
+                                  for i in range(0, len(pieces), PIECES_PER_CALL)])
+    offsets = piece_offsets([len(s) for s in spans])
+    return [(s, vectors[offsets[d] : offsets[d + 1]]) for d, s in enumerate(spans)]
 
 
 def scratch_file(index: Path) -> Path:
