@@ -12,13 +12,14 @@ first answered document within the top 10 the benchmark compares the two passage
 
 * old: the chunk that gave the document its score (what ``search`` showed before issue 54);
 * new: :func:`~longembed.retrieval.passages.choose_passages` over the windows of the sentences of the
-  2 best chunks, a window scored by the word-weighted mean of its sentences' vectors (each sentence
-  embedded once);
+  2 best chunks, a window scored by the word-weighted mean of its sentences' vectors, read from the
+  pieces' vectors as ``longembed index`` saves them (every document's pieces embedded once, up front:
+  :func:`~longembed.search.piece_vectors.document_piece_vectors`, the build's encode call), as search does;
 * centre: the rule tried against it: the best single sentence (by its own vector), shown with its
   neighbours (as many as fit in 3 sentences / 100 words).
 
-Tokens: what the choice embeds per result (the sentences, with special tokens) against the tokens of the
-result's 2 best chunks.
+Pieces: how many the documents have (what an index saves) and their tokens per document; the choice's
+milliseconds are the scoring alone (no model call: the search path with saved piece vectors).
 
 Nothing here is trained; the data are evaluation data only.  Prints a table and writes JSON.
 """
@@ -42,9 +43,10 @@ from longembed.retrieval.passages import (
     PassageRequest,
     best_chunk_rows,
     choose_passages,
-    chunk_pieces,
+    covered_pieces,
 )
 from longembed.retrieval.pipeline import exact_dense_scores, rank_documents, unit_rows
+from longembed.search.piece_vectors import document_piece_vectors
 from longembed.tasks.base import RetrievalData
 from longembed.tasks.needle import NeedleTask
 from longembed.tasks.qmsum import load_qmsum
@@ -96,37 +98,40 @@ def measure(name: str, data: RetrievalData, encoder, chunking: str, late: bool) 
     def old(qid: str, doc_id: str) -> tuple[int, int]:
         return spans[int(dense.best_chunk[row_of[qid], position[doc_id]])]
 
-    costs: list[tuple[float, int]] = []  # per document: seconds to choose its passage, tokens embedded
-    piece_vectors: dict[str, np.ndarray] = {}
+    # the pieces' vectors as `longembed index` saves them (longembed.search.piece_vectors), once per document
+    began_pieces = time.perf_counter()
+    saved = document_piece_vectors(encoder, texts, prompts["document"])
+    pieces_seconds = time.perf_counter() - began_pieces
+    print(f"{name}: {sum(len(s) for s, _ in saved)} pieces embedded ({pieces_seconds:.0f} s)", flush=True)
+    choice_seconds: list[float] = []
     chunk_tokens: list[int] = []
     count = lambda ts: sum(len(ids) for ids in encoder.tokenizer(ts)["input_ids"])  # noqa: E731
 
-    def embed(pieces: list[str]) -> np.ndarray:
-        costs[-1] = (costs[-1][0], count(pieces))
-        vectors = encoder.encode(pieces, prompt=prompts["document"], normalize_embeddings=True)
-        piece_vectors.update(zip(pieces, vectors, strict=True))
-        return vectors
+    def refuse(_: list[str]) -> np.ndarray:
+        raise AssertionError("a piece was embedded at search time")
 
     def request(qid: str, doc_id: str) -> tuple[PassageRequest, np.ndarray]:
         d, vector = position[doc_id], query_vectors[row_of[qid]]
         best = best_chunk_rows(vectors[firsts[d] : firsts[d] + rows[d]] @ vector, int(firsts[d]))
-        return PassageRequest(texts[d], [spans[r] for r in best]), vector
+        return PassageRequest(texts[d], [spans[r] for r in best], *saved[d]), vector
 
     @functools.cache
     def new(qid: str, doc_id: str) -> tuple[int, int]:
         passage, vector = request(qid, doc_id)
-        costs.append((time.perf_counter(), 0))
-        (span,) = choose_passages(PassageQuery(data.queries[qid], vector), [passage], embed, lexical=False)
-        costs[-1] = (time.perf_counter() - costs[-1][0], costs[-1][1])
+        start = time.perf_counter()
+        (span,) = choose_passages(PassageQuery(data.queries[qid], vector), [passage], refuse, lexical=False)
+        choice_seconds.append(time.perf_counter() - start)
         chunk_tokens.append(count([passage.text[s:e] for s, e in passage.chunks]))
         return span
 
     def centre(qid: str, doc_id: str) -> tuple[int, int]:
-        new(qid, doc_id)  # embeds the pieces
         passage, vector = request(qid, doc_id)
-        runs = chunk_pieces(passage.text, passage.chunks)
-        scored = [(float(piece_vectors[passage.text[s:e]] @ vector), -r, -i) for r, run in enumerate(runs)
-                  for i, (s, e) in enumerate(run)]
+        assert passage.pieces is not None and passage.vectors is not None
+        runs = [[(int(passage.pieces[i][0]), int(passage.pieces[i][1])) for i in run]
+                for run in covered_pieces(passage.pieces, passage.chunks)]
+        row = {(int(s), int(e)): i for i, (s, e) in enumerate(passage.pieces)}
+        scored = [(float(passage.vectors[row[p]] @ vector), -r, -i) for r, run in enumerate(runs)
+                  for i, p in enumerate(run)]
         _, r, i = max(scored)
         return around(passage.text, runs[-r], -i)
 
@@ -144,9 +149,12 @@ def measure(name: str, data: RetrievalData, encoder, chunking: str, late: bool) 
         "new": passage_hit_interval(hits["new"]).to_dict() if hits["new"] else None,
         "centre": passage_hit_interval(hits["centre"]).to_dict() if hits["centre"] else None,
         "new_passage_words_median": float(np.median(shown_words)) if shown_words else None,
-        "tokens_embedded_per_document_median": float(np.median([n for _, n in costs])) if costs else None,
+        "pieces_saved": sum(len(s) for s, _ in saved),
+        "piece_tokens_per_document_median": float(np.median([count([t[a:b] for a, b in s]) if len(s) else 0
+                                                            for t, (s, _) in zip(texts, saved, strict=True)])),
+        "pieces_seconds": round(pieces_seconds, 1),
         "best_chunk_tokens_per_document_median": float(np.median(chunk_tokens)) if chunk_tokens else None,
-        "choice_ms_per_document_median": round(1000 * float(np.median([t for t, _ in costs])), 1) if costs else None,
+        "choice_ms_per_document_median": round(1000 * float(np.median(choice_seconds)), 2) if choice_seconds else None,
         "seconds": round(time.perf_counter() - began, 1),
     }
 
@@ -188,14 +196,14 @@ def main() -> None:
         sets.append((f"needle/{length}", first_queries(needles, args.needle_queries) if args.needle_queries else needles))
     rows = [measure(name, data, encoder, args.chunking, args.late) for name, data in sets]
     print("| set | documents | queries | answered doc in top 10 | old passage hit@1 | new passage hit@1 | "
-          "centre passage hit@1 | new passage words | tokens embedded / document | best chunks' tokens / document | "
+          "centre passage hit@1 | new passage words | pieces saved | piece tokens / document | "
           "choice ms / document | s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         cell = lambda i: "-" if i is None else f"{i['estimate']:.1f} [{i['low']:.1f}, {i['high']:.1f}]"  # noqa: E731
         print(f"| {r['set']} | {r['documents']} | {r['queries']} | {r['answered_in_top10']} | {cell(r['old'])} | "
               f"{cell(r['new'])} | {cell(r['centre'])} | {r['new_passage_words_median']} | "
-              f"{r['tokens_embedded_per_document_median']} | {r['best_chunk_tokens_per_document_median']} | "
+              f"{r['pieces_saved']} | {r['piece_tokens_per_document_median']} | "
               f"{r['choice_ms_per_document_median']} | {r['seconds']} |")
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)

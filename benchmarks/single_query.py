@@ -6,7 +6,10 @@ the Paul Graham essays (``--data-dir``), then runs, round by round and alternate
 (tree, threads) pair: it opens the index, warms up with 5 searches, then times ``--searches`` searches
 (k=10) of distinct questions, one at a time, and prints the p50/p99 in milliseconds.  The goal: at
 default settings within 1.5x of the one-thread figure.  Each tree is timed with its own default passage
-choice, and trees that offer it also with ``passages="chunk"`` (the scoring chunk, no re-scoring).
+choice, and trees that offer it also with ``passages="chunk"`` (the scoring chunk, no re-scoring); the
+new tree also with its saved piece vectors set aside (``{"pieces": "unsaved"}``: the passage choice
+embeds its results' sentences, as for an index built with ``--no-passage-vectors``), default threads
+only.  ``--index`` times an index already built instead (e.g. a few essays, under load).
 
 Run it alone on the machine (other work inflates every number):
 
@@ -39,6 +42,8 @@ import json, statistics, sys, time
 from longembed.search import open_index
 index = open_index(sys.argv[1])
 questions = json.loads(sys.argv[2]); searches = int(sys.argv[3]); options = json.loads(sys.argv[4])
+if options.pop("pieces", None) == "unsaved":
+    index._data.pieces = None  # the passage choice embeds its results' sentences
 for q in questions[:5]:
     index.search(q, k=10, **options)
 times = []
@@ -79,14 +84,16 @@ def main() -> None:
     parser.add_argument("--searches", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--work-dir", type=Path, default=None)
+    parser.add_argument("--index", type=Path, default=None, help="an index already built (default: build the essays')")
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args()
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="single-query-"))
     work.mkdir(parents=True, exist_ok=True)
-    index = build(work, args.data_dir)
+    index = args.index or build(work, args.data_dir)
     trees = [("new", "src"), *(tuple(s.split("=", 1)) for s in args.src)]
     cases = [(label, path, threads, options) for label, path in trees for threads in (None, 1)
              for options in ([{}, {"passages": "chunk"}] if label == "new" else [{}])]
+    cases.append(("new", "src", None, {"pieces": "unsaved"}))
     results: dict[str, list[dict]] = {}
     for round_ in range(args.rounds):
         for label, path, threads, options in (cases if round_ % 2 == 0 else cases[::-1]):

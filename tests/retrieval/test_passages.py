@@ -17,6 +17,7 @@ from longembed.retrieval.passages import (
     check_passages,
     choose_passages,
     chunk_pieces,
+    document_pieces,
     overlaps,
     sentence_pieces,
     windows,
@@ -185,3 +186,43 @@ def test_nothing_to_score_with_is_an_error() -> None:
 def test_best_chunk_rows_and_overlap() -> None:
     assert best_chunk_rows(np.array([0.1, 0.9, 0.5, 0.9]), 10, n=3) == [11, 13, 12]
     assert overlaps((5, 10), [(9, 12)]) and not overlaps((5, 10), [(10, 12), (0, 5)])
+
+
+def test_the_pieces_around_any_chunk_are_a_slice_of_the_documents_pieces() -> None:
+    """Pieces are defined once over the whole text, so an index can save them: a sentence of 1,000 words
+    (no period for 4,900 characters) is cut from its own start, whichever chunk reads part of it."""
+    long_sentence = " ".join(f"w{i}" for i in range(1000)) + "."
+    text = f"{FILLER} {long_sentence} {ANSWER} {FILLER}"
+    every = document_pieces(text)
+    middle = text.index("w850 ")  # more than 2,000 characters into the sentence
+    for chunk in [(middle, middle + 40), (0, 30), (text.index(ANSWER), len(text)), (middle, len(text) - 5)]:
+        runs = chunk_pieces(text, [chunk])
+        flat = [p for run in runs for p in run]
+        first = every.index(flat[0])
+        assert flat == every[first : first + len(flat)]
+        assert all(p[0] < chunk[1] and p[1] > chunk[0] for p in flat)
+    assert [len(text[s:e].split()) for s, e in every] == [6, *[100] * 10, 8, 6]
+
+
+def test_saved_piece_vectors_are_used_without_embedding_and_choose_the_same_window() -> None:
+    texts = [document(i) for i in range(4)]
+    chunks = [[(0, 80), (150, 260)] for _ in texts]
+    on_the_fly = choose_passages(query("valve pressure"), [PassageRequest(t, c) for t, c in zip(texts, chunks, strict=True)],
+                                 bag_of_words, lexical=False)
+
+    def refuse(_: list[str]) -> np.ndarray:
+        raise AssertionError("a saved piece was embedded again")
+
+    saved = []
+    for t, c in zip(texts, chunks, strict=True):
+        pieces = np.asarray(document_pieces(t), dtype=np.int64)
+        vectors = bag_of_words([t[s:e] for s, e in pieces]).astype(np.float32)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        saved.append(PassageRequest(t, c, pieces, vectors / np.where(norms > 0, norms, 1.0)))
+    assert choose_passages(query("valve pressure"), saved, refuse, lexical=False) == on_the_fly
+    assert choose_passages(query("valve pressure"), saved, None, lexical=False) == on_the_fly
+    mixed = [saved[0], PassageRequest(texts[1], chunks[1]), saved[2], PassageRequest(texts[3], chunks[3])]
+    calls: list[list[str]] = []
+    assert choose_passages(query("valve pressure"), mixed, lambda ts: calls.append(ts) or bag_of_words(ts),
+                           lexical=False) == on_the_fly
+    assert len(calls) == 1 and all(text in texts[1] or text in texts[3] for text in calls[0])

@@ -15,6 +15,7 @@ from conftest import build_tiny, words
 from longembed.cli.main import main
 from longembed.errors import UserError
 from longembed.retrieval.bm25 import BM25Model
+from longembed.retrieval.passages import document_pieces
 from longembed.retrieval.strategy import BM25, Strategy
 from longembed.search import open_index
 from longembed.search.build import build_index
@@ -34,6 +35,8 @@ def built(tmp_path_factory) -> tuple[Path, Path, list[Document]]:
     build_index(root / "dense", docs, strategy, show_progress=False, log=None)
     build_index(root / "hybrid", docs, hybrid, show_progress=False, log=None)
     build_index(root / "sentences", sentence_documents(), strategy, show_progress=False, log=None)
+    build_index(root / "sentences-unsaved", sentence_documents(), strategy, show_progress=False, log=None,
+                passage_vectors=False)
     return root, model, docs
 
 
@@ -113,10 +116,12 @@ def test_the_passage_is_the_best_sentence_window_around_the_best_chunks(built) -
 
 
 def test_a_search_embeds_no_more_than_its_results_best_chunks_in_one_batch(built, monkeypatch) -> None:
-    """What a search costs beyond its query: the sentences of each result's 2 best chunks, once, in one
-    batch: their tokens are the chunks' plus at most the sentences cut by the chunks' edges."""
+    """What a search of an index without saved piece vectors costs beyond its query: the sentences of
+    each result's 2 best chunks, once, in one batch: their tokens are the chunks' plus at most the
+    sentences cut by the chunks' edges."""
     root = built[0]
-    index = open_index(root / "sentences")
+    index = open_index(root / "sentences-unsaved")
+    assert index._data.pieces is None  # noqa: SLF001 - built with passage_vectors=False
     batches: list[list[str]] = []
     real = index._embed_sentences  # noqa: SLF001
     monkeypatch.setattr(index, "_embed_sentences", lambda texts: batches.append(texts) or real(texts))
@@ -133,6 +138,40 @@ def test_a_search_embeds_no_more_than_its_results_best_chunks_in_one_batch(built
         bound += tokens([table.text(d)[table.starts[r] : table.ends[r]] for r in best]) + 2 * len(best) * longest
     assert tokens(batches[0]) <= bound
     assert index.search("one of the", k=5, passages="chunk") and len(batches) == 1  # "chunk" embeds nothing more
+
+
+@pytest.mark.parametrize("name", ["sentences", "hybrid"])
+def test_a_search_with_saved_piece_vectors_runs_the_model_once_for_its_query_only(built, name) -> None:
+    index = open_index(built[0] / name)
+    assert index._data.pieces is not None  # noqa: SLF001
+    calls: list[list[str]] = []
+    real = index.encoder.encode
+    index.encoder.encode = lambda texts, **options: calls.append(list(texts)) or real(texts, **options)
+    for query in ["one of the", "the apple harvest"]:
+        calls.clear()
+        response = index.search(query, k=5)
+        assert calls == [[query]] and len(response.results) == 5  # the query's own encode, nothing for passages
+
+
+@pytest.mark.parametrize("name", ["sentences", "hybrid"])
+def test_saved_piece_vectors_choose_the_passages_the_model_would_choose_on_the_fly(built, name) -> None:
+    """The same index, its saved pieces against embedding the results' sentences at search time: the
+    pieces agree exactly, their vectors within float tolerance, and every query shows the same spans."""
+    saved = open_index(built[0] / name)
+    on_the_fly = open_index(built[0] / name)
+    on_the_fly._data.pieces = None  # noqa: SLF001 - what an index without saved pieces searches with
+    pieces = saved._data.pieces  # noqa: SLF001
+    for d in range(len(saved._data.doc_ids)):  # noqa: SLF001
+        text = saved._data.text(d)  # noqa: SLF001
+        spans, vectors = pieces.of(d)
+        assert [tuple(map(int, span)) for span in spans] == document_pieces(text)
+        fresh = saved.encoder.encode([text[s:e] for s, e in spans], prompt=saved.prompts["document"],
+                                     normalize_embeddings=True)
+        np.testing.assert_allclose(vectors, fresh, atol=1e-5)
+    queries = ["one of the", "the apple harvest", words(4, 3), words(6, 41), "harvest"]
+    for query in queries:
+        expected = [(r.id, r.passage.start, r.passage.end) for r in on_the_fly.search(query, k=8).results]
+        assert [(r.id, r.passage.start, r.passage.end) for r in saved.search(query, k=8).results] == expected
 
 
 def test_passages_chunk_shows_the_chunk_that_scored_the_document(built) -> None:

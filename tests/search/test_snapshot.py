@@ -1,6 +1,7 @@
 """Opening an index costs what the query needs (issue 53): BM25 is indexed once, at build time, and loaded
 as saved; the vectors are a read-only memory map; an index built before snapshots were saved still opens;
-a build killed before it tags its version leaves searches on the last complete one.
+a build killed before it tags its version leaves searches on the last complete one; a dense build saves
+its documents' passage pieces and their vectors, embedding only new and changed documents' (issue 54).
 """
 
 from __future__ import annotations
@@ -17,10 +18,14 @@ import pytest
 from conftest import build_tiny, words
 
 import longembed.search.build as build_module
+from longembed.cli.main import main
+from longembed.encoder import LongContextEncoder
 from longembed.retrieval.bm25 import BM25Model
+from longembed.retrieval.passages import document_pieces
 from longembed.retrieval.strategy import BM25, Strategy
 from longembed.search import open_index
-from longembed.search.build import build_index
+from longembed.search.build import BuildReport, build_index
+from longembed.search.snapshot import PIECE_VECTORS, PIECES
 from longembed.search.sources import Document
 from longembed.search.version_files import POINTER, VERSIONS_DIR, saved_version
 
@@ -137,3 +142,97 @@ def test_a_bm25_only_search_from_the_command_line_imports_no_torch_transformers_
     answer, heavy = done.stdout.strip().splitlines()
     assert json.loads(answer)["results"][0]["id"] in FOXES
     assert heavy == "[]"
+
+
+DENSE_STRATEGY = dict(method="pi", max_length=128, granularity="chunks", chunking="tokens:16", late=True)
+
+
+def dense_build(index: Path, model: Path, docs: list[Document], **options) -> BuildReport:
+    return build_index(index, docs, Strategy(str(model), **DENSE_STRATEGY), show_progress=False, log=None, **options)
+
+
+def counting_encodes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every text LongContextEncoder.encode is given (a build's chunks go through encode_chunk_inputs:
+    what encode sees in a build is the passage pieces)."""
+    seen: list[str] = []
+    real = LongContextEncoder.encode
+
+    def encode(self, texts, *args, **kwargs):
+        seen.extend(texts)
+        return real(self, texts, *args, **kwargs)
+
+    monkeypatch.setattr(LongContextEncoder, "encode", encode)
+    return seen
+
+
+def test_a_dense_build_saves_every_documents_pieces_and_a_rebuild_embeds_only_new_and_changed_ones(
+        tmp_path: Path, monkeypatch) -> None:
+    model = build_tiny("bert", tmp_path / "bert")
+    index = tmp_path / "index"
+    seen = counting_encodes(monkeypatch)
+    first = dense_build(index, model, DOCS)
+    pieces = open_index(index)._data.pieces
+    assert pieces is not None and isinstance(pieces.vectors, np.memmap)
+    every = {d.id: document_pieces(d.text) for d in DOCS}
+    assert first.pieces.embedded == len(seen) == pieces.count == sum(len(p) for p in every.values())
+    assert first.pieces.reused == 0 and first.times.seconds["passages"] > 0
+    assert f"passage pieces: {pieces.count:,} embedded, 0 kept" in first.summary()
+    changed = Document("d4.txt", "d4.txt", "a changed text. It says something else about harvests.")
+    docs = [*MORE[:4], changed, *MORE[5:]]
+    seen.clear()
+    second = dense_build(index, model, docs)
+    new_pieces = {t for d in (changed, MORE[-1]) for s, e in document_pieces(d.text) for t in [d.text[s:e]]}
+    assert set(seen) == new_pieces and len(seen) == second.pieces.embedded  # only the new and changed documents'
+    assert second.pieces.reused == sum(len(every[d.id]) for d in docs if d.id in every and d is not changed)
+    opened = open_index(index)
+    for d in range(len(opened._data.doc_ids)):
+        spans, vectors = opened._data.pieces.of(d)
+        text = opened._data.text(d)
+        assert [tuple(map(int, s)) for s in spans] == document_pieces(text)
+        fresh = opened.encoder.encode([text[s:e] for s, e in spans], prompt=opened.prompts["document"],
+                                      normalize_embeddings=True)
+        np.testing.assert_allclose(vectors, fresh, atol=1e-5)  # the kept rows are the document's own
+    assert not list(index.glob(".piece-vectors-*"))  # the scratch file went into the snapshot
+
+
+def test_an_index_built_without_passage_vectors_saves_none_and_its_search_embeds_them(tmp_path: Path,
+                                                                                      monkeypatch, capsys) -> None:
+    model = build_tiny("bert", tmp_path / "bert")
+    report = dense_build(tmp_path / "index", model, DOCS, passage_vectors=False)
+    assert report.pieces is None and "no passage vectors saved (--no-passage-vectors)" in report.summary()
+    _, folder = saved_version(tmp_path / "index")
+    assert not (folder / PIECES).exists() and not (folder / PIECE_VECTORS).exists()
+    index = open_index(tmp_path / "index")
+    seen = counting_encodes(monkeypatch)
+    assert index._data.pieces is None and index.search("foxes", k=3).results and len(seen) > 1  # query + pieces
+    source = tmp_path / "docs"
+    source.mkdir()
+    for d in DOCS[:3]:
+        (source / d.id).write_text(d.text)
+    flags = ["--model", str(model), "--method", "pi", "--max-length", "128", "--granularity", "chunks",
+             "--chunking", "tokens:16", "--late", "--no-estimate"]
+    assert main(["index", str(source), "--index", str(tmp_path / "cli"), *flags, "--no-passage-vectors"]) == 0
+    assert "no passage vectors saved" in capsys.readouterr().out and open_index(tmp_path / "cli")._data.pieces is None
+    assert main(["index", str(source), "--index", str(tmp_path / "cli2"), *flags]) == 0
+    assert "passage pieces: " in capsys.readouterr().out and open_index(tmp_path / "cli2")._data.pieces is not None
+
+
+def test_pieces_saved_under_another_rule_are_read_as_absent(tmp_path: Path) -> None:
+    model = build_tiny("bert", tmp_path / "bert")
+    dense_build(tmp_path / "index", model, DOCS)
+    _, folder = saved_version(tmp_path / "index")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["pieces"]["max_words"] = 60  # a longembed whose windows are shorter
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    index = open_index(tmp_path / "index")
+    assert index._data.pieces is None and index.search("foxes", k=2).results  # embedded at search time
+
+
+def test_a_rebuild_over_damaged_saved_pieces_embeds_them_all_again(tmp_path: Path) -> None:
+    model = build_tiny("bert", tmp_path / "bert")
+    first = dense_build(tmp_path / "index", model, DOCS)
+    _, folder = saved_version(tmp_path / "index")
+    (folder / PIECE_VECTORS).write_bytes(b"\x93NUMPY cut")
+    second = dense_build(tmp_path / "index", model, MORE)
+    assert second.pieces.reused == 0 and second.pieces.embedded > first.pieces.embedded
+    assert open_index(tmp_path / "index")._data.pieces.count == second.pieces.embedded

@@ -7,7 +7,7 @@
 
 It prints, before embedding, what changes (added, changed, removed, unchanged) and eval's estimate of
 the time it takes, then a progress bar; an interrupted build resumes when run again.  At the end it
-prints where the time went (reading, loading, planning, tokenizing, encoding, writing, finishing) and the
+prints where the time went (reading, loading, planning, tokenizing, encoding, writing, passages, finishing) and the
 tokens per second, and lists the files skipped (by extension) and those that could not be read (with their reasons, also in
 ``INDEX/reading-report.json``); then the exit code is :data:`EXIT_SOME_FILES_FAILED`.  The path of each
 document file goes to ``INDEX/document-files.json`` (a served index links a PDF hit to its page).  An
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         cached=None if args.from_advice is None else advice_cache(args.from_advice, name, strategy),
         on_plan=(lambda plan, encoder: print_estimate(plan, encoder, strategy, args.batch_size))
         if args.estimate else None,
-        keep=[failure.id for failure in reading.failed], times=times,
+        keep=[failure.id for failure in reading.failed], times=times, passage_vectors=args.passage_vectors,
     )
     print(report.summary())
     if remote_scheme(args.index) is None:

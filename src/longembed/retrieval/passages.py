@@ -1,15 +1,17 @@
 """The passage a result shows: the best sentence window of the document for the query, not the chunk
 that scored the document (that chunk is 256 tokens; the answer is a sentence somewhere in it or next to it).
 
-Around a document's best chunks (:data:`CHUNKS_PER_DOCUMENT`), every sentence a chunk overlaps is a piece
-(a sentence longer than :data:`WINDOW_WORDS` words is cut at spaces), and overlapping windows of
-consecutive pieces (at most :data:`WINDOW_SENTENCES` pieces and :data:`WINDOW_WORDS` words, one piece
-apart) are scored against the query.  Dense: each piece is embedded once (the document prompt, all pieces
-of a search in one batch), and a window's vector is the word-weighted mean of its pieces' unit vectors,
-scaled to unit length (what mean pooling over the window would give, without embedding it again), scored
-by cosine with the query vector; so a search embeds about the tokens of its results' best chunks.  BM25
-(eval's tokenizer and stemmer) scores the windows' texts for a lexical strategy, and a hybrid fuses the
-two as the strategy fuses documents.  The document's rank is not touched: only which part of it is shown.
+A document's pieces are defined once, over its whole text (:func:`document_pieces`): its sentences, a
+sentence longer than :data:`WINDOW_WORDS` words cut at spaces; so the pieces around any chunk are a slice
+of the document's pieces, and an index can embed them all when it is built.  Around a document's best
+chunks (:data:`CHUNKS_PER_DOCUMENT`), every piece a chunk overlaps is a candidate, and overlapping windows
+of consecutive pieces (at most :data:`WINDOW_SENTENCES` pieces and :data:`WINDOW_WORDS` words, one piece
+apart) are scored against the query.  Dense: each piece has one vector (the document prompt): saved with
+the index (:attr:`PassageRequest.vectors`), else embedded here (all pieces of a search in one batch); a
+window's vector is the word-weighted mean of its pieces' unit vectors, scaled to unit length (what mean
+pooling over the window would give, without embedding it again), scored by cosine with the query vector.
+BM25 (eval's tokenizer and stemmer) scores the windows' texts for a lexical strategy, and a hybrid fuses
+the two as the strategy fuses documents.  The document's rank is not touched: only which part of it is shown.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from longembed.chunking.spans import SENTENCE_END, Span, sentence_spans
+from longembed.chunking.spans import Span, sentence_spans
 from longembed.errors import UserError
 from longembed.retrieval.bm25 import BM25Model
 from longembed.retrieval.fusion import Fusion
@@ -36,8 +38,6 @@ CHUNKS_PER_DOCUMENT = 2
 PASSAGE_CHOICES = ("query", "chunk")
 
 _WORDS = re.compile(r"\S+")
-#: how far back a piece's sentence start is looked for, before a chunk that starts mid-sentence
-_LOOK_BACK = 2000
 
 EmbedTexts = Callable[[list[str]], np.ndarray]
 
@@ -53,10 +53,16 @@ class PassageQuery:
 
 @dataclass(frozen=True)
 class PassageRequest:
-    """One result document: its text and the character spans of its best chunks (best first)."""
+    """One result document: its text and the character spans of its best chunks (best first).
+
+    ``pieces``: the document's pieces as an index saved them (:func:`document_pieces`, a (pieces, 2)
+    array of spans; None: found here), and ``vectors``: their unit vectors, one row per piece, with the
+    document prompt (None: embedded here, by :func:`choose_passages`'s ``embed``)."""
 
     text: str
     chunks: Sequence[Span]
+    pieces: np.ndarray | None = None
+    vectors: np.ndarray | None = None
 
 
 def check_passages(passages: str) -> str:
@@ -80,22 +86,35 @@ def _word_pieces(text: str, start: int, end: int, max_words: int) -> list[Span]:
     return [(words[i][0], words[min(i + max_words, len(words)) - 1][1]) for i in range(0, len(words), max_words)]
 
 
-def chunk_pieces(text: str, chunks: Sequence[Span], max_words: int = WINDOW_WORDS) -> list[list[Span]]:
-    """The pieces that overlap ``chunks``, whole (a sentence cut by a chunk's edge is read to its end),
-    each once, as runs of consecutive pieces (nothing but whitespace between them), in text order."""
-    found: set[Span] = set()
+def document_pieces(text: str, max_words: int = WINDOW_WORDS) -> list[Span]:
+    """Every piece of ``text``, in order: :func:`sentence_pieces` over the whole text (the pieces an index
+    saves; those around any chunk are a slice of them)."""
+    return sentence_pieces(text, 0, len(text), max_words)
+
+
+def covered_pieces(pieces: Sequence[Span] | np.ndarray, chunks: Sequence[Span]) -> list[list[int]]:
+    """The indices of the document's ``pieces`` (:func:`document_pieces`, in order) that overlap
+    ``chunks``, whole, each once, as runs of consecutive pieces (nothing but whitespace between them)."""
+    spans = np.asarray(pieces, dtype=np.int64).reshape(-1, 2)
+    found: set[int] = set()
     for lo, hi in _merged(chunks):
-        pieces = sentence_pieces(text, _sentence_start(text, lo), min(len(text), hi + _reach(max_words)), max_words)
-        found.update(p for p in pieces if p[0] < hi and p[1] > lo)
-    runs: list[list[Span]] = []
-    for piece in sorted(found):
-        if runs and piece[0] < runs[-1][-1][1]:
-            continue  # a long sentence cut differently from two chunks' starts: keep the first cut
-        if runs and not text[runs[-1][-1][1] : piece[0]].strip():
-            runs[-1].append(piece)
+        first = int(np.searchsorted(spans[:, 1], lo, side="right"))  # the first piece ending after lo
+        stop = int(np.searchsorted(spans[:, 0], hi, side="left"))  # past the last piece starting before hi
+        found.update(range(first, stop))
+    runs: list[list[int]] = []
+    for i in sorted(found):
+        if runs and runs[-1][-1] == i - 1:
+            runs[-1].append(i)
         else:
-            runs.append([piece])
+            runs.append([i])
     return runs
+
+
+def chunk_pieces(text: str, chunks: Sequence[Span], max_words: int = WINDOW_WORDS) -> list[list[Span]]:
+    """The pieces of ``text`` that overlap ``chunks``, whole (a sentence cut by a chunk's edge is read to
+    its end), each once, as runs of consecutive pieces (nothing but whitespace between them), in text order."""
+    pieces = document_pieces(text, max_words)
+    return [[pieces[i] for i in run] for run in covered_pieces(pieces, chunks)]
 
 
 def _merged(chunks: Sequence[Span]) -> list[Span]:
@@ -131,43 +150,31 @@ def windows(text: str, chunks: Sequence[Span], max_sentences: int = WINDOW_SENTE
             for a, b in run_windows(text, run, max_sentences, max_words)]
 
 
-def _reach(max_words: int) -> int:
-    """Characters a piece can run past a chunk's end (generous: long words, spacing)."""
-    return 20 * max_words
-
-
-def _sentence_start(text: str, position: int) -> int:
-    """Where the sentence holding ``position`` starts (a chunk may begin mid-sentence): just after the
-    last sentence end before it, else (a sentence longer than :data:`_LOOK_BACK`) after the last space."""
-    lo = max(0, position - _LOOK_BACK)
-    ends = [m.end() for m in SENTENCE_END.finditer(text, lo, position)]
-    if ends:
-        return ends[-1]
-    if lo == 0:
-        return 0
-    space = text.rfind(" ", lo, position)
-    return position if space < 0 else space + 1
-
-
 def _words(text: str, start: int, end: int) -> int:
     return len(text[start:end].split())
 
 
 @dataclass(frozen=True)
 class _Candidates:
-    """One document's pieces and windows (index pairs into ``pieces``)."""
+    """One document's candidate pieces (spans, and their rows in the document's pieces) and windows
+    (index pairs into ``pieces``)."""
 
     pieces: list[Span]
+    rows: list[int]
     windows: list[tuple[int, int]]
 
 
 def _candidates(document: PassageRequest) -> _Candidates:
+    every = document_pieces(document.text) if document.pieces is None else document.pieces
     pieces: list[Span] = []
+    rows: list[int] = []
     spans: list[tuple[int, int]] = []
-    for run in chunk_pieces(document.text, document.chunks):
-        spans += [(len(pieces) + a, len(pieces) + b) for a, b in run_windows(document.text, run)]
-        pieces += run
-    return _Candidates(pieces, spans)
+    for run in covered_pieces(every, document.chunks):
+        spans_of_run = [(int(every[i][0]), int(every[i][1])) for i in run]
+        spans += [(len(pieces) + a, len(pieces) + b) for a, b in run_windows(document.text, spans_of_run)]
+        pieces += spans_of_run
+        rows += run
+    return _Candidates(pieces, rows, spans)
 
 
 def choose_passages(query: PassageQuery, documents: Sequence[PassageRequest], embed: EmbedTexts | None,
@@ -175,40 +182,58 @@ def choose_passages(query: PassageQuery, documents: Sequence[PassageRequest], em
     """Per document, the span of its best window for ``query`` (see the module docstring).
 
     ``embed``: the pieces' vectors with the document prompt, called once with every piece of every
-    document (None: no dense side); ``lexical``: score windows by BM25; with both, ``fusion`` says how
-    to fuse them (as the strategy fuses documents).  A document with no window (only whitespace in its
-    chunks) gets its best chunk."""
-    dense = embed is not None and query.vector is not None
+    document whose request holds no saved ``vectors`` (not called when all do; None: no dense side
+    unless all do); ``lexical``: score windows by BM25; with both, ``fusion`` says how to fuse them (as
+    the strategy fuses documents).  A document with no window (only whitespace in its chunks) gets its
+    best chunk."""
+    found = [_candidates(d) for d in documents]
+    to_embed = [d.text[s:e] for d, c in zip(documents, found, strict=True) if d.vectors is None for s, e in c.pieces]
+    dense = query.vector is not None and (embed is not None or not to_embed)
     if not dense and not lexical:
         raise UserError("choosing a passage needs a query vector and a way to embed windows, BM25, or both")
     if dense and lexical and fusion is None:
         raise UserError("dense and lexical passage scores without a fusion rule: say how to fuse them")
-    found = [_candidates(d) for d in documents]
-    pieces = [d.text[s:e] for d, c in zip(documents, found, strict=True) for s, e in c.pieces]
-    if not pieces:
+    if not any(c.pieces for c in found):
         return [_fallback(d) for d in documents]
-    piece_vectors = _unit(np.asarray(embed(pieces), dtype=np.float64)) if dense else None  # type: ignore[misc]
+    piece_vectors = _piece_vectors(documents, found, embed, to_embed) if dense else None
     spans = [[(c.pieces[a][0], c.pieces[b][1]) for a, b in c.windows] for c in found]
     lexical_scores = None
     if lexical:  # one BM25 over every window of the search, as before pieces were embedded alone
         texts = [d.text[s:e] for d, ws in zip(documents, spans, strict=True) for s, e in ws]
         lexical_scores = BM25Model().score([query.text], texts)[0].astype(np.float64)
-    chosen, piece_offset, window_offset = [], 0, 0
-    for document, candidates, ws in zip(documents, found, spans, strict=True):
-        pieces_here = slice(piece_offset, piece_offset + len(candidates.pieces))
+    chosen, window_offset = [], 0
+    for i, (document, candidates, ws) in enumerate(zip(documents, found, spans, strict=True)):
         windows_here = slice(window_offset, window_offset + len(ws))
-        piece_offset, window_offset = pieces_here.stop, windows_here.stop
+        window_offset = windows_here.stop
         if not ws:
             chosen.append(_fallback(document))
             continue
         dense_scores = None
         if piece_vectors is not None:
             weights = np.asarray([_words(document.text, s, e) for s, e in candidates.pieces], dtype=np.float64)
-            window_vectors = _window_vectors(piece_vectors[pieces_here], weights, candidates.windows)
+            window_vectors = _window_vectors(piece_vectors[i], weights, candidates.windows)
             dense_scores = window_vectors @ np.asarray(query.vector, dtype=np.float64)
         scores = _window_scores(dense_scores, None if lexical_scores is None else lexical_scores[windows_here], fusion)
         chosen.append(ws[int(np.argmax(scores))])  # the first of equals: the earliest window
     return chosen
+
+
+def _piece_vectors(documents: Sequence[PassageRequest], found: Sequence[_Candidates], embed: EmbedTexts | None,
+                   to_embed: list[str]) -> list[np.ndarray]:
+    """Per document, its candidate pieces' unit vectors (float64): read from its saved ``vectors``, else
+    from one call of ``embed`` over every piece ``to_embed`` (the pieces of the documents without)."""
+    embedded = np.zeros((0, 0))
+    if to_embed:
+        assert embed is not None
+        embedded = np.asarray(embed(to_embed), dtype=np.float64)
+    out, offset = [], 0
+    for document, candidates in zip(documents, found, strict=True):
+        if document.vectors is not None:
+            out.append(_unit(np.asarray(document.vectors[candidates.rows], dtype=np.float64)))
+        else:
+            out.append(_unit(embedded[offset : offset + len(candidates.pieces)]))
+            offset += len(candidates.pieces)
+    return out
 
 
 def _unit(vectors: np.ndarray) -> np.ndarray:

@@ -6,13 +6,16 @@
     appended in large groups of whole documents, each one Lance version -> bring the ANN index up to date (:mod:`longembed.search.ann`:
     built from :data:`~longembed.search.ann.ANN_MIN_CHUNKS` chunks, or as ``ann`` says) -> move the
     ``complete`` tag to the last version, its snapshot saved beside the table first
-    (:mod:`longembed.search.snapshot`: what a search opens, BM25 indexed once, here).
+    (:mod:`longembed.search.snapshot`: what a search opens, BM25 indexed once, here; for a dense
+    strategy every document's sentence pieces embedded with it, :mod:`longembed.search.piece_vectors`,
+    unless ``passage_vectors`` is False).
 
 One build per index at a time: a build holds the index's lock (:meth:`IndexStore.build_lock`: a file
 in a folder, a lock object on S3); a second one refuses at once, naming the index.  On S3 the build
 checks that it still holds the lock before it moves the ``complete`` tag.
 
-Incremental: a document whose text (sha256) and source are unchanged is not embedded again.  A build
+Incremental: a document whose text (sha256) and source are unchanged is not embedded again (nor are
+its sentence pieces: the last complete snapshot's vectors are kept).  A build
 with another strategy, model or prompt than the index's is refused unless ``rebuild``.
 
 Crash-safe: every append holds whole documents and is one atomic Lance commit, and a search reads
@@ -22,7 +25,7 @@ written, in the same order), deletes the rest and embeds what is missing, so its
 uninterrupted build's row for row and vector for vector.
 
 Timed: the report's :class:`~longembed.search.stages.StageTimes` says where the wall time went (reading,
-loading, planning, tokenizing, encoding, writing, finishing) and the tokens per second.
+loading, planning, tokenizing, encoding, writing, passages, finishing) and the tokens per second.
 """
 
 from __future__ import annotations
@@ -47,7 +50,9 @@ from longembed.retrieval.strategy import BM25, Strategy
 from longembed.search.ann import ann_wanted, update_ann_index
 from longembed.search.build_precision import PrecisionCheck, build_encoder, with_dtype
 from longembed.search.embedding import DocumentEmbedder, VectorLookup, resolved_prompts
+from longembed.search.piece_vectors import PieceCounts, embed_pieces, previous_snapshot, scratch_file
 from longembed.search.prefetch import prefetched
+from longembed.search.snapshot import Snapshot
 from longembed.search.sources import Document
 from longembed.search.stages import StageTimes
 from longembed.search.store import (
@@ -68,7 +73,7 @@ from longembed.search.store import (
 from longembed.search.strategy_encoder import recorded_dtype
 from longembed.search.table_snapshot import check_readable, save_snapshot
 from longembed.search.truncation import truncation_facts, truncation_text, update_truncated
-from longembed.search.version_files import point_to
+from longembed.search.version_files import is_local, point_to, saved_version
 
 #: documents per encode call
 BATCH_DOCUMENTS = 32
@@ -125,15 +130,24 @@ class BuildReport:
     from_cache: int = 0  # vectors it read from the embedding cache (index --from-advice: advise's)
     truncated: dict[str, int] = field(default_factory=dict)  # the index's documents cut (truncation_facts)
     window: int | None = None  # the tokens a truncating strategy reads of a document
+    #: sentence pieces embedded and reused for the saved passage vectors (None: none saved)
+    pieces: PieceCounts | None = None
+    pieces_note: str = ""  # why no passage vectors were saved ('' when they were, or for BM25)
 
     def summary(self) -> str:
         """Two lines: what the build did, and where its time went."""
         return (f"{self.plan.summary()}; the index holds {self.documents} documents, {self.chunks} "
                 f"{'chunks' if self.chunks != self.documents else 'rows'} (version {self.version})"
                 + (f"; {self.ann}" if self.ann else "") + (f"; dtype {self.precision}" if self.precision else "")
-                + self.vectors_text()
+                + self.vectors_text() + self.pieces_text()
                 + (f"; {truncation_text(self.truncated, self.window)}" if self.truncated.get("documents") else "")
                 + "\n" + self.times.summary())
+
+    def pieces_text(self) -> str:
+        """"; passage pieces: 4,210 embedded, 51,800 kept" (or why none were saved; empty for BM25)."""
+        if self.pieces is None:
+            return f"; {self.pieces_note}" if self.pieces_note else ""
+        return f"; passage pieces: {self.pieces.embedded:,} embedded, {self.pieces.reused:,} kept from the last build"
 
     def vectors_text(self) -> str:
         """"; 120 vectors computed, 3,400 read from the embedding cache" (empty when none came from it)."""
@@ -312,6 +326,7 @@ def build_index(
     times: StageTimes | None = None,
     cached: Callable[[LongContextEncoder, str], VectorLookup | None] | None = None,
     lock_expiry: float = LOCK_EXPIRY_SECONDS,
+    passage_vectors: bool = True,
 ) -> BuildReport:
     """Index ``documents`` at ``path`` with ``strategy`` (see the module docstring), recorded as ``name``
     (default: the strategy's own, e.g. ``late-chunks+bm25``).
@@ -327,6 +342,9 @@ def build_index(
     --from-advice``: advise's embedding cache), so they are not computed again; the local engine only.
     ``lock_expiry``: on S3, the seconds after which a build that stopped renewing its lock (killed)
     loses it to the next build.
+    ``passage_vectors``: embed every document's sentence pieces and save them with the version (a dense
+    strategy, a local index), so that a search chooses passages without the model; False: a search
+    embeds its results' pieces (``index --no-passage-vectors``: less disk and build time).
     A BlockingIOError when another build holds the index.
     """
     if prefetch < 0 or write_rows < 1 or batch_documents < 1:
@@ -344,7 +362,8 @@ def build_index(
     with store.build_lock() as lock, index_errors(path, writing=True):
         times.add("planning", time.perf_counter() - start)  # opening the database, taking its lock
         report = _build(store, path, documents, strategy, name, rebuild, ann, device, batch_size, batch_documents,
-                        engine, on_plan, show_progress, say, keep, prefetch, write_rows, times, cached, lock)
+                        engine, on_plan, show_progress, say, keep, prefetch, write_rows, times, cached, lock,
+                        passage_vectors)
     times.stop()
     return report
 
@@ -355,7 +374,7 @@ def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], s
            show_progress: bool, say: Callable[[str], None], keep: Sequence[str], prefetch: int, write_rows: int,
            times: StageTimes,
            cached: Callable[[LongContextEncoder, str], VectorLookup | None] | None = None,
-           lock: BuildLock | None = None) -> BuildReport:
+           lock: BuildLock | None = None, passage_vectors: bool = True) -> BuildReport:
     with times.stage("planning"):
         table, committed, present = None, {}, {}
         if not rebuild and store.has_table():  # a damaged table is never opened to be replaced
@@ -405,18 +424,81 @@ def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], s
             # encoded elsewhere: the wait for the workers' rows, the appends apart
             times.add("encoding", time.perf_counter() - start - (times.seconds["writing"] - written))
         appends.flush()
+    pieces = PassagePieces(path, encoder, batch_size, show_progress, reuse=not (rebuild or fresh))
+    note = pieces.note(passage_vectors)
     with times.stage("finishing"):
         ann_done = update_ann_index(table, ann)
         table.checkout_latest()
         if lock is not None:
             lock.check()  # another build took an expired lock: publish nothing
-        saved = save_snapshot(path, table)  # what a search of this version opens, saved before the version is tagged
+        # what a search of this version opens, saved before the version is tagged
+        try:
+            saved = save_snapshot(path, table, None if note else pieces.add)
+        finally:
+            pieces.discard()
         version = mark_complete(table)
         point_to(path, saved)
         cut = update_truncated(path, embedder.cut, plan.to_delete, fresh)
-        return BuildReport(plan, len(documents_in(table)), table.count_rows(), version, ann_done,
-                           "" if precision is None else precision.reason, times, embedder.encoded,
-                           embedder.from_cache, truncation_facts(cut), None if encoder is None else encoder.max_length)
+        report = BuildReport(plan, len(documents_in(table)), table.count_rows(), version, ann_done,
+                             "" if precision is None else precision.reason, times, embedder.encoded,
+                             embedder.from_cache, truncation_facts(cut), None if encoder is None else encoder.max_length,
+                             pieces.counts, note)
+    times.move(pieces.seconds, "finishing", "passages")  # embedded while the snapshot was written
+    return report
+
+
+class PassagePieces:
+    """The build's passage vectors: every document's sentence pieces embedded into the snapshot it saves
+    (:mod:`longembed.search.piece_vectors`), reusing the last complete snapshot's for documents it holds
+    unchanged (``reuse``: not for a new or rebuilt table); :attr:`seconds` they took, :attr:`counts`
+    what was done."""
+
+    def __init__(self, path: str | Path, encoder: LongContextEncoder | None, batch_size: int, show_progress: bool,
+                 reuse: bool) -> None:
+        self.path, self.encoder, self.batch_size = path, encoder, batch_size
+        self.show_progress, self.reuse = show_progress, reuse
+        self.seconds = 0.0
+        self.counts: PieceCounts | None = None
+        self.scratch = scratch_file(Path(path))
+
+    def note(self, wanted: bool) -> str:
+        """Why no passage vectors are saved ('' when they are, or for BM25, which has none)."""
+        if self.encoder is None:
+            return ""
+        if not wanted:
+            return "no passage vectors saved (--no-passage-vectors): a search embeds its results' sentences"
+        if not is_local(self.path):
+            return "no passage vectors saved (object storage keeps no snapshot): a search embeds its results' sentences"
+        return ""
+
+    def add(self, snapshot: Snapshot) -> None:
+        """Give ``snapshot`` its pieces and their vectors (:func:`~longembed.search.snapshot.save_snapshot`'s
+        ``complete``)."""
+        if self.encoder is None:
+            return
+        start = time.perf_counter()
+        try:
+            previous = previous_snapshot(self._previous_folder(), snapshot.metadata)
+            snapshot.pieces, self.counts = embed_pieces(snapshot, self.encoder, snapshot.metadata["prompts"]["document"],
+                                                        self.scratch, previous, self.batch_size, self.show_progress)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+    def _previous_folder(self) -> Path | None:
+        """The folder of the last complete snapshot (the pointer still names it while this one is
+        written); None when there is none to reuse, or its pointer cannot be read (all embedded again)."""
+        if not self.reuse:
+            return None
+        try:
+            saved = saved_version(self.path)
+        except UserError:
+            return None
+        return None if saved is None else saved[1]
+
+    def discard(self) -> None:
+        """Remove the vectors' scratch file when the snapshot did not take it (a failed write)."""
+        if is_local(self.path):
+            self.scratch.unlink(missing_ok=True)
 
 
 def _documents_at(store: IndexStore, version: int) -> dict[str, tuple[str, str]]:

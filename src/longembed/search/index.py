@@ -16,9 +16,11 @@ a process that searches many times pays for it once.  The modules that import to
 query encoder, the ANN index, reading an index that has no saved snapshot) are reached through the
 package's lazy names (``heavy.X``: :mod:`longembed.search`), so a BM25-only search never imports them.
 The passage a result shows is chosen afterwards, for the
-query, among sentence windows around the document's best chunks (:mod:`longembed.retrieval.passages`;
-their sentences embedded once, one batch per search); it never changes the ranking.  ``passages="chunk"``
-skips that and shows the chunk that scored the document (no embedding beyond the query's).
+query, among sentence windows around the document's best chunks (:mod:`longembed.retrieval.passages`);
+it never changes the ranking.  Their sentences' vectors are read from the snapshot when the build saved
+them (:mod:`longembed.search.piece_vectors`: no model call beyond the query's), else embedded once, one
+batch per search (an index built with ``--no-passage-vectors``, before they were saved, or on object
+storage).  ``passages="chunk"`` skips the choice and shows the chunk that scored the document.
 
 A :class:`SearchIndex` is read-only after it opens, and :meth:`~SearchIndex.search` keeps no state
 between calls, so one instance serves concurrent searches (a lock guards the encoder's forward pass).
@@ -291,12 +293,15 @@ class SearchIndex:
         return best_chunk_rows(self._data.vectors[first : first + count] @ vector, first)
 
     def _passages(self, query: PassageQuery, order: list[int]) -> list[Passage]:
-        """The passage each result shows: its best window for the query (:mod:`longembed.retrieval.passages`)."""
+        """The passage each result shows: its best window for the query (:mod:`longembed.retrieval.passages`),
+        from the pieces' saved vectors when the index has them (else embedded: :meth:`_embed_sentences`)."""
         if not order:
             return []
         data = self._data
         chunks = [self._best_chunks(d, query.vector) for d in order]
-        requests = [PassageRequest(data.text(d), [(int(data.starts[r]), int(data.ends[r])) for r in rows])
+        saved = data.pieces if self.encoder is not None else None  # the pieces' vectors the build saved
+        requests = [PassageRequest(data.text(d), [(int(data.starts[r]), int(data.ends[r])) for r in rows],
+                                   *(saved.of(d) if saved is not None else (None, None)))
                     for d, rows in zip(order, chunks, strict=True)]
         spans = choose_passages(query, requests, self._embed_sentences if self.encoder is not None else None,
                                 lexical=BM25 in self.strategy.systems, fusion=self.strategy.fusion)
@@ -311,7 +316,8 @@ class SearchIndex:
         return self._passage(self._data.text(d), d, [chunk], (int(self._data.starts[chunk]), int(self._data.ends[chunk])))
 
     def _embed_sentences(self, texts: list[str]) -> np.ndarray:
-        """Passage sentences' vectors: the index's encoder with its document prompt, one batch per search."""
+        """Passage sentences' vectors: the index's encoder with its document prompt, one batch per search
+        (only for an index without saved piece vectors)."""
         assert self.encoder is not None
         with self._lock:
             return self.encoder.encode(texts, batch_size=WINDOW_BATCH, prompt=self.prompts["document"],

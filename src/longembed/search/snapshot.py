@@ -9,13 +9,17 @@ search of an index built before snapshots were saved, in memory), :func:`write_s
 a folder and :func:`read_snapshot` opens that folder again: ``vectors.npy`` read-only memory-mapped
 (``np.load(mmap_mode="r")``: an exact scan reads it through the page cache, nothing is copied into the
 process), ``documents.arrow`` and ``chunks.arrow`` (Arrow IPC files, memory-mapped: a result's text is
-read when it is shown), and bm25s's files (memory-mapped) for BM25.  Reading a snapshot imports
-neither LanceDB nor torch: a BM25-only search never loads them.
+read when it is shown), and bm25s's files (memory-mapped) for BM25.  A dense index's build also saves
+every document's sentence pieces (:class:`SavedPieces`: ``pieces.arrow``, their spans, and
+``piece_vectors.npy``, their vectors, memory-mapped), so that a search chooses a result's passage
+without the model.  Reading a snapshot imports neither LanceDB nor torch: a BM25-only search never loads them.
 """
 
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +30,7 @@ import pyarrow as pa
 from longembed.errors import UserError
 from longembed.locations import Location, marks_from_json
 from longembed.retrieval.bm25 import BM25Model
+from longembed.retrieval.passages import WINDOW_WORDS
 from longembed.retrieval.strategy import BM25, Strategy
 
 #: the layout of a saved snapshot (a search builds one in memory from the table for any other)
@@ -35,6 +40,40 @@ DOCUMENTS = "documents.arrow"
 CHUNKS = "chunks.arrow"
 VECTORS = "vectors.npy"
 BM25_DIR = "bm25"
+PIECES = "pieces.arrow"
+PIECE_VECTORS = "piece_vectors.npy"
+#: the rule saved pieces follow (:func:`~longembed.retrieval.passages.document_pieces`); pieces saved under
+#: another rule, or another :data:`~longembed.retrieval.passages.WINDOW_WORDS`, are read as absent
+PIECES_FORMAT = "longembed-pieces/1"
+
+
+@dataclass
+class SavedPieces:
+    """Every document's sentence pieces (:func:`~longembed.retrieval.passages.document_pieces`) and their
+    unit vectors (the document prompt), the documents' pieces consecutive in the snapshot's order.
+
+    ``vectors_file``: an ``.npy`` file holding ``vectors`` (a memory map a build filled), moved into the
+    snapshot's folder when it is written instead of copied."""
+
+    offsets: np.ndarray  # (documents + 1,): where each document's pieces start, then their count
+    starts: np.ndarray  # per piece
+    ends: np.ndarray
+    vectors: np.ndarray  # (pieces, dimensions) float32
+    vectors_file: Path | None = None
+
+    def of(self, document: int) -> tuple[np.ndarray, np.ndarray]:
+        """The document's pieces as a (pieces, 2) array of spans, and their vectors (a view)."""
+        first, stop = int(self.offsets[document]), int(self.offsets[document + 1])
+        return np.stack([self.starts[first:stop], self.ends[first:stop]], axis=1), self.vectors[first:stop]
+
+    @property
+    def count(self) -> int:
+        return int(self.offsets[-1])
+
+
+def piece_offsets(counts: Sequence[int]) -> np.ndarray:
+    """Each document's first piece (then the total) from its pieces' counts."""
+    return np.concatenate([[0], np.cumsum(np.asarray(counts, dtype=np.int64))]).astype(np.int64)
 
 
 @dataclass
@@ -55,6 +94,7 @@ class Snapshot:
     bm25: Any | None  # the bm25s index of the documents' texts (None: the strategy has no BM25)
     ann: dict[str, Any] | None = None  # the ANN index's name, partitions and probes (None: exact scan)
     folder: Path | None = None  # where it was read from (None: built in memory)
+    pieces: SavedPieces | None = None  # the pieces' vectors saved at build time (None: a search embeds them)
 
     def text(self, document: int) -> str:
         """The whole text of the document at this position (memory-mapped: read, and checked, here)."""
@@ -127,9 +167,13 @@ def snapshot_of_rows(table: pa.Table, version: int, built_at: str | None, metada
 
 def write_snapshot(snapshot: Snapshot, folder: Path) -> None:
     """Save ``snapshot`` in ``folder`` (empty; see the module docstring for its files)."""
-    documents = pa.table({"id": pa.array(snapshot.doc_ids, pa.string()), "source": pa.array(snapshot.sources, pa.string()),
-                          "rows": pa.array(snapshot.rows, pa.int64()), "text": snapshot.documents["text"],
-                          **_marks_column(snapshot.documents)})
+    columns = {"id": pa.array(snapshot.doc_ids, pa.string()), "source": pa.array(snapshot.sources, pa.string()),
+               "rows": pa.array(snapshot.rows, pa.int64()), "text": snapshot.documents["text"],
+               **_marks_column(snapshot.documents)}
+    if snapshot.pieces is not None:
+        columns["pieces"] = pa.array(np.diff(snapshot.pieces.offsets), pa.int64())
+        _write_pieces(snapshot.pieces, folder)
+    documents = pa.table(columns)
     chunks = pa.table({"start": pa.array(snapshot.starts, pa.int64()), "end": pa.array(snapshot.ends, pa.int64()),
                        "location": snapshot.chunks["location"], "page": snapshot.chunks["page"]})
     _write_arrow(documents, folder / DOCUMENTS)
@@ -141,7 +185,9 @@ def write_snapshot(snapshot: Snapshot, folder: Path) -> None:
         BM25Model().save_index(snapshot.bm25, folder / BM25_DIR)
     manifest = {"format": SNAPSHOT_FORMAT, "version": snapshot.version, "built_at": snapshot.built_at,
                 "metadata": snapshot.metadata, "ann": snapshot.ann, "documents": len(snapshot.doc_ids),
-                "chunks": int(len(snapshot.starts)), "bm25": snapshot.bm25 is not None}
+                "chunks": int(len(snapshot.starts)), "bm25": snapshot.bm25 is not None,
+                "pieces": None if snapshot.pieces is None else {"format": PIECES_FORMAT, "max_words": WINDOW_WORDS,
+                                                                "count": snapshot.pieces.count}}
     (folder / MANIFEST).write_text(json.dumps(manifest, sort_keys=True), encoding="utf-8")
 
 
@@ -171,12 +217,38 @@ def read_snapshot(folder: Path) -> Snapshot:
         vectors=vectors,
         documents=documents.select([name for name in ("text", "marks") if name in documents.column_names]),
         chunks=chunks.select(["location", "page"]), bm25=bm25, ann=manifest.get("ann"), folder=folder,
+        pieces=_read_pieces(folder, manifest, documents),
     )
 
 
 def _marks_column(documents: pa.Table) -> dict[str, pa.ChunkedArray]:
     """The documents' "marks" column to save, when the snapshot has one."""
     return {"marks": documents["marks"]} if "marks" in documents.column_names else {}
+
+
+def _write_pieces(pieces: SavedPieces, folder: Path) -> None:
+    _write_arrow(pa.table({"start": pa.array(pieces.starts, pa.int64()), "end": pa.array(pieces.ends, pa.int64())}),
+                 folder / PIECES)
+    if pieces.vectors_file is not None:
+        if isinstance(pieces.vectors, np.memmap):
+            pieces.vectors.flush()
+        os.replace(pieces.vectors_file, folder / PIECE_VECTORS)  # the same disk: the index's folder
+        pieces.vectors_file = None
+    else:
+        np.save(folder / PIECE_VECTORS, np.ascontiguousarray(pieces.vectors, dtype=np.float32), allow_pickle=False)
+
+
+def _read_pieces(folder: Path, manifest: dict[str, Any], documents: pa.Table) -> SavedPieces | None:
+    """The saved pieces, their vectors memory-mapped; None when none were saved, or under another rule."""
+    saved = manifest.get("pieces") or {}
+    if saved.get("format") != PIECES_FORMAT or saved.get("max_words") != WINDOW_WORDS:
+        return None
+    pieces = _read_arrow(folder / PIECES)
+    vectors = np.load(folder / PIECE_VECTORS, mmap_mode="r")
+    offsets = piece_offsets(_int64s(documents["pieces"]))
+    if len(vectors) != offsets[-1] or pieces.num_rows != offsets[-1]:
+        raise ValueError(f"{len(vectors)} piece vectors and {pieces.num_rows} pieces for {offsets[-1]} counted")
+    return SavedPieces(offsets, _int64s(pieces["start"]), _int64s(pieces["end"]), vectors)
 
 
 def _int64s(column: pa.ChunkedArray) -> np.ndarray:

@@ -12,7 +12,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 #: the stages in the order a build runs them
-STAGES = ("reading", "loading", "planning", "tokenizing", "encoding", "writing", "finishing")
+#: (passages: every document's sentence pieces embedded for the saved snapshot, :mod:`longembed.search.piece_vectors`)
+STAGES = ("reading", "loading", "planning", "tokenizing", "encoding", "writing", "passages", "finishing")
 
 
 @dataclass
@@ -43,6 +44,11 @@ class StageTimes:
         if name not in self.seconds:
             raise ValueError(f"unknown build stage {name!r}; the stages are {', '.join(STAGES)}")
         self.seconds[name] += seconds
+
+    def move(self, seconds: float, source: str, target: str) -> None:
+        """Count ``seconds`` timed as ``source`` as ``target`` instead (a stage run inside another's block)."""
+        self.add(source, -seconds)
+        self.add(target, seconds)
 
     def stop(self) -> None:
         """The wall time ends now."""

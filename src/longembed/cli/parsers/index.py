@@ -79,6 +79,10 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
                        help="an ANN index on the vectors (LanceDB IVF; a search then scores the candidate documents "
                        "exactly, recall@10 >= 0.98 measured): auto from 300,000 chunks, below that an exact scan; on; "
                        "off (exact scan at any size). Default: auto")
+    group.add_argument("--no-passage-vectors", dest="passage_vectors", action="store_false",
+                       help="do not embed every document's sentence pieces with the index (about 10 per 256-token "
+                       "chunk; see the guide for the disk they take): a search then embeds its results' sentences to "
+                       "choose their passages, about a second per search on a CPU instead of milliseconds")
     group.add_argument("--engine", choices=ENGINES, default="local",
                        help="local: this process; ray: a pool of Ray actors (default: local)")
     group.add_argument("--actors", type=int, default=1, help="with --engine ray: actors, each with its own encoder")

@@ -1,0 +1,158 @@
+"""Every document's sentence pieces embedded when an index is built, so that a search chooses a result's
+passage from saved vectors instead of running the model on its sentences (``index --no-passage-vectors``
+opts out).
+
+A build's last step, before its snapshot is saved (:mod:`longembed.search.snapshot`): each document of
+the version gets its pieces (:func:`~longembed.retrieval.passages.document_pieces`, over its whole text)
+and their unit vectors, with the document prompt, as a search would embed them.  Incremental: a document
+whose id and text the last complete snapshot holds, saved with the same strategy, keeps that snapshot's
+rows; only new and changed documents' pieces are embedded, :data:`PIECES_PER_CALL` per encode call (the
+encoder sorts each call's inputs by length and batches them, as it does a build's chunks).  The vectors
+are written to a memory-mapped ``.npy`` file in the index folder as they come, and that file is moved
+into the snapshot's folder: memory holds one call's vectors, not the collection's.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from tqdm.auto import tqdm
+
+from longembed.encoder import LongContextEncoder
+from longembed.errors import UserError
+from longembed.retrieval.passages import document_pieces
+from longembed.search.snapshot import SavedPieces, Snapshot, piece_offsets, read_snapshot
+
+#: pieces per encode call (each call is sorted by length and batched by the encoder)
+PIECES_PER_CALL = 2048
+#: pieces per forward pass, per text of the build's batch size: pieces are short (a line, a sentence, at
+#: most 100 words), and 16 of them leave a forward mostly fixed cost (measured under load: 164 pieces in
+#: 81 s at 16 per batch, 46 s at 64)
+PIECE_BATCH_FACTOR = 8
+#: the metadata a snapshot's piece vectors depend on: saved pieces are reused only when these are equal
+_SAME_VECTORS = ("config", "prompts", "model", "dtype")
+
+
+@dataclass
+class PieceCounts:
+    """How many pieces a build embedded, and how many it took from the last complete snapshot."""
+
+    embedded: int = 0
+    reused: int = 0
+
+
+@dataclass(frozen=True)
+class _Plan:
+    spans: list[np.ndarray]  # per document, its pieces' (start, end)
+    reused: list[tuple[int, int] | None]  # per document, its rows in the previous snapshot's pieces (None: embed)
+
+
+def previous_snapshot(folder: Path | None, metadata: dict[str, Any]) -> Snapshot | None:
+    """The last complete snapshot (``folder``) when it holds piece vectors made as this build would make
+    them (same strategy, prompts, model and dtype), else None."""
+    if folder is None:
+        return None
+    try:
+        previous = read_snapshot(folder)
+    except (OSError, EOFError, ValueError, KeyError, TypeError, pa.ArrowException, UserError):  # unreadable: embed all
+        return None
+    if previous.pieces is None or any(previous.metadata.get(k) != metadata.get(k) for k in _SAME_VECTORS):
+        return None
+    return previous
+
+
+def embed_pieces(snapshot: Snapshot, encoder: LongContextEncoder, prompt: str, scratch: Path,
+                 previous: Snapshot | None = None, batch_size: int = 16,
+                 show_progress: bool = True) -> tuple[SavedPieces, PieceCounts]:
+    """The pieces of every document of ``snapshot`` and their vectors (see the module docstring), the
+    vectors in the ``.npy`` file ``scratch`` (the caller moves it into the snapshot's folder, or removes it);
+    :data:`PIECE_BATCH_FACTOR` times ``batch_size`` pieces per forward pass."""
+    plan = _plan(snapshot, previous)
+    offsets = piece_offsets([len(s) for s in plan.spans])
+    vectors = np.lib.format.open_memmap(scratch, mode="w+", dtype=np.float32,
+                                        shape=(int(offsets[-1]), encoder.embedding_dim))
+    counts = PieceCounts()
+    for d, rows in enumerate(plan.reused):
+        if rows is not None:
+            assert previous is not None and previous.pieces is not None
+            vectors[offsets[d] : offsets[d + 1]] = previous.pieces.vectors[rows[0] : rows[1]]
+            counts.reused += rows[1] - rows[0]
+    wanted = [d for d, rows in enumerate(plan.reused) if rows is None]
+    with tqdm(total=sum(len(plan.spans[d]) for d in wanted), desc="passages", unit="piece",
+              disable=not show_progress) as bar:
+        for rows, texts in _calls(snapshot, plan, offsets, wanted, PIECES_PER_CALL):
+            vectors[rows] = encode_pieces(encoder, texts, prompt, PIECE_BATCH_FACTOR * batch_size)
+            counts.embedded += len(rows)
+            bar.update(len(rows))
+    vectors.flush()
+    spans = np.concatenate(plan.spans) if plan.spans else np.zeros((0, 2), dtype=np.int64)
+    return SavedPieces(offsets, np.ascontiguousarray(spans[:, 0]), np.ascontiguousarray(spans[:, 1]), vectors,
+                       scratch), counts
+
+
+def encode_pieces(encoder: LongContextEncoder, texts: list[str], prompt: str, batch_size: int = 16) -> np.ndarray:
+    """The pieces' unit vectors with the document prompt, float32, as a build saves them (one encode call:
+    the encoder sorts ``texts`` by length and batches them)."""
+    return np.asarray(encoder.encode(texts, batch_size=batch_size, prompt=prompt, normalize_embeddings=True),
+                      dtype=np.float32)
+
+
+def document_piece_vectors(encoder: LongContextEncoder, texts: list[str], prompt: str,
+                           batch_size: int = 16) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each text's pieces ((pieces, 2) spans) and their vectors, as a build saves them, held in memory (a
+    benchmark's documents; a build writes them to disk as they come)."""
+    spans = [np.asarray(document_pieces(t), dtype=np.int64).reshape(-1, 2) for t in texts]
+    pieces = [t[s:e] for t, ss in zip(texts, spans, strict=True) for s, e in ss]
+    vectors = np.zeros((0, encoder.embedding_dim), dtype=np.float32)
+    if pieces:
+        vectors = np.concatenate([encode_pieces(encoder, pieces[i : i + PIECES_PER_CALL], prompt,
+                                                PIECE_BATCH_FACTOR * batch_size)
+                                  for i in range(0, len(pieces), PIECES_PER_CALL)])
+    offsets = piece_offsets([len(s) for s in spans])
+    return [(s, vectors[offsets[d] : offsets[d + 1]]) for d, s in enumerate(spans)]
+
+
+def scratch_file(index: Path) -> Path:
+    """Where a build of ``index`` writes its piece vectors before they are moved into its snapshot."""
+    return index / f".piece-vectors-{os.getpid()}.npy"
+
+
+def _plan(snapshot: Snapshot, previous: Snapshot | None) -> _Plan:
+    """Per document, its pieces, and where the previous snapshot holds their vectors (same id and text)."""
+    before: dict[str, int] = {} if previous is None else {d: p for p, d in enumerate(previous.doc_ids)}
+    spans, reused = [], []
+    for d, doc_id in enumerate(snapshot.doc_ids):
+        text = snapshot.text(d)
+        p = before.get(doc_id)
+        if previous is not None and previous.pieces is not None and p is not None and previous.text(p) == text:
+            old, _ = previous.pieces.of(p)
+            spans.append(np.asarray(old, dtype=np.int64).reshape(-1, 2))
+            reused.append((int(previous.pieces.offsets[p]), int(previous.pieces.offsets[p + 1])))
+        else:
+            spans.append(np.asarray(document_pieces(text), dtype=np.int64).reshape(-1, 2))
+            reused.append(None)
+    return _Plan(spans, reused)
+
+
+def _calls(snapshot: Snapshot, plan: _Plan, offsets: np.ndarray, documents: list[int],
+           size: int) -> Iterator[tuple[list[int], list[str]]]:
+    """The pieces of ``documents`` to embed, ``size`` at a time: (their rows, their texts); each
+    document's text read once."""
+    rows: list[int] = []
+    texts: list[str] = []
+    for d in documents:
+        text = snapshot.text(d)
+        for i, (start, end) in enumerate(plan.spans[d]):
+            rows.append(int(offsets[d]) + i)
+            texts.append(text[int(start) : int(end)])
+            if len(rows) == size:
+                yield rows, texts
+                rows, texts = [], []
+    if rows:
+        yield rows, texts
