@@ -15,6 +15,7 @@ from longembed.lazy import lazy_exports
 
 if TYPE_CHECKING:  # imported on first use: a BM25-only search never imports torch or LanceDB
     from longembed.search.build import BuildReport, build_index
+    from longembed.search.cold_query import load_query_program
     from longembed.search.following import FollowingIndex
     from longembed.search.index import SearchIndex, SearchResponse, SearchResult, open_index
     from longembed.search.query_encoder import load_query_encoder

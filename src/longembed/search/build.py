@@ -48,6 +48,7 @@ from longembed.search.ann import ann_wanted, update_ann_index
 from longembed.search.build_precision import PrecisionCheck, build_encoder, with_dtype
 from longembed.search.embedding import DocumentEmbedder, VectorLookup, resolved_prompts
 from longembed.search.prefetch import prefetched
+from longembed.search.query_program import save_query_program
 from longembed.search.sources import Document
 from longembed.search.stages import StageTimes
 from longembed.search.store import (
@@ -410,13 +411,24 @@ def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], s
         table.checkout_latest()
         if lock is not None:
             lock.check()  # another build took an expired lock: publish nothing
-        saved = save_snapshot(path, table)  # what a search of this version opens, saved before the version is tagged
+        # what a search of this version opens, saved before the version is tagged
+        saved = save_snapshot(path, table, None if encoder is None else _program_writer(encoder, path, say))
         version = mark_complete(table)
         point_to(path, saved)
         cut = update_truncated(path, embedder.cut, plan.to_delete, fresh)
         return BuildReport(plan, len(documents_in(table)), table.count_rows(), version, ann_done,
                            "" if precision is None else precision.reason, times, embedder.encoded,
                            embedder.from_cache, truncation_facts(cut), None if encoder is None else encoder.max_length)
+
+
+def _program_writer(encoder: LongContextEncoder, path: str | Path,
+                    say: Callable[[str], None]) -> Callable[[Path, dict[str, Any]], None]:
+    """What saves the query program in a version's folder, saying in one line when it cannot."""
+    def write(folder: Path, metadata: dict[str, Any]) -> None:
+        reason = save_query_program(encoder, metadata, folder)
+        if reason is not None:
+            say(f"{path}: no query program saved ({reason}); a search loads the model through transformers")
+    return write
 
 
 def _documents_at(store: IndexStore, version: int) -> dict[str, tuple[str, str]]:

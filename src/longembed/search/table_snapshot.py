@@ -9,6 +9,7 @@ with saved files imports it only when the index has an ANN index.
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -38,14 +39,23 @@ def read_table_snapshot(path: str | Path) -> Snapshot:
         return version_snapshot(IndexStore(path).complete_table(), path)
 
 
-def save_snapshot(path: str | Path, table: Any) -> str:
+def save_snapshot(path: str | Path, table: Any,
+                  extra: Callable[[Path, dict[str, Any]], None] | None = None) -> str:
     """Save the snapshot of the table's checked-out version beside it, unless saved already (a build,
     before it tags the version complete; :func:`~longembed.search.version_files.point_to` after); the
-    name of its files."""
+    name of its files.  ``extra(folder, metadata)`` adds files to the version's folder (the build's
+    query program: :mod:`longembed.search.query_program`)."""
     now = _dt.datetime.now(_dt.UTC)  # not the table's list of versions: it reads every old manifest
     name = version_files.version_name(int(table.version), now.isoformat(timespec="microseconds"))
     built_at = now.isoformat(timespec="seconds")
-    version_files.save(path, name, lambda folder: write_snapshot(version_snapshot(table, path, built_at), folder))
+
+    def write(folder: Path) -> None:
+        snapshot = version_snapshot(table, path, built_at)
+        write_snapshot(snapshot, folder)
+        if extra is not None:
+            extra(folder, snapshot.metadata)
+
+    version_files.save(path, name, write)
     return name
 
 
