@@ -58,6 +58,7 @@ from longembed.retrieval.pipeline import (
 from longembed.retrieval.ranking import strictly_decreasing
 from longembed.retrieval.strategy import BM25, Strategy
 from longembed.search.document_files import read_document_files, servable_file
+from longembed.search.index_dtype import recorded_dtype
 from longembed.search.snapshot import Snapshot, read_snapshot
 from longembed.search.version_files import is_local, saved_version
 
@@ -187,7 +188,7 @@ class SearchIndex:
             "model": model.get("name", "bm25"),
             "method": model.get("method"),
             "max_length": model.get("max_length"),
-            "dtype": None if self.strategy.lexical_only else heavy.recorded_dtype(self.metadata),
+            "dtype": None if self.strategy.lexical_only else recorded_dtype(self.metadata),
             "strategy": self.name,
             "systems": self.strategy.systems,
             "fusion": None if fusion is None else {k: v for k, v in fusion.to_dict().items() if k != "source"},
