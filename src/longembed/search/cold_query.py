@@ -14,6 +14,8 @@ import numpy as np
 import torch
 from tokenizers import Tokenizer
 
+from longembed.file_hashes import folder_files, same_files
+
 PROGRAM_FORMAT = "longembed-query-program/1"
 PROGRAM_DIR = "query_program"
 PROGRAM = "program.pt"
@@ -65,6 +67,13 @@ class QueryProgram:
         return out if out is not None else None
 
 
+def same_model_files(identity: dict[str, Any] | None) -> bool:
+    """Whether the model folder an index recorded still holds the same files (False when unknown)."""
+    if identity is None or not identity.get("path") or not Path(identity["path"]).is_dir():
+        return False
+    return same_files(identity, {"files": folder_files(Path(identity["path"]))})
+
+
 def load_query_program(version_folder: Path, metadata: dict[str, Any]) -> QueryProgram | None:
     """The program saved in a version's folder when its manifest matches ``metadata``, else None."""
     folder = version_folder / PROGRAM_DIR
@@ -74,6 +83,8 @@ def load_query_program(version_folder: Path, metadata: dict[str, Any]) -> QueryP
         return None
     if manifest.get("format") != PROGRAM_FORMAT or {k: manifest.get(k) for k in program_key(metadata)} != program_key(metadata):
         return None
+    if not same_model_files((metadata.get("model") or {}).get("identity")):
+        return None  # the model's files changed since the build: the full encoder's check says so
     try:
         return QueryProgram(folder, manifest)
     except (OSError, RuntimeError, ValueError, KeyError, TypeError) as exc:
