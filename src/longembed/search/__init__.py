@@ -15,13 +15,14 @@ from longembed.lazy import lazy_exports
 
 if TYPE_CHECKING:  # imported on first use: a BM25-only search never imports torch or LanceDB
     from longembed.search.build import BuildReport, build_index
+    from longembed.search.cold_query import load_query_program
     from longembed.search.following import FollowingIndex
     from longembed.search.index import SearchIndex, SearchResponse, SearchResult, open_index
+    from longembed.search.index_dtype import recorded_dtype
     from longembed.search.query_encoder import load_query_encoder
     from longembed.search.runfile import RUN_DEPTH, write_run
     from longembed.search.sources import Document, SourceOptions, read_sources
     from longembed.search.store import IndexStore
-    from longembed.search.strategy_encoder import recorded_dtype
     from longembed.search.table_snapshot import open_ann, read_table_snapshot, save_snapshot
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, __file__)

@@ -52,6 +52,7 @@ from longembed.search.build_precision import PrecisionCheck, build_encoder, with
 from longembed.search.embedding import DocumentEmbedder, VectorLookup, resolved_prompts
 from longembed.search.piece_vectors import PieceCounts, embed_pieces, previous_snapshot, scratch_file
 from longembed.search.prefetch import prefetched
+from longembed.search.query_program import save_query_program
 from longembed.search.snapshot import Snapshot
 from longembed.search.sources import Document
 from longembed.search.stages import StageTimes
@@ -433,7 +434,8 @@ def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], s
             lock.check()  # another build took an expired lock: publish nothing
         # what a search of this version opens, saved before the version is tagged
         try:
-            saved = save_snapshot(path, table, None if note else pieces.add)
+            saved = save_snapshot(path, table, None if note else pieces.add,
+                                  None if encoder is None else _program_writer(encoder, path, say))
         finally:
             pieces.discard()
         version = mark_complete(table)
@@ -499,6 +501,16 @@ class PassagePieces:
         """Remove the vectors' scratch file when the snapshot did not take it (a failed write)."""
         if is_local(self.path):
             self.scratch.unlink(missing_ok=True)
+
+
+def _program_writer(encoder: LongContextEncoder, path: str | Path,
+                    say: Callable[[str], None]) -> Callable[[Path, dict[str, Any]], None]:
+    """What saves the query program in a version's folder, saying in one line when it cannot."""
+    def write(folder: Path, metadata: dict[str, Any]) -> None:
+        reason = save_query_program(encoder, metadata, folder)
+        if reason is not None:
+            say(f"{path}: no query program saved ({reason}); a search loads the model through transformers")
+    return write
 
 
 def _documents_at(store: IndexStore, version: int) -> dict[str, tuple[str, str]]:

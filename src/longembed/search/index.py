@@ -60,11 +60,13 @@ from longembed.retrieval.pipeline import (
 from longembed.retrieval.ranking import strictly_decreasing
 from longembed.retrieval.strategy import BM25, Strategy
 from longembed.search.document_files import read_document_files, servable_file
+from longembed.search.index_dtype import recorded_dtype
 from longembed.search.snapshot import Snapshot, read_snapshot
 from longembed.search.version_files import POINTER, has_pointer, is_local, saved_version
 
 if TYPE_CHECKING:
     from longembed.encoder import LongContextEncoder
+    from longembed.search.cold_query import QueryProgram
 from longembed.search.truncation import read_truncated, truncation_facts
 
 #: characters of the document shown before and after a passage
@@ -140,7 +142,7 @@ class SearchIndex:
                  embed_queries: Callable[[list[str]], np.ndarray] | None = None,
                  encoder: LongContextEncoder | None = None) -> None:
         self.path = str(path)
-        self._data = _open_snapshot(path)
+        self._data, saved_folder = _open_snapshot(path)
         self.version = self._data.version
         self.built_at = self._data.built_at
         self.metadata = self._data.metadata
@@ -159,9 +161,24 @@ class SearchIndex:
         self._truncated = truncation_facts(read_truncated(path))  # the documents a truncating build cut
         self._lock = threading.Lock()
         self.embed_queries = embed_queries or self._encode_queries
-        self.encoder: LongContextEncoder | None = None
-        if not self.strategy.lexical_only:
-            self.encoder = heavy.load_query_encoder(self.strategy, self.metadata, device, self.path, encoder)
+        self._device = device
+        self._dense = not self.strategy.lexical_only
+        self._encoder: LongContextEncoder | None = None
+        #: the version's saved query program (no transformers import), used for inputs it reads
+        self._program: QueryProgram | None = None
+        if self._dense and encoder is None and saved_folder is not None:
+            self._program = heavy.load_query_program(saved_folder, self.metadata)
+        if self._dense and self._program is None:
+            self._encoder = heavy.load_query_encoder(self.strategy, self.metadata, device, self.path, encoder)
+
+    @property
+    def encoder(self) -> LongContextEncoder | None:
+        """The index's encoder (None: lexical only), loaded on first use when a query program serves searches."""
+        if self._dense and self._encoder is None:
+            with self._lock:
+                if self._encoder is None:
+                    self._encoder = heavy.load_query_encoder(self.strategy, self.metadata, self._device, self.path)
+        return self._encoder
 
     # ------------------------------------------------------------------ facts
     def facts(self) -> dict[str, Any]:
@@ -173,7 +190,7 @@ class SearchIndex:
             "model": model.get("name", "bm25"),
             "method": model.get("method"),
             "max_length": model.get("max_length"),
-            "dtype": None if self.strategy.lexical_only else heavy.recorded_dtype(self.metadata),
+            "dtype": None if self.strategy.lexical_only else recorded_dtype(self.metadata),
             "strategy": self.name,
             "systems": self.strategy.systems,
             "fusion": None if fusion is None else {k: v for k, v in fusion.to_dict().items() if k != "source"},
@@ -231,7 +248,7 @@ class SearchIndex:
         if self._bm25_index is not None:
             lexical = np.stack([self._bm25.query_scores(self._bm25_index, q) for q in queries])
         dense = None
-        if self.encoder is not None:
+        if self._dense:
             assert self._data.vectors is not None
             vectors = self._query_vectors(queries)
             dense = (self._ann_dense(vectors, lexical, k) if use_ann
@@ -256,9 +273,20 @@ class SearchIndex:
 
     def _encode_queries(self, queries: list[str]) -> np.ndarray:
         """The default ``embed_queries``: the index's encoder, with its query prompt, normalised."""
-        assert self.encoder is not None
+        return self._encode(queries, self.prompts["query"], 16)
+
+    def _encode(self, texts: list[str], prompt: str | None, batch_size: int) -> np.ndarray:
+        """Unit vectors of ``prompt + text``: the saved query program's when it reads every text, else the
+        encoder's (loaded then, once)."""
+        if self._program is not None:
+            with self._lock:
+                vectors = self._program.encode(texts, prompt or "")
+            if vectors is not None:
+                return vectors
+        encoder = self.encoder
+        assert encoder is not None
         with self._lock:
-            return self.encoder.encode(queries, batch_size=16, prompt=self.prompts["query"], normalize_embeddings=True)
+            return encoder.encode(texts, batch_size=batch_size, prompt=prompt, normalize_embeddings=True)
 
     def _query_vectors(self, queries: list[str]) -> np.ndarray:
         return unit_rows(self.embed_queries(queries))
@@ -299,11 +327,11 @@ class SearchIndex:
             return []
         data = self._data
         chunks = [self._best_chunks(d, query.vector) for d in order]
-        saved = data.pieces if self.encoder is not None else None  # the pieces' vectors the build saved
+        saved = data.pieces if self._dense else None  # the pieces' vectors the build saved
         requests = [PassageRequest(data.text(d), [(int(data.starts[r]), int(data.ends[r])) for r in rows],
                                    *(saved.of(d) if saved is not None else (None, None)))
                     for d, rows in zip(order, chunks, strict=True)]
-        spans = choose_passages(query, requests, self._embed_sentences if self.encoder is not None else None,
+        spans = choose_passages(query, requests, self._embed_sentences if self._dense else None,
                                 lexical=BM25 in self.strategy.systems, fusion=self.strategy.fusion)
         return [self._passage(request.text, d, rows, span)
                 for request, d, rows, span in zip(requests, order, chunks, spans, strict=True)]
@@ -318,10 +346,7 @@ class SearchIndex:
     def _embed_sentences(self, texts: list[str]) -> np.ndarray:
         """Passage sentences' vectors: the index's encoder with its document prompt, one batch per search
         (only for an index without saved piece vectors)."""
-        assert self.encoder is not None
-        with self._lock:
-            return self.encoder.encode(texts, batch_size=WINDOW_BATCH, prompt=self.prompts["document"],
-                                       normalize_embeddings=True)
+        return self._encode(texts, self.prompts["document"], WINDOW_BATCH)
 
     def _passage(self, text: str, d: int, rows: list[int], span: tuple[int, int]) -> Passage:
         """Document ``d``'s passage ``span`` of ``text`` (its text, read once per result by the caller)."""
@@ -336,10 +361,10 @@ class SearchIndex:
                        text[end : end + CONTEXT_CHARS], location, page)
 
 
-def _open_snapshot(path: str | Path) -> Snapshot:
-    """The index's last complete version: its saved files (memory-mapped), else its table's rows read
-    into memory and BM25 indexed, once per open (an index built before files were saved, or whose saved
-    files are missing: a rerun of ``longembed index`` saves them)."""
+def _open_snapshot(path: str | Path) -> tuple[Snapshot, Path | None]:
+    """The index's last complete version: its saved files (memory-mapped) and their folder, else its
+    table's rows read into memory and BM25 indexed, once per open (an index built before files were
+    saved, or whose saved files are missing: a rerun of ``longembed index`` saves them), and None."""
     missing = None
     for _attempt in range(2):  # a build may replace the saved version between the pointer and its files
         saved = saved_version(path)
@@ -347,7 +372,7 @@ def _open_snapshot(path: str | Path) -> Snapshot:
             missing = f"the folder of the version {POINTER} names" if has_pointer(path) else None
             break
         try:
-            return read_snapshot(saved[1])
+            return read_snapshot(saved[1]), saved[1]
         except FileNotFoundError as exc:
             missing = f"{Path(exc.filename or '?').name} of version {saved[0]}"
             continue
@@ -362,7 +387,7 @@ def _open_snapshot(path: str | Path) -> Snapshot:
         warnings.warn(f"{path}: {why}, so every open reads all its rows and indexes BM25 again; run longembed index "
                       f"with the same sources and --index {path} once to save them (nothing is embedded again)",
                       stacklevel=3)
-    return snapshot
+    return snapshot, None
 
 
 #: what to do about saved files that cannot be read: a rerun saves them anew from the table

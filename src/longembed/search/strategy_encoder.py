@@ -6,14 +6,13 @@ encodes queries, imports the model's stack and nothing of LanceDB's or the reade
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from longembed.encoder import LongContextEncoder, load_encoder
 from longembed.retrieval.strategy import Strategy
+from longembed.search.index_dtype import recorded_dtype
 
-#: the dtype of an index whose metadata records none (built before the dtype was recorded)
-UNRECORDED_DTYPE = "float32"
+__all__ = ["load_strategy_encoder", "recorded_dtype"]
 
 
 def load_strategy_encoder(strategy: Strategy, device: str | None = None, dtype: str | None = None) -> LongContextEncoder:
@@ -26,9 +25,3 @@ def load_strategy_encoder(strategy: Strategy, device: str | None = None, dtype: 
         options["dtype"] = dtype
     return load_encoder(strategy.model, method=strategy.method, max_length=strategy.max_length, **options)
 
-
-def recorded_dtype(metadata: Mapping[str, Any]) -> str:
-    """The dtype an index's vectors were embedded in: its metadata's ``dtype``, else the strategy's
-    ``--dtype`` option, else float32 (an index built before the dtype was recorded)."""
-    options = (metadata.get("config") or {}).get("encoder_options") or {}
-    return str(metadata.get("dtype") or options.get("dtype") or UNRECORDED_DTYPE)

@@ -39,11 +39,14 @@ def read_table_snapshot(path: str | Path) -> Snapshot:
         return version_snapshot(IndexStore(path).complete_table(), path)
 
 
-def save_snapshot(path: str | Path, table: Any, complete: Callable[[Snapshot], None] | None = None) -> str:
+def save_snapshot(path: str | Path, table: Any, complete: Callable[[Snapshot], None] | None = None,
+                  extra: Callable[[Path, dict[str, Any]], None] | None = None) -> str:
     """Save the snapshot of the table's checked-out version beside it, unless saved already (a build,
     before it tags the version complete; :func:`~longembed.search.version_files.point_to` after); the
     name of its files.  ``complete(snapshot)``: adds to the snapshot before it is written (a build's
-    piece vectors); called only when the files are written (a local index)."""
+    piece vectors); ``extra(folder, metadata)`` adds files to the version's folder (the build's query
+    program: :mod:`longembed.search.query_program`); both called only when the files are written (a
+    local index)."""
     now = _dt.datetime.now(_dt.UTC)  # not the table's list of versions: it reads every old manifest
     name = version_files.version_name(int(table.version), now.isoformat(timespec="microseconds"))
     built_at = now.isoformat(timespec="seconds")
@@ -53,6 +56,8 @@ def save_snapshot(path: str | Path, table: Any, complete: Callable[[Snapshot], N
         if complete is not None:
             complete(snapshot)
         write_snapshot(snapshot, folder)
+        if extra is not None:
+            extra(folder, snapshot.metadata)
 
     version_files.save(path, name, write)
     return name
