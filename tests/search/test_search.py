@@ -144,9 +144,9 @@ def test_a_search_embeds_no_more_than_its_results_best_chunks_in_one_batch(built
 def test_a_search_with_saved_piece_vectors_runs_the_model_once_for_its_query_only(built, name) -> None:
     index = open_index(built[0] / name)
     assert index._data.pieces is not None  # noqa: SLF001
-    calls: list[list[str]] = []
-    real = index.encoder.encode
-    index.encoder.encode = lambda texts, **options: calls.append(list(texts)) or real(texts, **options)
+    calls: list[list[str]] = []  # every model call, through the saved query program or the encoder
+    real = index._encode  # noqa: SLF001
+    index._encode = lambda texts, prompt, batch_size: calls.append(list(texts)) or real(texts, prompt, batch_size)  # noqa: SLF001
     for query in ["one of the", "the apple harvest"]:
         calls.clear()
         response = index.search(query, k=5)
