@@ -62,7 +62,7 @@ def build(work: Path, data_dir: Path) -> Path:
     if not index.exists():
         essays = data_dir / "paul_graham_essays" / "PaulGrahamEssays"
         subprocess.run([sys.executable, "-m", "longembed.cli.main", "index", str(essays), "--index", str(index),
-                        "--granularity", "chunks", "--chunking", "tokens:256", "--no-estimate"],
+                        "--granularity", "chunks", "--chunking", "tokens:256", "--naive", "--no-estimate"],
                        check=True, env={**os.environ, "PYTHONPATH": str(Path("src").resolve())})
     return index
 
