@@ -19,6 +19,7 @@ from longembed.retrieval.passages import (
     chunk_pieces,
     document_pieces,
     overlaps,
+    pieces_until,
     sentence_pieces,
     windows,
 )
@@ -226,3 +227,15 @@ def test_saved_piece_vectors_are_used_without_embedding_and_choose_the_same_wind
     assert choose_passages(query("valve pressure"), mixed, lambda ts: calls.append(ts) or bag_of_words(ts),
                            lexical=False) == on_the_fly
     assert len(calls) == 1 and all(text in texts[1] or text in texts[3] for text in calls[0])
+
+
+def test_the_pieces_until_a_point_are_the_whole_documents_pieces_that_start_before_it() -> None:
+    """A truncating index reads a document's first window: its pieces are those of the whole text that
+    start before the window's end, found without splitting the rest (naive reference: split it all)."""
+    rng = np.random.default_rng(7)
+    vocabulary = ["word", "Dr.", "end.", "why?", "so!", "...", "\n", "\n\n", "said,", "\u201cquoted.\u201d", "x"]
+    for _ in range(200):
+        text = " ".join(rng.choice(vocabulary, size=int(rng.integers(1, 400))))
+        for end in {0, 1, len(text) // 3, len(text) // 2, len(text) - 1, len(text), int(rng.integers(0, len(text) + 1))}:
+            whole = [p for p in document_pieces(text, 20) if p[0] < end]
+            assert pieces_until(text, end, 20) == whole, (text, end)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from longembed.chunking.spans import Span, sentence_spans
+from longembed.chunking.spans import SENTENCE_END, Span, sentence_spans
 from longembed.errors import UserError
 from longembed.retrieval.bm25 import BM25Model
 from longembed.retrieval.fusion import Fusion
@@ -92,6 +92,17 @@ def document_pieces(text: str, max_words: int = WINDOW_WORDS) -> list[Span]:
     return sentence_pieces(text, 0, len(text), max_words)
 
 
+def pieces_until(text: str, end: int, max_words: int = WINDOW_WORDS) -> list[Span]:
+    """The pieces of :func:`document_pieces` that start before ``end``, found without reading the text
+    past the first sentence end at or after ``end`` (a truncating index reads the first window of a
+    long document, and only its pieces can be shown: a 200 MB text is not split whole for them)."""
+    if end >= len(text):
+        return document_pieces(text, max_words)
+    stop = SENTENCE_END.search(text, end)
+    limit = len(text) if stop is None else stop.end()
+    return [piece for piece in sentence_pieces(text, 0, limit, max_words) if piece[0] < end]
+
+
 def covered_pieces(pieces: Sequence[Span] | np.ndarray, chunks: Sequence[Span]) -> list[list[int]]:
     """The indices of the document's ``pieces`` (:func:`document_pieces`, in order) that overlap
     ``chunks``, whole, each once, as runs of consecutive pieces (nothing but whitespace between them)."""
@@ -113,7 +124,7 @@ def covered_pieces(pieces: Sequence[Span] | np.ndarray, chunks: Sequence[Span]) 
 def chunk_pieces(text: str, chunks: Sequence[Span], max_words: int = WINDOW_WORDS) -> list[list[Span]]:
     """The pieces of ``text`` that overlap ``chunks``, whole (a sentence cut by a chunk's edge is read to
     its end), each once, as runs of consecutive pieces (nothing but whitespace between them), in text order."""
-    pieces = document_pieces(text, max_words)
+    pieces = pieces_until(text, max((int(e) for _, e in chunks), default=0), max_words)
     return [[pieces[i] for i in run] for run in covered_pieces(pieces, chunks)]
 
 

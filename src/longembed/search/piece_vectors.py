@@ -3,7 +3,7 @@ passage from saved vectors instead of running the model on its sentences (``inde
 opts out).
 
 A build's last step, before its snapshot is saved (:mod:`longembed.search.snapshot`): each document of
-the version gets its pieces (:func:`~longembed.retrieval.passages.document_pieces`, over its whole text)
+the version gets its pieces (:func:`~longembed.retrieval.passages.pieces_until` the end of its last chunk)
 and their unit vectors, with the document prompt, as a search would embed them.  Incremental: a document
 whose id and text the last complete snapshot holds, saved with the same strategy, keeps that snapshot's
 rows; only new and changed documents' pieces are embedded, :data:`PIECES_PER_CALL` per encode call (the
@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 
 from longembed.encoder import LongContextEncoder
 from longembed.errors import UserError
-from longembed.retrieval.passages import document_pieces
+from longembed.retrieval.passages import document_pieces, pieces_until
 from longembed.search.snapshot import SavedPieces, Snapshot, piece_offsets, read_snapshot
 
 #: pieces per encode call (each call is sorted by length and batched by the encoder)
@@ -126,6 +126,7 @@ def scratch_file(index: Path) -> Path:
 def _plan(snapshot: Snapshot, previous: Snapshot | None) -> _Plan:
     """Per document, its pieces, and where the previous snapshot holds their vectors (same id and text)."""
     before: dict[str, int] = {} if previous is None else {d: p for p, d in enumerate(previous.doc_ids)}
+    firsts = np.concatenate([[0], np.cumsum(snapshot.rows)])
     spans, reused = [], []
     for d, doc_id in enumerate(snapshot.doc_ids):
         text = snapshot.text(d)
@@ -135,7 +136,8 @@ def _plan(snapshot: Snapshot, previous: Snapshot | None) -> _Plan:
             spans.append(np.asarray(old, dtype=np.int64).reshape(-1, 2))
             reused.append((int(previous.pieces.offsets[p]), int(previous.pieces.offsets[p + 1])))
         else:
-            spans.append(np.asarray(document_pieces(text), dtype=np.int64).reshape(-1, 2))
+            read_end = int(snapshot.ends[firsts[d] : firsts[d + 1]].max())  # past it no chunk reads the text
+            spans.append(np.asarray(pieces_until(text, read_end), dtype=np.int64).reshape(-1, 2))
             reused.append(None)
     return _Plan(spans, reused)
 
