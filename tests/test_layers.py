@@ -20,7 +20,7 @@ CORE = {
     "config", "loading", "quantization", "precision", "inputs", "overflow", "encoder", "encoder_protocol", "pooling",
     "batching", "model_runner", "threads",
     "chunking", "extension", "models", "lazy", "noise", "permissions", "textfiles", "weight_files", "flag_fields",
-    "sentence_transformers_folder", "durable", "diskspace", "file_hashes", "errors", "documents",
+    "sentence_transformers_folder", "durable", "diskspace", "file_hashes", "locations", "errors", "documents",
 }
 #: Which top-level parts each part may import (besides itself and the package root).
 ALLOWED = {

@@ -29,7 +29,7 @@ from longembed import load_encoder
 from longembed.cli.main import build_parser, main
 from longembed.cli.serve import check_model_flags
 from longembed.errors import UserError
-from longembed.search import open_index
+from longembed.search import SearchIndex, open_index
 from longembed.serving import ServerSettings, create_app
 from longembed.serving.search_route import add_search_routes, queued_query_vectors
 
@@ -339,9 +339,10 @@ def served_index(real_index_dir):
 
 
 @pytest.fixture(scope="module")
-def own_index(real_index_dir):
-    """The index as ``longembed search`` opens it: it embeds its queries itself."""
-    return open_index(real_index_dir)
+def own_index(real_index_dir, served_index):
+    """The index embedding its queries itself, with the model the server holds (``longembed search`` uses
+    the saved query program instead, equal within 1e-5: tests/search/test_query_program.py)."""
+    return SearchIndex(real_index_dir, encoder=served_index.encoder)
 
 
 @pytest.fixture(scope="module")

@@ -34,6 +34,8 @@ WINDOW_SENTENCES = 3
 WINDOW_WORDS = 100
 #: the best chunks of a document whose sentences are searched for the passage
 CHUNKS_PER_DOCUMENT = 2
+#: window scores are compared to this many decimals: equal windows tie whatever the query vector's last bits
+TIE_DECIMALS = 9
 #: how a search's results show a passage: the best window for the query, or the chunk that scored the document
 PASSAGE_CHOICES = ("query", "chunk")
 
@@ -223,7 +225,8 @@ def choose_passages(query: PassageQuery, documents: Sequence[PassageRequest], em
         if piece_vectors is not None:
             weights = np.asarray([_words(document.text, s, e) for s, e in candidates.pieces], dtype=np.float64)
             window_vectors = _window_vectors(piece_vectors[i], weights, candidates.windows)
-            dense_scores = window_vectors @ np.asarray(query.vector, dtype=np.float64)
+            # windows of the same text differ only by float noise (prefix sums): tied, the earliest is shown
+            dense_scores = np.round(window_vectors @ np.asarray(query.vector, dtype=np.float64), TIE_DECIMALS)
         scores = _window_scores(dense_scores, None if lexical_scores is None else lexical_scores[windows_here], fusion)
         chosen.append(ws[int(np.argmax(scores))])  # the first of equals: the earliest window
     return chosen

@@ -81,13 +81,15 @@ def load_query_program(version_folder: Path, metadata: dict[str, Any]) -> QueryP
         manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    if not isinstance(manifest, dict):
+        return None
     if manifest.get("format") != PROGRAM_FORMAT or {k: manifest.get(k) for k in program_key(metadata)} != program_key(metadata):
         return None
     if not same_model_files((metadata.get("model") or {}).get("identity")):
         return None  # the model's files changed since the build: the full encoder's check says so
     try:
         return QueryProgram(folder, manifest)
-    except (OSError, RuntimeError, ValueError, KeyError, TypeError) as exc:
+    except Exception as exc:  # noqa: BLE001 - any reader's error on a damaged file (tokenizers raises Exception)
         warnings.warn(f"{folder}: the saved query program cannot be read ({type(exc).__name__}); searching "
                       "through the model instead (run longembed index --rebuild to save it anew)", stacklevel=2)
         return None
