@@ -1,7 +1,9 @@
-"""A 200 MB document is indexed (and embedded) in memory bounded by what is encoded plus its text (issue 51).
+"""A very large document is indexed (and embedded) in memory bounded by what is encoded plus its text (issue 51).
 
 Each command runs in a subprocess that reports its peak resident memory (``resource.getrusage``); before
-the bounded tokenization a truncating build of this file passed 14 GB.
+the bounded tokenization a truncating build of issue 51's 200 MB file passed 14 GB (70 times the file).
+The file here is 64 MiB: the bound is a multiple of the file's size, so the smaller file tests the same
+thing in a third of the time (the build counts every token it did not read).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from longembed.search.build import check_document_sizes
 from longembed.search.sources import Document
 
 MIB = 2**20
-SIZE = 200 * MIB
+SIZE = 64 * MIB
 
 RUN_AND_MEASURE = """
 import json, resource, sys, warnings
@@ -55,7 +57,7 @@ def big_folder(tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
-def test_a_200_mb_document_is_indexed_and_embedded_in_bounded_memory(big_folder: Path, tmp_path: Path) -> None:
+def test_a_64_mib_document_is_indexed_and_embedded_in_bounded_memory(big_folder: Path, tmp_path: Path) -> None:
     model = build_tiny("bert", tmp_path / "bert")
     size = (big_folder / "big.txt").stat().st_size
     base = json.loads(subprocess.run([sys.executable, "-c", BASELINE], capture_output=True, text=True,

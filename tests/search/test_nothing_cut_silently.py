@@ -14,7 +14,7 @@ from transformers import AutoTokenizer
 from longembed.cli.index import chosen_strategy
 from longembed.cli.main import build_parser, given_flags
 from longembed.retrieval.strategy import Strategy
-from longembed.search import open_index
+from longembed.search import open_index, truncation
 from longembed.search.build import build_index
 from longembed.search.sources import Document
 from longembed.search.truncation import TRUNCATED_FILE, read_truncated, tokens_after
@@ -72,6 +72,19 @@ def test_tokens_after_counts_a_long_rest_in_blocks_as_a_whole() -> None:
     text = " ".join(f"w{i}" for i in range(60_000))
     assert tokens_after(Words(), text, 0) == 60_000
     assert tokens_after(Words(), text, len("w0 w1 ")) == 59_998
+
+
+def test_a_fast_tokenizer_counts_many_blocks_in_batches_as_a_whole(model: Path, monkeypatch) -> None:
+    # the Rust batch path (several calls of several blocks, the last call short) against one whole-text count
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    assert hasattr(tokenizer.backend_tokenizer, "encode_batch_fast")
+    monkeypatch.setattr(truncation, "COUNT_BLOCK_CHARS", 60)
+    monkeypatch.setattr(truncation, "COUNT_BLOCKS_AT_ONCE", 3)
+    text = words(900, 7)
+    start = text.index(" ", 100) + 1
+    assert len(text) - start > 60 * 3 * 4
+    whole = len(tokenizer(text[start:], add_special_tokens=False)["input_ids"])
+    assert tokens_after(tokenizer, text, start) == whole
 
 
 def test_a_damaged_truncation_record_is_one_warning_and_read_as_unknown(tmp_path: Path) -> None:

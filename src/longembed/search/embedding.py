@@ -32,6 +32,7 @@ from longembed.encoder import (
 from longembed.errors import UserError
 from longembed.inputs import TokenizedInput, tokenize_bounded
 from longembed.locations import location_of, marks_json
+from longembed.retrieval.pipeline import unit_rows
 from longembed.retrieval.strategy import Strategy
 from longembed.search.sources import Document
 from longembed.search.store import ChunkRows
@@ -142,14 +143,14 @@ class DocumentEmbedder:
                 return [(vectors, list(spans)) for (vectors, _), spans in zip(encoded, prepared.spans, strict=True)]
             vectors = np.asarray(encode_inputs(self.encoder, prepared.inputs, batch_size=self.batch_size,
                                                normalize_embeddings=True), dtype=np.float32)
-        return [(_unit(v[None, :]), spans) for v, spans in zip(vectors, prepared.spans, strict=True)]
+        return [(unit_rows(v[None, :]), spans) for v, spans in zip(vectors, prepared.spans, strict=True)]
 
     def reuse(self, text: str, vectors: np.ndarray) -> Embedded | None:
         """A cached entry as :meth:`encode` would have returned it, the chunks' spans cut again; None
         (encode it) when the entry does not have one vector per chunk (never a passage shifted by one)."""
         assert self.encoder is not None
         if not self.strategy.chunked:
-            return _unit(np.asarray(vectors, dtype=np.float32).reshape(1, -1)), [(0, self.first_window_end(text))]
+            return unit_rows(np.asarray(vectors, dtype=np.float32).reshape(1, -1)), [(0, self.first_window_end(text))]
         (spans,) = self.encoder.chunk_spans([text], self.strategy.chunking)
         matrix = np.asarray(vectors, dtype=np.float32)
         if matrix.ndim != 2 or len(matrix) != len(spans):
@@ -165,12 +166,6 @@ class DocumentEmbedder:
         (tokens,) = tokenize_bounded([text], tokenizer, "", None, budget)  # not the whole of a long text
         offsets = tokens.offsets or []
         return len(text) if tokens.complete and len(offsets) <= budget else int(offsets[max(budget, 1) - 1][1])
-
-
-def _unit(vectors: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length again (as eval's cache does); a zero row stays zero."""
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.where(norms > 0, norms, 1.0)
 
 
 def _rows(documents: Sequence[Document], spans: Sequence[Sequence[tuple[int, int]]],

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,21 +15,46 @@ from typing import Any
 TRUNCATED_FILE = "truncated.json"
 #: characters tokenized at a time when counting the tokens of a long text's rest (cut at whitespace)
 COUNT_BLOCK_CHARS = 100_000
+#: blocks a fast tokenizer counts in one call (bounded memory: about 1.6 MB of text and its encodings)
+COUNT_BLOCKS_AT_ONCE = 16
 
 
 def tokens_after(tokenizer: Any, text: str, start: int) -> int:
     """The tokens of ``text[start:]`` (no special tokens), counted a block of about
     :data:`COUNT_BLOCK_CHARS` characters at a time, each block ending at whitespace (a word is never split
-    between two blocks), so a long text is never tokenized whole."""
-    total, position = 0, start
+    between two blocks), so a long text is never tokenized whole.  A fast (Rust) tokenizer counts
+    :data:`COUNT_BLOCKS_AT_ONCE` blocks per call on every core, without offsets or Python lists (a 200 MB
+    rest is about 50M tokens: the per-block Python path took 14 minutes on two busy cores)."""
+    count = _rust_counter(tokenizer)
+    total, batch = 0, []
+    for block in _blocks(text, start):
+        batch.append(block)
+        if len(batch) == COUNT_BLOCKS_AT_ONCE:
+            total, batch = total + count(batch), []
+    return total + (count(batch) if batch else 0)
+
+
+def _blocks(text: str, start: int) -> Iterator[str]:
+    """``text[start:]`` in blocks of at most :data:`COUNT_BLOCK_CHARS` characters, each ending at whitespace
+    where the block has any."""
+    position = start
     while position < len(text):
         end = min(len(text), position + COUNT_BLOCK_CHARS)
         if end < len(text):
             space = max(text.rfind(" ", position, end), text.rfind("\n", position, end))
             end = space + 1 if space > position else end
-        total += len(tokenizer(text[position:end], add_special_tokens=False, verbose=False)["input_ids"])
+        yield text[position:end]
         position = end
-    return total
+
+
+def _rust_counter(tokenizer: Any) -> Callable[[list[str]], int]:
+    """How to count a list of blocks' tokens: the Rust tokenizer's ``encode_batch_fast`` (tokenizers >= 0.21)
+    when ``tokenizer`` has one, else the tokenizer's own call, block by block."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None and hasattr(backend, "encode_batch_fast"):
+        return lambda blocks: sum(len(e) for e in backend.encode_batch_fast(blocks, add_special_tokens=False))
+    return lambda blocks: sum(len(tokenizer(b, add_special_tokens=False, verbose=False)["input_ids"])
+                              for b in blocks)
 
 
 def read_truncated(index: str | Path) -> dict[str, int]:
