@@ -4,6 +4,7 @@ sentence vectors embedded once, against a naive reference."""
 from __future__ import annotations
 
 import re
+import textwrap
 
 import numpy as np
 import pytest
@@ -239,3 +240,18 @@ def test_the_pieces_until_a_point_are_the_whole_documents_pieces_that_start_befo
         for end in {0, 1, len(text) // 3, len(text) // 2, len(text) - 1, len(text), int(rng.integers(0, len(text) + 1))}:
             whole = [p for p in document_pieces(text, 20) if p[0] < end]
             assert pieces_until(text, end, 20) == whole, (text, end)
+
+
+def test_a_hard_wrapped_paragraph_is_read_by_the_sentence_not_the_line() -> None:
+    """The essays wrap lines at about 65 characters: a single line break inside a sentence does not end a
+    piece; a line ending in terminal punctuation does, and so does a blank line (a heading without a period)."""
+    text = ("Notes on valves\n\nThe valve releases pressure\nwhen the engine stops, and\nthe boat drifts.  "
+            "Then the crew\nwaits.\nA new line after a period\nstarts a piece.\n \nLast words")
+    assert [text[s:e] for s, e in document_pieces(text)] == [
+        "Notes on valves", "The valve releases pressure\nwhen the engine stops, and\nthe boat drifts.",
+        "Then the crew\nwaits.", "A new line after a period\nstarts a piece.", "Last words"]
+    wrapped = "\n".join(textwrap.wrap(" ".join([ANSWER, *[FILLER] * 8]), 40))  # a paragraph of 9 sentences
+    assert len(document_pieces(wrapped)) == 9 and len(wrapped.splitlines()) > 9
+    (span,) = choose_passages(query("valve pressure engine"), [PassageRequest(wrapped, [(0, len(wrapped))])],
+                              bag_of_words, lexical=False)
+    assert " ".join(wrapped[span[0] : span[1]].split()).startswith(ANSWER)
