@@ -12,6 +12,7 @@ That is fine for the LongEmbed corpora (at most a few thousand documents).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Sequence
@@ -27,6 +28,11 @@ from longembed.errors import UserError
 
 #: bm25s's token pattern (``bm25s.tokenize``'s default), for :meth:`BM25Model.terms`
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")
+
+#: the Snowball stems :meth:`BM25Model.terms` has met (a search stems each word of its passages' pieces once), at
+#: most this many kept (the English stemmer's, the only one BM25Model uses)
+_STEMS: dict[str, str] = {}
+_STEMS_KEPT = 1_000_000
 
 #: the file beside a saved index that records the settings it was built with (:meth:`BM25Model.save_index`)
 SETTINGS_FILE = "longembed-bm25.json"
@@ -101,13 +107,15 @@ class BM25Model:
         """Each text's terms as :meth:`score` reads them (bm25s's rules: lower case, ``\\w\\w+`` tokens, the
         stopwords left out, then stemmed), without building an index: a passage's windows are scored from
         their pieces' term counts (:meth:`count_scores`), each piece tokenized once."""
-        stop = _stopwords(self.stopwords)
+        stop = _stopwords(self.stopwords if isinstance(self.stopwords, str | None) else tuple(self.stopwords))
         tokens = [[t for t in _TOKEN.findall(text.lower()) if t not in stop] for text in texts]
         if self.stemmer is None:
             return tokens
-        unique = sorted({t for ts in tokens for t in ts})
-        stems = dict(zip(unique, self.stemmer.stemWords(unique), strict=True))
-        return [[stems[t] for t in ts] for ts in tokens]
+        if len(_STEMS) > _STEMS_KEPT:
+            _STEMS.clear()
+        new = sorted({t for ts in tokens for t in ts if t not in _STEMS})
+        _STEMS.update(zip(new, self.stemmer.stemWords(new), strict=True))
+        return [[_STEMS[t] for t in ts] for ts in tokens]
 
     def count_scores(self, counts: np.ndarray, lengths: np.ndarray, query_counts: np.ndarray) -> np.ndarray:
         """Lucene BM25 of documents given as counts, as :meth:`score` computes it: ``counts[d, t]`` is how
@@ -168,7 +176,8 @@ class BM25Model:
         return _bm25s().BM25.load(str(folder), mmap=True, show_progress=False, verbosity=0)
 
 
-def _stopwords(stopwords: str | list[str] | None) -> frozenset[str]:
+@functools.cache
+def _stopwords(stopwords: str | tuple[str, ...] | None) -> frozenset[str]:
     """The stopword set bm25s removes for ``stopwords`` (English for "en"/"english", none for None)."""
     if not stopwords:
         return frozenset()
