@@ -12,7 +12,8 @@ first answered document within the top 10 the benchmark compares the two passage
 
 * old: the chunk that gave the document its score (what ``search`` showed before issue 54);
 * new: :func:`~longembed.retrieval.passages.choose_passages` over the windows of the sentences of the
-  2 best chunks, a window scored by the word-weighted mean of its sentences' vectors, read from the
+  best chunks (``PASSAGE_RULE``: 4), a window scored by the word-weighted mean of its sentences' vectors
+  mixed with its BM25 (``benchmarks/passage_choice.py`` compares the rules), read from the
   pieces' vectors as ``longembed index`` saves them (every document's pieces embedded once, up front:
   :func:`~longembed.search.piece_vectors.document_piece_vectors`, the build's encode call), as search does;
 * centre: the rule tried against it: the best single sentence (by its own vector), shown with its

@@ -4,15 +4,20 @@ sentence vectors embedded once, against a naive reference."""
 from __future__ import annotations
 
 import re
+import textwrap
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from longembed.errors import UserError
+from longembed.retrieval.bm25 import BM25Model
 from longembed.retrieval.fusion import Fusion
 from longembed.retrieval.passages import (
+    PASSAGE_RULE,
     PassageQuery,
     PassageRequest,
+    PassageRule,
     best_chunk_rows,
     check_passages,
     choose_passages,
@@ -21,6 +26,7 @@ from longembed.retrieval.passages import (
     overlaps,
     pieces_until,
     sentence_pieces,
+    window_bm25,
     windows,
 )
 
@@ -128,38 +134,45 @@ def test_each_sentence_of_the_best_chunks_is_embedded_once_in_one_batch() -> Non
     assert calls[0] == expected
 
 
-def naive_choice(text: str, chunks: list[tuple[int, int]], vector: np.ndarray) -> tuple[int, int]:
+def naive_choice(text: str, chunks: list[tuple[int, int]], q: PassageQuery,
+                 weight: float = PASSAGE_RULE.lexical_weight) -> tuple[int, int]:
     """The definition, written out: sentences ("... ." here) touching a chunk, each embedded alone; a
     window of up to 3 consecutive ones within 100 words starts at each; its vector is the word-weighted
-    sum of its sentences' unit vectors; the best cosine wins, the earliest of equals."""
+    sum of its sentences' unit vectors; its score ``(1 - weight)`` times its cosine plus ``weight`` times
+    its BM25 (bm25s over the windows' texts), each min-max scaled over the windows; the best wins, the
+    earliest of equals."""
     sentences = [(m.start(), m.end()) for m in re.finditer(r"[^ ][^.]*\.", text)]
     touched = [i for i, (s, e) in enumerate(sentences) if any(s < ce and e > cs for cs, ce in chunks)]
     unit = {i: v / (np.linalg.norm(v) or 1.0) for i, v in zip(touched, bag_of_words([text[slice(*sentences[i])]
                                                                                       for i in touched]), strict=True)}
-    best, best_score = None, -np.inf
+    spans, cosines = [], []
     for i in touched:
         window = [i]
         while (len(window) < 3 and window[-1] + 1 in unit
                and sum(len(text[slice(*sentences[j])].split()) for j in [*window, window[-1] + 1]) <= 100):
             window.append(window[-1] + 1)
         total = sum(len(text[slice(*sentences[j])].split()) * unit[j] for j in window)
-        score = float(total @ vector / (np.linalg.norm(total) or 1.0))
-        if score > best_score + 1e-12:
-            best, best_score = (sentences[window[0]][0], sentences[window[-1]][1]), score
-    assert best is not None
-    return best
+        cosines.append(float(total @ q.vector / (np.linalg.norm(total) or 1.0)))
+        spans.append((sentences[window[0]][0], sentences[window[-1]][1]))
+    bm25 = BM25Model().score([q.text], [text[s:e] for s, e in spans])[0].astype(np.float64)
+    scaled = [(x - x.min()) / (x.max() - x.min()) if x.max() > x.min() else np.zeros(len(x))
+              for x in (np.asarray(cosines), bm25)]
+    scores = (1 - weight) * scaled[0] + weight * scaled[1]
+    return spans[next(i for i, x in enumerate(scores) if x > scores.max() - 1e-9)]
 
 
+@pytest.mark.parametrize("weight", [None, 0.0])
 @pytest.mark.parametrize("seed", range(6))
-def test_the_choice_matches_the_naive_definition(seed: int) -> None:
+def test_the_choice_matches_the_naive_definition(seed: int, weight: float | None) -> None:
     rng = np.random.default_rng(seed)
     sentences = [" ".join(rng.choice(VOCABULARY, size=rng.integers(3, 40))).capitalize() + "." for _ in range(30)]
     text = " ".join(sentences)
     cuts = sorted(rng.choice(len(text), size=4, replace=False).tolist())
     chunks = [(cuts[0], cuts[1]), (cuts[2], cuts[3])]
     q = query(" ".join(rng.choice(VOCABULARY, size=3)))
-    (span,) = choose_passages(q, [PassageRequest(text, chunks)], bag_of_words, lexical=False)
-    assert span == naive_choice(text, chunks, q.vector)
+    rule = PASSAGE_RULE if weight is None else PassageRule(lexical_weight=weight)
+    (span,) = choose_passages(q, [PassageRequest(text, chunks)], bag_of_words, lexical=False, rule=rule)
+    assert span == naive_choice(text, chunks, q, rule.lexical_weight)
 
 
 def test_pieces_are_whole_sentences_touching_the_chunks_grouped_when_adjacent() -> None:
@@ -239,3 +252,89 @@ def test_the_pieces_until_a_point_are_the_whole_documents_pieces_that_start_befo
         for end in {0, 1, len(text) // 3, len(text) // 2, len(text) - 1, len(text), int(rng.integers(0, len(text) + 1))}:
             whole = [p for p in document_pieces(text, 20) if p[0] < end]
             assert pieces_until(text, end, 20) == whole, (text, end)
+
+
+def test_a_hard_wrapped_paragraph_is_read_by_the_sentence_not_the_line() -> None:
+    """The essays wrap lines at about 65 characters: a single line break inside a sentence does not end a
+    piece; a line ending in terminal punctuation does, and so does a blank line (a heading without a period)."""
+    text = ("Notes on valves\n\nThe valve releases pressure\nwhen the engine stops, and\nthe boat drifts.  "
+            "Then the crew\nwaits.\nA new line after a period\nstarts a piece.\n \nLast words")
+    assert [text[s:e] for s, e in document_pieces(text)] == [
+        "Notes on valves", "The valve releases pressure\nwhen the engine stops, and\nthe boat drifts.",
+        "Then the crew\nwaits.", "A new line after a period\nstarts a piece.", "Last words"]
+    wrapped = "\n".join(textwrap.wrap(" ".join([ANSWER, *[FILLER] * 8]), 40))  # a paragraph of 9 sentences
+    assert len(document_pieces(wrapped)) == 9 and len(wrapped.splitlines()) > 9
+    (span,) = choose_passages(query("valve pressure engine"), [PassageRequest(wrapped, [(0, len(wrapped))])],
+                              bag_of_words, lexical=False)
+    assert " ".join(wrapped[span[0] : span[1]].split()).startswith(ANSWER)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_window_bm25_from_piece_counts_is_bm25_over_the_windows_texts(seed: int) -> None:
+    """The windows' BM25 from their pieces' term counts against the reference: BM25Model (bm25s) indexing the
+    windows' texts (stopwords, stems, repeated query terms, windows with no query term, a stopword-only piece)."""
+    rng = np.random.default_rng(seed)
+    words_ = ["valves", "valve", "the", "and", "pressure", "pressures", "engine", "is", "boat", "of", "Running",
+              "runs", "a", "x"]
+    text = " ".join(" ".join(rng.choice(words_, size=int(rng.integers(1, 12)))) + "." for _ in range(30))
+    pieces = document_pieces(text)
+    spans = [w for w in windows(text, [(0, len(text))], max_sentences=3, max_words=20)]
+    pairs = [(next(i for i, p in enumerate(pieces) if p[0] == s), next(i for i, p in enumerate(pieces) if p[1] == e))
+             for s, e in spans]
+    q = "the valve pressure valves running of boat"
+    reference = BM25Model().score([q], [text[s:e] for s, e in spans])[0]
+    np.testing.assert_allclose(window_bm25(q, text, pieces, pairs), reference, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(reference, reference[0])  # the windows differ
+
+
+def distinct_embedder(vectors: dict[str, np.ndarray]):
+    """A fake embedder: the given vector for a text, else a direction of its own (orthogonal to the others
+    and to the first three axes), the same for the same text."""
+    dimensions = 64
+    own: dict[str, int] = {}
+
+    def embed(texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), dimensions))
+        for i, text in enumerate(texts):
+            out[i] = vectors[text] if text in vectors else np.eye(dimensions)[3 + own.setdefault(text, len(own))]
+        return out
+
+    return embed
+
+
+def test_the_windows_bm25_picks_the_answer_where_cosine_alone_prefers_a_neighbour() -> None:
+    """A dense-only strategy mixes in its windows' BM25 (PASSAGE_RULE.lexical_weight): the query's words are in
+    the answer's sentence, and the model puts another sentence (as long, in the same surroundings) a little
+    closer to the query; cosine alone shows that one."""
+    near = "A different engine story entirely, told here now."
+    assert len(near.split()) == len(ANSWER.split())
+    parts = [f"{FILLER[:-1]} number {i}." for i in range(6)]
+    text = " ".join([*parts[:2], near, FILLER, *parts[2:5], ANSWER, FILLER, parts[5]])
+    axes = np.eye(64)
+    embed = distinct_embedder({near: 0.82 * axes[0] + np.sqrt(1 - 0.82**2) * axes[1],
+                               ANSWER: 0.80 * axes[0] + 0.60 * axes[2]})
+    request = PassageRequest(text, [(0, len(text))])
+    q = PassageQuery("when does the valve release pressure", axes[0])
+    assert PASSAGE_RULE.lexical_weight > 0
+    (span,) = choose_passages(q, [request], embed, lexical=False, rule=replace(PASSAGE_RULE, chunks=0))
+    assert ANSWER in text[span[0] : span[1]] and near not in text[span[0] : span[1]]
+    (cosine_only,) = choose_passages(q, [request], embed, lexical=False, rule=PassageRule(lexical_weight=0.0))
+    assert near in text[cosine_only[0] : cosine_only[1]] and ANSWER not in text[cosine_only[0] : cosine_only[1]]
+
+
+def test_the_answer_in_a_lower_chunk_among_those_the_rule_searches_is_shown() -> None:
+    """Eval and search ask for a document's PASSAGE_RULE.chunks best chunks (best_chunk_rows): the answer in the
+    last of them is shown, not when fewer are searched."""
+    n = PASSAGE_RULE.chunks
+    assert n >= 3
+    parts = [f"{FILLER[:-1]} number {i}." for i in range(2 * n)]
+    parts[2 * n - 1] = ANSWER
+    text = " ".join(parts)
+    starts = [text.index(p) for p in parts]
+    chunks = [(starts[2 * i], starts[2 * i + 1] + len(parts[2 * i + 1])) for i in range(n)]  # 2 sentences each
+    q = query("valve pressure engine")
+    (span,) = choose_passages(q, [PassageRequest(text, chunks)], bag_of_words, lexical=False)
+    assert ANSWER in text[span[0] : span[1]]
+    (fewer,) = choose_passages(q, [PassageRequest(text, chunks[: n - 1])], bag_of_words, lexical=False)
+    assert ANSWER not in text[fewer[0] : fewer[1]]
+    assert best_chunk_rows(np.arange(10.0), 0) == list(range(9, 9 - n, -1))  # eval and search ask for as many

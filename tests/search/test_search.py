@@ -15,7 +15,7 @@ from conftest import build_tiny, words
 from longembed.cli.main import main
 from longembed.errors import UserError
 from longembed.retrieval.bm25 import BM25Model
-from longembed.retrieval.passages import document_pieces
+from longembed.retrieval.passages import PASSAGE_RULE, document_pieces
 from longembed.retrieval.strategy import BM25, Strategy
 from longembed.search import open_index
 from longembed.search.build import build_index
@@ -47,25 +47,28 @@ def sentence_documents() -> list[Document]:
                                                         for j in range(18))) for i in range(5)]
 
 
-def naive_passage(text: str, chunks: list[tuple[int, int]], embed, vector: np.ndarray) -> tuple[int, int]:
+def naive_passage(text: str, chunks: list[tuple[int, int]], embed, vector: np.ndarray, query: str) -> tuple[int, int]:
     """The passage by its definition, written out: the sentences touching the best chunks, each embedded
     alone; a window of up to 3 consecutive sentences (within 100 words) starting at each; a window's
-    vector the word-weighted sum of its sentences' unit vectors; the best cosine, the earliest of equals."""
+    vector the word-weighted sum of its sentences' unit vectors; its score the rule's mix of its cosine and
+    its BM25 among the windows (bm25s over their texts), each min-max scaled; the best, the earliest of equals."""
     sentences = [(m.start(), m.end()) for m in re.finditer(r"[^ ][^.]*\.", text)]
     touched = [i for i, (s, e) in enumerate(sentences) if any(s < ce and e > cs for cs, ce in chunks)]
     unit = dict(zip(touched, embed([text[slice(*sentences[i])] for i in touched]), strict=True))
     size = {i: len(text[slice(*sentences[i])].split()) for i in touched}
-    best, best_score = None, -np.inf
+    spans, cosines = [], []
     for i in touched:
         window = [i]
         while len(window) < 3 and window[-1] + 1 in unit and sum(size[j] for j in window) + size[window[-1] + 1] <= 100:
             window.append(window[-1] + 1)
         total = sum(size[j] * unit[j] / np.linalg.norm(unit[j]) for j in window)
-        score = float(total @ vector / np.linalg.norm(total))
-        if score > best_score + 1e-9:
-            best, best_score = (sentences[window[0]][0], sentences[window[-1]][1]), score
-    assert best is not None
-    return best
+        cosines.append(float(total @ vector / np.linalg.norm(total)))
+        spans.append((sentences[window[0]][0], sentences[window[-1]][1]))
+    bm25 = BM25Model().score([query], [text[s:e] for s, e in spans])[0].astype(np.float64)
+    scaled = [(x - x.min()) / (x.max() - x.min()) if x.max() > x.min() else np.zeros(len(x))
+              for x in (np.round(np.asarray(cosines), 9), bm25)]
+    scores = (1 - PASSAGE_RULE.lexical_weight) * scaled[0] + PASSAGE_RULE.lexical_weight * scaled[1]
+    return spans[next(i for i, x in enumerate(scores) if x > scores.max() - 1e-9)]
 
 
 def test_the_json_answer_has_the_contracts_keys_in_order(built, capsys) -> None:
@@ -109,15 +112,16 @@ def test_the_passage_is_the_best_sentence_window_around_the_best_chunks(built) -
         text, start = table.text(d), int(table.rows[:d].sum())
         chunk_scores = table.vectors[start : start + table.rows[d]] @ vector
         assert result.systems["dense"]["score"] == pytest.approx(float(chunk_scores.max()))
-        best = start + np.argsort(-chunk_scores, kind="stable")[:2]
-        expected = naive_passage(text, [(int(table.starts[r]), int(table.ends[r])) for r in best], embed, vector)
+        best = start + np.argsort(-chunk_scores, kind="stable")[: PASSAGE_RULE.chunks]
+        expected = naive_passage(text, [(int(table.starts[r]), int(table.ends[r])) for r in best], embed, vector,
+                                 "one of the")
         assert (result.passage.start, result.passage.end) == expected
         assert result.passage.text == text[result.passage.start : result.passage.end]
 
 
 def test_a_search_embeds_no_more_than_its_results_best_chunks_in_one_batch(built, monkeypatch) -> None:
     """What a search of an index without saved piece vectors costs beyond its query: the sentences of
-    each result's 2 best chunks, once, in one batch: their tokens are the chunks' plus at most the
+    each result's best chunks (PASSAGE_RULE.chunks), once, in one batch: their tokens are the chunks' plus at most the
     sentences cut by the chunks' edges."""
     root = built[0]
     index = open_index(root / "sentences-unsaved")
@@ -133,7 +137,8 @@ def test_a_search_embeds_no_more_than_its_results_best_chunks_in_one_batch(built
     for result in response.results:
         d = table.doc_ids.index(result.id)
         start = int(table.rows[:d].sum())
-        best = start + np.argsort(-(table.vectors[start : start + table.rows[d]] @ vector), kind="stable")[:2]
+        best = start + np.argsort(-(table.vectors[start : start + table.rows[d]] @ vector),
+                                  kind="stable")[: PASSAGE_RULE.chunks]
         longest = max(tokens([s]) for s in re.findall(r"[^ ][^.]*\.", table.text(d)))
         bound += tokens([table.text(d)[table.starts[r] : table.ends[r]] for r in best]) + 2 * len(best) * longest
     assert tokens(batches[0]) <= bound

@@ -26,7 +26,7 @@ from longembed.retrieval.strategy import BM25, Strategy
 from longembed.search import open_index
 from longembed.search.build import BuildReport, build_index
 from longembed.search.query_program import PROBES
-from longembed.search.snapshot import PIECE_VECTORS, PIECES
+from longembed.search.snapshot import PIECE_VECTORS, PIECES, PIECES_FORMAT
 from longembed.search.sources import Document
 from longembed.search.version_files import POINTER, VERSIONS_DIR, saved_version
 
@@ -238,3 +238,29 @@ def test_a_rebuild_over_damaged_saved_pieces_embeds_them_all_again(tmp_path: Pat
     second = dense_build(tmp_path / "index", model, MORE)
     assert second.pieces.reused == 0 and second.pieces.embedded > first.pieces.embedded
     assert open_index(tmp_path / "index")._data.pieces.count == second.pieces.embedded
+
+
+def test_pieces_saved_under_the_line_rule_are_still_shown_and_a_rebuild_splits_the_documents_anew(
+        tmp_path: Path, monkeypatch) -> None:
+    """An index built when every line break ended a piece (``longembed-pieces/1``): its saved pieces are real
+    spans with their own vectors, so a search still chooses from them without the model; a rebuild does not
+    keep them (they would mix two rules in one index) but splits every document by today's rule."""
+    model = build_tiny("bert", tmp_path / "bert")
+    dense_build(tmp_path / "index", model, DOCS)
+    _, folder = saved_version(tmp_path / "index")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["pieces"]["format"] == PIECES_FORMAT == "longembed-pieces/2"
+    manifest["pieces"]["format"] = "longembed-pieces/1"
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    index = open_index(tmp_path / "index")
+    assert index._data.pieces is not None and index._data.pieces.rule == "longembed-pieces/1"
+    seen = counting_encodes(monkeypatch)
+    result = index.search("foxes", k=2, passages="query").results[0]
+    spans, _ = index._data.pieces.of(index._data.doc_ids.index(result.id))
+    assert seen == [] or seen == ["foxes"]  # the query at most (the saved query program may serve it): no piece
+    assert result.passage.start in spans[:, 0] and result.passage.end in spans[:, 1]  # a window of saved pieces
+    rebuilt = dense_build(tmp_path / "index", model, DOCS)
+    assert rebuilt.pieces.reused == 0 and rebuilt.pieces.embedded == sum(len(document_pieces(d.text)) for d in DOCS)
+    _, folder = saved_version(tmp_path / "index")
+    assert json.loads((folder / "manifest.json").read_text())["pieces"]["format"] == PIECES_FORMAT
+    assert open_index(tmp_path / "index")._data.pieces.rule == PIECES_FORMAT

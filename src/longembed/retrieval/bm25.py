@@ -12,7 +12,9 @@ That is fine for the LongEmbed corpora (at most a few thousand documents).
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -23,6 +25,14 @@ import numpy as np
 
 from longembed.encoder_protocol import ScorerMetadata
 from longembed.errors import UserError
+
+#: bm25s's token pattern (``bm25s.tokenize``'s default), for :meth:`BM25Model.terms`
+_TOKEN = re.compile(r"(?u)\b\w\w+\b")
+
+#: the Snowball stems :meth:`BM25Model.terms` has met (a search stems each word of its passages' pieces once), at
+#: most this many kept (the English stemmer's, the only one BM25Model uses)
+_STEMS: dict[str, str] = {}
+_STEMS_KEPT = 1_000_000
 
 #: the file beside a saved index that records the settings it was built with (:meth:`BM25Model.save_index`)
 SETTINGS_FILE = "longembed-bm25.json"
@@ -93,6 +103,35 @@ class BM25Model:
             show_progress=False,
         )
 
+    def terms(self, texts: Sequence[str]) -> list[list[str]]:
+        """Each text's terms as :meth:`score` reads them (bm25s's rules: lower case, ``\\w\\w+`` tokens, the
+        stopwords left out, then stemmed), without building an index: a passage's windows are scored from
+        their pieces' term counts (:meth:`count_scores`), each piece tokenized once."""
+        stop = _stopwords(self.stopwords if isinstance(self.stopwords, str | None) else tuple(self.stopwords))
+        tokens = [[t for t in _TOKEN.findall(text.lower()) if t not in stop] for text in texts]
+        if self.stemmer is None:
+            return tokens
+        if len(_STEMS) > _STEMS_KEPT:
+            _STEMS.clear()
+        new = sorted({t for ts in tokens for t in ts if t not in _STEMS})
+        _STEMS.update(zip(new, self.stemmer.stemWords(new), strict=True))
+        return [[_STEMS[t] for t in ts] for ts in tokens]
+
+    def count_scores(self, counts: np.ndarray, lengths: np.ndarray, query_counts: np.ndarray) -> np.ndarray:
+        """Lucene BM25 of documents given as counts, as :meth:`score` computes it: ``counts[d, t]`` is how
+        often the query's term ``t`` is in document ``d`` (``query_counts[t]`` times in the query), ``lengths[d]``
+        its terms; the documents are the whole collection (their number and mean length)."""
+        if self.method != "lucene":
+            raise UserError(f"BM25 from counts is the lucene variant only, not {self.method!r}")
+        counts = np.asarray(counts, dtype=np.float64)
+        lengths = np.asarray(lengths, dtype=np.float64)
+        if not len(lengths) or lengths.mean() == 0:
+            return np.zeros(len(lengths))
+        n, df = len(lengths), (counts > 0).sum(axis=0)
+        idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
+        norm = self.k1 * ((1 - self.b) + self.b * lengths / lengths.mean())
+        return (counts / (counts + norm[:, None]) * idf * np.asarray(query_counts, dtype=np.float64)).sum(axis=1)
+
     def score(self, queries: Sequence[str], corpus: Sequence[str]) -> np.ndarray:
         """BM25 scores of every query against every document: a float32 array (len(queries), len(corpus))."""
         retriever = self.index(corpus)
@@ -135,6 +174,18 @@ class BM25Model:
         if not settings.is_file() or json.loads(settings.read_text(encoding="utf-8")) != self._settings():
             return None
         return _bm25s().BM25.load(str(folder), mmap=True, show_progress=False, verbosity=0)
+
+
+@functools.cache
+def _stopwords(stopwords: str | tuple[str, ...] | None) -> frozenset[str]:
+    """The stopword set bm25s removes for ``stopwords`` (English for "en"/"english", none for None)."""
+    if not stopwords:
+        return frozenset()
+    if isinstance(stopwords, str):
+        if stopwords not in ("en", "english"):
+            raise UserError(f"BM25 terms know English stopwords only, not {stopwords!r}")
+        return frozenset(_bm25s().stopwords.STOPWORDS_EN)
+    return frozenset(stopwords)
 
 
 def _scores(retriever: Any, tokens: list[str], n_documents: int) -> np.ndarray:

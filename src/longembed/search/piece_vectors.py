@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 from longembed.encoder import LongContextEncoder
 from longembed.errors import UserError
 from longembed.retrieval.passages import document_pieces, pieces_until
-from longembed.search.snapshot import SavedPieces, Snapshot, piece_offsets, read_snapshot
+from longembed.search.snapshot import PIECES_FORMAT, SavedPieces, Snapshot, piece_offsets, read_snapshot
 
 #: pieces per encode call (each call is sorted by length and batched by the encoder)
 PIECES_PER_CALL = 2048
@@ -55,7 +55,7 @@ class _Plan:
 
 def previous_snapshot(folder: Path | None, metadata: dict[str, Any]) -> Snapshot | None:
     """The last complete snapshot (``folder``) when it holds piece vectors made as this build would make
-    them (same strategy, prompts, model and dtype), else None."""
+    them (same strategy, prompts, model and dtype, and the same piece rule), else None."""
     if folder is None:
         return None
     try:
@@ -63,6 +63,8 @@ def previous_snapshot(folder: Path | None, metadata: dict[str, Any]) -> Snapshot
     except (OSError, EOFError, ValueError, KeyError, TypeError, pa.ArrowException, UserError):  # unreadable: embed all
         return None
     if previous.pieces is None or any(previous.metadata.get(k) != metadata.get(k) for k in _SAME_VECTORS):
+        return None
+    if previous.pieces.rule != PIECES_FORMAT:  # pieces of another rule: this build's documents are split anew
         return None
     return previous
 

@@ -42,9 +42,14 @@ VECTORS = "vectors.npy"
 BM25_DIR = "bm25"
 PIECES = "pieces.arrow"
 PIECE_VECTORS = "piece_vectors.npy"
-#: the rule saved pieces follow (:func:`~longembed.retrieval.passages.document_pieces`); pieces saved under
-#: another rule, or another :data:`~longembed.retrieval.passages.WINDOW_WORDS`, are read as absent
-PIECES_FORMAT = "longembed-pieces/1"
+#: the rule a build's pieces follow (:func:`~longembed.retrieval.passages.document_pieces`): /2 joins the lines of
+#: a hard-wrapped paragraph, /1 ended a piece at every line break.  Pieces saved under /1 are still read and
+#: shown (a piece is a saved span with its own vector: any rule's windows are real spans of the document), and
+#: a rebuild embeds the documents' pieces anew under /2 rather than keeping them; pieces saved under another
+#: rule, or another :data:`~longembed.retrieval.passages.WINDOW_WORDS`, are read as absent (embedded at search)
+PIECES_FORMAT = "longembed-pieces/2"
+#: the piece rules a search reads
+READ_PIECES_FORMATS = ("longembed-pieces/1", PIECES_FORMAT)
 
 
 @dataclass
@@ -60,6 +65,7 @@ class SavedPieces:
     ends: np.ndarray
     vectors: np.ndarray  # (pieces, dimensions) float32
     vectors_file: Path | None = None
+    rule: str = PIECES_FORMAT  # the piece rule the spans follow (:data:`PIECES_FORMAT`)
 
     def of(self, document: int) -> tuple[np.ndarray, np.ndarray]:
         """The document's pieces as a (pieces, 2) array of spans, and their vectors (a view)."""
@@ -186,7 +192,7 @@ def write_snapshot(snapshot: Snapshot, folder: Path) -> None:
     manifest = {"format": SNAPSHOT_FORMAT, "version": snapshot.version, "built_at": snapshot.built_at,
                 "metadata": snapshot.metadata, "ann": snapshot.ann, "documents": len(snapshot.doc_ids),
                 "chunks": int(len(snapshot.starts)), "bm25": snapshot.bm25 is not None,
-                "pieces": None if snapshot.pieces is None else {"format": PIECES_FORMAT, "max_words": WINDOW_WORDS,
+                "pieces": None if snapshot.pieces is None else {"format": snapshot.pieces.rule, "max_words": WINDOW_WORDS,
                                                                 "count": snapshot.pieces.count}}
     (folder / MANIFEST).write_text(json.dumps(manifest, sort_keys=True), encoding="utf-8")
 
@@ -239,16 +245,17 @@ def _write_pieces(pieces: SavedPieces, folder: Path) -> None:
 
 
 def _read_pieces(folder: Path, manifest: dict[str, Any], documents: pa.Table) -> SavedPieces | None:
-    """The saved pieces, their vectors memory-mapped; None when none were saved, or under another rule."""
+    """The saved pieces, their vectors memory-mapped; None when none were saved, or under a rule this
+    installation does not read (:data:`READ_PIECES_FORMATS`)."""
     saved = manifest.get("pieces") or {}
-    if saved.get("format") != PIECES_FORMAT or saved.get("max_words") != WINDOW_WORDS:
+    if saved.get("format") not in READ_PIECES_FORMATS or saved.get("max_words") != WINDOW_WORDS:
         return None
     pieces = _read_arrow(folder / PIECES)
     vectors = np.load(folder / PIECE_VECTORS, mmap_mode="r")
     offsets = piece_offsets(_int64s(documents["pieces"]))
     if len(vectors) != offsets[-1] or pieces.num_rows != offsets[-1]:
         raise ValueError(f"{len(vectors)} piece vectors and {pieces.num_rows} pieces for {offsets[-1]} counted")
-    return SavedPieces(offsets, _int64s(pieces["start"]), _int64s(pieces["end"]), vectors)
+    return SavedPieces(offsets, _int64s(pieces["start"]), _int64s(pieces["end"]), vectors, rule=saved["format"])
 
 
 def _int64s(column: pa.ChunkedArray) -> np.ndarray:
