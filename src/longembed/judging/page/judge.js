@@ -9,6 +9,7 @@ const CONTEXT = 160;  // characters of context shown on each side of a passage
 let question = null;  // the question shown: {query_id, text, left, next, results: [...]}
 let current = 0;      // the result the keys act on
 let saving = Promise.resolve();  // clicks are sent one after another, in the order made
+let view = 0;  // which question request is the latest: an older answer arriving later is not shown
 
 const $ = (id) => document.getElementById(id);
 
@@ -74,7 +75,8 @@ function render() {
     item.append(head, passageNode(result.passage));
     const buttons = el("div", "grades");
     for (const [grade, label, key] of GRADES) {
-      const button = el("button", `g${grade}`, `${label} (${grade})`);
+      const button = el("button", `g${grade}`, label);
+      button.append(el("span", "key", ` (${grade})`));
       button.type = "button";
       button.dataset.grade = String(grade);
       button.title = `${label}: key ${grade} or ${key}`;
@@ -115,6 +117,7 @@ function judge(i, grade) {
   current = after >= 0 ? after : (first >= 0 ? first : i);
   render();
   highlight();
+  document.body.dataset.pending = String(Number(document.body.dataset.pending || 0) + 1);
   saving = saving.then(async () => {
     try {
       const data = await api("POST", "/judge/judgments", { query_id: asked, doc_id: doc, grade });
@@ -126,19 +129,27 @@ function judge(i, grade) {
       }
     } catch (err) {
       status(`not saved: ${err.message}`, true);
+    } finally {
+      document.body.dataset.pending = String(Number(document.body.dataset.pending) - 1);  // tests wait for 0
     }
   });
 }
 
 async function ask(text) {
+  const mine = ++view;
   status("Pooling every strategy's results…");
-  try { show(await api("POST", "/judge/questions", { text })); } catch (err) { status(err.message, true); }
+  try {
+    const data = await api("POST", "/judge/questions", { text });
+    if (mine === view) show(data);
+  } catch (err) { if (mine === view) status(err.message, true); }
 }
 
 async function next() {
+  const mine = ++view;
   await saving;
   try {
     const data = await api("POST", "/judge/next");
+    if (mine !== view) return;
     if (data.done) {
       showProgress(data.progress);
       question = null;
@@ -148,7 +159,7 @@ async function next() {
     } else {
       show(data);
     }
-  } catch (err) { status(err.message, true); }
+  } catch (err) { if (mine === view) status(err.message, true); }
 }
 
 function onKey(event) {
