@@ -43,6 +43,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"ready: longembed judge --docs {shlex.quote(str(args.docs))} --out {folder} serves the page")
         return 0
     session = JudgingSession(log, open_searchers(indexes, args.device), args.k, args.seed, queued)
+    extended, added = session.extend_pools()
+    if extended:
+        print(f"pooled {', '.join(session.strategies)} into {extended} questions asked before: {added} results "
+              "to judge")
     progress = session.progress()
     print(f"{progress['questions']} questions asked, {progress['judgments']} judgments, {len(queued)} queued")
     print(f"judge at http://127.0.0.1:{args.port}/  (Ctrl+C stops; every click is already saved)")

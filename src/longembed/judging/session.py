@@ -43,6 +43,24 @@ class JudgingSession:
                                      ranks={r.doc_id: r.ranks for r in pooled})
         return self.payload(asked)
 
+    def extend_pools(self) -> tuple[int, int]:
+        """Pool this session's strategies into the questions asked before without them, or pooled less
+        deep than this session's depth (``advise``'s warning: a strategy judged too little); their new
+        results join the pool's end; (questions extended, results added)."""
+        extended = added = 0
+        for question in self.log.questions():
+            deeper = question.pool_depth < self.depth
+            missing = {name: search for name, search in self.searchers.items()
+                       if deeper or name not in question.strategies}
+            if not missing:
+                continue
+            pooled = pool_question(question.text, missing, self.depth, self.seed)
+            before = len(question.pool)
+            after = self.log.extend(question.query_id, list(missing), [r.to_page() for r in pooled],
+                                    {r.doc_id: r.ranks for r in pooled}, self.depth)
+            extended, added = extended + 1, added + len(after.pool) - before
+        return extended, added
+
     def question(self, query_id: str) -> dict[str, Any]:
         return self.payload(self.log.question(query_id))
 

@@ -9,6 +9,9 @@ The log is the truth; the BEIR files are derived from it.  Its lines are events,
      "shown": [{"doc_id": "a.txt", "source": ..., "passage": {...}}, ...], "ranks": {"a.txt": {"bm25": 3}}}
     {"event": "judgment", "time": ..., "query_id": "j1", "doc_id": "a.txt", "grade": 2,
      "pool_depth": 10, "strategies": [...]}
+    {"event": "pool", "time": ..., "query_id": "j1", "strategies": [...], "shown": [...], "ranks": {...},
+     "pool_depth": 10}   a later session's new strategies (or deeper pool), its new results added to the
+                         pool's end (judged after the others)
 
 A question's pool is recorded once, when it is first asked, with what the page showed of each result and
 each strategy's rank of it (never sent to the page), so a resumed session shows the same results in the
@@ -146,6 +149,27 @@ class JudgmentLog:
                           "seed": seed, "shown": question.shown, "ranks": question.ranks})
             return question
 
+    def extend(self, query_id: str, strategies: Sequence[str], shown: Sequence[dict[str, Any]],
+               ranks: dict[str, dict[str, int]], pool_depth: int) -> JudgedQuestion:
+        """Pool ``strategies`` into the question to ``pool_depth``: the results of ``shown`` not in its pool
+        yet are added at its end, and every rank they gave is kept; recorded durably.  Nothing is recorded
+        when the question pooled them all that deep already."""
+        with self._locked():
+            question = _known(self._read(), query_id)
+            deeper = pool_depth > question.pool_depth
+            new = [s for s in strategies if deeper or s not in question.strategies]
+            if not new:
+                return question
+            added = [dict(r) for r in shown if r["doc_id"] not in question.pool]
+            for result in added:
+                _check_id(str(result["doc_id"]), "document id")
+            record = {"event": "pool", "time": now(), "query_id": query_id, "strategies": new, "shown": added,
+                      "ranks": {doc: {s: r for s, r in by.items() if s in new} for doc, by in ranks.items()},
+                      "pool_depth": max(pool_depth, question.pool_depth)}
+            self._append(record)
+            _apply_pool(question, record)
+            return question
+
     def judge(self, query_id: str, doc_id: str, grade: int) -> JudgedQuestion:
         """Record ``grade`` for ``doc_id`` of the question ``query_id`` (a document of its pool), durably,
         then rewrite the BEIR files; the question as it now stands."""
@@ -177,6 +201,8 @@ class JudgmentLog:
                 if record["query_id"] not in questions:
                     raise UserError(f"{where}: a judgment of question {record['query_id']!r}, never asked")
                 questions[record["query_id"]].grades[record["doc_id"]] = int(record["grade"])
+            elif record.get("event") == "pool":
+                _apply_pool(_known(questions, record["query_id"]), record)
             else:
                 raise UserError(f"{where}: unknown event {record.get('event')!r}")
         return questions
@@ -250,6 +276,18 @@ def write_durably(path: Path, text: str) -> None:
         os.fsync(handle.fileno())
     os.replace(staging, path)
     fsync_path(path.parent, is_dir=True)
+
+
+def _apply_pool(question: JudgedQuestion, record: dict[str, Any]) -> None:
+    """A ``pool`` event on its question: the strategies, results and ranks it adds."""
+    question.strategies += [s for s in record["strategies"] if s not in question.strategies]
+    question.pool_depth = max(question.pool_depth, int(record.get("pool_depth", question.pool_depth)))
+    for result in record["shown"]:
+        if result["doc_id"] not in question.pool:
+            question.pool.append(result["doc_id"])
+            question.shown.append(result)
+    for doc, by in record.get("ranks", {}).items():
+        question.ranks.setdefault(doc, {}).update(by)
 
 
 def _known(questions: dict[str, JudgedQuestion], query_id: str) -> JudgedQuestion:
