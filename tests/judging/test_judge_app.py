@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from longembed.cli.main import main
 from longembed.judging.app import create_judging_app
 from longembed.judging.session import JudgingSession
 from longembed.tasks.judgment_log import LOG_FILE, JudgmentLog
@@ -115,3 +116,19 @@ def test_concurrent_clicks_through_the_app_are_all_saved(app_and_folder):
     for record in judgments:  # the log's order decides: the qrels hold each document's last grade in it
         last[record["doc_id"]] = record["grade"]
     assert read_qrels(folder / "qrels" / "test.tsv", {"j1"}, set(DOCS))["j1"] == last
+
+
+def test_judge_refuses_an_output_folder_that_is_not_its_own(tmp_path):
+    """A BEIR folder written elsewhere is never overwritten: its queries and qrels would be replaced."""
+    task = tmp_path / "theirs"
+    (task / "qrels").mkdir(parents=True)
+    (task / "queries.jsonl").write_text('{"_id": "q1", "text": "mine"}\n')
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("a document")
+    assert main(["judge", "--docs", str(docs), "--out", str(task), "--model", "bm25", "--no-serve"]) != 0
+    assert (task / "queries.jsonl").read_text() == '{"_id": "q1", "text": "mine"}\n'
+    ours = tmp_path / "ours"
+    assert main(["judge", "--docs", str(docs), "--out", str(ours), "--model", "bm25", "--no-serve"]) == 0
+    assert main(["judge", "--docs", str(docs), "--out", str(ours), "--model", "bm25", "--no-serve"]) == 0  # resumed
+    assert (ours / "judgments.jsonl").read_text() == "" and (ours / "corpus.jsonl").read_text().count("\n") == 1

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import uvicorn
 
-from longembed.errors import UserError
+from longembed.errors import OutputExistsError, UserError
 from longembed.judging.app import create_judging_app
 from longembed.judging.indexes import build_pool_indexes, open_searchers, pool_candidates
 from longembed.judging.session import JudgingSession
 from longembed.search.sources import Document, SourceOptions, gather_sources
-from longembed.tasks.judgment_log import JudgmentLog, write_durably
+from longembed.tasks.judgment_log import LOG_FILE, JudgmentLog, write_durably
 from longembed.tasks.task_dir_builder import QUESTION_FIELDS
 
 #: the task folder's corpus (BEIR's name)
@@ -28,6 +28,7 @@ INDEXES_FOLDER = ".indexes"
 def run(args: argparse.Namespace) -> int:
     if args.k < 1:
         raise UserError(f"--k must be at least 1, not {args.k}")
+    check_output(args.out)
     queued = read_questions(args.questions) if args.questions else []
     reading = gather_sources([args.docs], SourceOptions(args.glob))
     for failure in reading.failed:
@@ -54,6 +55,15 @@ def run(args: argparse.Namespace) -> int:
           f"{Path(args.out).name}")
     uvicorn.run(create_judging_app(session), host="127.0.0.1", port=args.port, log_level="warning")
     return 0
+
+
+def check_output(out: Path) -> None:
+    """Refuse an ``--out`` that holds files but no judgment log: its queries and qrels would be replaced."""
+    if out.exists() and not out.is_dir():
+        raise OutputExistsError(f"--out {out} exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()) and not (out / LOG_FILE).is_file():
+        raise OutputExistsError(f"--out {out} holds files but no {LOG_FILE}: it is not a judging folder, and judge "
+                                "would replace its queries.jsonl and qrels; choose a new or empty folder")
 
 
 def write_corpus(out: Path, documents: list[Document]) -> None:

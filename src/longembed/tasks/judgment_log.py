@@ -98,6 +98,9 @@ class JudgmentLog:
         self.path = self.folder / LOG_FILE
         self._thread_lock = threading.Lock()
         with self._locked():
+            if not self.path.exists():  # from the start: the folder is a judging folder
+                self.path.touch()
+                fsync_path(self.folder, is_dir=True)
             self._repair_tail()
             self._rewrite_beir(self._read())
 
@@ -208,8 +211,7 @@ class JudgmentLog:
         return questions
 
     def _append(self, record: dict[str, Any]) -> None:
-        """One line, written with one call and fsynced (the file's entry too, when it is new)."""
-        new = not self.path.exists()
+        """One line, written with one call and fsynced."""
         line = (json.dumps(record, ensure_ascii=False) + "\n").encode()
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
@@ -219,8 +221,6 @@ class JudgmentLog:
             os.fsync(fd)
         finally:
             os.close(fd)
-        if new:
-            fsync_path(self.folder, is_dir=True)
 
     def _repair_tail(self) -> None:
         """Cut a torn last line (a crash mid-append: the click in flight) so the next line starts clean."""
