@@ -1,6 +1,6 @@
 """judged@10 (TREC's share of a top 10 that was judged): the metric, its place in an eval run over pooled
-judgments (a BM25 run on a judged task folder), advise's section and warning, and a later session pooling
-a new strategy's results into the questions asked before."""
+judgments (a BM25 run on a judged task folder), advise's section and warning, a later session pooling a
+new strategy's results into the questions asked before, and pool indexes rebuilt only when needed."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ from types import SimpleNamespace
 from longembed.advice.judged import judged_lines, run_judged_at_10
 from longembed.evaluation.metrics import judged_at_k, judges_non_relevant
 from longembed.evaluation.runner import evaluate_model
+from longembed.judging.indexes import build_pool_indexes, open_searchers, pool_candidates
 from longembed.judging.session import JudgingSession
 from longembed.results.run_results import JUDGED_AT_10
 from longembed.retrieval.bm25 import BM25Model
+from longembed.search.sources import Document
 from longembed.tasks.judgment_log import JudgmentLog
 
 
@@ -102,3 +104,16 @@ def test_a_shallow_pool_is_said_with_a_deeper_command(tmp_path):
     text = "\n".join(judged_lines(advice, {"task": str(tmp_path / "task")}))
     assert "The pool was 3 deep, shallower than the 10 documents nDCG@10 reads." in text
     assert "--strategies bm25 --k 10`" in text
+
+
+def test_a_pool_index_is_built_again_only_when_its_documents_change(tmp_path):
+    candidates = pool_candidates("bm25")
+    said: list[str] = []
+    documents = [Document("a.txt", "a.txt", "apples in the orchard"), Document("b.txt", "b.txt", "pears")]
+    build_pool_indexes(documents, candidates, tmp_path, say=said.append)
+    build_pool_indexes(documents, candidates, tmp_path, say=said.append)
+    changed = [documents[0], Document("b.txt", "b.txt", "pears and plums")]
+    paths = build_pool_indexes(changed, candidates, tmp_path, say=said.append)
+    assert [line.split(": ")[1].split(" (")[0] for line in said if line.startswith("[1/1]")] == [
+        "BM25", "up to date", "BM25"]  # built, left alone, built again (b.txt changed)
+    assert open_searchers(paths)["bm25"]("plums", 2)[0]["id"] == "b.txt"  # the new text is searched

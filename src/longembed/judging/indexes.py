@@ -2,7 +2,8 @@
 ``advise`` would measure for the model, built once and brought up to date when the session starts again.
 
 The candidates are :func:`~longembed.advice.strategies.plan_candidates`' without extension (the model's
-own window); an index that exists re-embeds only the documents that changed.
+own window); an index that exists re-embeds only the documents that changed, and one whose documents and
+strategy are those of its last build here (:data:`BUILT_FILE`) is not opened for a build at all.
 
 Cost: each dense strategy embeds every document once more (its own chunks or truncation); a hybrid
 (``+bm25``) embeds as its dense strategy does, so pooling all nine candidates of a mean-pooling model costs
@@ -11,6 +12,8 @@ about eight embeddings of the corpus.  ``strategies`` chooses a subset (e.g. ``b
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -26,6 +29,10 @@ from longembed.retrieval.strategy import BM25, Strategy
 from longembed.search.build import build_index
 from longembed.search.index import SearchIndex, open_index
 from longembed.search.sources import Document
+from longembed.tasks.judgment_log import write_durably
+
+#: what the last build here indexed (:func:`build_fingerprint`), written after it completed
+BUILT_FILE = "judge-build.sha256"
 
 
 def pool_candidates(model: str, strategies: Sequence[str] | None = None, chunking: str | None = None) -> list[Candidate]:
@@ -59,13 +66,33 @@ def build_pool_indexes(
         strategy = candidate.strategy
         if not strategy.lexical_only and "dtype" not in strategy.encoder_options:
             strategy = replace(strategy, encoder_options={**strategy.encoder_options, "dtype": DTYPE_AUTO})
+        built[candidate.name] = path
+        fingerprint = build_fingerprint(documents, strategy)
+        if _recorded(path) == fingerprint:
+            say(f"[{i}/{len(candidates)}] index {candidate.name}: up to date ({path})")
+            continue
         say(f"[{i}/{len(candidates)}] index {candidate.name}: {candidate.description}")
         began = time.perf_counter()
         build_index(path, documents, strategy, name=candidate.name, device=device, batch_size=batch_size,
                     show_progress=False, log=None)
+        write_durably(path / BUILT_FILE, fingerprint + "\n")
         say(f"    ready in {time.perf_counter() - began:.1f} s ({path})")
-        built[candidate.name] = path
     return built
+
+
+def build_fingerprint(documents: Sequence[Document], strategy: Strategy) -> str:
+    """The sha256 of the strategy and of every document's id and text: what a build here indexed."""
+    digest = hashlib.sha256(json.dumps(strategy.to_dict(), sort_keys=True, default=str).encode())
+    for document in sorted(documents, key=lambda d: d.id):
+        digest.update(f"\n{document.id}\t{document.sha256}".encode())
+    return digest.hexdigest()
+
+
+def _recorded(path: Path) -> str | None:
+    try:
+        return (path / BUILT_FILE).read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
 
 
 def open_searchers(indexes: dict[str, Path], device: str | None = None) -> dict[str, Searcher]:
