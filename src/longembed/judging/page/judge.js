@@ -110,8 +110,8 @@ function show(data) {
 
 function judge(i, grade) {
   if (!question || !question.results[i]) return;
-  const asked = question.query_id, doc = question.results[i].doc_id;
-  question.results[i].grade = grade;  // shown at once; the server's answer confirms it
+  const asked = question.query_id, doc = question.results[i].doc_id, before = question.results[i].grade;
+  question.results[i].grade = grade;  // shown at once; the server's answer confirms it (or undoes it)
   const after = question.results.findIndex((r, j) => j > i && r.grade === null);
   const first = question.results.findIndex((r) => r.grade === null);
   current = after >= 0 ? after : (first >= 0 ? first : i);
@@ -129,6 +129,8 @@ function judge(i, grade) {
       }
     } catch (err) {
       status(`not saved: ${err.message}`, true);
+      const shown = question && question.query_id === asked ? question.results.find((r) => r.doc_id === doc) : null;
+      if (shown) { shown.grade = before; render(); highlight(false); }
     } finally {
       document.body.dataset.pending = String(Number(document.body.dataset.pending) - 1);  // tests wait for 0
     }
