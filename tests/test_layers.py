@@ -5,7 +5,7 @@ batching, chunking, extension, models, and
 the package plumbing: lazy exports, library-noise filters, file permissions, durable renames, UTF-8 text
 files, document readers, weight-file checks, dataclass fields that are flags) <- export; core <- tasks
 <- evaluation <- report / collapse / advice / training <- cli (training also builds on export); core <- serving
-(the HTTP server) <- cli; core <- integrations (mteb, LangChain adapters); core <- corpus (embedding corpora of shards, locally or on Ray) <- cli; ``results`` is plain data that every layer above core may use (its strategies are ``retrieval``'s).
+(the HTTP server) <- cli; advice / search / serving <- judging (the judging page) <- cli; core <- integrations (mteb, LangChain adapters); core <- corpus (embedding corpora of shards, locally or on Ray) <- cli; ``results`` is plain data that every layer above core may use (its strategies are ``retrieval``'s).
 """
 
 from __future__ import annotations
@@ -38,9 +38,10 @@ ALLOWED = {
     "search": CORE | {"retrieval", "results", "tasks", "corpus"},
     "serving": CORE | {"search", "retrieval"},
     "integrations": CORE,
+    "judging": CORE | {"tasks", "results", "retrieval", "advice", "search", "serving"},
     "corpus": CORE | {"results"},
     "cli": CORE | {"tasks", "results", "evaluation", "report", "collapse", "advice", "export", "training", "serving",
-            "corpus", "search", "retrieval"},
+            "corpus", "search", "retrieval", "judging"},
 }
 
 

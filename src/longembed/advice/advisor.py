@@ -42,6 +42,7 @@ from longembed.advice.estimate import (
     query_seconds,
     side_seconds,
 )
+from longembed.advice.judged import JUDGED_WARNING_PERCENT, run_judged_at_10
 from longembed.advice.recommend import choose_best, compare_with_best, more_queries_text, recommend
 from longembed.advice.spec import AdviseSpec
 from longembed.advice.strategies import Candidate, ContextualFacts, ModelFacts, plan_candidates
@@ -111,6 +112,11 @@ def advise(
     advice = plan.conclude(runs, costs, estimate, sampling, measurement, selection)
     advice.wall_time_s = round(time.perf_counter() - began, 3)
     written = write_advice(advice, plan.out)
+    for strategy in advice.strategies:
+        if strategy.judged_at_10 is not None:
+            low = strategy.judged_at_10 < JUDGED_WARNING_PERCENT
+            plan.say(f"judged@10 {strategy.name}: {strategy.judged_at_10:.1f}%" + (
+                " - mostly unjudged: its score is biased low (advice.md says how to judge its results)" if low else ""))
     plan.say(f"\nuse {advice.recommendation.choice}: {advice.recommendation.reason.replace('**', '')}")
     plan.say(f"reproduce its score: {advice.strategy(advice.recommendation.choice).commands['eval']}")
     plan.say("wrote " + ", ".join(str(p) for p in written.values()))
@@ -431,7 +437,7 @@ class AdvicePlan:
             fusion=None if strategy.fusion is None else strategy.fusion.to_dict(),
             hubs={task if length is None else f"{task}/{length}": stats.describe()
                   for (task, length), stats in run.hubs().items()},
-            passage_hit=run_passage_hit(run),
+            passage_hit=run_passage_hit(run), judged_at_10=run_judged_at_10(run),
             config=config, commands=strategy_commands(candidate.name, config, data, self.out, self._run_flags()),
             dtypes=command_dtypes(config, auto_dtype),
         )

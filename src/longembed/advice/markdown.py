@@ -9,6 +9,7 @@ from pathlib import Path
 
 from longembed.advice.commands import serve_request
 from longembed.advice.estimate import error_percent
+from longembed.advice.judged import judged_lines
 from longembed.advice.recommend import UNDECIDED, WITHIN, WORSE, fmt_bytes
 from longembed.evaluation.estimate import format_duration
 from longembed.loading import DEFAULT_MODEL, DEFAULT_MODEL_NAME
@@ -41,6 +42,7 @@ def advice_markdown(advice: Advice, plot: str | None = None) -> str:
               f"within the margin; cheapest means: {r.cost_order}.", ""]
     if plot is not None:
         lines += [f"![score against cost]({plot})", ""]
+    lines += judged_lines(advice, task_folders(advice))
     lines += ["## The strategies and their commands", "", *strategy_lines(advice), "",
               "## How this was measured", "", *method_lines(advice)]
     return "\n".join(lines) + "\n"

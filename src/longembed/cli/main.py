@@ -1,5 +1,5 @@
 """The ``longembed`` command: one subcommand per job (embed, eval, report, compare, sweep, collapse, tune, export,
-train, retrofit, serve, advise, task-dir, index, search).
+train, retrofit, serve, advise, task-dir, index, search, judge).
 
 Each subcommand has two modules: its flags in ``longembed.cli.parsers.<name>`` (light imports only)
 and the command in ``longembed.cli.<name>``, imported only when it runs (``CommandHandler``).  So
@@ -38,6 +38,7 @@ SUBCOMMANDS = {
     "task-dir": "task_dir",
     "index": "index",
     "search": "search",
+    "judge": "judge",
 }
 
 

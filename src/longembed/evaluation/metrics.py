@@ -142,6 +142,24 @@ def _query_metrics(
     return values
 
 
+def judged_at_k(qrels: Mapping[str, Mapping[str, int]], ranking: Mapping[str, Sequence[str]],
+                k: int = 10) -> dict[str, float]:
+    """Each query's judged@k (ir_measures' ``Judged@k``): the share of its top ``k`` documents the qrels
+    judge, whatever the grade (0 included), in [0, 1]; over ``min(k, len(ranking))`` documents, so a
+    corpus smaller than k can be fully judged; an empty ranking scores 0."""
+    shares = {}
+    for qid, judged in qrels.items():
+        top = list(ranking.get(qid, ()))[:k]
+        shares[qid] = sum(d in judged for d in top) / len(top) if top else 0.0
+    return shares
+
+
+def judges_non_relevant(qrels: Mapping[str, Mapping[str, int]]) -> bool:
+    """Whether the qrels judge some document not relevant (grade <= 0): pooled judgments, whose unjudged
+    documents are unknown rather than known not relevant."""
+    return any(grade <= 0 for judged in qrels.values() for grade in judged.values())
+
+
 def retrieval_metrics(
     qrels: Mapping[str, Mapping[str, int]],
     ranking: Mapping[str, Sequence[str]],

@@ -21,6 +21,8 @@ from longembed.evaluation.cache import CachedEncoder
 from longembed.evaluation.cache.wrapper import CachedEncoding
 from longembed.evaluation.metrics import (
     DEFAULT_K_VALUES,
+    judged_at_k,
+    judges_non_relevant,
     mean_metrics,
     per_query_metrics,
     same_vector_groups,
@@ -43,7 +45,7 @@ from longembed.results import (
     hub_line,
 )
 from longembed.results.intervals import bootstrap_interval, stratified_bootstrap_interval
-from longembed.results.run_results import SECONDARY_METRICS
+from longembed.results.run_results import JUDGED_AT_10, SECONDARY_METRICS
 from longembed.retrieval.bm25 import BM25Model
 from longembed.retrieval.pipeline import exact_dense_scores, rank_documents
 from longembed.retrieval.strategy import Strategy
@@ -162,6 +164,8 @@ def score_unit(
                                 None if dense is None else (documents, queries.vectors))
     if passage is not None:
         metrics[PASSAGE_HIT] = round(float(np.mean(list(passage.values()))), 4)
+    if judges_non_relevant(data.qrels):  # pooled judgments: how much of each top 10 was judged
+        metrics[JUDGED_AT_10] = round(100.0 * float(np.mean(list(judged_at_k(data.qrels, ranking, 10).values()))), 4)
     first = {qid: ranking[qid][0] for qid in data.qrels if ranking.get(qid)}
     counts = Counts(
         documents=len(doc_ids),

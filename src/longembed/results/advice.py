@@ -128,6 +128,9 @@ class StrategyResult(Record):
     # passage hit@1 (percent, 95% interval) pooled over the queries of the tasks that locate answers:
     # whether the passage a search shows holds the answer (None: no task locates its answers)
     passage_hit: Interval | None = field(default=None, metadata={"omit_none": True})
+    # judged@10 (percent): the share of its top 10 the qrels judge, where they judge some document not relevant
+    # (pooled judgments, ``longembed judge``); None otherwise
+    judged_at_10: float | None = field(default=None, metadata={"omit_none": True})
     # the ``longembed eval`` options of its run, keyed as eval's flags (``max_length`` for --max-length):
     # what ``longembed index --from-advice`` reads (schema: :mod:`longembed.advice`)
     config: dict[str, Any] = field(default_factory=dict)

@@ -107,6 +107,9 @@ class Interval(Record):
 SECONDARY_METRICS = ("accuracy@1", "recall@10")
 #: whether the passage a search shows holds the answer, where a task locates its answers (eval, beside ndcg@10)
 PASSAGE_HIT = "passage_hit@1"
+#: the share of each query's top 10 that the qrels judge (any grade), where the qrels judge some document not
+#: relevant (pooled judgments, ``longembed judge``): TREC's check that a score does not rest on unjudged documents
+JUDGED_AT_10 = "judged@10"
 
 #: Per-query scores and intervals are left out of files when absent (files written before they existed).
 OPTIONAL = {"omit_none": True}

@@ -1,0 +1,107 @@
+"""The indexes a judging session pools: one ordinary ``longembed index`` folder per candidate strategy
+``advise`` would measure for the model, built once and brought up to date when the session starts again.
+
+The candidates are :func:`~longembed.advice.strategies.plan_candidates`' without extension (the model's
+own window); an index that exists re-embeds only the documents that changed, and one whose documents and
+strategy are those of its last build here (:data:`BUILT_FILE`) is not opened for a build at all.
+
+Cost: each dense strategy embeds every document once more (its own chunks or truncation); a hybrid
+(``+bm25``) embeds as its dense strategy does, so pooling all nine candidates of a mean-pooling model costs
+about eight embeddings of the corpus.  ``strategies`` chooses a subset (e.g. ``bm25,chunks,late-chunks``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from longembed.advice.strategies import Candidate, ModelFacts, plan_candidates
+from longembed.config import DTYPE_AUTO
+from longembed.encoder import load_encoder
+from longembed.errors import UserError
+from longembed.judging.pool import Searcher
+from longembed.retrieval.strategy import BM25, Strategy
+from longembed.search.build import build_index
+from longembed.search.index import SearchIndex, open_index
+from longembed.search.sources import Document
+from longembed.tasks.judgment_log import write_durably
+
+#: what the last build here indexed (:func:`build_fingerprint`), written after it completed
+BUILT_FILE = "judge-build.sha256"
+
+
+def pool_candidates(model: str, strategies: Sequence[str] | None = None, chunking: str | None = None) -> list[Candidate]:
+    """The candidates to pool, in advise's order: all of advise's for ``model`` (``bm25``: BM25 alone),
+    or those named in ``strategies`` (an unknown name is a UserError listing the known ones)."""
+    if model == BM25:
+        planned = [Candidate(BM25, Strategy(BM25), "BM25 (lexical; no model)")]
+    else:
+        encoder = load_encoder(model, lazy=True)
+        facts = ModelFacts(encoder.position_scheme, encoder.pooling, encoder.original_length)
+        base = Strategy(model=model) if chunking is None else Strategy(model=model, chunking=chunking)
+        planned, _left_out = plan_candidates(facts, None, None, base)
+    if not strategies:
+        return planned
+    known = {candidate.name: candidate for candidate in planned}
+    unknown = [name for name in strategies if name not in known]
+    if unknown:
+        raise UserError(f"--strategies names {unknown}, not candidates for this model: choose among "
+                        f"{', '.join(known)}")
+    return [known[name] for name in dict.fromkeys(strategies)]
+
+
+def build_pool_indexes(
+    documents: Sequence[Document], candidates: Sequence[Candidate], folder: Path, device: str | None = None,
+    batch_size: int = 16, say: Callable[[str], None] = print,
+) -> dict[str, Path]:
+    """Build (or bring up to date) one index per candidate under ``folder/<name>``; name -> its folder."""
+    built: dict[str, Path] = {}
+    for i, candidate in enumerate(candidates, 1):
+        path = folder / candidate.name
+        strategy = candidate.strategy
+        if not strategy.lexical_only and "dtype" not in strategy.encoder_options:
+            strategy = replace(strategy, encoder_options={**strategy.encoder_options, "dtype": DTYPE_AUTO})
+        built[candidate.name] = path
+        fingerprint = build_fingerprint(documents, strategy)
+        if _recorded(path) == fingerprint:
+            say(f"[{i}/{len(candidates)}] index {candidate.name}: up to date ({path})")
+            continue
+        say(f"[{i}/{len(candidates)}] index {candidate.name}: {candidate.description}")
+        began = time.perf_counter()
+        build_index(path, documents, strategy, name=candidate.name, device=device, batch_size=batch_size,
+                    show_progress=False, log=None)
+        write_durably(path / BUILT_FILE, fingerprint + "\n")
+        say(f"    ready in {time.perf_counter() - began:.1f} s ({path})")
+    return built
+
+
+def build_fingerprint(documents: Sequence[Document], strategy: Strategy) -> str:
+    """The sha256 of the strategy and of every document's id and text: what a build here indexed."""
+    digest = hashlib.sha256(json.dumps(strategy.to_dict(), sort_keys=True, default=str).encode())
+    for document in sorted(documents, key=lambda d: d.id):
+        digest.update(f"\n{document.id}\t{document.sha256}".encode())
+    return digest.hexdigest()
+
+
+def _recorded(path: Path) -> str | None:
+    try:
+        return (path / BUILT_FILE).read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+
+
+def open_searchers(indexes: dict[str, Path], device: str | None = None) -> dict[str, Searcher]:
+    """Each index opened once, as a :data:`~longembed.judging.pool.Searcher` (its results as ``search
+    --json`` prints them)."""
+    return {name: index_searcher(open_index(path, device)) for name, path in indexes.items()}
+
+
+def index_searcher(index: SearchIndex) -> Searcher:
+    def search(question: str, k: int) -> list[dict[str, Any]]:
+        return [result.to_dict() for result in index.search(question, k=k).results]
+    return search
