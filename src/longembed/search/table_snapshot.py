@@ -46,7 +46,7 @@ def save_snapshot(path: str | Path, table: Any, complete: Callable[[Snapshot], N
     name of its files.  ``complete(snapshot)``: adds to the snapshot before it is written (a build's
     piece vectors); ``extra(folder, metadata)`` adds files to the version's folder (the build's query
     program: :mod:`longembed.search.query_program`); both called only when the files are written (a
-    local index)."""
+    local or S3 index)."""
     now = _dt.datetime.now(_dt.UTC)  # not the table's list of versions: it reads every old manifest
     name = version_files.version_name(int(table.version), now.isoformat(timespec="microseconds"))
     built_at = now.isoformat(timespec="seconds")
