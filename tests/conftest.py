@@ -397,11 +397,13 @@ S3_ENVIRONMENT = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", 
 
 
 @pytest.fixture
-def s3_index(s3_server, monkeypatch, request) -> str:
+def s3_index(s3_server, monkeypatch, request, tmp_path) -> str:
     """``s3://BUCKET/index`` in a new bucket of :func:`s3_server`, the AWS variables set (for this process
-    and the processes it starts) as a user sets them for their own store."""
+    and the processes it starts) as a user sets them for their own store, and the test's own folder for
+    the versions searches download (``LONGEMBED_INDEX_CACHE``)."""
     boto3 = require_package("boto3")
-    for name, value in {**S3_ENVIRONMENT, "AWS_ENDPOINT_URL": s3_server}.items():
+    for name, value in {**S3_ENVIRONMENT, "AWS_ENDPOINT_URL": s3_server,
+                        "LONGEMBED_INDEX_CACHE": str(tmp_path / "index-cache")}.items():
         monkeypatch.setenv(name, value)
     bucket = (re.sub(r"[^a-z0-9]+", "-", request.node.name.lower())[:40].strip("-") + "-" + uuid.uuid4().hex[:8])
     boto3.client("s3").create_bucket(Bucket=bucket)

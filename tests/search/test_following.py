@@ -65,3 +65,15 @@ def test_a_failed_check_keeps_the_served_version_and_says_why(tmp_path: Path) ->
     shutil.rmtree(index / "chunks.lance" / "_versions")  # the store no longer reads as an index
     assert following.search(words(3, 1), k=10).index["documents"] == 4
     assert len(said) == 1 and "could not check for a new version" in said[0] and "version" in said[0]
+
+
+def test_it_moves_to_a_rebuild_whose_table_restarted_at_the_served_version_number(tmp_path: Path) -> None:
+    """``--rebuild`` starts the table's version numbers again: the pointer's name tells the new build apart."""
+    index, said = tmp_path / "index", []
+    build(index, 5)
+    following = FollowingIndex(index, check_every=0, log=said.append)
+    served = following.version
+    build_index(index, documents(3), Strategy(BM25), rebuild=True, show_progress=False, log=None)
+    response = following.search(words(3, 1), k=10)
+    assert following.version == served and response.index["documents"] == 3  # the same number, the new build
+    assert len(said) == 1 and "now searching version" in said[0]

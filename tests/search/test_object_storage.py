@@ -21,11 +21,14 @@ import pytest
 from conftest import build_tiny, words
 from test_exactness import STRATEGIES, TASK, strategy_flags
 
+import longembed.search
 from longembed.cli.main import main
+from longembed.retrieval.bm25 import BM25Model
 from longembed.retrieval.strategy import Strategy
 from longembed.search import open_index
 from longembed.search.build import build_index
 from longembed.search.following import FollowingIndex
+from longembed.search.snapshot import MANIFEST
 from longembed.search.sources import Document
 from longembed.search.store import IndexBusyError
 
@@ -83,16 +86,26 @@ def test_a_build_on_s3_is_incremental_and_searches_as_the_same_index_on_disk(mod
 
 def test_search_on_s3_writes_the_run_file_search_on_disk_writes_for_every_strategy(model: Path, s3_index: str,
                                                                                    tmp_path: Path, capsys) -> None:
-    """On disk the run file scores what eval scored (test_exactness); on S3 it is that very file."""
+    """On disk the run file scores what eval scored (test_exactness); on S3 it is that very file, searched
+    from the version's saved files (downloaded into an empty cache: no table row read, no BM25 indexed)."""
     queries = str(TASK / "queries.jsonl")
     for name in STRATEGIES:
         flags = [*strategy_flags(name, model), "--no-estimate"]
         uri, folder = f"{s3_index}-{name}", tmp_path / name
         for index, run in ((uri, tmp_path / f"{name}.s3.trec"), (str(folder), tmp_path / f"{name}.disk.trec")):
             assert main(["index", str(TASK / "corpus.jsonl"), "--index", index, *flags]) == 0
-            assert main(["search", "--index", index, "--queries", queries, "--run", str(run)]) == 0
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setenv("LONGEMBED_INDEX_CACHE", str(tmp_path / f"{name}-cache"))  # another machine's
+                patch.setattr(longembed.search, "read_table_snapshot", refuse)
+                patch.setattr(BM25Model, "index", refuse)
+                assert main(["search", "--index", index, "--queries", queries, "--run", str(run)]) == 0
         assert (tmp_path / f"{name}.s3.trec").read_text() == (tmp_path / f"{name}.disk.trec").read_text(), name
+        assert len(list((tmp_path / f"{name}-cache").glob(f"*/*/{MANIFEST}"))) == 1, name  # the S3 index's
     assert "not written to object storage" in capsys.readouterr().out
+
+
+def refuse(*args: object) -> None:
+    raise AssertionError("a search read the table's rows or indexed BM25 again")
 
 
 BUILD = """

@@ -23,11 +23,20 @@ from longembed.encoder import LongContextEncoder
 from longembed.retrieval.bm25 import BM25Model
 from longembed.retrieval.passages import document_pieces
 from longembed.retrieval.strategy import BM25, Strategy
-from longembed.search import open_index
+from longembed.search import open_index, table_snapshot
 from longembed.search.build import BuildReport, build_index
 from longembed.search.query_program import PROBES
-from longembed.search.snapshot import PIECE_VECTORS, PIECES, PIECES_FORMAT
+from longembed.search.snapshot import (
+    PIECE_VECTORS,
+    PIECES,
+    PIECES_FORMAT,
+    VECTORS,
+    snapshot_of_rows,
+    write_snapshot,
+)
 from longembed.search.sources import Document
+from longembed.search.store import IndexStore, table_metadata
+from longembed.search.table_snapshot import version_snapshot
 from longembed.search.version_files import POINTER, VERSIONS_DIR, saved_version
 
 FOXES = {"d0.txt", "d3.txt", "d6.txt", "d9.txt"}
@@ -264,3 +273,31 @@ def test_pieces_saved_under_the_line_rule_are_still_shown_and_a_rebuild_splits_t
     _, folder = saved_version(tmp_path / "index")
     assert json.loads((folder / "manifest.json").read_text())["pieces"]["format"] == PIECES_FORMAT
     assert open_index(tmp_path / "index")._data.pieces.rule == PIECES_FORMAT
+
+
+def test_the_build_streams_the_vectors_in_blocks_into_the_same_files_the_whole_table_gives(
+        tmp_path: Path, monkeypatch) -> None:
+    """The end of a build reads the table's vectors :data:`READ_ROWS` rows at a time into the saved file;
+    every saved file is byte for byte what the whole table read into memory gives (after a delete and an
+    append), and the blocks land where any order of the rows puts them."""
+    model = build_tiny("bert", tmp_path / "bert")
+    index = tmp_path / "index"
+    changed = [DOCS[5], *DOCS[:5], Document(DOCS[7].id, DOCS[7].source, "other words now"), *DOCS[8:]]
+    dense_build(index, model, DOCS)
+    dense_build(index, model, changed)  # d7 deleted and appended again: its rows after d11's
+    table = IndexStore(index).complete_table()
+    monkeypatch.setattr(table_snapshot, "READ_ROWS", 7)  # blocks that cut documents
+    streamed, whole = tmp_path / "streamed", tmp_path / "whole"
+    streamed.mkdir()
+    whole.mkdir()
+    write_snapshot(version_snapshot(table, index, "then", streamed / VECTORS), streamed)
+    write_snapshot(snapshot_of_rows(table.to_arrow(), int(table.version), "then", table_metadata(table, index),
+                                    version_snapshot(table, index, "then").ann), whole)
+    files = sorted(p.relative_to(streamed) for p in streamed.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(whole) for p in whole.rglob("*") if p.is_file()) and Path(VECTORS) in files
+    for name in files:
+        assert (streamed / name).read_bytes() == (whole / name).read_bytes(), name
+    vectors = np.asarray(table.to_arrow()["vector"].to_pylist(), dtype=np.float32)
+    assert len(vectors) > 2 * 7
+    order = np.random.default_rng(0).permutation(len(vectors))
+    np.testing.assert_array_equal(table_snapshot._vector_reader(table, tmp_path / "any.npy")(order), vectors[order])

@@ -21,6 +21,7 @@ The document's rank is not touched: only which part of it is shown.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -46,6 +47,8 @@ CHUNKS_PER_DOCUMENT = 4
 LEXICAL_WEIGHT = 0.5
 #: window scores are compared to this many decimals: equal windows tie whatever the query vector's last bits
 TIE_DECIMALS = 9
+#: documents whose pieces and pieces' BM25 terms are kept for the next query that shows them
+DOCUMENTS_KEPT = 64
 #: how a search's results show a passage: the best window for the query, or the chunk that scored the document
 PASSAGE_CHOICES = ("query", "chunk")
 
@@ -240,7 +243,7 @@ class _Candidates:
 
 
 def _candidates(document: PassageRequest, rule: PassageRule) -> _Candidates:
-    every = document_pieces(document.text) if document.pieces is None else document.pieces
+    every = _known_pieces(document.text) if document.pieces is None else document.pieces
     pieces: list[Span] = []
     rows: list[int] = []
     spans: list[tuple[int, int]] = []
@@ -307,7 +310,7 @@ def window_bm25(query: str, text: str, pieces: Sequence[Span], windows: Sequence
     query_terms = Counter(model.terms([query])[0])
     terms = list(query_terms)
     column = {t: i for i, t in enumerate(terms)}
-    piece_terms = model.terms([text[s:e] for s, e in pieces])
+    piece_terms = _piece_terms(text, tuple(pieces))
     counts = np.zeros((len(piece_terms) + 1, len(terms) + 1))
     for i, found in enumerate(piece_terms, start=1):
         counts[i, -1] = len(found)
@@ -318,6 +321,19 @@ def window_bm25(query: str, text: str, pieces: Sequence[Span], windows: Sequence
     first, last = (np.asarray(side, dtype=np.int64) for side in zip(*windows, strict=True))
     in_windows = prefix[last + 1] - prefix[first]
     return model.count_scores(in_windows[:, :-1], in_windows[:, -1], np.asarray([query_terms[t] for t in terms]))
+
+
+@functools.lru_cache(maxsize=DOCUMENTS_KEPT)
+def _known_pieces(text: str) -> tuple[Span, ...]:
+    """:func:`document_pieces` of ``text``, kept for the next query that shows the same document (eval's
+    passage metric asks it once per query: QMSum's 197 meetings for 1,527 queries)."""
+    return tuple(document_pieces(text))
+
+
+@functools.lru_cache(maxsize=DOCUMENTS_KEPT)
+def _piece_terms(text: str, pieces: tuple[Span, ...]) -> list[list[str]]:
+    """The BM25 terms of each of ``text``'s ``pieces``, kept as :func:`_known_pieces` is (read only)."""
+    return BM25Model().terms([text[s:e] for s, e in pieces])
 
 
 def _piece_vectors(documents: Sequence[PassageRequest], found: Sequence[_Candidates], embed: EmbedTexts | None,

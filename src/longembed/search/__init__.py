@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # imported on first use: a BM25-only search never imports tor
     from longembed.search.following import FollowingIndex
     from longembed.search.index import SearchIndex, SearchResponse, SearchResult, open_index
     from longembed.search.index_dtype import recorded_dtype
+    from longembed.search.object_files import S3Objects
     from longembed.search.query_encoder import load_query_encoder
     from longembed.search.runfile import RUN_DEPTH, write_run
     from longembed.search.sources import Document, SourceOptions, read_sources

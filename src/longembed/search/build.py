@@ -74,7 +74,7 @@ from longembed.search.store import (
 from longembed.search.strategy_encoder import recorded_dtype
 from longembed.search.table_snapshot import check_readable, save_snapshot
 from longembed.search.truncation import truncation_facts, truncation_text, update_truncated
-from longembed.search.version_files import is_local, point_to, saved_version
+from longembed.search.version_files import keeps_files, point_to, saved_version, work_folder
 
 #: documents per encode call
 BATCH_DOCUMENTS = 32
@@ -344,7 +344,7 @@ def build_index(
     ``lock_expiry``: on S3, the seconds after which a build that stopped renewing its lock (killed)
     loses it to the next build.
     ``passage_vectors``: embed every document's sentence pieces and save them with the version (a dense
-    strategy, a local index), so that a search chooses passages without the model; False: a search
+    strategy, an index on disk or S3), so that a search chooses passages without the model; False: a search
     embeds its results' pieces (``index --no-passage-vectors``: less disk and build time).
     A BlockingIOError when another build holds the index.
     """
@@ -461,7 +461,7 @@ class PassagePieces:
         self.show_progress, self.reuse = show_progress, reuse
         self.seconds = 0.0
         self.counts: PieceCounts | None = None
-        self.scratch = scratch_file(Path(path))
+        self.scratch = scratch_file(work_folder(path))
 
     def note(self, wanted: bool) -> str:
         """Why no passage vectors are saved ('' when they are, or for BM25, which has none)."""
@@ -469,8 +469,8 @@ class PassagePieces:
             return ""
         if not wanted:
             return "no passage vectors saved (--no-passage-vectors): a search embeds its results' sentences"
-        if not is_local(self.path):
-            return "no passage vectors saved (object storage keeps no snapshot): a search embeds its results' sentences"
+        if not keeps_files(self.path):
+            return "no passage vectors saved (gs:// and az:// keep no snapshot): a search embeds its results' sentences"
         return ""
 
     def add(self, snapshot: Snapshot) -> None:
@@ -499,8 +499,7 @@ class PassagePieces:
 
     def discard(self) -> None:
         """Remove the vectors' scratch file when the snapshot did not take it (a failed write)."""
-        if is_local(self.path):
-            self.scratch.unlink(missing_ok=True)
+        self.scratch.unlink(missing_ok=True)
 
 
 def _program_writer(encoder: LongContextEncoder, path: str | Path,

@@ -4,9 +4,12 @@ restart, and never to a half-built one (``longembed serve --index ... --follow-s
 :class:`FollowingIndex` answers from one :class:`~longembed.search.index.SearchIndex` at a time.
 Between searches, at most every ``check_every`` seconds (or on :meth:`~FollowingIndex.request_check`,
 which the server calls on SIGHUP), it reads which version the index's ``complete`` tag names; a
-build moves that tag only once its last row is written, so a newer tag is a whole build.  The newer
-version is then opened beside the current one, with the same encoder, by the one search that noticed
-it (the others keep answering from the current one meanwhile), and replaces it in one assignment: every
+build moves that tag only once its last row is written, so a newer tag is a whole build; and the pointer
+to the version's saved files (:mod:`longembed.search.version_files`), which names the version a search
+opens and tells a ``--rebuild``'s table apart from an older one of the same version number.  The newer
+version is then opened beside the current one (an S3 index's files downloaded first), with the same
+encoder, by the one search that noticed it (the others keep answering from the current one meanwhile),
+and replaces it in one assignment: every
 search is answered by exactly one complete version.  A new version that cannot be served (another
 model, a damaged table) is not taken: the server keeps its version and says why once.
 """
@@ -24,6 +27,7 @@ import numpy as np
 from longembed.errors import UserError
 from longembed.search.index import SearchIndex, SearchResponse, SearchResult, open_index
 from longembed.search.store import IndexStore, complete_version, index_errors
+from longembed.search.version_files import pointed_name
 
 #: how often, at most, a served index checks for a new complete version (seconds)
 FOLLOW_SECONDS = 10.0
@@ -50,7 +54,7 @@ class FollowingIndex:
         self._clock = clock
         self._checked_at = clock()
         self._requested = False
-        self._refused: int | None = None  # a version already refused (said once)
+        self._refused: tuple[int, str | None] | None = None  # a version refused (said once), or seen as the served one
         self._opening = threading.Lock()
 
     # the server's view of the index: the current version's
@@ -104,18 +108,22 @@ class FollowingIndex:
             self._requested = False
             self._checked_at = self._clock()
             try:
-                latest = self._complete_version()
+                latest = self._complete_version(), pointed_name(self.path)
             except UserError as exc:  # the store did not answer: keep serving, check again later
                 self._log(f"{self.path}: could not check for a new version ({exc}); version "
                           f"{self.current.version} is still served")
                 return False
-            if latest is None or latest == self.current.version or latest == self._refused:
+            if latest[0] is None or latest == self._served() or latest == self._refused:
                 return False
             try:
                 newer = SearchIndex(self.path, self._device, self._embed_queries, encoder=self.current.encoder)
             except UserError as exc:
                 self._refused = latest
-                self._log(f"{self.path}: version {latest} is not served, version {self.current.version} still is: {exc}")
+                self._log(f"{self.path}: version {latest[0]} is not served, version {self.current.version} still is: "
+                          f"{exc}")
+                return False
+            if (newer.version, newer.saved_name) == self._served():  # the tag moved, the pointer not (yet)
+                self._refused = latest  # not opened again until one of them moves
                 return False
             before, self.current = self.current.version, newer
             self._log(f"{self.path}: now searching version {newer.version} (was {before})")
@@ -129,6 +137,10 @@ class FollowingIndex:
         if due and not self._opening.locked():
             self.refresh()
         return self.current
+
+    def _served(self) -> tuple[int, str | None]:
+        """The version served now: its number and the name of its saved files (None: read from the table)."""
+        return self.current.version, self.current.saved_name
 
     def _complete_version(self) -> int | None:
         with index_errors(self.path):

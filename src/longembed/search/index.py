@@ -19,8 +19,8 @@ The passage a result shows is chosen afterwards, for the
 query, among sentence windows around the document's best chunks (:mod:`longembed.retrieval.passages`);
 it never changes the ranking.  Their sentences' vectors are read from the snapshot when the build saved
 them (:mod:`longembed.search.piece_vectors`: no model call beyond the query's), else embedded once, one
-batch per search (an index built with ``--no-passage-vectors``, before they were saved, or on object
-storage).  ``passages="chunk"`` skips the choice and shows the chunk that scored the document.
+batch per search (an index built with ``--no-passage-vectors``, before they were saved, or on gs:// or
+az://).  ``passages="chunk"`` skips the choice and shows the chunk that scored the document.
 
 A :class:`SearchIndex` is read-only after it opens, and :meth:`~SearchIndex.search` keeps no state
 between calls, so one instance serves concurrent searches (a lock guards the encoder's forward pass).
@@ -62,7 +62,15 @@ from longembed.retrieval.strategy import BM25, Strategy
 from longembed.search.document_files import read_document_files, servable_file
 from longembed.search.index_dtype import recorded_dtype
 from longembed.search.snapshot import Snapshot, read_snapshot
-from longembed.search.version_files import POINTER, has_pointer, is_local, saved_version
+from longembed.search.version_files import (
+    POINTER,
+    MissingVersionFile,
+    discard_cached,
+    has_pointer,
+    is_local,
+    keeps_files,
+    saved_version,
+)
 
 if TYPE_CHECKING:
     from longembed.encoder import LongContextEncoder
@@ -125,7 +133,7 @@ def open_index(path: str | Path, device: str | None = None,
                embed_queries: Callable[[list[str]], np.ndarray] | None = None) -> SearchIndex:
     """The index at ``path``, with its model loaded (FileNotFoundError: no index there; ValueError: the
     model's files differ from those that built it); ``embed_queries``: as :class:`SearchIndex`'s."""
-    if saved_version(path) is None and not heavy.IndexStore.exists(path):
+    if is_local(path) and saved_version(path) is None and not heavy.IndexStore.exists(path):
         raise MissingFileError(f"--index {path}: no index there (build one with: longembed index SOURCE... "
                                 f"--index {path})")
     return SearchIndex(path, device, embed_queries)
@@ -143,6 +151,8 @@ class SearchIndex:
                  encoder: LongContextEncoder | None = None) -> None:
         self.path = str(path)
         self._data, saved_folder = _open_snapshot(path)
+        #: the name of the saved version it opened (:mod:`~longembed.search.version_files`; None: read from the table)
+        self.saved_name = None if saved_folder is None else saved_folder.name
         self.version = self._data.version
         self.built_at = self._data.built_at
         self.metadata = self._data.metadata
@@ -362,12 +372,17 @@ class SearchIndex:
 
 
 def _open_snapshot(path: str | Path) -> tuple[Snapshot, Path | None]:
-    """The index's last complete version: its saved files (memory-mapped) and their folder, else its
-    table's rows read into memory and BM25 indexed, once per open (an index built before files were
-    saved, or whose saved files are missing: a rerun of ``longembed index`` saves them), and None."""
+    """The index's last complete version: its saved files (memory-mapped; an S3 index's downloaded once
+    into the local cache) and their folder, else its table's rows read into memory and BM25 indexed, once
+    per open (an index built before files were saved, or whose saved files are missing: a rerun of
+    ``longembed index`` saves them), and None.  A cached copy that cannot be read is downloaded again."""
     missing = None
-    for _attempt in range(2):  # a build may replace the saved version between the pointer and its files
-        saved = saved_version(path)
+    for attempt in range(2):  # a build may replace the saved version between the pointer and its files
+        try:
+            saved = saved_version(path)
+        except MissingVersionFile as exc:  # an S3 version's object is missing (or its download cut short)
+            missing = f"{exc.filename} of version {exc.version}"
+            continue
         if saved is None:
             missing = f"the folder of the version {POINTER} names" if has_pointer(path) else None
             break
@@ -375,13 +390,17 @@ def _open_snapshot(path: str | Path) -> tuple[Snapshot, Path | None]:
             return read_snapshot(saved[1]), saved[1]
         except FileNotFoundError as exc:
             missing = f"{Path(exc.filename or '?').name} of version {saved[0]}"
-            continue
+            discard_cached(path, saved[0])
         except Exception as exc:  # any reader's error on a damaged file (numpy's header parser raises TokenError)
             detail = " ".join(f"{type(exc).__name__}: {exc}".split())[:160]  # one line
+            if attempt == 0 and discard_cached(path, saved[0]):
+                warnings.warn(f"{path}: the cached copy of version {saved[0]} cannot be read ({detail}); it is "
+                              "downloaded again", stacklevel=3)
+                continue
             raise UserError(f"--index {path}: the files saved for version {saved[0]} cannot be read ({detail}); "
                             f"{RESAVE_HINT.format(path=path)}") from exc
     snapshot = heavy.read_table_snapshot(path)
-    if is_local(path):
+    if keeps_files(path):
         why = (f"its saved files are incomplete ({missing} is missing)" if missing is not None else
                "this index was built before longembed saved what a search opens")
         warnings.warn(f"{path}: {why}, so every open reads all its rows and indexes BM25 again; run longembed index "

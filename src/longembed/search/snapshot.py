@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -134,9 +134,12 @@ def systems(metadata: dict[str, Any]) -> tuple[bool, bool]:
 
 
 def snapshot_of_rows(table: pa.Table, version: int, built_at: str | None, metadata: dict[str, Any],
-                     ann: dict[str, Any] | None = None) -> Snapshot:
-    """A snapshot of the table version's rows (``table``: all its columns as Arrow), its documents in the
-    order of their chunk 0 rows and their chunks in order; BM25 indexed here when the strategy has it."""
+                     ann: dict[str, Any] | None = None,
+                     read_vectors: Callable[[np.ndarray], np.ndarray] | None = None) -> Snapshot:
+    """A snapshot of the table version's rows (``table``: its columns as Arrow), its documents in the
+    order of their chunk 0 rows and their chunks in order; BM25 indexed here when the strategy has it.
+    ``read_vectors(order)``: the chunks' vectors in that order of the table's rows (a build streams them
+    into the file it saves), instead of the table's ``vector`` column."""
     dense, lexical = systems(metadata)
     ids = table["id"].to_pylist()
     chunk_numbers = np.asarray(table["chunk"].to_numpy(zero_copy_only=False), dtype=np.int64)
@@ -152,7 +155,9 @@ def snapshot_of_rows(table: pa.Table, version: int, built_at: str | None, metada
     marks = table["marks"].take(pa.array(firsts)) if "marks" in table.column_names \
         else pa.nulls(len(firsts)).cast(pa.string())
     vectors = None
-    if dense:
+    if dense and read_vectors is not None:
+        vectors = read_vectors(order)
+    elif dense:
         column = table["vector"].combine_chunks()
         width = column.type.list_size
         vectors = np.asarray(column.values.to_numpy(zero_copy_only=False), dtype=np.float32).reshape(-1, width)[order]
@@ -184,7 +189,9 @@ def write_snapshot(snapshot: Snapshot, folder: Path) -> None:
                        "location": snapshot.chunks["location"], "page": snapshot.chunks["page"]})
     _write_arrow(documents, folder / DOCUMENTS)
     _write_arrow(chunks, folder / CHUNKS)
-    if snapshot.vectors is not None:
+    if _written_to(snapshot.vectors, folder / VECTORS):
+        snapshot.vectors.flush()  # streamed into the file by the build
+    elif snapshot.vectors is not None:
         np.save(folder / VECTORS, np.ascontiguousarray(snapshot.vectors, dtype=np.float32), allow_pickle=False)
     if snapshot.bm25 is not None:
         (folder / BM25_DIR).mkdir()
@@ -225,6 +232,11 @@ def read_snapshot(folder: Path) -> Snapshot:
         chunks=chunks.select(["location", "page"]), bm25=bm25, ann=manifest.get("ann"), folder=folder,
         pieces=_read_pieces(folder, manifest, documents),
     )
+
+
+def _written_to(vectors: np.ndarray | None, file: Path) -> bool:
+    """Whether ``vectors`` is a memory map of ``file`` already (nothing to copy)."""
+    return isinstance(vectors, np.memmap) and vectors.filename is not None and Path(vectors.filename) == file.resolve()
 
 
 def _marks_column(documents: pa.Table) -> dict[str, pa.ChunkedArray]:

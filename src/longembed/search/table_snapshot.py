@@ -18,19 +18,52 @@ import numpy as np
 
 from longembed.search import version_files
 from longembed.search.ann import AnnState, ann_state, document_scores
-from longembed.search.snapshot import Snapshot, snapshot_of_rows, systems, write_snapshot
+from longembed.search.snapshot import VECTORS, Snapshot, snapshot_of_rows, systems, write_snapshot
 from longembed.search.store import IndexStore, index_errors, table_metadata
 
+#: the table's columns a snapshot reads (not the chunks' texts nor the documents' hashes; the vectors apart)
+SNAPSHOT_COLUMNS = ("id", "source", "chunk", "start", "end", "document", "location", "page", "marks")
+#: rows per block when a build streams the vectors into its snapshot
+READ_ROWS = 65_536
 
-def version_snapshot(table: Any, path: str | Path, built_at: str | None = None) -> Snapshot:
-    """The snapshot of the table at its checked-out version (every row read into memory, BM25 indexed);
-    ``built_at``: when the version was written (default: the table's list of versions says)."""
+
+def version_snapshot(table: Any, path: str | Path, built_at: str | None = None,
+                     vectors_file: Path | None = None) -> Snapshot:
+    """The snapshot of the table at its checked-out version (the columns it needs read into memory, not
+    the chunks' texts; BM25 indexed); ``built_at``: when the version was written (default: the table's list
+    of versions says); ``vectors_file``: where the vectors are written, streamed from the table
+    :data:`READ_ROWS` rows at a time (a build's; else they are read into memory)."""
     metadata = table_metadata(table, path)
     version = int(table.version)
     dense, _ = systems(metadata)
     state = ann_state(table) if dense else None
-    return snapshot_of_rows(table.to_arrow(), version, built_at or version_time(table, version), metadata,
-                            None if state is None else asdict(state))
+    columns = [name for name in SNAPSHOT_COLUMNS if name in table.schema.names]
+    if dense and vectors_file is None:
+        columns.append("vector")
+    rows = table.search().select(columns).limit(None).to_arrow()
+    return snapshot_of_rows(rows, version, built_at or version_time(table, version), metadata,
+                            None if state is None else asdict(state),
+                            None if not dense or vectors_file is None else _vector_reader(table, vectors_file))
+
+
+def _vector_reader(table: Any, file: Path) -> Callable[[np.ndarray], np.ndarray]:
+    """``read_vectors(order)``: the table's vectors written into ``file`` (an ``.npy`` memory map) in
+    that order of its rows, :data:`READ_ROWS` at a time: a build never holds them all in memory."""
+    def read(order: np.ndarray) -> np.ndarray:
+        width = table.schema.field("vector").type.list_size
+        vectors = np.lib.format.open_memmap(file, mode="w+", dtype=np.float32, shape=(len(order), width))
+        destination = np.empty_like(order)
+        destination[order] = np.arange(len(order))  # where each row of the table goes
+        first = 0
+        for batch in table.search().select(["vector"]).limit(None).to_batches(READ_ROWS):
+            flat = batch.column("vector").flatten()  # the batch's own rows (``values`` ignores a slice's offset)
+            block = np.asarray(flat.to_numpy(zero_copy_only=False), dtype=np.float32).reshape(-1, width)
+            vectors[destination[first : first + len(block)]] = block
+            first += len(block)
+        if first != len(order):
+            raise ValueError(f"{first} vectors read for {len(order)} rows")
+        return vectors
+    return read
 
 
 def read_table_snapshot(path: str | Path) -> Snapshot:
@@ -46,13 +79,13 @@ def save_snapshot(path: str | Path, table: Any, complete: Callable[[Snapshot], N
     name of its files.  ``complete(snapshot)``: adds to the snapshot before it is written (a build's
     piece vectors); ``extra(folder, metadata)`` adds files to the version's folder (the build's query
     program: :mod:`longembed.search.query_program`); both called only when the files are written (a
-    local index)."""
+    local or S3 index)."""
     now = _dt.datetime.now(_dt.UTC)  # not the table's list of versions: it reads every old manifest
     name = version_files.version_name(int(table.version), now.isoformat(timespec="microseconds"))
     built_at = now.isoformat(timespec="seconds")
 
     def write(folder: Path) -> None:
-        snapshot = version_snapshot(table, path, built_at)
+        snapshot = version_snapshot(table, path, built_at, folder / VECTORS)
         if complete is not None:
             complete(snapshot)
         write_snapshot(snapshot, folder)
