@@ -52,8 +52,9 @@ from longembed.errors import UserError
 from longembed.evaluation.cache import CachedEncoder
 from longembed.evaluation.encoders import EncoderFactory
 from longembed.evaluation.estimate import CostModel, longest_sequence, measure_cost_model
+from longembed.evaluation.fusion_tuning import StoredUnit, cross_validate, fusion_grid, query_table, tuned_run
 from longembed.evaluation.passage_hits import run_passage_hit
-from longembed.evaluation.runner import evaluate_model, plan_run
+from longembed.evaluation.runner import evaluate_model, plan_run, run_plan
 from longembed.evaluation.scoring import Unit
 from longembed.evaluation.spec import EvalSpec
 from longembed.loading import CONTEXTUAL_RECORD_FILE, recorded_encoder
@@ -68,6 +69,7 @@ from longembed.results.advice import (
     StrategyCost,
     StrategyResult,
 )
+from longembed.results.files import RunFolder
 from longembed.retrieval.bm25 import BM25Model
 from longembed.retrieval.model_files import hash_file
 from longembed.retrieval.strategy import DENSE, TRUNCATE, Strategy
@@ -250,6 +252,8 @@ class AdvicePlan:
     out: Path
     say: Callable[[str], None]
     encoder_options: dict[str, Any] = field(default_factory=dict)
+    #: tuned candidate -> how its rule was chosen (:meth:`TunedFusion.record`), filled in by :meth:`tune`
+    tunings: dict[str, dict[str, Any]] = field(default_factory=dict)
     _document_tokens: dict[str, list[int]] = field(default_factory=dict)
     _cost_models: dict[str, CostModel] = field(default_factory=dict)
 
@@ -334,18 +338,45 @@ class AdvicePlan:
         """Each strategy's ``evaluate_model`` run into ``OUTPUT/runs/<strategy>/``; its wall time is
         written next to its estimate (``actual_seconds``), the estimate's error."""
         runs: dict[str, RunResults] = {}
+        stored: dict[str, list[StoredUnit]] = {}
         rows = {} if estimate is None else {row.name: row for row in estimate.strategies}
         for i, candidate in enumerate(self.candidates, 1):
             self.say(f"\n[{i}/{len(self.candidates)}] {candidate.name}: {candidate.description}")
-            model = BM25Model() if candidate.strategy.lexical_only else self.encoders[candidate.name]
             began = time.perf_counter()
-            results = evaluate_model(model, self.eval_spec(selection, candidate, output_dir=self.out / RUNS / candidate.name))
+            if candidate.tuned_from is not None:
+                results = self.tune(i - 1, stored[candidate.tuned_from], runs[candidate.tuned_from])
+            else:
+                results = self.evaluate(candidate, selection, stored.setdefault(candidate.name, []))
             if candidate.name in rows:
                 rows[candidate.name].actual_seconds = round(time.perf_counter() - began, 1)
             if not results.tasks:
                 raise UserError(f"strategy {candidate.name}: no task could run ({results.skipped})")
             runs[candidate.name] = results
         return runs
+
+    def evaluate(self, candidate: Candidate, selection: Selection, stored: list[StoredUnit]) -> RunResults:
+        """One strategy's ``evaluate_model`` run; a hybrid's (task, unit, dense, BM25) scores are kept in
+        ``stored`` for its tuned twin."""
+        model = BM25Model() if candidate.strategy.lexical_only else self.encoders[candidate.name]
+        plan = plan_run(model, self.eval_spec(selection, candidate, output_dir=self.out / RUNS / candidate.name))
+        return run_plan(plan, time.perf_counter(), keep=lambda *scores: stored.append(StoredUnit(*scores)))
+
+    def tune(self, position: int, stored: list[StoredUnit], hybrid: RunResults) -> RunResults:
+        """The tuned twin of a hybrid (``self.candidates[position]``): the rule cross-validated on the hybrid's
+        stored scores (:mod:`longembed.evaluation.fusion_tuning`), its run out-of-fold, written to its folder;
+        the candidate's strategy becomes the rule fitted on every query."""
+        candidate = self.candidates[position]
+        grid = fusion_grid()
+        table = query_table(stored, grid)
+        tuned = cross_validate(table, grid, seed=self.spec.seed)
+        strategy = candidate.strategy.fused_by(tuned.fusion)
+        self.candidates[position] = candidate._replace(strategy=strategy)
+        self.tunings[candidate.name] = tuned.record()
+        results = tuned_run(stored, hybrid, tuned, table, strategy.to_dict())
+        RunFolder(self.out / RUNS / candidate.name, RunResults).write(results)
+        self.say(f"fitted on all {len(table.keys)} queries: {tuned.fusion.describe()} (in-sample {tuned.in_sample:.2f}); "
+                 f"out-of-fold ({len(tuned.fold_fusions)} folds): {results.average:.2f}")
+        return results
 
     def measure(self, selection: Selection) -> tuple[dict[str, StrategyCost], dict[str, Any]]:
         """Every strategy's costs on this machine, and how they were measured."""
@@ -434,6 +465,7 @@ class AdvicePlan:
             passage_hit=run_passage_hit(run),
             config=config, commands=strategy_commands(candidate.name, config, data, self.out, self._run_flags()),
             dtypes=command_dtypes(config, auto_dtype),
+            tuning=self.tunings.get(candidate.name),
         )
 
     def _run_flags(self) -> list[str]:
