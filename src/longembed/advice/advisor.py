@@ -114,7 +114,9 @@ def advise(
     advice.wall_time_s = round(time.perf_counter() - began, 3)
     written = write_advice(advice, plan.out)
     plan.say(f"\nuse {advice.recommendation.choice}: {advice.recommendation.reason.replace('**', '')}")
-    plan.say(f"reproduce its score: {advice.strategy(advice.recommendation.choice).commands['eval']}")
+    chosen = advice.strategy(advice.recommendation.choice)
+    reproduce = "reproduce its score" if chosen.tuning is None else "rerun its fitted rule (in-sample score)"
+    plan.say(f"{reproduce}: {chosen.commands['eval']}")
     plan.say("wrote " + ", ".join(str(p) for p in written.values()))
     return advice
 
