@@ -55,7 +55,9 @@ def test_every_strategy_is_a_run_of_the_same_sampled_data(advised: dict) -> None
     advice, out = advised["advice"], advised["out"]
     names = [s.name for s in advice.strategies]
     assert names == ["bm25", "truncate", "pi-64", "naive-chunks", "naive-chunks-overlap", "late-chunks", "truncate+bm25",
-                     "pi-64+bm25", "naive-chunks+bm25", "naive-chunks-overlap+bm25", "late-chunks+bm25"]
+                     "pi-64+bm25", "naive-chunks+bm25", "naive-chunks-overlap+bm25", "late-chunks+bm25",
+                     "truncate+bm25-tuned", "pi-64+bm25-tuned", "naive-chunks+bm25-tuned", "naive-chunks-overlap+bm25-tuned",
+                     "late-chunks+bm25-tuned"]
     runs = {s.name: RunResults.load(out / s.run) for s in advice.strategies}
     fingerprints = {run.tasks["mine"].data_sha256 for run in runs.values()}
     assert len(fingerprints) == 1  # the same documents and queries for every strategy
@@ -68,6 +70,10 @@ def test_every_strategy_is_a_run_of_the_same_sampled_data(advised: dict) -> None
     late = runs["late-chunks"].config.retrieval()
     assert (late.granularity, late.chunking, late.late) == ("chunks", CHUNKING, True)
     assert runs["pi-64+bm25"].tasks["mine"].cache.documents_encoded == 0  # the dense run's vectors
+    for tuned in (s for s in advice.strategies if s.name.endswith("-tuned")):  # scored out-of-fold, rule fitted on all
+        assert tuned.fusion == tuned.tuning["fitted"] == runs[tuned.name].config.retrieval().fusion.to_dict()
+        assert tuned.tuning["folds"] == 5 and sum(tuned.tuning["queries_per_fold"]) == 10
+        assert runs[tuned.name].tasks["mine"].data_sha256 == runs[tuned.name[: -len("-tuned")]].tasks["mine"].data_sha256
     best = advice.strategy(advice.recommendation.best)
     assert best.score == max(s.score for s in advice.strategies) and best.versus_best is None
     assert all(s.versus_best is not None for s in advice.strategies if s is not best)
@@ -83,7 +89,7 @@ def test_budget_sampling_is_said_and_recorded(advised: dict) -> None:
     assert "mine: 10 of 30 queries, 10 of 60 documents" in message and "smallest sample allowed" in message
     assert message in advice.estimate.text and advice.estimate.budget_seconds == 1e-9
     printed = [i for i, line in enumerate(said) if line.startswith("estimate (before any encoding)")]
-    first_run = next(i for i, line in enumerate(said) if line.startswith("\n[1/11] bm25"))
+    first_run = next(i for i, line in enumerate(said) if line.startswith("\n[1/16] bm25"))
     assert printed and printed[0] < first_run  # the estimate comes before anything runs
     markdown = (advised["out"] / "advice.md").read_text()
     assert "**Measured on a sample**" in markdown and "mine 10 of 30 queries and 10 of 60 documents" in markdown

@@ -22,7 +22,8 @@ def test_an_absolute_mean_pooling_model_gets_every_strategy() -> None:
     by_name = {c.name: c for c in candidates}
     assert list(by_name) == ["bm25", "truncate", "pi-4096", "naive-chunks", "naive-chunks-overlap", "late-chunks",
                              "truncate+bm25", "pi-4096+bm25", "naive-chunks+bm25", "naive-chunks-overlap+bm25",
-                             "late-chunks+bm25"]
+                             "late-chunks+bm25", "truncate+bm25-tuned", "pi-4096+bm25-tuned", "naive-chunks+bm25-tuned",
+                             "naive-chunks-overlap+bm25-tuned", "late-chunks+bm25-tuned"]
     assert left_out == {}
     assert [by_name[n].strategy.kind for n in ("bm25", "truncate", "pi-4096+bm25")] == [BM25, DENSE, HYBRID]
     naive, late = by_name["naive-chunks"].strategy, by_name["late-chunks"].strategy
@@ -30,7 +31,11 @@ def test_an_absolute_mean_pooling_model_gets_every_strategy() -> None:
     assert (late.method, late.max_length, late.late) == ("pi", 4096, True)  # one pass at N
     assert by_name["late-chunks+bm25"].strategy.dense == late
     for candidate in candidates:  # each name is the strategy's own: --strategy NAME rebuilds it
-        assert candidate.strategy.name == candidate.name
+        if candidate.tuned_from is None:
+            assert candidate.strategy.name == candidate.name
+        else:  # a tuned twin is named for its hybrid, whose scores it is fitted on (its rule is the fit's)
+            assert candidate.name == candidate.tuned_from + "-tuned"
+            assert by_name[candidate.tuned_from].strategy == candidate.strategy
 
 
 @pytest.mark.parametrize(("family", "scheme", "method"), [("bert", "ape", "pi"), ("nomic", "rope", "ntk"),

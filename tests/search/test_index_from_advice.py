@@ -3,11 +3,14 @@ is embedded again, the build says how many vectors it read, and they equal a fre
 
 from __future__ import annotations
 
+import json
+import shlex
 from pathlib import Path
 
 import lancedb
 import numpy as np
 import pytest
+import pytrec_eval
 from conftest import slow_fixture, words
 
 from longembed.advice import advise
@@ -15,6 +18,7 @@ from longembed.cli.main import main
 from longembed.encoder import LongContextEncoder
 from longembed.results.advice import strategy_from_advice
 from longembed.search import embedding as embedding_module
+from longembed.search import open_index
 from longembed.search.build import build_index
 from longembed.search.query_program import PROBES
 from longembed.search.sources import SourceOptions, gather_sources
@@ -84,3 +88,33 @@ def table_vectors(index: Path) -> dict[tuple[str, int, int, int], np.ndarray]:
     rows = table.to_arrow().to_pydict()
     return {(i, c, s, e): np.asarray(v) for i, c, s, e, v in
             zip(rows["id"], rows["chunk"], rows["start"], rows["end"], rows["vector"], strict=True)}
+
+
+def test_a_tuned_fusion_round_trips_from_advice_to_search_as_eval_ranks_it(advised: dict, tmp_path: Path) -> None:
+    """advice.json's tuned rule (fitted on every query) -> the index's metadata -> search ranks each query as
+    ``eval`` with advice's printed command (``--fuse-method/--fuse-weight/--fuse-k``) does, and that eval run
+    scores the fitted rule's in-sample score the tuning recorded (the advice's own score is out-of-fold)."""
+    name = "naive-chunks+bm25-tuned"
+    record = next(s for s in json.loads(advised["advice"].read_text())["strategies"] if s["name"] == name)
+    argv = shlex.split(record["commands"]["eval"])
+    assert {"--fuse-method", "--fuse-weight" if record["config"]["fuse_method"] == "linear" else "--fuse-k"} <= set(argv)
+    assert main([*argv[1:], "--no-estimate"]) == 0
+    evaluated = json.loads((Path(argv[argv.index("--output") + 1]) / "results.json").read_text())
+    assert evaluated["config"]["strategy"] == record["config"]
+    assert evaluated["average"] == pytest.approx(record["tuning"]["in_sample_score"], abs=1e-3)
+    index, run = tmp_path / "index", tmp_path / "run.trec"
+    assert main(["index", str(advised["corpus"]), "--index", str(index), "--from-advice", str(advised["advice"]),
+                 "--strategy", name, "--no-estimate"]) == 0
+    assert open_index(index).metadata["config"] == record["config"]
+    queries = advised["corpus"].parent / "queries.jsonl"
+    assert main(["search", "--index", str(index), "--queries", str(queries), "--run", str(run)]) == 0
+    searched: dict[str, list[str]] = {}
+    for line in run.read_text().splitlines():
+        query, _, doc, rank, _, _ = line.split()
+        searched.setdefault(query, []).append(doc)
+    task = evaluated["tasks"]["mine"]
+    assert {q: docs[0] for q, docs in searched.items()} == task["first_ranked"]
+    judged = {q: {f"d{q[1:]}": 1} for q in task["per_query"]}
+    trec = pytrec_eval.RelevanceEvaluator(judged, {"ndcg_cut.10"}).evaluate(
+        {q: {d: 100.0 - r for r, d in enumerate(docs)} for q, docs in searched.items()})
+    assert {q: round(100 * v["ndcg_cut_10"], 4) for q, v in trec.items()} == pytest.approx(task["per_query"], abs=1e-3)

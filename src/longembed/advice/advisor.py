@@ -12,7 +12,9 @@ What one advice does, and where each step lives:
 2. **Estimate** (:mod:`.estimate`): every strategy's run planned dry, seconds from a timed warm-up;
    printed before anything is encoded; over ``budget_seconds`` the data is sampled, and that is said.
 3. **Run**: each strategy is an ordinary ``evaluate_model`` run into ``OUTPUT/runs/<strategy>/``,
-   through the embedding cache (a rerun resumes; a hybrid reuses its dense strategy's vectors).
+   through the embedding cache (a rerun resumes; a hybrid reuses its dense strategy's vectors); a
+   hybrid's tuned twin is fitted on the hybrid's stored scores and scored out-of-fold, encoding nothing
+   (:mod:`longembed.evaluation.fusion_tuning`).
 4. **Measure** (:mod:`.costs`): encode cost, vectors per document, index bytes, query latency.
 5. **Conclude** (:mod:`.recommend`): each strategy against the best (``longembed.results.compare``),
    the cheapest one shown within the margin of it (non-inferiority, simultaneous bounds), each
@@ -29,7 +31,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from longembed.advice.commands import DataFlags, command_dtypes, strategy_commands
 from longembed.advice.costs import CostMeter, Measured, cost_sample, machine
@@ -53,8 +55,9 @@ from longembed.errors import UserError
 from longembed.evaluation.cache import CachedEncoder
 from longembed.evaluation.encoders import EncoderFactory
 from longembed.evaluation.estimate import CostModel, longest_sequence, measure_cost_model
+from longembed.evaluation.fusion_tuning import StoredUnit, cross_validate, fusion_grid, query_table, tuned_run
 from longembed.evaluation.passage_hits import run_passage_hit
-from longembed.evaluation.runner import evaluate_model, plan_run
+from longembed.evaluation.runner import evaluate_model, plan_run, run_plan
 from longembed.evaluation.scoring import Unit
 from longembed.evaluation.spec import EvalSpec
 from longembed.loading import CONTEXTUAL_RECORD_FILE, recorded_encoder
@@ -69,6 +72,7 @@ from longembed.results.advice import (
     StrategyCost,
     StrategyResult,
 )
+from longembed.results.files import RunFolder
 from longembed.retrieval.bm25 import BM25Model
 from longembed.retrieval.model_files import hash_file
 from longembed.retrieval.strategy import DENSE, TRUNCATE, Strategy
@@ -118,7 +122,9 @@ def advise(
             plan.say(f"judged@10 {strategy.name}: {strategy.judged_at_10:.1f}%" + (
                 " - mostly unjudged: its score is biased low (advice.md says how to judge its results)" if low else ""))
     plan.say(f"\nuse {advice.recommendation.choice}: {advice.recommendation.reason.replace('**', '')}")
-    plan.say(f"reproduce its score: {advice.strategy(advice.recommendation.choice).commands['eval']}")
+    chosen = advice.strategy(advice.recommendation.choice)
+    reproduce = "reproduce its score" if chosen.tuning is None else "rerun its fitted rule (in-sample score)"
+    plan.say(f"{reproduce}: {chosen.commands['eval']}")
     plan.say("wrote " + ", ".join(str(p) for p in written.values()))
     return advice
 
@@ -239,6 +245,13 @@ def _cached(encoder: Any, spec: AdviseSpec) -> CachedEncoder:
                          show_progress=spec.show_progress, log=spec.log)
 
 
+class TunedRun(NamedTuple):
+    """A tuned fusion's name and its out-of-fold run."""
+
+    name: str
+    results: RunResults
+
+
 @dataclass
 class AdvicePlan:
     """Everything an advice does, decided before the first vector: its strategies, their encoders
@@ -256,6 +269,8 @@ class AdvicePlan:
     out: Path
     say: Callable[[str], None]
     encoder_options: dict[str, Any] = field(default_factory=dict)
+    #: tuned candidate -> how its rule was chosen (:meth:`TunedFusion.record`), filled in by :meth:`tune`
+    tunings: dict[str, dict[str, Any]] = field(default_factory=dict)
     _document_tokens: dict[str, list[int]] = field(default_factory=dict)
     _cost_models: dict[str, CostModel] = field(default_factory=dict)
 
@@ -338,20 +353,58 @@ class AdvicePlan:
 
     def run(self, selection: Selection, estimate: AdviceEstimate | None = None) -> dict[str, RunResults]:
         """Each strategy's ``evaluate_model`` run into ``OUTPUT/runs/<strategy>/``; its wall time is
-        written next to its estimate (``actual_seconds``), the estimate's error."""
+        written next to its estimate (``actual_seconds``), the estimate's error.  A tuned fusion is fitted
+        right after its hybrid ran, and the hybrid's stored scores are then let go (one hybrid's at a time)."""
         runs: dict[str, RunResults] = {}
         rows = {} if estimate is None else {row.name: row for row in estimate.strategies}
-        for i, candidate in enumerate(self.candidates, 1):
-            self.say(f"\n[{i}/{len(self.candidates)}] {candidate.name}: {candidate.description}")
-            model = BM25Model() if candidate.strategy.lexical_only else self.encoders[candidate.name]
+        twins = {c.tuned_from: i for i, c in enumerate(self.candidates) if c.tuned_from is not None}
+        for i, candidate in enumerate(self.candidates):
+            if candidate.name in runs:  # a tuned fusion, fitted already
+                continue
+            self._announce(i)
             began = time.perf_counter()
-            results = evaluate_model(model, self.eval_spec(selection, candidate, output_dir=self.out / RUNS / candidate.name))
+            stored: list[StoredUnit] = []
+            runs[candidate.name] = self.evaluate(candidate, selection, stored)
             if candidate.name in rows:
                 rows[candidate.name].actual_seconds = round(time.perf_counter() - began, 1)
-            if not results.tasks:
-                raise UserError(f"strategy {candidate.name}: no task could run ({results.skipped})")
-            runs[candidate.name] = results
+            if not runs[candidate.name].tasks:
+                raise UserError(f"strategy {candidate.name}: no task could run ({runs[candidate.name].skipped})")
+            if candidate.name in twins:
+                self._announce(twins[candidate.name])
+                began = time.perf_counter()
+                twin = self.tune(twins[candidate.name], stored, runs[candidate.name])
+                runs[twin.name] = twin.results
+                if twin.name in rows:
+                    rows[twin.name].actual_seconds = round(time.perf_counter() - began, 1)
         return runs
+
+    def _announce(self, position: int) -> None:
+        candidate = self.candidates[position]
+        self.say(f"\n[{position + 1}/{len(self.candidates)}] {candidate.name}: {candidate.description}")
+
+    def evaluate(self, candidate: Candidate, selection: Selection, stored: list[StoredUnit]) -> RunResults:
+        """One strategy's ``evaluate_model`` run; a hybrid's (task, unit, dense, BM25) scores are kept in
+        ``stored`` for its tuned twin."""
+        model = BM25Model() if candidate.strategy.lexical_only else self.encoders[candidate.name]
+        plan = plan_run(model, self.eval_spec(selection, candidate, output_dir=self.out / RUNS / candidate.name))
+        return run_plan(plan, time.perf_counter(), keep=lambda *scores: stored.append(StoredUnit(*scores)))
+
+    def tune(self, position: int, stored: list[StoredUnit], hybrid: RunResults) -> TunedRun:
+        """The tuned twin of a hybrid (``self.candidates[position]``): the rule cross-validated on the hybrid's
+        stored scores (:mod:`longembed.evaluation.fusion_tuning`), its run out-of-fold, written to its folder;
+        the candidate's strategy becomes the rule fitted on every query."""
+        candidate = self.candidates[position]
+        grid = fusion_grid()
+        table = query_table(stored, grid)
+        tuned = cross_validate(table, grid, seed=self.spec.seed)
+        strategy = candidate.strategy.fused_by(tuned.fusion)
+        self.candidates[position] = candidate._replace(strategy=strategy)
+        self.tunings[candidate.name] = tuned.record()
+        results = tuned_run(stored, hybrid, tuned, table, strategy.to_dict())
+        RunFolder(self.out / RUNS / candidate.name, RunResults).write(results)
+        self.say(f"fitted on all {len(table.keys)} queries: {tuned.fusion.describe()} (in-sample {tuned.in_sample:.2f}); "
+                 f"out-of-fold ({len(tuned.fold_fusions)} folds): {results.average:.2f}")
+        return TunedRun(candidate.name, results)
 
     def measure(self, selection: Selection) -> tuple[dict[str, StrategyCost], dict[str, Any]]:
         """Every strategy's costs on this machine, and how they were measured."""
@@ -440,6 +493,7 @@ class AdvicePlan:
             passage_hit=run_passage_hit(run), judged_at_10=run_judged_at_10(run),
             config=config, commands=strategy_commands(candidate.name, config, data, self.out, self._run_flags()),
             dtypes=command_dtypes(config, auto_dtype),
+            tuning=self.tunings.get(candidate.name),
         )
 
     def _run_flags(self) -> list[str]:

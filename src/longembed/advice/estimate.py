@@ -99,6 +99,10 @@ def advice_estimate(
                                        if dense.estimate.tokens_to_encode else 0.0)
             rows.append(strategy_row(dense, candidate, seconds[candidate.name], documents))
             continue
+        if candidate.tuned_from is not None:
+            rows.append(strategy_row(None, candidate, 0.0, documents, f"fitted on {candidate.tuned_from}'s stored scores: "
+                                     "nothing encoded"))
+            continue
         source = next((p for p in planned.values() if p.candidate.strategy == candidate.strategy.dense), None)
         if source is not None and source.encoder.cache is None:  # no cache: the hybrid encodes everything again
             rows.append(strategy_row(source, candidate, seconds[source.candidate.name], documents,

@@ -15,6 +15,7 @@ from longembed.evaluation.estimate import format_duration
 from longembed.loading import DEFAULT_MODEL, DEFAULT_MODEL_NAME
 from longembed.report.formatting import fmt, fmt_interval, md_table
 from longembed.results.advice import Advice, StrategyResult
+from longembed.retrieval.fusion import Fusion
 from longembed.retrieval.strategy import Strategy
 
 HEADER = ["strategy", "method", "score [95% interval]", "vs best [95% interval]", "lower bound", "verdict",
@@ -121,8 +122,20 @@ def command_lines(s: StrategyResult, title: str, dtype_auto: str = "") -> list[s
             + f"; its vectors from the embedding server: {serve_request(c)}):")
     lines = [what, "", "```sh"]
     for name, command in s.commands.items():
-        lines += [f"# {name}: {COMMAND_NOTES[name]}", command]
-    return [*lines, "```", *dtype_lines(s, dtype_auto)]
+        note = TUNED_EVAL_NOTE.format(**s.tuning) if name == "eval" and s.tuning else COMMAND_NOTES[name]
+        lines += [f"# {name}: {note}", command]
+    return [*lines, "```", *dtype_lines(s, dtype_auto), *tuning_lines(s)]
+
+
+def tuning_lines(s: StrategyResult) -> list[str]:
+    """How a tuned fusion's rule was chosen and why its score is out-of-fold (none for other strategies)."""
+    if not s.tuning:
+        return []
+    t = s.tuning
+    rules = ", ".join(Fusion(**f).describe() for f in t["fold_fits"])
+    return ["", f"Tuned: the rule above was fitted on all queries (in-sample {t['in_sample_score']:.1f}, optimistic); the "
+            f"score shown, {s.score:.1f}, is out-of-fold: {t['folds']} folds (seed {t['seed']}), each fold's queries "
+            f"scored by the rule fitted on the others ({rules})."]
 
 
 def dtype_lines(s: StrategyResult, dtype_auto: str) -> list[str]:
@@ -136,6 +149,9 @@ def dtype_lines(s: StrategyResult, dtype_auto: str) -> list[str]:
     return ["", f"The model runs in: {text}{note}."]
 
 
+#: a tuned fusion's eval reruns the rule fitted on every query: its in-sample score, not the out-of-fold one
+TUNED_EVAL_NOTE = ("reruns the fitted rule on this data: its in-sample score ({in_sample_score:.1f}), not the "
+                   "out-of-fold score advise reports")
 COMMAND_NOTES = {
     "eval": "reproduces its score on this data (a new run folder)",
     "serve": "a search server (POST /search and the search page at /) over that index, queries embedded by its model",

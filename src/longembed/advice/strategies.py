@@ -19,12 +19,14 @@ from longembed.retrieval.strategy import (
     OVERLAP_NAIVE_CHUNKS,
     TRAINED_LATE_CHUNKS,
     TRUNCATE,
+    TUNED_SUFFIX,
     Strategy,
 )
 
 #: The extension method that fits each position scheme (LongEmbed's best training-free choice per family
 #: that longembed can also export: PI for absolute positions, NTK for RoPE; ALiBi extrapolates natively).
 EXTENSION_FOR_SCHEME = {APE: "pi", ROPE: "ntk", ALIBI: "native"}
+
 
 
 class Candidate(NamedTuple):
@@ -34,6 +36,9 @@ class Candidate(NamedTuple):
     name: str
     strategy: Strategy
     description: str
+    #: a tuned fusion: the hybrid whose stored scores it is fitted on (its ``strategy`` is that hybrid's
+    #: until advise fits the rule; :mod:`longembed.evaluation.fusion_tuning`)
+    tuned_from: str | None = None
 
 
 @dataclass(frozen=True)
@@ -97,8 +102,10 @@ def plan_candidates(
                                f"them ({contextual.folder}, run with {contextual.method} at {contextual.max_length})"))
     hybrids = [Candidate(c.name + FUSION_SUFFIX, replace(c.strategy, fuse=BM25),
                          f"{c.name} fused with BM25 ({Fusion(BM25).describe()})") for c in dense]
+    tuned = [Candidate(c.name + TUNED_SUFFIX, c.strategy, f"{c.name[: -len(FUSION_SUFFIX)]} fused with BM25 by the "
+                       "rule cross-validated on your queries (scored out-of-fold)", tuned_from=c.name) for c in hybrids]
     lexical = Candidate(BM25, Strategy(BM25), "BM25 (lexical; no model)")
-    return [lexical, *dense, *hybrids], left_out
+    return [lexical, *dense, *hybrids, *tuned], left_out
 
 
 def _overlapping_candidate(naive: Strategy, left_out: dict[str, str]) -> list[Candidate]:

@@ -28,12 +28,15 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import functools
 import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from longembed.encoder_protocol import Encoder, TextScorer
 from longembed.errors import UserError
@@ -60,12 +63,15 @@ from longembed.evaluation.spec import EvalSpec
 from longembed.evaluation.task_options import SyntheticOptions
 from longembed.results import RunConfig, RunResults
 from longembed.results.files import RunFolder
+from longembed.retrieval.pipeline import DenseScores
 from longembed.retrieval.strategy import BM25, Strategy
 from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS, Task, get_task
 from longembed.tasks.subsample import SubsampledTask
 from longembed.tasks.task_dir import TaskDirRecord, task_dir_tasks
 
 DATA_DIR_ENV = "LONGEMBED_DATA_DIR"
+#: what :func:`run_plan` hands a hybrid unit's scores to: (task, unit, dense scores, BM25 scores)
+KeepScores = Callable[[Task, Unit, DenseScores, np.ndarray], None]
 
 
 def default_data_dir() -> Path | None:
@@ -333,8 +339,9 @@ def _describe_encoder(
     config.cache_namespaces = {name: ns.key for name, ns in namespaces.items() if ns is not None}
 
 
-def run_plan(plan: RunPlan, started: float) -> RunResults:
-    """Score every unit, task by task, rewriting results.json after each task and at the end."""
+def run_plan(plan: RunPlan, started: float, keep: KeepScores | None = None) -> RunResults:
+    """Score every unit, task by task, rewriting results.json after each task and at the end.  ``keep``:
+    given each hybrid unit's (task, unit, dense scores, BM25 scores) (:func:`score_unit`'s ``keep``)."""
     results = plan.results
     folder = RunFolder(plan.spec.output_dir, RunResults) if plan.spec.output_dir is not None else None
     _record(results, folder, plan.lengths, started)
@@ -345,7 +352,7 @@ def run_plan(plan: RunPlan, started: float) -> RunResults:
             continue
         scored = [
             (unit, score_unit(unit, plan.scorer, plan.sides, plan.max_length, task.metadata.main_score,
-                              plan.strategy))
+                              plan.strategy, None if keep is None else functools.partial(keep, task)))
             for unit in task_units
         ]
         results.tasks[name] = task_result(task, scored)

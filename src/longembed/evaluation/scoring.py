@@ -47,7 +47,7 @@ from longembed.results import (
 from longembed.results.intervals import bootstrap_interval, stratified_bootstrap_interval
 from longembed.results.run_results import JUDGED_AT_10, SECONDARY_METRICS
 from longembed.retrieval.bm25 import BM25Model
-from longembed.retrieval.pipeline import exact_dense_scores, rank_documents
+from longembed.retrieval.pipeline import DenseScores, exact_dense_scores, rank_documents
 from longembed.retrieval.strategy import Strategy
 from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS, RetrievalData, Task, TaskDataMissing
 from longembed.tasks.base import WORDS_PER_TOKEN
@@ -120,10 +120,13 @@ def score_unit(
     max_length: int | None,
     main_score: str,
     strategy: Strategy | None = None,
+    keep: Callable[[Unit, DenseScores, np.ndarray], None] | None = None,
 ) -> UnitResult:
     """Encode (or BM25-score) one unit and evaluate it; metrics in percent.  The ranking is
     :func:`~longembed.retrieval.pipeline.rank_documents`, search's own: with the strategy's fusion the
-    dense ranking (after MaxSim over chunks) is fused with BM25's on the same documents."""
+    dense ranking (after MaxSim over chunks) is fused with BM25's on the same documents.  ``keep``: given a
+    hybrid's (unit, dense scores, BM25 scores) before they are fused, so another fusion of the same scores
+    (advise's tuned fusion) needs no encoding."""
     began = time.perf_counter()
     strategy = strategy or Strategy()
     data = unit.data
@@ -145,6 +148,8 @@ def score_unit(
         dense = exact_dense_scores(queries.vectors, documents.vectors, documents.rows)
         if strategy.fusion is not None:
             lexical = lexical_scores(BM25Model(), data, query_texts, doc_texts)
+            if keep is not None:
+                keep(unit, dense, lexical)
         doc_tokens = documents.tokens
         if data.passages is not None and len(doc_tokens) != len(doc_ids):  # contexts were encoded
             doc_tokens = np.asarray(model.count_tokens(doc_texts, sides["documents"].prompt))
@@ -367,6 +372,11 @@ def task_result(task: Task, unit_results: list[tuple[Unit, UnitResult]]) -> Task
 def _values(unit: UnitResult | TaskResult) -> list[float]:
     assert unit.per_query is not None
     return list(unit.per_query.values())
+
+
+def percent_interval(values: list[float]) -> Interval:
+    """The bootstrap interval of per-query scores (percent) as results.json keeps it."""
+    return _rounded(bootstrap_interval(values))
 
 
 def _rounded(interval: Interval) -> Interval:

@@ -32,6 +32,7 @@ from longembed.retrieval.strategy import (
     HYBRID,
     LATE_CHUNKS,
     TRAINED_LATE_CHUNKS,
+    TUNED_SUFFIX,
     Strategy,
 )
 from longembed.retrieval.strategy_schema import (
@@ -139,6 +140,9 @@ class StrategyResult(Record):
     # the dtype each command runs the model in ("eval": float32 unless the strategy gives one; "serve" and
     # "index": --dtype auto as it resolved where advise ran, see Advice.dtype_auto); empty for BM25
     dtypes: dict[str, str] = field(default_factory=dict, metadata={"omit_empty": True})
+    # a tuned fusion: the rule fitted on every query, the grid, the folds and seed, each fold's rule, and the
+    # fitted rule's in-sample score (``score`` is out-of-fold; :mod:`longembed.evaluation.fusion_tuning`)
+    tuning: dict[str, Any] | None = field(default=None, metadata={"omit_none": True})
 
 
 @dataclass
@@ -381,6 +385,7 @@ def check_named(strategy: Strategy, name: str) -> None:
     chunking and the encoder's options may differ from what advise chose."""
     made = strategy.name.split(FUSION_SUFFIX)[0] + (FUSION_SUFFIX if strategy.fuse is not None else "")
     expected = name.replace(TRAINED_LATE_CHUNKS, LATE_CHUNKS, 1) if name.startswith(TRAINED_LATE_CHUNKS) else name
+    expected = expected.removesuffix(TUNED_SUFFIX) if expected.endswith(FUSION_SUFFIX + TUNED_SUFFIX) else expected
     if made != expected:
         raise UserError(f"its config describes the strategy {made!r}, not {name!r} (kind {strategy.kind}); "
                         "fix the config, or give --strategy NAME of the one wanted")

@@ -26,6 +26,9 @@ GRANULARITIES = (DOCUMENT, CHUNKS)
 DENSE, HYBRID = "dense", "hybrid"
 #: The names :meth:`Strategy.from_name` reads and :attr:`Strategy.name` gives.
 TRUNCATE, NAIVE_CHUNKS, LATE_CHUNKS, FUSION_SUFFIX = "truncate", "naive-chunks", "late-chunks", "+bm25"
+#: A hybrid's tuned twin in advise is called ``<hybrid>-tuned`` (``late-chunks+bm25-tuned``): its rule was
+#: fitted to the user's queries, so the name says so rather than naming the rule it happened to fit.
+TUNED_SUFFIX = "-tuned"
 #: Naive chunks whose neighbours share tokens (``tokens:SIZE:OVERLAP``): a chunk boundary cuts no passage
 #: that one chunk does not also hold whole (up to the overlap).
 OVERLAP_NAIVE_CHUNKS = "naive-chunks-overlap"
@@ -144,6 +147,11 @@ class Strategy:
         """The dense strategy whose vectors this one ranks (itself without fusion)."""
         return replace(self, fuse=None, fuse_method=None, fuse_k=None, fuse_weight=None)
 
+    def fused_by(self, fusion: Fusion) -> Strategy:
+        """This strategy's dense side fused with BM25 by ``fusion`` (advise's tuned rule, say)."""
+        return replace(self, fuse=fusion.source, fuse_method=fusion.method, fuse_k=fusion.k if fusion.method == "rrf" else None,
+                       fuse_weight=fusion.weight if fusion.method == "linear" else None)
+
     @property
     def name(self) -> str:
         """The name advise gives this strategy: ``bm25``, ``truncate``, ``pi-4096``, ``naive-chunks``,
@@ -170,6 +178,10 @@ class Strategy:
             return cls(BM25)
         if model is None or model == BM25:
             raise UserError(f"--strategy {name} needs --model (the embedding model it ran)")
+        if name.endswith(FUSION_SUFFIX + TUNED_SUFFIX):
+            raise UserError(f"--strategy {name}: a tuned fusion's rule was fitted to advise's queries and is recorded "
+                             f"in its advice.json: give --from-advice ADVICE.json --strategy {name}, or the strategy's flags "
+                             "with the rule's (--fuse bm25 --fuse-method linear --fuse-weight W, as advice prints them)")
         dense, fused = (name[: -len(FUSION_SUFFIX)], True) if name.endswith(FUSION_SUFFIX) else (name, False)
         common = replace(base, model=model, granularity=DOCUMENT, fuse=BM25 if fused else None, fuse_method=None,
                          fuse_k=None, fuse_weight=None)

@@ -1,7 +1,10 @@
 """The objects of an index on S3, read and written for :mod:`longembed.search.version_files` (its only
-caller): small reads and writes, uploads and downloads of files, listings and deletes under the index's
-prefix, each failure of the store one line naming the index.  Kept apart so that a local search never
-imports boto3 (a third of a second)."""
+caller), each failure of the store one line naming the index.  Kept apart so that a local search never
+imports boto3 (a third of a second).
+
+What it does: small reads and writes, uploads and downloads of files, listings and deletes under the
+index's prefix.
+"""
 
 from __future__ import annotations
 
