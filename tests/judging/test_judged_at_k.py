@@ -8,7 +8,10 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
+from conftest import build_tiny
+
 from longembed.advice.judged import judged_lines, run_judged_at_10
+from longembed.advice.strategies import TUNED_SUFFIX
 from longembed.evaluation.metrics import judged_at_k, judges_non_relevant
 from longembed.evaluation.runner import evaluate_model
 from longembed.judging.indexes import build_pool_indexes, open_searchers, pool_candidates
@@ -117,3 +120,13 @@ def test_a_pool_index_is_built_again_only_when_its_documents_change(tmp_path):
     assert [line.split(": ")[1].split(" (")[0] for line in said if line.startswith("[1/1]")] == [
         "BM25", "up to date", "BM25"]  # built, left alone, built again (b.txt changed)
     assert open_searchers(paths)["bm25"]("plums", 2)[0]["id"] == "b.txt"  # the new text is searched
+
+
+def test_the_pool_holds_each_strategy_once_and_no_tuned_fusion(tmp_path):
+    # a tuned fusion is fitted on judged queries: before any, it is its hybrid, whose index would be built twice
+    model = build_tiny("bert", tmp_path / "bert")
+    names = [candidate.name for candidate in pool_candidates(str(model), chunking="tokens:16")]
+    assert names and not [name for name in names if name.endswith(TUNED_SUFFIX)]
+    assert any(name.endswith("+bm25") for name in names) and len(set(names)) == len(names)
+    strategies = [candidate.strategy.to_dict() for candidate in pool_candidates(str(model), chunking="tokens:16")]
+    assert len({json.dumps(s, sort_keys=True) for s in strategies}) == len(strategies)

@@ -45,6 +45,8 @@ def pool_candidates(model: str, strategies: Sequence[str] | None = None, chunkin
         facts = ModelFacts(encoder.position_scheme, encoder.pooling, encoder.original_length)
         base = Strategy(model=model) if chunking is None else Strategy(model=model, chunking=chunking)
         planned, _left_out = plan_candidates(facts, None, None, base)
+        # a tuned fusion is fitted on judged queries: before them it is its hybrid (the same index twice)
+        planned = [candidate for candidate in planned if candidate.tuned_from is None]
     if not strategies:
         return planned
     known = {candidate.name: candidate for candidate in planned}
