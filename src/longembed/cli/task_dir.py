@@ -13,7 +13,7 @@ def run(args: argparse.Namespace) -> int:
     """Build the folder and print what it holds and how to evaluate on it; every problem of the input
     is raised at once (a ValueError: exit 2, nothing written)."""
     built = build_task_dir(args.docs, args.questions, args.out, globs=args.globs or DEFAULT_GLOBS,
-                           overwrite=args.overwrite)
+                           overwrite=args.overwrite, judged=args.merge_judged or ())
     folder = shlex.quote(str(built.path))
     print(f"wrote {built.describe()}")
     print("next:")

@@ -36,7 +36,7 @@ import io
 import shutil
 import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,14 @@ from longembed.errors import MissingFileError, OutputExistsError, UserError
 from longembed.permissions import NEW_FOLDER_MODE, creation_mode
 from longembed.tasks.answer_quotes import AnswerGiven, answer_given, locate_answer
 from longembed.tasks.base import RetrievalData
-from longembed.tasks.task_dir import ANSWERS_FILES, CORPUS_FILES, QUERIES_FILES, write_task_dir
+from longembed.tasks.task_dir import (
+    ANSWERS_FILES,
+    CORPUS_FILES,
+    QUERIES_FILES,
+    read_qrels,
+    read_queries,
+    write_task_dir,
+)
 from longembed.textfiles import jsonl_records
 
 #: The documents read when no glob is given: every file type longembed.documents reads, one document per file.
@@ -105,11 +112,32 @@ class BuiltTask:
     judgements: int
     unjudged_documents: int = 0
     answers: int = 0  # questions whose answer was located (their spans are in answers.jsonl)
+    merged: JudgedMerge | None = None  # what --merge-judged added
 
     def describe(self) -> str:
         located = f", {self.answers} answers located" if self.answers else ""
+        merged = f"; {self.merged.describe()}" if self.merged else ""
         return (f"{self.path}: {self.documents} documents ({self.unjudged_documents} named by no question), "
-                f"{self.queries} questions, {self.judgements} judgements{located}")
+                f"{self.queries} questions, {self.judgements} judgements{located}{merged}")
+
+
+@dataclass
+class JudgedMerge:
+    """What judged task folders (``longembed judge``) added to the questions file's: questions asked only
+    on the judging page, judgments added to a question both hold, and (question, document) pairs that the
+    file names relevant and the page graded lower (the file's grade is kept: it was written as an answer)."""
+
+    folders: int = 0
+    new_questions: int = 0
+    added_judgements: int = 0
+    file_kept: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        kept = (f"; {len(self.file_kept)} pair(s) the questions file names relevant and the page graded lower kept "
+                f"as relevant: {', '.join(self.file_kept[:3])}{' ...' if len(self.file_kept) > 3 else ''}"
+                if self.file_kept else "")
+        return (f"merged {self.folders} judged folder(s): {self.new_questions} questions judged on the page only, "
+                f"{self.added_judgements} judgements added{kept}")
 
 
 def build_task_dir(
@@ -118,11 +146,13 @@ def build_task_dir(
     out: str | Path,
     globs: Sequence[str] = DEFAULT_GLOBS,
     overwrite: bool = False,
+    judged: Sequence[str | Path] = (),
 ) -> BuiltTask:
     """Read the documents under ``docs`` (files matching ``globs``) and the questions file, check them
     all, and write the BEIR task folder ``out``; a :class:`TaskDirProblems` lists every problem found
     (and nothing is written).  An existing ``out`` is refused unless it is empty, or ``overwrite`` is
-    set and it holds a task folder's files only."""
+    set and it holds a task folder's files only.  ``judged``: task folders written by ``longembed judge``
+    on the same documents, whose graded judgments are merged in (:func:`merge_judged`)."""
     docs, questions, out = (Path(p).expanduser() for p in (docs, questions, out))
     check_outside(out, docs)
     check_output(out, overwrite)
@@ -133,17 +163,72 @@ def build_task_dir(
     problems += in_line_order(row_problems + answer_problems)
     if problems:
         raise TaskDirProblems(problems)
-    data = RetrievalData(
-        corpus=corpus,
-        queries={row.qid: row.text for row in rows},
-        qrels={row.qid: dict.fromkeys(row.documents, 1) for row in rows},
-        answers=answers or None,
-    ).validate()
+    queries = {row.qid: row.text for row in rows}
+    qrels = {row.qid: dict.fromkeys(row.documents, 1) for row in rows}
+    merged = merge_judged([Path(f).expanduser() for f in judged], queries, qrels, corpus) if judged else None
+    data = RetrievalData(corpus=corpus, queries=queries, qrels=qrels, answers=answers or None).validate()
     write_atomically(data, out, overwrite)
-    judged = {d for row in rows for d in row.documents}
-    return BuiltTask(path=out, documents=len(corpus), queries=len(rows),
-                     judgements=sum(len(row.documents) for row in rows), unjudged_documents=len(corpus) - len(judged),
-                     answers=len(answers))
+    named = {d for grades in qrels.values() for d, grade in grades.items() if grade > 0}
+    return BuiltTask(path=out, documents=len(corpus), queries=len(queries),
+                     judgements=sum(len(grades) for grades in qrels.values()),
+                     unjudged_documents=len(corpus) - len(named), answers=len(answers), merged=merged)
+
+
+def merge_judged(folders: Sequence[Path], queries: dict[str, str], qrels: dict[str, dict[str, int]],
+                 corpus: dict[str, str]) -> JudgedMerge:
+    """Add the judged folders' questions and graded judgments (2/1/0) to ``queries`` and ``qrels`` (in place).
+
+    A judged question equal to one already there (up to case and spacing, as duplicates are found) adds
+    its judgments to it; for a document the questions file names (grade 1) and the page graded, the higher
+    grade is kept, and a lower page grade is listed in :attr:`JudgedMerge.file_kept`.  Another judged
+    question is added under its own id.  Every problem is raised at once (:class:`TaskDirProblems`): a judged
+    document not under ``--docs``, a judged question whose id another question holds, an unreadable folder."""
+    merge, problems = JudgedMerge(folders=len(folders)), []
+    by_text = {_question_key(text): qid for qid, text in queries.items()}
+    for folder in folders:
+        try:
+            judged_queries_, judged_qrels = _read_judged(folder, corpus)
+        except UserError as exc:
+            problems.append(f"--merge-judged {folder}: {exc}")
+            continue
+        for qid, text in judged_queries_.items():
+            grades = judged_qrels.get(qid, {})
+            target = by_text.get(_question_key(text))
+            if target is None:
+                if qid in queries:
+                    problems.append(f"--merge-judged {folder}: question id {qid!r} is another question's already "
+                                    f"({queries[qid][:60]!r})")
+                    continue
+                queries[qid], qrels[qid], by_text[_question_key(text)] = text, dict(grades), qid
+                merge.new_questions += 1
+                merge.added_judgements += len(grades)
+                continue
+            for doc, grade in grades.items():
+                had = qrels[target].get(doc)
+                if had is None:
+                    merge.added_judgements += 1
+                elif grade < had:
+                    merge.file_kept.append(f"{target}/{doc}")
+                qrels[target][doc] = max(grade, had or 0)
+    if problems:
+        raise TaskDirProblems(problems)
+    return merge
+
+
+def _read_judged(folder: Path, corpus: dict[str, str]) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
+    """The queries and graded qrels of a judged task folder (a BEIR ``queries.jsonl`` and ``qrels/test.tsv``);
+    a judged document not in ``corpus`` is a UserError naming its line (judge and task-dir must read the
+    same documents)."""
+    if not (folder / "queries.jsonl").is_file() or not (folder / "qrels" / "test.tsv").is_file():
+        raise UserError("not a judged task folder: it needs queries.jsonl and qrels/test.tsv (longembed judge "
+                        "writes them after the first judgment)")
+    judged_queries_ = read_queries(folder / "queries.jsonl")
+    return judged_queries_, read_qrels(folder / "qrels" / "test.tsv", set(judged_queries_), set(corpus))
+
+
+def _question_key(text: str) -> str:
+    """Two questions are the same when equal up to case and spacing."""
+    return " ".join(text.casefold().split())
 
 
 # ---------------------------------------------------------------------------------------------- documents
@@ -408,7 +493,7 @@ def check_rows(rows: list[QuestionRow], corpus: dict[str, str]) -> list[str]:
         for doc in dict.fromkeys(row.documents):
             if doc.strip() and doc not in corpus:
                 problems.append(f"{row.where}: document {doc!r} is not in the documents folder{_hint(doc, by_name)}")
-        key = " ".join(row.text.casefold().split())
+        key = _question_key(row.text)
         earlier = first_question.setdefault(key, row) if key else row
         if earlier is not row:
             shared = sorted(set(earlier.documents) & set(row.documents))

@@ -62,6 +62,11 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
                         help="which files under --docs are documents, relative to it (repeatable; default: "
                         "every document file longembed reads (.txt, .md, .rst, .pdf, .html, .docx); e.g. --glob '*.txt' for the "
                         "top folder only)")
+    parser.add_argument("--merge-judged", action="append", type=Path, default=None, metavar="DIR",
+                        help="a task folder written by 'longembed judge' on the same --docs (repeatable): its "
+                        "questions and graded judgments (2/1/0) are merged in; a question in both gets both "
+                        "judgments (where the questions file names a document the page graded lower, the file's "
+                        "'relevant' is kept and said)")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an existing task folder at --out (a folder holding other files is refused)")
     parser.set_defaults(func=CommandHandler("longembed.cli.task_dir", "run"))
