@@ -123,10 +123,18 @@ def sentence_spans(text: str) -> list[Span]:
     whitespace, or at a line break.  Abbreviations ("e.g. this") do split; chunks of several sentences
     make that harmless for retrieval.
     """
+    return spans_between(text, SENTENCE_END)
+
+
+def spans_between(text: str, ends: re.Pattern[str]) -> list[Span]:
+    """The spans of ``text`` between the matches of ``ends``, each without its surrounding whitespace (an
+    empty one left out): a match that starts with a line break ends its span before itself, any other
+    (terminal punctuation) after itself.  The sentences here and the passage pieces of
+    :mod:`longembed.retrieval.passages` differ only in their ``ends``."""
     spans: list[Span] = []
     start = 0
-    for match in SENTENCE_END.finditer(text):
-        end = match.start() if match.group() == "\n" else match.end()
+    for match in ends.finditer(text):
+        end = match.start() if match.group().startswith("\n") else match.end()
         _append_stripped(text, start, end, spans)
         start = match.end()
     _append_stripped(text, start, len(text), spans)

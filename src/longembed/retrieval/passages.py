@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from longembed.chunking.spans import Span
+from longembed.chunking.spans import Span, spans_between
 from longembed.errors import UserError
 from longembed.retrieval.bm25 import BM25Model
 from longembed.retrieval.fusion import Fusion
@@ -95,22 +95,7 @@ def piece_sentences(text: str) -> list[Span]:
     """The sentences of ``text`` by :data:`PIECE_END`, each without its surrounding whitespace: a line
     break ends one only after terminal punctuation or at a blank line (a hard-wrapped paragraph's lines
     are joined)."""
-    spans: list[Span] = []
-    start = 0
-    for match in PIECE_END.finditer(text):
-        end = match.start() if match.group().startswith("\n") else match.end()
-        _append_stripped(text, start, end, spans)
-        start = match.end()
-    _append_stripped(text, start, len(text), spans)
-    return spans
-
-
-def _append_stripped(text: str, start: int, end: int, spans: list[Span]) -> None:
-    piece = text[start:end]
-    stripped = piece.strip()
-    if stripped:
-        first = start + len(piece) - len(piece.lstrip())
-        spans.append((first, first + len(stripped)))
+    return spans_between(text, PIECE_END)
 
 
 def sentence_pieces(text: str, start: int, end: int, max_words: int = WINDOW_WORDS) -> list[Span]:
