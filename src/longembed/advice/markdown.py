@@ -10,7 +10,7 @@ from pathlib import Path
 from longembed.advice.commands import serve_request
 from longembed.advice.estimate import error_percent
 from longembed.advice.judged import judged_lines
-from longembed.advice.recommend import UNDECIDED, WITHIN, WORSE, fmt_bytes
+from longembed.advice.recommend import REALISTIC_QUERIES, UNDECIDED, WITHIN, WORSE, fmt_bytes
 from longembed.evaluation.estimate import format_duration
 from longembed.loading import DEFAULT_MODEL, DEFAULT_MODEL_NAME
 from longembed.report.formatting import fmt, fmt_interval, md_table
@@ -95,6 +95,8 @@ def verdict_text(s: StrategyResult, margin: float) -> str:
     if versus.verdict == WORSE:
         return f"worse by > {margin:g}"
     assert versus.verdict == UNDECIDED
+    if versus.queries_needed is not None and versus.queries_needed > REALISTIC_QUERIES:
+        return "can't tell (too close to the margin)"
     return "can't tell" + ("" if versus.queries_needed is None else f" (~{versus.queries_needed:,} queries)")
 
 
