@@ -146,8 +146,9 @@ def dtype_lines(s: StrategyResult, dtype_auto: str) -> list[str]:
         return []
     text = ", ".join(f"{name} {dtype}" for name, dtype in s.dtypes.items())
     given = (s.config.get("encoder_options") or {}).get("dtype")
-    note = f" (serve and index default to --dtype auto; where advise ran: {dtype_auto})" if given is None and \
-        dtype_auto else ""
+    faster = given is None and dtype_auto and not dtype_auto.startswith(s.dtypes["index"])
+    note = (f" (index --from-advice keeps the dtype advise scored, so it reuses these vectors and search reproduces "
+            f"the score; add --dtype auto to it for {dtype_auto}, re-embedding)") if faster else ""
     return ["", f"The model runs in: {text}{note}."]
 
 
