@@ -16,7 +16,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +80,30 @@ def build_pool_indexes(
         write_durably(path / BUILT_FILE, fingerprint + "\n")
         say(f"    ready in {time.perf_counter() - began:.1f} s ({path})")
     return built
+
+
+@dataclass(frozen=True)
+class PoolIndexes:
+    """What a running session needs to pool more strategies (the Advise button's pool-back): the model,
+    the documents and the folder of the indexes, built as :func:`build_pool_indexes` builds them."""
+
+    model: str
+    documents: Sequence[Document]
+    folder: Path
+    chunking: str | None = None
+    device: str | None = None
+    batch_size: int = 16
+
+    def searchers(self, names: Sequence[str], say: Callable[[str], None] = print) -> dict[str, Searcher]:
+        """The searchers of the candidates among ``names`` (others, a tuned fusion, are left out), their
+        indexes built or brought up to date first."""
+        known = {candidate.name for candidate in pool_candidates(self.model, None, self.chunking)}
+        wanted = [name for name in names if name in known]
+        if not wanted:
+            return {}
+        candidates = pool_candidates(self.model, wanted, self.chunking)
+        indexes = build_pool_indexes(self.documents, candidates, self.folder, self.device, self.batch_size, say)
+        return open_searchers(indexes, self.device)
 
 
 def build_fingerprint(documents: Sequence[Document], strategy: Strategy) -> str:

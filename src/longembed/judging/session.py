@@ -61,6 +61,20 @@ class JudgingSession:
             extended, added = extended + 1, added + len(after.pool) - before
         return extended, added
 
+    def unpooled(self, searchers: Mapping[str, Searcher], depth: int) -> int:
+        """How many results ``searchers``' top ``depth`` would add to the questions asked (not yet in their
+        pools): what judging them costs (the page's "judge these 23 results")."""
+        return sum(len({str(r["id"]) for search in searchers.values() for r in list(search(q.text, depth))[:depth]}
+                       - set(q.pool)) for q in self.log.questions())
+
+    def pool_more(self, searchers: Mapping[str, Searcher], depth: int) -> tuple[int, int]:
+        """Pool ``searchers`` too, ``depth`` deep at least, from now on and into every question asked
+        (:meth:`extend_pools`); (questions extended, results added)."""
+        with self._pooling:
+            self.searchers = {**self.searchers, **searchers}
+            self.depth = max(self.depth, depth)
+            return self.extend_pools()
+
     def question(self, query_id: str) -> dict[str, Any]:
         return self.payload(self.log.question(query_id))
 
