@@ -62,10 +62,16 @@ class JudgingSession:
         return extended, added
 
     def unpooled(self, searchers: Mapping[str, Searcher], depth: int) -> int:
-        """How many results ``searchers``' top ``depth`` would add to the questions asked (not yet in their
-        pools): what judging them costs (the page's "judge these 23 results")."""
-        return sum(len({str(r["id"]) for search in searchers.values() for r in list(search(q.text, depth))[:depth]}
-                       - set(q.pool)) for q in self.log.questions())
+        """How many results :meth:`pool_more` with these arguments would add to the questions asked: what
+        judging them costs (the page's "judge these 23 results")."""
+        merged = {**self.searchers, **searchers}
+        added = 0
+        for question in self.log.questions():
+            deeper = question.pool_depth < depth
+            found = {str(result["id"]) for name, search in merged.items() if deeper or name not in question.strategies
+                     for result in list(search(question.text, depth))[:depth]}
+            added += len(found - set(question.pool))
+        return added
 
     def pool_more(self, searchers: Mapping[str, Searcher], depth: int) -> tuple[int, int]:
         """Pool ``searchers`` too, ``depth`` deep at least, from now on and into every question asked
