@@ -280,8 +280,8 @@ document.addEventListener("DOMContentLoaded", () => {
   $("pool-back").addEventListener("click", () => poolBack());
   document.addEventListener("keydown", onKey);
   next();  // resume: the first question with results left, or the first queued one
-  api("GET", "/judge/advice").then((data) => {  // an advice running or done before a reload
-    if (data.state === "idle") return;
+  api("GET", "/judge/advice").then((data) => {  // an advice still running when the page was reloaded
+    if (data.state !== "running") return;
     $("advice").hidden = false;
     showAdvice(data);
     if (stillWorking(data)) pollAdvice();
