@@ -310,7 +310,11 @@ def test_a_user_judges_then_advises_from_the_page_and_sees_judged_at_10(browser,
     ask_and_judge(page, "Who designed the Eiffel Tower?")  # judging goes on while advise runs
     assert page.locator("#advice").get_attribute("data-state") == "running"
     page.wait_for_function("() => document.getElementById('advice').dataset.state === 'done'", timeout=120_000)
-    page.screenshot(path=str(live_folders / "judge-advice-1280.png"), full_page=True)
+    page.evaluate("window.scrollTo(0, 0)")
+    for width, height in ((390, 1400), (1280, 1000)):  # the advice whole, the sticky header above it
+        page.set_viewport_size({"width": width, "height": height})
+        page.screenshot(path=str(live_folders / f"judge-advice-{width}.png"))
+        assert page.evaluate("document.documentElement.scrollWidth") <= width  # the table fits a phone
     advice = Advice.load(live_folders / "task" / ADVICE_FOLDER)
     assert page.locator("#advice-choice").inner_text().startswith(f"Use {advice.recommendation.choice}:")
     rows = page.locator("#advice-table tbody tr")

@@ -188,7 +188,6 @@ def advice_payload(advice: Advice, pooled: Sequence[str], settings: AdviceSettin
         " SOURCE... ", f" {shlex.quote(settings.docs)} ", 1)
     return {"choice": choice.name, "best": advice.recommendation.best,
             "reason": advice.recommendation.reason.replace("**", ""),
-            "more_queries": advice.recommendation.more_queries.replace("**", ""),
             "strategies": rows, "warning": warning, "pool_back": offer,
             "commands": {"index": index, "search": shlex.join(["longembed", "search", "--index", index_dir,
                                                               "your question"]),

@@ -5,6 +5,8 @@
 const GRADES = [[2, "Relevant", "r"], [1, "Partly", "p"], [0, "Not relevant", "x"]];
 const KEY_GRADES = { "2": 2, "r": 2, "1": 1, "p": 1, "0": 0, "x": 0 };
 const CONTEXT = 160;  // characters of context shown on each side of a passage
+// a strategy against the best, as advice.md says it (within the margin, worse by more, the data can't tell)
+const VERDICTS = { best: "best", within: "within", worse: "worse", undecided: "can't tell" };
 
 let question = null;  // the question shown: {query_id, text, left, next, results: [...]}
 let current = 0;      // the result the keys act on
@@ -210,8 +212,6 @@ function showAdvice(data) {
 function renderAdvice(a) {
   const choice = $("advice-choice");
   choice.replaceChildren(el("strong", "", `Use ${a.choice}`), `: ${a.reason.replace(/^Use \S+:?\s*/, "")}`);
-  $("advice-more").textContent = a.more_queries || "";
-  $("advice-more").hidden = !a.more_queries;
   const body = $("advice-table").tBodies[0];
   body.replaceChildren();
   for (const s of a.strategies) {
@@ -222,7 +222,7 @@ function renderAdvice(a) {
     if (s.low_bound !== null) score.append(" ", el("span", "interval", `[${s.low_bound.toFixed(1)}, ${s.high_bound.toFixed(1)}]`));
     const judged = el("td", "num judged", s.judged_at_10 === null ? "–" : `${s.judged_at_10.toFixed(1)}%${s.low ? " ⚠" : ""}`);
     judged.title = s.judged_at_10 === null ? "not measured (a fitted rule)" : (s.pooled ? "pooled" : "not pooled");
-    row.append(name, score, el("td", "", s.verdict), judged);
+    row.append(name, score, el("td", "verdict", VERDICTS[s.verdict] || s.verdict), judged);
     body.append(row);
   }
   $("advice-warning").textContent = a.warning;
