@@ -173,3 +173,19 @@ def test_without_an_advice_job_the_routes_say_so(judged) -> None:
     client = TestClient(create_judging_app(session))
     answer = client.post("/judge/advice")
     assert answer.status_code == 400 and "does not advise" in answer.json()["error"]["message"]
+
+
+def test_advise_again_reruns_only_when_the_judgments_changed(judged) -> None:
+    session, _folder = judged
+    fake = WaitingAdvise(fake_advice({"a": 90.0, "b": 80.0}))
+    fake.release.set()
+    client = client_for(session, fake)
+    judge_all(client, "once?")
+    client.post("/judge/advice")
+    wait_for(client, lambda s: s["state"] == "done")
+    assert client.post("/judge/advice").json()["state"] == "done" and len(fake.calls) == 1  # shown again
+    first = session.log.questions()[0]
+    client.post("/judge/judgments", json={"query_id": first.query_id, "doc_id": first.pool[0], "grade": 1})
+    assert client.post("/judge/advice").json()["state"] == "running"  # a changed mind: advised anew
+    wait_for(client, lambda s: s["state"] == "done")
+    assert len(fake.calls) == 2

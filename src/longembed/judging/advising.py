@@ -67,6 +67,7 @@ class AdviceJob:
     state_name: str = IDLE
     lines: list[str] = field(default_factory=list)
     judgments: int = 0  # the judgments the running (or last) advice read
+    log_size: int = -1  # the judgment log's size then (a click, or a changed mind, grows it)
     result: dict[str, Any] | None = None
     error: str | None = None
     _offered: dict[str, Searcher] = field(default_factory=dict, repr=False)
@@ -78,9 +79,12 @@ class AdviceJob:
         return self.session.log.folder / ADVICE_FOLDER
 
     def start(self) -> dict[str, Any]:
-        """Start an advice in the background unless one runs; the state either way."""
+        """Start an advice in the background unless one runs, or the last one read the judgments as they
+        stand (the log has not grown since: no click, no changed mind); the state either way."""
         with self._lock:
-            if self.state_name != RUNNING:
+            unchanged = self.state_name == DONE and self._log_size() == self.log_size
+            if self.state_name != RUNNING and not unchanged:
+                self.log_size = self._log_size()
                 self.state_name, self.lines, self.result, self.error = RUNNING, [], None, None
                 self.judgments = self.session.progress()["judgments"]
                 self._generation += 1
@@ -95,6 +99,9 @@ class AdviceJob:
             return {"state": self.state_name, "lines": self.lines[-PROGRESS_LINES:], "judgments": self.judgments,
                     "judged_since": self.session.progress()["judgments"] - self.judgments,
                     "advice": self.result, "error": self.error}
+
+    def _log_size(self) -> int:
+        return self.session.log.path.stat().st_size
 
     def say(self, line: str) -> None:
         with self._lock:
