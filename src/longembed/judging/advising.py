@@ -1,13 +1,14 @@
 """The judging page's Advise button: :func:`longembed.advice.advise` on the judged task, run in a background
 thread of the server while judging goes on, its progress lines and then its recommendation given to the page.
 
-Why a thread of the server and not a ``longembed advise`` process: the call is the library's own (the CLI
-is a thin layer over it), its progress arrives line by line through ``log`` and its result as the typed
-:class:`~longembed.results.advice.Advice`, with no output to parse; the model is loaded once per
-process either way.  Judging is not blocked: a click is a short append under the log's lock, and advise
-only reads, from a snapshot of the task taken under that lock (:meth:`JudgmentLog.snapshot`), so it sees
-one moment of the judgments and can never write into them.  The advice goes to ``TASK/.advice/`` (hidden,
-as the indexes: not a task file), replaced by the next run.
+Why a thread of the server and not a ``longembed advise`` process: it is the library call the CLI makes,
+its progress arrives line by line through ``log`` and its result as the typed
+:class:`~longembed.results.advice.Advice` (a process would hand back text to parse, after importing torch
+and loading the model again); an error in it is an exception caught in the thread and shown on the page.
+Judging is not blocked: a click is a short append under the log's lock, and advise only reads, from a
+snapshot of the task taken under that lock (:meth:`JudgmentLog.snapshot`), so it sees one moment of the
+judgments and never writes into them.  The advice goes to ``TASK/.advice/`` (hidden, as the indexes: not
+a task file), replaced by the next run; a server stopped mid-advice loses that advice, never a judgment.
 
 After the advice, the strategies whose top 10 was mostly unjudged (``advise``'s warning) are offered back
 to the page: their indexes are brought up to date, each question's unjudged results among their top
