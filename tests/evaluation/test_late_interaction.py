@@ -16,7 +16,11 @@ from longembed.chunking.multivector import encode_token_vectors, kept_tokens
 from longembed.chunking.tokens import TokenEmbeddings
 from longembed.cli.main import main as cli_main
 from longembed.errors import UserError
+from longembed.evaluation.cache.storage import EmbeddingCache
 from longembed.evaluation.runner import evaluate_model
+from longembed.report.labels import run_label
+from longembed.retrieval.strategy import Strategy
+from longembed.search.build import build_index
 
 EVAL = {"estimate": False, "show_progress": False, "log": None, "batch_size": 4}
 
@@ -82,6 +86,7 @@ def test_eval_scores_maxsim_over_token_vectors_and_a_warm_run_encodes_nothing(ti
     run = evaluate_model(enc, tasks=[WordsTask()], output_dir=tmp_path / "run", cache_dir=tmp_path / "cache",
                          granularity="tokens", **EVAL)
     assert run.config.strategy["granularity"] == "tokens" and run.config.strategy["late"] is True
+    assert run_label(run).endswith("late tokens maxsim")
     scores = _reference_scores(enc, WordsTask().load(None))
     ranks = [1 + int((scores[i] > scores[i, i] + 1e-3).sum()) for i in range(len(scores))]  # q{i}'s document is d{i}
     assert len(set(ranks)) > 2  # a test of the order, not of one lucky first place
@@ -111,3 +116,22 @@ def test_longembed_eval_granularity_tokens_naive_runs_and_records_it(tiny_models
     assert (strategy["granularity"], strategy["late"], strategy["chunking"]) == ("tokens", False, "tokens:64")
     task = results["tasks"]["passkey"]
     assert len(task["lengths"]["256"]["per_query"]) == 4 and "interval" in task
+
+
+def test_an_index_of_token_vectors_is_refused_naming_the_issue(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="eval only for now \\(issue 56\\)"):
+        build_index(tmp_path / "index", [], Strategy("m", granularity="tokens"), log=None)
+    assert not (tmp_path / "index").exists()
+
+
+def test_token_matrices_stay_float16_through_the_cache_and_its_compaction(tmp_path: Path) -> None:
+    space = EmbeddingCache(tmp_path).namespace({"model": "m", "quantity": "tokens/late/documents"})
+    rng = np.random.default_rng(0)
+    entries = {key: rng.normal(size=(n, 4)).astype(np.float16) for key, n in (("a", 3), ("b", 1), ("c", 5))}
+    space.add("s", ["a", "b"], [entries["a"], entries["b"]], [3, 1])
+    space.add("s", ["c"], [entries["c"]], [5])
+    space.compact("s")
+    fresh = EmbeddingCache(tmp_path).namespace({"model": "m", "quantity": "tokens/late/documents"}).load("s")
+    for key, matrix in entries.items():
+        assert fresh.vectors[key].dtype == np.float16
+        np.testing.assert_array_equal(fresh.vectors[key], matrix)
