@@ -7,8 +7,9 @@ with them as matching vectors (and [Q]/[D] markers), a sentence model's are not.
 PyLate's skiplist, the tokens that are one punctuation character (``string.punctuation``, as PyLate's
 ``skiplist_words``); queries keep every token of their text (PyLate's queries skip nothing but padding).
 No padding is ever stored (every text is its own array), and there is no query augmentation ([MASK]
-padding is a trained behaviour).  A text left with no token (all punctuation) keeps its text tokens,
-and a text with none at all its special tokens, so every text has at least one vector.
+padding is a trained behaviour).  A text (with ``late=False``, a chunk) left with no token (all
+punctuation) keeps its text tokens, and one with none at all its special tokens, so every text has at
+least one vector.
 """
 
 from __future__ import annotations
