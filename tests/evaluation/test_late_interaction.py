@@ -16,8 +16,10 @@ from longembed.chunking.multivector import encode_token_vectors, kept_tokens
 from longembed.chunking.tokens import TokenEmbeddings
 from longembed.cli.main import main as cli_main
 from longembed.errors import UserError
+from longembed.evaluation.cache import CachedEncoder
 from longembed.evaluation.cache.storage import EmbeddingCache
-from longembed.evaluation.runner import evaluate_model
+from longembed.evaluation.runner import _sides_to_encode, evaluate_model
+from longembed.evaluation.scoring import Side, Unit
 from longembed.report.labels import run_label
 from longembed.retrieval.strategy import Strategy
 from longembed.search.build import build_index
@@ -95,6 +97,13 @@ def test_eval_scores_maxsim_over_token_vectors_and_a_warm_run_encodes_nothing(ti
     assert run.tasks["words"].interval is not None and run.tasks["words"].counts.documents_truncated == 0
     again = evaluate_model(enc, tasks=[WordsTask()], cache_dir=tmp_path / "cache", granularity="tokens", **EVAL)
     assert again.tasks["words"].cache.encoded == 0 and again.tasks["words"].per_query == run.tasks["words"].per_query
+    # the estimate looks the token vectors up where eval stored them (else it would count them all as missing)
+    unit = Unit("words", None, WordsTask().load(None), 0.0)
+    sides = {"documents": Side("documents", "", 1.0), "queries": Side("queries", "", 1.0)}
+    cached = CachedEncoder(enc, tmp_path / "cache", log=None)
+    for side in _sides_to_encode(unit, sides, Strategy(granularity="tokens")):
+        assert side.quantity.startswith("tokens/late/") and side.late
+        assert cached.missing(side.texts, side.shard, side.prompt, side.temperature, quantity=side.quantity) == (8, [])
 
 
 def test_one_pass_tokens_on_a_passage_task_say_they_are_not_built(tiny_models) -> None:
