@@ -83,7 +83,7 @@ def _reference_scores(enc, data) -> np.ndarray:
     return np.array([[sum(max(float(qt @ dt) for dt in d) for qt in q) for d in documents] for q in queries])
 
 
-def test_eval_scores_maxsim_over_token_vectors_and_a_warm_run_encodes_nothing(tiny_models, tmp_path: Path) -> None:
+def test_eval_scores_maxsim_over_token_vectors_and_the_estimate_finds_them_cached(tiny_models, tmp_path: Path) -> None:
     enc = load_encoder(tiny_models["bert"], method="pi", max_length=64)
     run = evaluate_model(enc, tasks=[WordsTask()], output_dir=tmp_path / "run", cache_dir=tmp_path / "cache",
                          granularity="tokens", **EVAL)
@@ -95,8 +95,6 @@ def test_eval_scores_maxsim_over_token_vectors_and_a_warm_run_encodes_nothing(ti
     ndcg = np.mean([100 / np.log2(r + 1) for r in ranks])  # 8 documents: every rank is within 10
     assert run.tasks["words"].metrics["ndcg@10"] == pytest.approx(ndcg, abs=1e-3)
     assert run.tasks["words"].interval is not None and run.tasks["words"].counts.documents_truncated == 0
-    again = evaluate_model(enc, tasks=[WordsTask()], cache_dir=tmp_path / "cache", granularity="tokens", **EVAL)
-    assert again.tasks["words"].cache.encoded == 0 and again.tasks["words"].per_query == run.tasks["words"].per_query
     # the estimate looks the token vectors up where eval stored them (else it would count them all as missing)
     unit = Unit("words", None, WordsTask().load(None), 0.0)
     sides = {"documents": Side("documents", "", 1.0), "queries": Side("queries", "", 1.0)}
@@ -113,14 +111,17 @@ def test_one_pass_tokens_on_a_passage_task_say_they_are_not_built(tiny_models) -
 
 
 @pytest.mark.slow
-def test_longembed_eval_granularity_tokens_naive_runs_and_records_it(tiny_models, tmp_path: Path) -> None:
+def test_longembed_eval_granularity_tokens_naive_runs_records_it_and_reruns_from_the_cache(tiny_models, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    code = cli_main(["eval", "--model", str(tiny_models["bert"]), "--method", "pi", "--max-length", "512",
-                     "--tasks", "passkey", "--lengths", "256", "--queries-per-length", "4",
-                     "--granularity", "tokens", "--naive", "--chunking", "tokens:64", "--output", str(out),
-                     "--cache-dir", str(tmp_path / "cache"), "--no-estimate"])
-    assert code == 0
+    flags = ["eval", "--model", str(tiny_models["bert"]), "--method", "pi", "--max-length", "512", "--tasks",
+             "passkey", "--lengths", "256", "--queries-per-length", "4", "--granularity", "tokens", "--naive",
+             "--chunking", "tokens:64", "--cache-dir", str(tmp_path / "cache"), "--no-estimate"]
+    assert cli_main([*flags, "--output", str(out)]) == 0
+    assert cli_main([*flags, "--output", str(tmp_path / "again")]) == 0
     results = json.loads((out / "results.json").read_text())
+    again = json.loads((tmp_path / "again" / "results.json").read_text())["tasks"]["passkey"]
+    assert again["cache"]["documents_encoded"] == again["cache"]["queries_encoded"] == 0  # float16 read back
+    assert again["lengths"]["256"]["per_query"] == results["tasks"]["passkey"]["lengths"]["256"]["per_query"]
     strategy = results["config"]["strategy"]
     assert (strategy["granularity"], strategy["late"], strategy["chunking"]) == ("tokens", False, "tokens:64")
     task = results["tasks"]["passkey"]
