@@ -9,7 +9,9 @@ default settings within 1.5x of the one-thread figure.  Each tree is timed with 
 choice, and trees that offer it also with ``passages="chunk"`` (the scoring chunk, no re-scoring); the
 new tree also with its saved piece vectors set aside (``{"pieces": "unsaved"}``: the passage choice
 embeds its results' sentences, as for an index built with ``--no-passage-vectors``), default threads
-only.  ``--index`` times an index already built instead (e.g. a few essays, under load).
+only.  ``--index`` times an index already built instead (e.g. a few essays, under load).  ``--server`` times
+the same through ``longembed serve --index`` instead: one server process per (tree, threads) pair, the
+searches sent one at a time to ``/search`` over loopback (the time a client waits, HTTP included).
 
 Run it alone on the machine (other work inflates every number):
 
@@ -22,11 +24,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+
+import httpx
 
 QUESTIONS = [
     "how to start a startup", "why do people procrastinate", "what makes a good programming language",
@@ -77,6 +83,50 @@ def probe(index: Path, source: str, threads: int | None, searches: int, options:
     return json.loads(out.strip().splitlines()[-1])
 
 
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def probe_server(index: Path, source: str, threads: int | None, searches: int, options: dict) -> dict:
+    """:func:`probe` through ``longembed serve --index``: the time each ``/search`` takes for a client."""
+    env = {**os.environ, "PYTHONPATH": str(Path(source).resolve())}
+    env.pop("OMP_NUM_THREADS", None)
+    if threads is not None:
+        env["OMP_NUM_THREADS"] = str(threads)
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "longembed.cli.main", "serve", "--index", str(index),
+                               "--port", str(port), "--no-auth"], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        with httpx.Client(base_url=base, timeout=120) as client:
+            deadline = time.monotonic() + 300
+            while True:
+                try:
+                    if client.get("/health").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError("the server did not start")
+                time.sleep(0.5)
+            for q in QUESTIONS[:5]:
+                client.post("/search", json={"query": q, "k": 10, **options}).raise_for_status()
+            times = []
+            for i in range(searches):
+                start = time.perf_counter()
+                client.post("/search", json={"query": QUESTIONS[i % len(QUESTIONS)] + f" {i}", "k": 10,
+                                             **options}).raise_for_status()
+                times.append((time.perf_counter() - start) * 1000)
+    finally:
+        server.terminate()
+        server.wait(60)
+    times.sort()
+    return {"p50": statistics.median(times), "p99": times[min(len(times) - 1, int(0.99 * len(times)))]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, required=True)
@@ -86,6 +136,7 @@ def main() -> None:
     parser.add_argument("--work-dir", type=Path, default=None)
     parser.add_argument("--index", type=Path, default=None, help="an index already built (default: build the essays')")
     parser.add_argument("--output", type=Path, default=None)
+    parser.add_argument("--server", action="store_true", help="time /search of `longembed serve --index`")
     args = parser.parse_args()
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="single-query-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -93,12 +144,14 @@ def main() -> None:
     trees = [("new", "src"), *(tuple(s.split("=", 1)) for s in args.src)]
     cases = [(label, path, threads, options) for label, path in trees for threads in (None, 1)
              for options in ([{}, {"passages": "chunk"}] if label == "new" else [{}])]
-    cases.append(("new", "src", None, {"pieces": "unsaved"}))
+    if not args.server:
+        cases.append(("new", "src", None, {"pieces": "unsaved"}))
+    timer = probe_server if args.server else probe
     results: dict[str, list[dict]] = {}
     for round_ in range(args.rounds):
         for label, path, threads, options in (cases if round_ % 2 == 0 else cases[::-1]):
             key = f"{label} threads={'default' if threads is None else threads} {json.dumps(options)}"
-            results.setdefault(key, []).append(probe(index, path, threads, args.searches, options))
+            results.setdefault(key, []).append(timer(index, path, threads, args.searches, options))
             print(key, results[key][-1], flush=True)
     summary = {key: {"p50_ms": statistics.median(r["p50"] for r in runs), "p99_ms": statistics.median(r["p99"] for r in runs)}
                for key, runs in results.items()}
@@ -106,7 +159,7 @@ def main() -> None:
     for key, row in summary.items():
         print(f"| {key} | {row['p50_ms']:.1f} | {row['p99_ms']:.1f} |")
     if args.output:
-        args.output.write_text(json.dumps({"rounds": args.rounds, "searches": args.searches, "results": results,
+        args.output.write_text(json.dumps({"server": args.server, "rounds": args.rounds, "searches": args.searches, "results": results,
                                            "summary": summary}, indent=2), encoding="utf-8")
 
 

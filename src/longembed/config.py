@@ -39,6 +39,8 @@ DTYPE_NAMES = ("float32", "bfloat16", "float16")
 #: The --dtype that picks one of DTYPE_NAMES for the device (``longembed.precision.resolve_dtype``): the default
 #: of index, embed and serve.  Never a config's dtype: it is resolved before the config is built.
 DTYPE_AUTO = "auto"
+#: The dtype of eval, advise and every command but index, embed and serve (published scores stay comparable).
+DEFAULT_DTYPE = "float32"
 #: Quantization schemes (``longembed.quantization``).
 QUANTIZATION_SCHEMES = ("int8",)
 #: The longest max_length accepted (2^20 tokens: 32 times the longest LongEmbed length).
@@ -101,7 +103,7 @@ class EncoderConfig:
         "precision of the weights and activations (vectors are returned as float32); 'auto': bfloat16 where "
         "the device computes it natively (AMX, AVX-512 BF16, a bfloat16 GPU), else float32. Default: auto for "
         "index, embed and serve; float32 for eval, advise, tune and the rest (published scores stay comparable)",
-        default="float32", choices=DTYPE_NAMES)
+        default=DEFAULT_DTYPE, choices=DTYPE_NAMES)
     quantization: str | None = flag_field(
         "'int8': dynamic int8 quantization of the linear layers (needs torchao and dtype float32; "
         "a CPU speed-up, see benchmarks/RESULTS.md); off by default",

@@ -236,14 +236,15 @@ def test_advice_names_the_recommendation_and_every_strategys_commands(advised: d
     assert serve == ["longembed", "serve", "--index", str(advised["out"] / "index" / "late-chunks")]
     head = markdown.split("| strategy |")[0]
     assert f"**Use {advice.recommendation.choice}.**" in head and advice.strategy(advice.recommendation.choice).commands["eval"] in head
-    # the dtype of each command's model: eval float32, serve and index --dtype auto as it resolved here
+    # the dtype of each command's model: the one advise scored in (float32), and what --dtype auto picks here
     auto = resolve_dtype("auto")
     assert data["dtype_auto"] == auto.reason
     for record in data["strategies"]:
-        expected = {} if record["kind"] == "bm25" else {"eval": "float32", "serve": auto.dtype, "index": auto.dtype}
+        expected = {} if record["kind"] == "bm25" else {"eval": "float32", "serve": "float32", "index": "float32"}
         assert record.get("dtypes", {}) == expected, record["name"]
-    assert markdown.count(f"The model runs in: eval float32, serve {auto.dtype}, index {auto.dtype} (serve and index "
-                          f"default to --dtype auto; where advise ran: {auto.reason}).") == len(advice.strategies)
+    dense = sum(s.kind != "bm25" for s in advice.strategies)
+    shown_twice = advice.strategy(advice.recommendation.choice).kind != "bm25"  # under "To use it" too
+    assert markdown.count("The model runs in: eval float32, serve float32, index float32") == dense + shown_twice
 
 
 def test_each_strategys_estimate_is_set_against_its_runs_time(advised: dict) -> None:

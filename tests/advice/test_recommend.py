@@ -15,7 +15,9 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 
+from longembed.advice.markdown import verdict_text
 from longembed.advice.recommend import (
+    REALISTIC_QUERIES,
     UNDECIDED,
     WITHIN,
     WORSE,
@@ -153,6 +155,23 @@ def test_too_few_queries_to_decide_says_so_and_gives_the_queries_needed() -> Non
     se = (d.high - d.low) / (2 * NormalDist().inv_cdf(0.975))
     z = NormalDist().inv_cdf(1 - 0.025 / 2) + NormalDist().inv_cdf(0.8)
     assert cheap.queries_needed == math.ceil(12 * (z * se / (2.0 + d.estimate)) ** 2) > 12
+
+
+def test_a_difference_too_close_to_the_margin_is_said_plainly_with_the_range_the_data_allow() -> None:
+    # 40 queries, the cheap strategy 1.9 points below the best with a wide spread: at 0.1 point inside the
+    # margin, the sample size formula asks for tens of thousands of queries; say that no task will decide.
+    base = np.random.default_rng(1).uniform(20, 80, size=40)
+    spread = np.asarray([12.0, -12.0] * 20)
+    runs = {"cheap": run(base - 1.9 + spread), "best": run(base)}
+    strategies, r = advise_on(runs, {"cheap": cost(0.001), "best": cost(0.1)})
+    cheap = strategies["cheap"].versus_best
+    assert cheap.verdict == UNDECIDED and cheap.queries_needed > REALISTIC_QUERIES
+    d = cheap.difference
+    assert "too close to the margin (-2) for any realistic task to decide" in r.reason
+    assert f"about {cheap.queries_needed:,} queries (you have 40)" in r.reason
+    assert f"from {d.low:+.1f} to {d.high:+.1f} points (95%)" in r.reason
+    assert "queries would tell" not in r.reason
+    assert verdict_text(strategies["cheap"], 2.0) == "can't tell (too close to the margin)"
 
 
 @pytest.mark.parametrize("m", [1, 3, 8])

@@ -11,6 +11,11 @@ from conftest import LO, words
 
 from longembed import load_encoder
 from longembed.cli.main import main
+from longembed.precision import resolve_dtype
+
+#: what embed's default, --dtype auto, runs in on this machine (bfloat16 where the CPU computes it natively):
+#: the API encoder the command is compared with runs in it too
+AUTO = resolve_dtype("auto").dtype
 
 
 def test_embed_txt_and_jsonl_give_the_api_vectors(tiny_models, tmp_path, capsys):
@@ -19,7 +24,7 @@ def test_embed_txt_and_jsonl_give_the_api_vectors(tiny_models, tmp_path, capsys)
     txt.write_text("\n".join(docs) + "\n\n")  # read by line (--unit line)
     jsonl = tmp_path / "docs.jsonl"
     jsonl.write_text("\n".join(json.dumps({"text": d, "id": i}) for i, d in enumerate(docs)))
-    expected = load_encoder(tiny_models["bert"], method="pi", max_length=4 * LO).encode(docs)
+    expected = load_encoder(tiny_models["bert"], method="pi", max_length=4 * LO, dtype=AUTO).encode(docs)
     for path in (txt, jsonl):
         out = tmp_path / f"{path.stem}-{path.suffix[1:]}.npy"
         code = main(
@@ -141,7 +146,8 @@ def test_embed_device_and_derived_encoder_flags(tiny_models, tmp_path, capsys):
     argv = ["embed", str(path), "-o", str(out), "--model", str(tiny_models["bert"]), "--prompts", "query=the ",
             "--prompt-name", "query", "--temperature-decay", "0.5", "--overwrite", "--device", "cpu"]
     assert main(argv) == 0
-    expected = load_encoder(tiny_models["bert"], prompts={"query": "the "}, temperature_decay=0.5).encode(["the cat"])
+    expected = load_encoder(tiny_models["bert"], prompts={"query": "the "}, temperature_decay=0.5,
+                            dtype=AUTO).encode(["the cat"])
     np.testing.assert_allclose(np.load(out), expected, atol=1e-6)
     import torch
 
@@ -214,7 +220,7 @@ def test_embed_unit_file_and_line(tiny_models, tmp_path, capsys):
     for name, text in essays.items():
         (folder / f"{name}.txt").write_text(text)
     model = ["--model", str(tiny_models["bert"]), "--method", "pi", "--max-length", str(4 * LO)]
-    encoder = load_encoder(tiny_models["bert"], method="pi", max_length=4 * LO)
+    encoder = load_encoder(tiny_models["bert"], method="pi", max_length=4 * LO, dtype=AUTO)
 
     assert main(["embed", str(folder), "-o", str(tmp_path / "whole"), *model]) == 0
     ids, vectors = read_embeddings(tmp_path / "whole")

@@ -30,6 +30,10 @@ MAX_LENGTH = 4 * LO
 #: Word counts per document: short, longer than Lo (pi applies), and one past max_length (truncated).
 LENGTHS = [5, 40, 12, 90, 3, 200, 25]
 
+#: embed's default is --dtype auto (bfloat16 where the CPU computes it natively): the CLI runs below are
+#: compared with float32 jobs, so they say float32
+FLOAT32 = ["--dtype", "float32"]
+
 
 def make_docs(shard: int, n: int) -> list[tuple[str, str]]:
     return [(f"s{shard}-d{i}", words(LENGTHS[(shard + i) % len(LENGTHS)], seed=100 * shard + i)) for i in range(n)]
@@ -293,7 +297,7 @@ def test_an_output_whose_shard_was_deleted_is_reported_and_kept(tiny_models, job
     (folder / "part-1.jsonl").unlink()
     plan = plan_corpus(folder, out, job)
     assert plan.stray == [out / "part-1.parquet"] and not plan.pending
-    model = ["--model", job.model, "--method", "pi", "--max-length", str(MAX_LENGTH)]
+    model = ["--model", job.model, "--method", "pi", "--max-length", str(MAX_LENGTH), *FLOAT32]
     with caplog.at_level(logging.WARNING, logger="longembed.corpus.plan"):
         assert main(["embed", str(folder), "-o", str(out), *model]) == 0
     assert (f"1 file(s) in {out} have no shard in {folder} (deleted or renamed since they were written): "
@@ -384,7 +388,7 @@ def test_cli_ray_end_to_end_with_a_bad_shard_then_resumed(ray_runtime, tiny_mode
     (folder / "part-9.jsonl").write_text('{"id": "x", "text": "the cat"}\n{"id": "x", "text": "a dog"}\n')
     out = tmp_path / "out"
     argv = ["embed", str(folder), "-o", str(out), "--engine", "ray", "--actors", "2", "--model",
-            str(tiny_models["bert"]), "--method", "pi", "--max-length", str(MAX_LENGTH)]
+            str(tiny_models["bert"]), "--method", "pi", "--max-length", str(MAX_LENGTH), *FLOAT32]
     assert main(argv) == 2
     captured = capsys.readouterr()
     assert "1 of 5 shard(s) failed" in captured.err and "part-9.jsonl:2: duplicate id 'x'" in captured.err
@@ -405,7 +409,7 @@ def test_cli_ray_end_to_end_with_a_bad_shard_then_resumed(ray_runtime, tiny_mode
 # ----------------------------------------------------------------------------- the CLI without Ray
 @pytest.mark.slow
 def test_cli_folder_local_engine_and_flag_errors(tiny_models, corpus, local_reference, tmp_path, capsys):
-    model = ["--model", str(tiny_models["bert"]), "--method", "pi", "--max-length", str(MAX_LENGTH)]
+    model = ["--model", str(tiny_models["bert"]), "--method", "pi", "--max-length", str(MAX_LENGTH), *FLOAT32]
     out = tmp_path / "out"
     assert main(["embed", str(corpus[0]), "-o", str(out), *model]) == 0
     captured = capsys.readouterr().out

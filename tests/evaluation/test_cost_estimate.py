@@ -108,6 +108,10 @@ def test_the_warm_up_times_the_longest_length_and_keeps_the_fastest_repeat(monke
     default = ClockedEncoder([0.0])
     measure_cost_model(default, batch_size=32)
     assert (2048, 2) in default.calls  # without a longest length: 2 inputs of 2048, as before
+    short = ClockedEncoder(clock)  # a run whose longest sequence is 200 tokens times 200, not 512 (3x the work)
+    model = measure_cost_model(short, batch_size=32, longest=200)
+    assert [(s["tokens"], s["batch"]) for s in model.samples] == [(200, 8)] and (512, 8) not in short.calls
+    assert model.seconds(200) == pytest.approx(short.cost(200))
 
 
 # ----------------------------------------------------------------------------- tokens to encode

@@ -2,11 +2,16 @@
 (BM25 and naive chunks of the packaged all-MiniLM-L6-v2, pool depth 3, ten queued questions): a scripted
 user judges the ten questions by clicks and keys; the server is killed (SIGKILL) mid-question and
 restarted, and the page resumes at the next unjudged result; the files then hold exactly the clicks
-made, load as a BEIR task, and each question's pool is the union of each strategy's own top 3.
-Screenshots (390 and 1280 px) go to the test's tmp folder: look at them."""
+made, load as a BEIR task, and each question's pool is the union of each strategy's own top 3 as
+``longembed search --json`` prints it (the CLI's main in-process: a process per search would load the
+model 20 times).  On a second server, a user judges three questions, presses Advise, keeps judging while
+it runs and sees the recommendation with each strategy's judged@10 (those of advice.json).
+Screenshots (390 and 1280 px, and the advice) go to the test's tmp folder: look at them."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 import signal
@@ -20,7 +25,9 @@ import httpx
 import pytest
 from conftest import missing, require_package
 
-from longembed.search import open_index
+from longembed.cli.main import main
+from longembed.judging.advising import ADVICE_FOLDER
+from longembed.results.advice import Advice
 from longembed.tasks.judgment_log import LOG_FILE
 from longembed.tasks.task_dir import TaskDirTask
 
@@ -71,7 +78,10 @@ def browser():
 
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory):
-    root = tmp_path_factory.mktemp("judge")
+    return documents_and_questions(tmp_path_factory.mktemp("judge"))
+
+
+def documents_and_questions(root: Path) -> Path:
     docs = root / "docs"
     docs.mkdir()
     for name, text in DOCUMENTS.items():
@@ -80,17 +90,29 @@ def folders(tmp_path_factory):
     return root
 
 
+#: how many pixels of the question box's placeholder do not fit in it (its text measured in its own font)
+PLACEHOLDER_OVERFLOW = """() => {
+  const input = document.getElementById("question"), box = getComputedStyle(input);
+  const font = getComputedStyle(input, "::placeholder"), context = document.createElement("canvas").getContext("2d");
+  context.font = `${font.fontWeight} ${font.fontSize} ${font.fontFamily}`;
+  const inner = input.clientWidth - parseFloat(box.paddingLeft) - parseFloat(box.paddingRight);
+  return context.measureText(input.placeholder).width - inner;
+}"""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def start_judge(root: Path, port: int) -> subprocess.Popen:
-    """``longembed judge`` in its own process; returns once the page answers."""
+def start_judge(root: Path, port: int, indexes: Path) -> subprocess.Popen:
+    """``longembed judge`` in its own process, its indexes in ``indexes`` (shared by the servers of a
+    worker: the same documents); returns once the page answers."""
     command = [sys.executable, "-m", "longembed.cli.main", "judge", "--docs", str(root / "docs"), "--out",
                str(root / "task"), "--model", "default", "--strategies", ",".join(STRATEGIES), "--k", str(DEPTH),
                "--questions", str(root / "questions.txt"), "--port", str(port)]
+    command += ["--indexes", str(indexes)]
     server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 300
     while True:
@@ -144,7 +166,7 @@ def wait_grade(base: str, query_id: str, doc: str, grade: int) -> None:
 def test_a_user_judges_ten_questions_through_a_kill_and_the_files_hold_exactly_the_clicks(browser, folders):
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    server = start_judge(folders, port)
+    server = start_judge(folders, port, folders / "indexes")
     clicks: dict[tuple[str, str], int] = {}
     count = 0
     try:
@@ -173,7 +195,7 @@ def test_a_user_judges_ten_questions_through_a_kill_and_the_files_hold_exactly_t
                 if number == 6 and position == 0:  # a kill -9 mid-question, then a restart
                     server.send_signal(signal.SIGKILL)
                     server.wait(timeout=30)
-                    server = start_judge(folders, port)
+                    server = start_judge(folders, port, folders / "indexes")
                     page.reload()
                     wait_question(page, question)
                     assert page.locator(".result").nth(1).get_attribute("class").split() == ["result", "current"]
@@ -205,34 +227,65 @@ def test_a_user_judges_ten_questions_through_a_kill_and_the_files_hold_exactly_t
     records = [json.loads(line) for line in (task / LOG_FILE).read_text().splitlines()]
     assert len([r for r in records if r["event"] == "judgment"]) == count
     for record in (r for r in records if r["event"] == "question"):  # the pool: each strategy's own top k
-        tops = [{r.id for r in open_index(task / ".indexes" / s).search(record["text"], k=DEPTH).results}
+        tops = [{r["id"] for r in search_json(folders / "indexes" / s, record["text"], DEPTH)["results"]}
                 for s in STRATEGIES]
         assert set(record["pool"]) == set().union(*tops)
         assert record["strategies"] == STRATEGIES and record["pool_depth"] == DEPTH
 
 
+def search_json(index: Path, question: str, k: int) -> dict:
+    """What ``longembed search --index INDEX --json -k K QUESTION`` prints, parsed."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["search", "--index", str(index), "--json", "-k", str(k), question]) == 0
+    return json.loads(printed.getvalue())
+
+
 @pytest.fixture(scope="module")
-def live(folders):
-    """One server for the layout tests (each start brings two indexes up to date and loads the model)."""
+def live_folders(tmp_path_factory):
+    """The live server's own task folder: the first test's query ids must not depend on test order."""
+    return documents_and_questions(tmp_path_factory.mktemp("judge-live"))
+
+
+@pytest.fixture(scope="module")
+def live(live_folders, folders):
+    """One server for the layout and advise tests (each start brings two indexes up to date and loads the
+    model); they share a worker (one xdist group), so the server starts once, on the first test's indexes
+    (the same documents: whichever server starts first builds them)."""
     port = free_port()
-    server = start_judge(folders, port)
+    server = start_judge(live_folders, port, folders / "indexes")
     yield f"http://127.0.0.1:{port}"
     server.send_signal(signal.SIGTERM)
     server.communicate(timeout=60)
 
 
+def ask_and_judge(page, question: str, relevant: int = 0) -> int:
+    """Type ``question``, grade its results by key (the ``relevant``-th one 2, the others 0); the count."""
+    page.locator("#question").fill(question)
+    page.locator("#question").press("Enter")
+    wait_question(page, question)
+    results = page.locator(".result").count()
+    for position in range(results):
+        page.keyboard.press("2" if position == relevant else "0")
+    page.wait_for_function("() => document.body.dataset.pending === '0'")
+    return results
+
+
+@pytest.mark.xdist_group("judge_live")
 @pytest.mark.parametrize("width, height, question", [(390, 844, "What did Gutenberg print?"),
                                                      (1280, 800, "Which mountain is the highest?")])
-def test_the_page_fits_a_phone_and_a_desktop(browser, folders, live, width: int, height: int, question: str) -> None:
+def test_the_page_fits_a_phone_and_a_desktop(browser, live_folders, live, width: int, height: int,
+                                              question: str) -> None:
     page = browser.new_page(viewport={"width": width, "height": height})
     page.goto(live + "/")
+    assert page.evaluate(PLACEHOLDER_OVERFLOW) <= 0  # the placeholder is read whole
     page.locator("#question").fill(question)  # at once: the page's own first request must not overwrite it
     page.locator("#question").press("Enter")
     wait_question(page, question)
     page.keyboard.press("2")
     page.keyboard.press("x")
     page.wait_for_function("() => document.body.dataset.pending === '0'")  # both clicks saved
-    page.screenshot(path=str(folders / f"judge-page-{width}.png"))
+    page.screenshot(path=str(live_folders / f"judge-page-{width}.png"))
     assert page.evaluate("document.documentElement.scrollWidth") <= width  # no sideways scroll
     for selector in ("#ask-form button", "#next", ".result button[data-grade='0']", "#asked", "#progress"):
         box = page.locator(selector).first.bounding_box()
@@ -242,4 +295,38 @@ def test_the_page_fits_a_phone_and_a_desktop(browser, folders, live, width: int,
     assert current is not None and current["y"] + current["height"] <= height  # the result the keys act on, whole
     for button in page.locator(".result.current button").all():
         assert button.bounding_box()["height"] < 48  # one line of text: no label broken over three
-    print(f"screenshots: {folders}")
+    print(f"screenshots: {live_folders}")
+
+
+@pytest.mark.xdist_group("judge_live")
+def test_a_user_judges_then_advises_from_the_page_and_sees_judged_at_10(browser, live, live_folders) -> None:
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(live + "/")
+    for question in ("Who discovered penicillin?", "Which country grows the most coffee?",
+                     "When did Apollo 11 land on the Moon?"):
+        ask_and_judge(page, question)
+    page.keyboard.press("a")
+    page.wait_for_function("() => document.getElementById('advice').dataset.state === 'running'")
+    ask_and_judge(page, "Who designed the Eiffel Tower?")  # judging goes on while advise runs
+    assert page.locator("#advice").get_attribute("data-state") == "running"
+    page.wait_for_function("() => document.getElementById('advice').dataset.state === 'done'", timeout=120_000)
+    page.evaluate("window.scrollTo(0, 0)")
+    for width, height in ((390, 1400), (1280, 1000)):  # the advice whole, the sticky header above it
+        page.set_viewport_size({"width": width, "height": height})
+        page.screenshot(path=str(live_folders / f"judge-advice-{width}.png"))
+        assert page.evaluate("document.documentElement.scrollWidth") <= width  # the table fits a phone
+    advice = Advice.load(live_folders / "task" / ADVICE_FOLDER)
+    assert page.locator("#advice-choice").inner_text().startswith(f"Use {advice.recommendation.choice}:")
+    rows = page.locator("#advice-table tbody tr")
+    assert rows.count() == len(advice.strategies)
+    for i, strategy in enumerate(advice.strategies):
+        cells = rows.nth(i).locator("td")
+        assert cells.nth(0).inner_text() == strategy.name
+        assert cells.nth(1).inner_text().startswith(f"{strategy.score:.1f} [{strategy.interval.low:.1f}, ")
+        judged = cells.nth(3).inner_text()
+        assert judged == "–" if strategy.judged_at_10 is None else judged.startswith(f"{strategy.judged_at_10:.1f}%")
+    assert any(s.judged_at_10 is not None for s in advice.strategies)
+    # the pool is 3 deep: every pooled strategy's top 10 reaches past it, so advise warns
+    assert "mostly unjudged" in page.locator("#advice-warning").inner_text()
+    assert "longembed index" in page.locator("#advice-commands").inner_text()
+    print(f"screenshots: {live_folders}")

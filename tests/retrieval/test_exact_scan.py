@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from longembed.errors import UserError
-from longembed.retrieval.pipeline import exact_dense_scores
+from longembed.retrieval.pipeline import exact_dense_scores, lexical_candidates
 
 
 def full_scan(queries: np.ndarray, vectors: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -82,3 +82,14 @@ def test_rows_that_do_not_match_the_vectors_are_one_line_errors() -> None:
         exact_dense_scores(queries, vectors, np.array([4, 0]))
     with pytest.raises(UserError, match="block_rows must be at least 1"):
         exact_dense_scores(queries, vectors, np.array([2, 2]), block_rows=0)
+
+
+def test_lexical_candidates_are_bm25s_best_that_it_ranks():
+    # Against a full sort: the `wanted` best BM25 scores, without the documents BM25 does not rank (score 0).
+    rng = np.random.default_rng(3)
+    scores = np.where(rng.random(200) < 0.7, 0.0, rng.random(200) * 5)
+    for wanted in (1, 5, 40, 100, 500):
+        expected = {int(d) for d in np.argsort(-scores, kind="stable")[:wanted] if scores[d] > 0}
+        assert set(lexical_candidates(scores, wanted).tolist()) == expected
+    assert lexical_candidates(np.zeros(10), 5).size == 0
+    assert lexical_candidates(scores, 0).size == 0

@@ -63,8 +63,10 @@ def trec_ndcg10(run: dict[str, dict[str, float]]) -> float:
 
 
 def strategy_flags(name: str, model: Path) -> list[str]:
+    """The strategy's flags for both eval and index; ``--dtype auto`` given to both (index's default, eval's
+    float32), so they run in the same dtype on every machine: bfloat16 where the CPU computes it natively."""
     flags = STRATEGIES[name]
-    return flags if flags[:2] == ["--model", "bm25"] else ["--model", str(model), *flags]
+    return flags if flags[:2] == ["--model", "bm25"] else ["--model", str(model), *flags, "--dtype", "auto"]
 
 
 def eval_ndcg10(flags: list[str], output: Path) -> float:

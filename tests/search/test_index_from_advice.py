@@ -13,6 +13,7 @@ import pytest
 import pytrec_eval
 from conftest import slow_fixture, words
 
+from longembed import precision
 from longembed.advice import advise
 from longembed.cli.main import main
 from longembed.encoder import LongContextEncoder
@@ -20,6 +21,7 @@ from longembed.results.advice import strategy_from_advice
 from longembed.search import embedding as embedding_module
 from longembed.search import open_index
 from longembed.search.build import build_index
+from longembed.search.index_dtype import recorded_dtype
 from longembed.search.query_program import PROBES
 from longembed.search.sources import SourceOptions, gather_sources
 from longembed.tasks import RetrievalData, write_task_dir
@@ -118,3 +120,20 @@ def test_a_tuned_fusion_round_trips_from_advice_to_search_as_eval_ranks_it(advis
     trec = pytrec_eval.RelevanceEvaluator(judged, {"ndcg_cut.10"}).evaluate(
         {q: {d: 100.0 - r for r, d in enumerate(docs)} for q, docs in searched.items()})
     assert {q: round(100 * v["ndcg_cut_10"], 4) for q, v in trec.items()} == pytest.approx(task["per_query"], abs=1e-3)
+
+
+def test_index_from_advice_builds_in_the_dtype_advise_scored_where_auto_would_pick_bfloat16(
+        advised: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    # A CPU that computes bfloat16 natively, on any machine: index's default (auto) would pick bfloat16 there,
+    # re-embed everything advise embedded in float32 and search off advise's score; --from-advice keeps float32.
+    monkeypatch.setattr(precision, "cpu_bf16_support", lambda: "AMX")
+    argv = ["index", str(advised["corpus"]), "--from-advice", str(advised["advice"]), "--strategy", "naive-chunks",
+            "--no-estimate", "--no-passage-vectors"]
+    calls = count_encoded(monkeypatch)
+    assert main([*argv, "--index", str(tmp_path / "kept")]) == 0
+    assert calls == [] and recorded_dtype(open_index(tmp_path / "kept").metadata) == "float32"
+    assert "dtype float32: the precision advise scored this strategy in" in capsys.readouterr().out
+    # --dtype beside --from-advice is how precisely to run, not another strategy: accepted, and it re-embeds
+    assert main([*argv, "--index", str(tmp_path / "auto"), "--dtype", "auto"]) == 0
+    assert calls and recorded_dtype(open_index(tmp_path / "auto").metadata) == "bfloat16"
+    assert main([*argv, "--index", str(tmp_path / "refused"), "--method", "pi"]) == 2  # a strategy flag is not

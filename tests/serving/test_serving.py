@@ -420,7 +420,8 @@ def test_the_serve_command_answers_and_stops_cleanly_on_sigterm(minilm, encoder)
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     command = [sys.executable, "-m", "longembed.cli.main", "serve", "--model", str(minilm), "--method", "pi",
-               "--max-length", "1024", "--port", str(port), "--overflow", "error", "--max-client-batch-size", "4"]
+               "--max-length", "1024", "--port", str(port), "--overflow", "error", "--max-client-batch-size", "4",
+               "--dtype", "float32"]  # compared with the float32 encoder (serve's default, auto, may be bfloat16)
     server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     base = f"http://127.0.0.1:{port}"
     try:

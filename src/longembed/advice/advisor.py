@@ -443,8 +443,7 @@ class AdvicePlan:
         write_comparison(comparison, self.out / COMPARISON)
         data = self.data_flags(selection or self.data.selection())
         auto = resolve_dtype(DTYPE_AUTO, self.plain.device, self.encoder_options.get("quantization"))
-        strategies = [self._result(c, runs[c.name], averages[c.name], costs[c.name], data, auto.dtype)
-                      for c in self.candidates]
+        strategies = [self._result(c, runs[c.name], averages[c.name], costs[c.name], data) for c in self.candidates]
         for strategy in strategies:
             strategy.versus_best = versus.get(strategy.name)
         more = more_queries_text(bool(self.spec.task_dirs), bool(self.data.synthetic), sampling is not None,
@@ -477,7 +476,6 @@ class AdvicePlan:
 
     def _result(
         self, candidate: Candidate, run: RunResults, average: ScoreRow, cost: StrategyCost, data: DataFlags,
-        auto_dtype: str = "float32",
     ) -> StrategyResult:
         strategy = candidate.strategy
         config = strategy.to_dict()
@@ -492,7 +490,7 @@ class AdvicePlan:
                   for (task, length), stats in run.hubs().items()},
             passage_hit=run_passage_hit(run), judged_at_10=run_judged_at_10(run),
             config=config, commands=strategy_commands(candidate.name, config, data, self.out, self._run_flags()),
-            dtypes=command_dtypes(config, auto_dtype),
+            dtypes=command_dtypes(config),
             tuning=self.tunings.get(candidate.name),
         )
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from longembed.config import DTYPE_AUTO
+from longembed.config import DEFAULT_DTYPE
 from longembed.retrieval.strategy import BM25, CHUNKS, Strategy
 
 RERUN, INDEX = "rerun", "index"
@@ -118,15 +118,15 @@ def strategy_commands(name: str, config: Mapping[str, Any], data: DataFlags, out
             "serve": serve_command(index_dir)}
 
 
-def command_dtypes(config: Mapping[str, Any], auto: str) -> dict[str, str]:
+def command_dtypes(config: Mapping[str, Any]) -> dict[str, str]:
     """The dtype each of the strategy's commands runs its model in: the strategy's ``--dtype`` when it has
-    one, else eval's float32 and, for serve and index (whose default is ``--dtype auto``), ``auto``: the dtype
-    auto chose where advise ran (none for BM25: no model)."""
+    one, else eval's float32 for all three: ``index --from-advice`` builds in the dtype advise scored (so it
+    reuses advise's vectors and search reproduces the score) and ``serve --index`` runs the index's (none
+    for BM25: no model)."""
     if config.get("model") == BM25:
         return {}
-    given = (config.get("encoder_options") or {}).get("dtype")
-    dtypes = {"eval": given or "float32", "serve": given or DTYPE_AUTO, "index": given or DTYPE_AUTO}
-    return {name: auto if dtype == DTYPE_AUTO else dtype for name, dtype in dtypes.items()}
+    dtype = (config.get("encoder_options") or {}).get("dtype") or DEFAULT_DTYPE
+    return {"eval": dtype, "serve": dtype, "index": dtype}
 
 
 def serve_request(config: Mapping[str, Any]) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 from longembed.advice.commands import serve_request
 from longembed.advice.estimate import error_percent
 from longembed.advice.judged import judged_lines
-from longembed.advice.recommend import UNDECIDED, WITHIN, WORSE, fmt_bytes
+from longembed.advice.recommend import REALISTIC_QUERIES, UNDECIDED, WITHIN, WORSE, fmt_bytes
 from longembed.evaluation.estimate import format_duration
 from longembed.loading import DEFAULT_MODEL, DEFAULT_MODEL_NAME
 from longembed.report.formatting import fmt, fmt_interval, md_table
@@ -95,6 +95,8 @@ def verdict_text(s: StrategyResult, margin: float) -> str:
     if versus.verdict == WORSE:
         return f"worse by > {margin:g}"
     assert versus.verdict == UNDECIDED
+    if versus.queries_needed is not None and versus.queries_needed > REALISTIC_QUERIES:
+        return "can't tell (too close to the margin)"
     return "can't tell" + ("" if versus.queries_needed is None else f" (~{versus.queries_needed:,} queries)")
 
 
@@ -144,8 +146,9 @@ def dtype_lines(s: StrategyResult, dtype_auto: str) -> list[str]:
         return []
     text = ", ".join(f"{name} {dtype}" for name, dtype in s.dtypes.items())
     given = (s.config.get("encoder_options") or {}).get("dtype")
-    note = f" (serve and index default to --dtype auto; where advise ran: {dtype_auto})" if given is None and \
-        dtype_auto else ""
+    faster = given is None and dtype_auto and not dtype_auto.startswith(s.dtypes["index"])
+    note = (f" (index --from-advice keeps the dtype advise scored, so it reuses these vectors and search reproduces "
+            f"the score; add --dtype auto to it for {dtype_auto}, re-embedding)") if faster else ""
     return ["", f"The model runs in: {text}{note}."]
 
 

@@ -61,6 +61,10 @@ from longembed.results.run_results import Interval
 COST_ORDER = "encode seconds per 1k tokens, then index bytes, then query latency"
 #: The power the sample size of an undecided comparison aims at.
 POWER = 0.8
+#: Queries beyond which a sample size is no advice (issue 56): more than the test sets of most public
+#: retrieval benchmarks hold (BEIR's largest usual ones have a few thousand), and far past what a person
+#: judges or writes for their own documents.
+REALISTIC_QUERIES = 5_000
 
 
 def cost_key(cost: StrategyCost) -> tuple[float, int, float]:
@@ -180,7 +184,9 @@ def undecided_text(undecided: Sequence[StrategyResult], margin: float, more_quer
     assert versus is not None
     text = (f" **The data cannot tell yet** whether cheaper {first.name} is within {margin:g} points of the best "
             f"({difference_text(first)}; lower bound {versus.bound.low:+.1f}).")  # type: ignore[union-attr]
-    if versus.queries_needed is not None:
+    if versus.queries_needed is not None and versus.queries_needed > REALISTIC_QUERIES:
+        text += too_close_text(versus.difference, versus.queries_needed, versus.queries, margin)
+    elif versus.queries_needed is not None:
         text += (f" About {versus.queries_needed:,} queries would tell, at the observed spread and difference (you "
                  f"have {versus.queries})")
         text += f": {more_queries}." if more_queries else "."
@@ -189,6 +195,15 @@ def undecided_text(undecided: Sequence[StrategyResult], margin: float, more_quer
     if len(undecided) > 1:
         text += " Also undecided: " + ", ".join(s.name for s in undecided if s is not first) + "."
     return text
+
+
+def too_close_text(difference: Interval, needed: int, queries: int, margin: float) -> str:
+    """What to say when the queries that would decide are past :data:`REALISTIC_QUERIES`: the difference is
+    too close to the margin for any realistic task, and the differences the data allow."""
+    return (f" Its difference is too close to the margin (-{margin:g}) for any realistic task to decide: it would "
+            f"take about {needed:,} queries (you have {queries}). The data allow a difference anywhere from "
+            f"{difference.low:+.1f} to {difference.high:+.1f} points (95%); choose between the two on cost, or on "
+            "a score that matters more to you.")
 
 
 def score_text(s: StrategyResult) -> str:

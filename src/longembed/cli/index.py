@@ -27,7 +27,7 @@ from pathlib import Path
 
 from longembed.cli.model_defaults import resolve_method
 from longembed.cli.options import given_encoder_flags, strategy_from_args
-from longembed.config import DTYPE_AUTO, EncoderConfig
+from longembed.config import DEFAULT_DTYPE, DTYPE_AUTO, EncoderConfig
 from longembed.encoder import LongContextEncoder
 from longembed.errors import MissingFileError, UserError
 from longembed.evaluation.cache.lookup import CachedDocumentVectors
@@ -42,6 +42,8 @@ from longembed.search.sources import SourceOptions, SourceReading, gather_source
 from longembed.search.stages import StageTimes
 from longembed.search.store import IndexStore, indexed_text, remote_scheme
 
+#: encoder flags that say how precisely the model runs, not which strategy: allowed beside --from-advice
+PRECISION_FLAGS = ("dtype",)
 #: the exit code of a build that indexed what it could but some files could not be read
 EXIT_SOME_FILES_FAILED = 3
 #: the file in the index folder that lists the files a build could not read (and those it skipped)
@@ -54,8 +56,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.sources:
         raise UserError("give the folders or .jsonl files to index (SOURCE ...), or --show-text ID")
     name, strategy = chosen_strategy(args)
-    if not strategy.lexical_only and "dtype" not in strategy.encoder_options:  # index's default: auto
-        strategy = replace(strategy, encoder_options={**strategy.encoder_options, "dtype": DTYPE_AUTO})
+    strategy = with_build_dtype(strategy, args)
     print(f"strategy {name}: {describe(strategy)}")
     times = StageTimes()
     with times.stage("reading"):
@@ -79,6 +80,25 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {DOCUMENT_FILES} and {READING_REPORT} are not written to object storage (the files' paths "
               "are this machine's): a served hit links no PDF, and the files that failed are listed above only")
     return report_reading(reading, args.index)
+
+
+def with_build_dtype(strategy: Strategy, args: argparse.Namespace) -> Strategy:
+    """The strategy with the dtype the build runs its model in: ``--dtype`` when given; with
+    ``--from-advice``, the dtype advise scored the strategy in (eval's float32 unless the advice records
+    another), so the build reuses advise's stored vectors and search reproduces its score; else index's
+    default, ``auto``."""
+    if strategy.lexical_only:
+        return strategy
+    given = getattr(args, "dtype", None)
+    if given is not None:
+        dtype = given
+    elif args.from_advice is not None:
+        dtype = strategy.encoder_options.get("dtype", DEFAULT_DTYPE)
+        print(f"dtype {dtype}: the precision advise scored this strategy in (its vectors are reused and search "
+              f"reproduces its score; --dtype {DTYPE_AUTO} picks bfloat16 where the CPU computes it, re-embedding)")
+    else:
+        dtype = strategy.encoder_options.get("dtype", DTYPE_AUTO)
+    return replace(strategy, encoder_options={**strategy.encoder_options, "dtype": dtype})
 
 
 def advice_cache(advice_file: Path, name: str, strategy: Strategy) -> Callable[..., CachedDocumentVectors] | None:
@@ -171,7 +191,8 @@ def strategy_flags_given(args: argparse.Namespace) -> list[str]:
     """The encoder and Strategy flags on the command line (``args.given_flags``, which ``longembed.cli.main``
     records), even at their default value: each contradicts --from-advice's strategy.  Without that record
     (a Namespace built by hand), the flags whose value is not their default."""
-    names = [f.name for f in dataclasses.fields(EncoderConfig) if f.metadata.get("flag", True)] + [
+    names = [f.name for f in dataclasses.fields(EncoderConfig) if f.metadata.get("flag", True)
+             and f.name not in PRECISION_FLAGS] + [
         f.name for f in dataclasses.fields(Strategy) if f.metadata.get("flag", True)]
     given = getattr(args, "given_flags", None)
     if given is not None:

@@ -12,8 +12,9 @@ from pathlib import Path
 import uvicorn
 
 from longembed.errors import OutputExistsError, UserError
+from longembed.judging.advising import AdviceJob, AdviceSettings
 from longembed.judging.app import create_judging_app
-from longembed.judging.indexes import build_pool_indexes, open_searchers, pool_candidates
+from longembed.judging.indexes import PoolIndexes, build_pool_indexes, open_searchers, pool_candidates
 from longembed.judging.session import JudgingSession
 from longembed.search.sources import Document, SourceOptions, gather_sources
 from longembed.tasks.judgment_log import LOG_FILE, JudgmentLog, write_durably
@@ -51,9 +52,13 @@ def run(args: argparse.Namespace) -> int:
     progress = session.progress()
     print(f"{progress['questions']} questions asked, {progress['judgments']} judgments, {len(queued)} queued")
     print(f"judge at http://127.0.0.1:{args.port}/  (Ctrl+C stops; every click is already saved)")
-    print(f"then: longembed advise --task-dir {folder} --model {shlex.quote(args.model)} --output advice/"
-          f"{Path(args.out).name}")
-    uvicorn.run(create_judging_app(session), host="127.0.0.1", port=args.port, log_level="warning")
+    print(f"then press Advise on the page, or: longembed advise --task-dir {folder} --model "
+          f"{shlex.quote(args.model)} --output advice/{Path(args.out).name}")
+    pool_indexes = PoolIndexes(args.model, reading.documents, args.indexes or args.out / INDEXES_FOLDER, args.chunking,
+                               args.device, args.batch_size)
+    advice = AdviceJob(session, AdviceSettings(args.model, str(args.docs), args.chunking, args.device, args.batch_size),
+                       pool_indexes.searchers)
+    uvicorn.run(create_judging_app(session, advice), host="127.0.0.1", port=args.port, log_level="warning")
     return 0
 
 

@@ -51,6 +51,8 @@ def fit_cost_model(n1: int, t1: float, n2: int, t2: float, samples: list[dict[st
     return CostModel(a, b, 0.0, samples)
 
 
+#: The shortest sequence the warm-up times (a run of shorter texts is timed at this length).
+MIN_TIMED_TOKENS = 16
 #: Times each warm-up measurement is taken; the fastest counts (other work on the machine only slows).
 REPEATS = 2
 
@@ -59,7 +61,7 @@ def measure_cost_model(encoder: Encoder, batch_size: int, longest: int | None = 
     """Time a warm-up on this machine and fit seconds per sequence.
 
     Two batched measurements, as the encoder batches real inputs, each the fastest of :data:`REPEATS`:
-    min(batch_size, 8) inputs of n1 = min(512, Lt) tokens, and n2 = ``longest`` tokens (the longest
+    min(batch_size, 8) inputs of n1 = min(512, Lt, ``longest``) tokens, and n2 = ``longest`` tokens (the longest
     sequence the run will encode; default 2048), cut at Lt (at Lo for pcw, whose sequences are windows
     of at most Lo tokens): 2 inputs up to 2048 tokens, 1 above.  Measuring at the longest length, not
     extrapolating the n^2 term to it, is what keeps the estimate of a long run honest.  A first untimed
@@ -68,7 +70,8 @@ def measure_cost_model(encoder: Encoder, batch_size: int, longest: int | None = 
     """
     cap, original = encoder.max_length, encoder.original_length
     long_cap = original if encoder.method == "pcw" else cap
-    n1, n2 = min(512, cap), min(long_cap, 2048 if longest is None else longest)
+    n1 = min(512, cap) if longest is None else min(512, cap, max(longest, MIN_TIMED_TOKENS))  # no longer than the run's
+    n2 = min(long_cap, 2048 if longest is None else longest)
     k1, k2 = max(1, min(batch_size, 8)), 2 if n2 <= 2048 else 1
 
     def timed(texts: list[str]) -> float:

@@ -6,6 +6,9 @@
     GET  /judge/questions/{id}    a question asked before
     POST /judge/next              the next question with results left (or queued), or {"done": true}
     POST /judge/judgments         {"query_id", "doc_id", "grade": 0|1|2}: recorded durably before the answer
+    POST /judge/advice            start ``advise`` on the judged task in the background (:mod:`.advising`)
+    GET  /judge/advice            its state: progress lines, then the recommendation and strategy table
+    POST /judge/pool              pool the strategies the advice found mostly unjudged into every question
 
 Pooling searches with every strategy, so it runs in the thread pool; a judgment appends a line and
 rewrites two small files under the log's lock.  A user error (an unknown question, a grade that is not
@@ -22,6 +25,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from longembed.errors import UserError
+from longembed.judging.advising import AdviceJob
 from longembed.judging.session import JudgingSession
 from longembed.serving.search_route import PAGE_HEADERS
 
@@ -30,8 +34,9 @@ PAGE_FILES = {"judge.html": "text/html; charset=utf-8", "judge.css": "text/css; 
               "judge.js": "text/javascript; charset=utf-8"}
 
 
-def create_judging_app(session: JudgingSession) -> FastAPI:
-    """The app that serves ``session``'s page and routes (module docstring)."""
+def create_judging_app(session: JudgingSession, advice: AdviceJob | None = None) -> FastAPI:
+    """The app that serves ``session``'s page and routes (module docstring); without ``advice`` the
+    advice routes answer that this server does not advise."""
     app = FastAPI(title="longembed judge", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.session = session
 
@@ -83,7 +88,25 @@ def create_judging_app(session: JudgingSession) -> FastAPI:
             raise UserError('give {"query_id": "...", "doc_id": "...", "grade": 0, 1 or 2}')
         return await run_in_threadpool(session.judge, query_id, doc_id, grade)
 
+    @app.post("/judge/advice")
+    async def start_advice() -> dict[str, Any]:
+        return await run_in_threadpool(advising(advice).start)
+
+    @app.get("/judge/advice")
+    async def advice_state() -> dict[str, Any]:
+        return await run_in_threadpool(advising(advice).state)
+
+    @app.post("/judge/pool")
+    async def pool_back() -> dict[str, Any]:
+        return await run_in_threadpool(advising(advice).pool_back)
+
     return app
+
+
+def advising(advice: AdviceJob | None) -> AdviceJob:
+    if advice is None:
+        raise UserError("this server does not advise (start it with longembed judge)")
+    return advice
 
 
 async def json_body(request: Request) -> dict[str, Any]:

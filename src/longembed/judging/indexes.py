@@ -6,8 +6,9 @@ own window); an index that exists re-embeds only the documents that changed, and
 strategy are those of its last build here (:data:`BUILT_FILE`) is not opened for a build at all.
 
 Cost: each dense strategy embeds every document once more (its own chunks or truncation); a hybrid
-(``+bm25``) embeds as its dense strategy does, so pooling all nine candidates of a mean-pooling model costs
-about eight embeddings of the corpus.  ``strategies`` chooses a subset (e.g. ``bm25,chunks,late-chunks``).
+(``+bm25``) embeds nothing when its dense twin was built here first (advise's order): its chunk vectors
+and passage pieces are read from the twin's saved version (:func:`dense_twin`), so pooling all nine
+candidates of a mean-pooling model costs about four embeddings of the corpus.  ``strategies`` chooses a subset (e.g. ``bm25,chunks,late-chunks``).
 """
 
 from __future__ import annotations
@@ -16,19 +17,25 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from longembed.advice.strategies import Candidate, ModelFacts, plan_candidates
 from longembed.config import DTYPE_AUTO
-from longembed.encoder import load_encoder
+from longembed.encoder import LongContextEncoder, load_encoder
 from longembed.errors import UserError
 from longembed.judging.pool import Searcher
 from longembed.retrieval.strategy import BM25, Strategy
 from longembed.search.build import build_index
+from longembed.search.build_precision import with_dtype
+from longembed.search.embedding import VectorLookup
 from longembed.search.index import SearchIndex, open_index
+from longembed.search.snapshot import read_snapshot
 from longembed.search.sources import Document
+from longembed.search.version_files import saved_version
 from longembed.tasks.judgment_log import write_durably
 
 #: what the last build here indexed (:func:`build_fingerprint`), written after it completed
@@ -75,11 +82,78 @@ def build_pool_indexes(
             continue
         say(f"[{i}/{len(candidates)}] index {candidate.name}: {candidate.description}")
         began = time.perf_counter()
-        build_index(path, documents, strategy, name=candidate.name, device=device, batch_size=batch_size,
-                    show_progress=False, log=None)
+        twin = dense_twin(documents, strategy, folder)
+        build_index(path, documents, strategy if twin is None else twin_dtype(strategy, twin), name=candidate.name,
+                    device=device, batch_size=batch_size, show_progress=False, log=None,
+                    cached=None if twin is None else twin_vectors(twin), pieces_from=twin)
         write_durably(path / BUILT_FILE, fingerprint + "\n")
         say(f"    ready in {time.perf_counter() - began:.1f} s ({path})")
     return built
+
+
+@dataclass(frozen=True)
+class PoolIndexes:
+    """What a running session needs to pool more strategies (the Advise button's pool-back): the model,
+    the documents and the folder of the indexes, built as :func:`build_pool_indexes` builds them."""
+
+    model: str
+    documents: Sequence[Document]
+    folder: Path
+    chunking: str | None = None
+    device: str | None = None
+    batch_size: int = 16
+
+    def searchers(self, names: Sequence[str], say: Callable[[str], None] = print) -> dict[str, Searcher]:
+        """The searchers of the candidates among ``names`` (others, a tuned fusion, are left out), their
+        indexes built or brought up to date first."""
+        known = {candidate.name for candidate in pool_candidates(self.model, None, self.chunking)}
+        wanted = [name for name in names if name in known]
+        if not wanted:
+            return {}
+        candidates = pool_candidates(self.model, wanted, self.chunking)
+        indexes = build_pool_indexes(self.documents, candidates, self.folder, self.device, self.batch_size, say)
+        return open_searchers(indexes, self.device)
+
+
+def dense_twin(documents: Sequence[Document], strategy: Strategy, folder: Path) -> Path | None:
+    """The index under ``folder`` of a hybrid's dense strategy (itself without BM25) built here from these
+    documents, whose vectors the hybrid's are (None: not a hybrid, or no such index)."""
+    if strategy.fusion is None or not folder.is_dir():
+        return None
+    dense = replace(strategy, fuse=None, fuse_method=None, fuse_weight=None, fuse_k=None)
+    fingerprint = build_fingerprint(documents, dense)
+    return next((path for path in sorted(folder.iterdir()) if path.is_dir() and _recorded(path) == fingerprint), None)
+
+
+def twin_dtype(strategy: Strategy, twin: Path) -> Strategy:
+    """The hybrid in the dtype its twin's ``--dtype auto`` chose, which need not be chosen again (that
+    embeds a sample of the documents twice)."""
+    saved = saved_version(twin)
+    dtype = None if saved is None else read_snapshot(saved[1]).metadata.get("dtype")
+    if strategy.encoder_options.get("dtype") != DTYPE_AUTO or not isinstance(dtype, str):
+        return strategy
+    return with_dtype(strategy, dtype)
+
+
+def twin_vectors(twin: Path) -> Callable[[LongContextEncoder, str], VectorLookup | None]:
+    """:func:`build_index`'s ``cached`` from the twin's saved version: each document's chunk vectors, found
+    by its text, when the twin embedded with this document prompt (None: it has no saved version)."""
+    def lookup(_encoder: LongContextEncoder, prompt: str) -> VectorLookup | None:
+        saved = saved_version(twin)
+        if saved is None:
+            return None
+        snapshot = read_snapshot(saved[1])
+        if snapshot.vectors is None or snapshot.metadata["prompts"]["document"] != prompt:
+            return None
+        firsts = np.concatenate([[0], np.cumsum(snapshot.rows)])
+        position = {snapshot.text(d): d for d in range(len(snapshot.doc_ids))}
+        vectors = snapshot.vectors
+
+        def found(texts: Sequence[str]) -> list[np.ndarray | None]:
+            rows = [position.get(text) for text in texts]
+            return [None if d is None else np.array(vectors[firsts[d]:firsts[d + 1]]) for d in rows]
+        return found
+    return lookup
 
 
 def build_fingerprint(documents: Sequence[Document], strategy: Strategy) -> str:

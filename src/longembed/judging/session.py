@@ -61,6 +61,26 @@ class JudgingSession:
             extended, added = extended + 1, added + len(after.pool) - before
         return extended, added
 
+    def unpooled(self, searchers: Mapping[str, Searcher], depth: int) -> int:
+        """How many results :meth:`pool_more` with these arguments would add to the questions asked: what
+        judging them costs (the page's "judge these 23 results")."""
+        merged = {**self.searchers, **searchers}
+        added = 0
+        for question in self.log.questions():
+            deeper = question.pool_depth < depth
+            found = {str(result["id"]) for name, search in merged.items() if deeper or name not in question.strategies
+                     for result in list(search(question.text, depth))[:depth]}
+            added += len(found - set(question.pool))
+        return added
+
+    def pool_more(self, searchers: Mapping[str, Searcher], depth: int) -> tuple[int, int]:
+        """Pool ``searchers`` too, ``depth`` deep at least, from now on and into every question asked
+        (:meth:`extend_pools`); (questions extended, results added)."""
+        with self._pooling:
+            self.searchers = {**self.searchers, **searchers}
+            self.depth = max(self.depth, depth)
+            return self.extend_pools()
+
     def question(self, query_id: str) -> dict[str, Any]:
         return self.payload(self.log.question(query_id))
 

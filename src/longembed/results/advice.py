@@ -137,8 +137,8 @@ class StrategyResult(Record):
     config: dict[str, Any] = field(default_factory=dict)
     # the commands that rerun it: "eval" (reproduces its score), "serve" (its model), "index" (its index)
     commands: dict[str, str] = field(default_factory=dict)
-    # the dtype each command runs the model in ("eval": float32 unless the strategy gives one; "serve" and
-    # "index": --dtype auto as it resolved where advise ran, see Advice.dtype_auto); empty for BM25
+    # the dtype each command runs the model in: the strategy's, else eval's float32 for all three (index
+    # --from-advice builds in the dtype advise scored; serve runs the index's); empty for BM25
     dtypes: dict[str, str] = field(default_factory=dict, metadata={"omit_empty": True})
     # a tuned fusion: the rule fitted on every query, the grid, the folds and seed, each fold's rule, and the
     # fitted rule's in-sample score (``score`` is out-of-fold; :mod:`longembed.evaluation.fusion_tuning`)
@@ -244,7 +244,7 @@ class Advice(Record):
     margin: float = 2.0  # the non-inferiority margin, in the score's points
     comparison: str | None = None  # the full paired comparison's folder, relative to the advice folder
     created: str = ""
-    dtype_auto: str = ""  # what --dtype auto (serve's and index's default) chose where advise ran, and why
+    dtype_auto: str = ""  # what --dtype auto (index's default without --from-advice) chose where advise ran, and why
 
     file_name: ClassVar[str] = ADVICE_FILE
 

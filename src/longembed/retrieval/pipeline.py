@@ -60,6 +60,18 @@ class RankedDocuments:
         return competition_ranks_of(lexical_ranking(scores) if system == LEXICAL else scores, documents)
 
 
+def lexical_candidates(scores: np.ndarray, wanted: int) -> np.ndarray:
+    """The documents of BM25's ``wanted`` best scores for one query (in no order) that BM25 ranks at all
+    (:func:`~longembed.retrieval.rank_fusion.lexical_ranking`): the lexical side's candidates that an ANN
+    search adds to its own, so a fused ranking misses no document BM25 put near the top."""
+    ranking = lexical_ranking(scores)
+    wanted = min(wanted, len(ranking))
+    if wanted < 1:
+        return np.empty(0, dtype=np.int64)
+    top = np.argpartition(-ranking, wanted - 1)[:wanted]
+    return top[np.isfinite(ranking[top])]
+
+
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
     """``vectors`` as float32 rows of length 1 (a zero row stays zero): cosine is then a dot product."""
     vectors = np.asarray(vectors, dtype=np.float32)

@@ -328,6 +328,7 @@ def build_index(
     cached: Callable[[LongContextEncoder, str], VectorLookup | None] | None = None,
     lock_expiry: float = LOCK_EXPIRY_SECONDS,
     passage_vectors: bool = True,
+    pieces_from: str | Path | None = None,
 ) -> BuildReport:
     """Index ``documents`` at ``path`` with ``strategy`` (see the module docstring), recorded as ``name``
     (default: the strategy's own, e.g. ``late-chunks+bm25``).
@@ -346,6 +347,9 @@ def build_index(
     ``passage_vectors``: embed every document's sentence pieces and save them with the version (a dense
     strategy, an index on disk or S3), so that a search chooses passages without the model; False: a search
     embeds its results' pieces (``index --no-passage-vectors``: less disk and build time).
+    ``pieces_from``: another index of these documents whose saved passage vectors a new index may take
+    where they are the same vectors (same model, dtype, prompts and strategy but for its fusion with BM25:
+    a hybrid's dense twin), when this index has no saved version of its own to reuse.
     A BlockingIOError when another build holds the index.
     """
     if prefetch < 0 or write_rows < 1 or batch_documents < 1:
@@ -366,7 +370,7 @@ def build_index(
         times.add("planning", time.perf_counter() - start)  # opening the database, taking its lock
         report = _build(store, path, documents, strategy, name, rebuild, ann, device, batch_size, batch_documents,
                         engine, on_plan, show_progress, say, keep, prefetch, write_rows, times, cached, lock,
-                        passage_vectors)
+                        passage_vectors, pieces_from)
     times.stop()
     return report
 
@@ -377,7 +381,8 @@ def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], s
            show_progress: bool, say: Callable[[str], None], keep: Sequence[str], prefetch: int, write_rows: int,
            times: StageTimes,
            cached: Callable[[LongContextEncoder, str], VectorLookup | None] | None = None,
-           lock: BuildLock | None = None, passage_vectors: bool = True) -> BuildReport:
+           lock: BuildLock | None = None, passage_vectors: bool = True,
+           pieces_from: str | Path | None = None) -> BuildReport:
     with times.stage("planning"):
         table, committed, present = None, {}, {}
         if not rebuild and store.has_table():  # a damaged table is never opened to be replaced
@@ -427,7 +432,8 @@ def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], s
             # encoded elsewhere: the wait for the workers' rows, the appends apart
             times.add("encoding", time.perf_counter() - start - (times.seconds["writing"] - written))
         appends.flush()
-    pieces = PassagePieces(path, encoder, batch_size, show_progress, reuse=not (rebuild or fresh))
+    pieces = PassagePieces(path, encoder, batch_size, show_progress, reuse=not (rebuild or fresh),
+                           elsewhere=pieces_from)
     note = pieces.note(passage_vectors)
     with times.stage("finishing"):
         ann_done = update_ann_index(table, ann)
@@ -458,9 +464,9 @@ class PassagePieces:
     what was done."""
 
     def __init__(self, path: str | Path, encoder: LongContextEncoder | None, batch_size: int, show_progress: bool,
-                 reuse: bool) -> None:
+                 reuse: bool, elsewhere: str | Path | None = None) -> None:
         self.path, self.encoder, self.batch_size = path, encoder, batch_size
-        self.show_progress, self.reuse = show_progress, reuse
+        self.show_progress, self.reuse, self.elsewhere = show_progress, reuse, elsewhere
         self.seconds = 0.0
         self.counts: PieceCounts | None = None
         self.scratch = scratch_file(work_folder(path))
@@ -490,14 +496,16 @@ class PassagePieces:
 
     def _previous_folder(self) -> Path | None:
         """The folder of the last complete snapshot (the pointer still names it while this one is
-        written); None when there is none to reuse, or its pointer cannot be read (all embedded again)."""
-        if not self.reuse:
-            return None
-        try:
-            saved = saved_version(self.path)
-        except UserError:
-            return None
-        return None if saved is None else saved[1]
+        written), else of ``elsewhere``'s; None when there is none to reuse, or its pointer cannot be read
+        (all embedded again)."""
+        for index in ([self.path] if self.reuse else []) + ([] if self.elsewhere is None else [self.elsewhere]):
+            try:
+                saved = saved_version(index)
+            except UserError:
+                continue
+            if saved is not None:
+                return saved[1]
+        return None
 
     def discard(self) -> None:
         """Remove the vectors' scratch file when the snapshot did not take it (a failed write)."""

@@ -54,6 +54,7 @@ from longembed.retrieval.pipeline import (
     DenseScores,
     RankedDocuments,
     exact_dense_scores,
+    lexical_candidates,
     rank_documents,
     unit_rows,
 )
@@ -277,8 +278,7 @@ class SearchIndex:
         for q, vector in enumerate(vectors):
             extra = None
             if lexical is not None:
-                extra = np.argpartition(-lexical[q], wanted - 1)[:wanted]
-                extra = extra[lexical[q, extra] > 0]
+                extra = lexical_candidates(lexical[q], wanted)
             dense[q], best[q] = self.ann.document_scores(vector, k, self._data.vectors, self._data.rows,
                                                          self._position, extra)
         return DenseScores(dense, best)

@@ -36,7 +36,10 @@ PIECES_PER_CALL = 2048
 #: 81 s at 16 per batch, 46 s at 64)
 PIECE_BATCH_FACTOR = 8
 #: the metadata a snapshot's piece vectors depend on: saved pieces are reused only when these are equal
+#: (the strategy's config without its fusion with BM25, which changes no vector: a hybrid and its dense twin)
 _SAME_VECTORS = ("config", "prompts", "model", "dtype")
+#: the config keys of a strategy's fusion with BM25
+FUSION_KEYS = ("fuse", "fuse_method", "fuse_weight", "fuse_k")
 
 
 @dataclass
@@ -62,11 +65,20 @@ def previous_snapshot(folder: Path | None, metadata: dict[str, Any]) -> Snapshot
         previous = read_snapshot(folder)
     except (OSError, EOFError, ValueError, KeyError, TypeError, pa.ArrowException, UserError):  # unreadable: embed all
         return None
-    if previous.pieces is None or any(previous.metadata.get(k) != metadata.get(k) for k in _SAME_VECTORS):
+    if previous.pieces is None or any(_vector_part(previous.metadata, k) != _vector_part(metadata, k)
+                                      for k in _SAME_VECTORS):
         return None
     if previous.pieces.rule != PIECES_FORMAT:  # pieces of another rule: this build's documents are split anew
         return None
     return previous
+
+
+def _vector_part(metadata: dict[str, Any], key: str) -> Any:
+    """The metadata ``key`` as far as piece vectors depend on it (a config without its fusion keys)."""
+    value = metadata.get(key)
+    if key == "config" and isinstance(value, dict):
+        return {k: v for k, v in value.items() if k not in FUSION_KEYS}
+    return value
 
 
 def embed_pieces(snapshot: Snapshot, encoder: LongContextEncoder, prompt: str, scratch: Path,

@@ -35,6 +35,7 @@ import datetime as _dt
 import fcntl
 import json
 import os
+import shutil
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -190,6 +191,23 @@ class JudgmentLog:
             return question
 
     # -------------------------------------------------------------------------------------------- the log
+
+    def snapshot(self, destination: str | Path, corpus: str = "corpus.jsonl") -> Path:
+        """Copy the task as it stands (corpus, queries, qrels and this log) to ``destination`` under the
+        lock, so a reader (``advise`` on the judging page) sees one consistent moment while judging goes on.
+        The corpus is hard-linked when it can be (it is replaced by a rename, never written in place)."""
+        destination = Path(destination)
+        (destination / QRELS_FILE).parent.mkdir(parents=True, exist_ok=True)
+        with self._locked():
+            for name in (QUERIES_FILE, QRELS_FILE, LOG_FILE):
+                shutil.copyfile(self.folder / name, destination / name)
+            source, target = self.folder / corpus, destination / corpus
+            target.unlink(missing_ok=True)
+            try:
+                os.link(source, target)
+            except OSError:
+                shutil.copyfile(source, target)
+        return destination
 
     def _read(self) -> dict[str, JudgedQuestion]:
         questions: dict[str, JudgedQuestion] = {}

@@ -32,7 +32,9 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
             "shuffled and without saying which strategy found which, and grade each relevant (2), partly (1) or "
             "not (0) by click or key. Every click is appended to OUT/judgments.jsonl and fsynced, and "
             "OUT/queries.jsonl and OUT/qrels/test.tsv are rewritten from it: OUT is a BEIR task folder for "
-            "longembed eval --task-dir and longembed advise --task-dir. A rerun resumes where it stopped."
+            "longembed eval --task-dir and longembed advise --task-dir. The page's Advise button runs advise on "
+            "the judgments so far in the background (judging goes on) and shows its recommendation, each strategy's "
+            "judged@10 and the index command to use next. A rerun resumes where it stopped."
         ),
     )
     parser.add_argument("--docs", type=Path, required=True, metavar="DIR", help="the documents (a folder)")

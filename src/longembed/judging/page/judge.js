@@ -5,6 +5,8 @@
 const GRADES = [[2, "Relevant", "r"], [1, "Partly", "p"], [0, "Not relevant", "x"]];
 const KEY_GRADES = { "2": 2, "r": 2, "1": 1, "p": 1, "0": 0, "x": 0 };
 const CONTEXT = 160;  // characters of context shown on each side of a passage
+// a strategy against the best, as advice.md says it (within the margin, worse by more, the data can't tell)
+const VERDICTS = { best: "best", within: "within", worse: "worse", undecided: "can't tell" };
 
 let question = null;  // the question shown: {query_id, text, left, next, results: [...]}
 let current = 0;      // the result the keys act on
@@ -164,6 +166,90 @@ async function next() {
   } catch (err) { if (mine === view) status(err.message, true); }
 }
 
+// Advise: advise runs on the server in the background; the page polls its state until it is done.
+let polling = null;
+
+async function advise() {
+  $("advice").hidden = false;
+  await saving;  // the clicks made so far are in the judgments advise reads
+  try { showAdvice(await api("POST", "/judge/advice")); } catch (err) { adviceState(err.message, true); return; }
+  pollAdvice();  // at least once: a start answers "running"
+}
+
+function pollAdvice() {
+  clearTimeout(polling);
+  polling = setTimeout(async () => {
+    try {
+      const data = await api("GET", "/judge/advice");
+      showAdvice(data);
+      if (stillWorking(data)) pollAdvice();
+    } catch (err) { adviceState(err.message, true); pollAdvice(); }
+  }, 700);
+}
+
+function stillWorking(data) {  // advise running, or its offer to pool more still being counted
+  return data.state === "running" || Boolean(data.advice && data.advice.pool_back && data.advice.pool_back.pending);
+}
+
+function adviceState(text, error = false) {
+  $("advice-state").textContent = text;
+  $("advice-state").classList.toggle("error", error);
+}
+
+function showAdvice(data) {
+  $("advice").dataset.state = data.state;
+  $("advice-lines").textContent = data.state === "running" ? data.lines.join("\n") : "";
+  $("advice-lines").hidden = data.state !== "running";
+  $("advise").disabled = data.state === "running";
+  const since = data.judged_since ? ` · ${data.judged_since} judgments made since: press Advise again to include them` : "";
+  if (data.state === "running") adviceState(`Advising on ${data.judgments} judgments… (keep judging meanwhile)`);
+  else if (data.state === "failed") adviceState(`advise failed: ${data.error}`, true);
+  else if (data.state === "done") adviceState(`From ${data.judgments} judgments${since}`);
+  $("advice-result").hidden = data.state !== "done" || !data.advice;
+  if (data.state === "done" && data.advice) renderAdvice(data.advice);
+}
+
+function renderAdvice(a) {
+  const choice = $("advice-choice");
+  choice.replaceChildren(el("strong", "", `Use ${a.choice}`), `: ${a.reason.replace(/^Use \S+:?\s*/, "")}`);
+  const body = $("advice-table").tBodies[0];
+  body.replaceChildren();
+  for (const s of a.strategies) {
+    const row = el("tr", (s.choice ? "chosen" : "") + (s.low ? " low" : ""));
+    const name = el("td", "name", s.name);
+    name.title = s.description;
+    const score = el("td", "num", s.score.toFixed(1));
+    if (s.low_bound !== null) score.append(" ", el("span", "interval", `[${s.low_bound.toFixed(1)}, ${s.high_bound.toFixed(1)}]`));
+    const judged = el("td", "num judged", s.judged_at_10 === null ? "–" : `${s.judged_at_10.toFixed(1)}%${s.low ? " ⚠" : ""}`);
+    judged.title = s.judged_at_10 === null ? "not measured (a fitted rule)" : (s.pooled ? "pooled" : "not pooled");
+    row.append(name, score, el("td", "verdict", VERDICTS[s.verdict] || s.verdict), judged);
+    body.append(row);
+  }
+  $("advice-warning").textContent = a.warning;
+  $("advice-warning").hidden = !a.warning;
+  const offer = a.pool_back;
+  $("advice-pool").hidden = !offer;
+  $("pool-back").hidden = !offer || Boolean(offer.pending);
+  $("pool-counting").hidden = !offer || !offer.pending;
+  if (offer && offer.pending) {
+    $("pool-counting").textContent = `Counting the unjudged results of ${offer.strategies.join(", ")}…`;
+  } else if (offer) {
+    $("pool-back").textContent = `Judge these ${offer.results} results to compare ${offer.strategies.join(", ")} fairly`;
+  }
+  $("advice-commands").textContent = `${a.commands.index}\n${a.commands.search}`;
+}
+
+async function poolBack() {
+  $("pool-back").disabled = true;
+  try {
+    const data = await api("POST", "/judge/pool");
+    $("advice-pool").hidden = true;
+    showProgress(data.progress);
+    status(`${data.added} results added to ${data.questions} questions`);
+    next();
+  } catch (err) { status(err.message, true); } finally { $("pool-back").disabled = false; }
+}
+
 function onKey(event) {
   if (event.target instanceof HTMLInputElement) {
     if (event.key === "Escape") event.target.blur();
@@ -176,6 +262,8 @@ function onKey(event) {
   else if ((key === "k" || key === "ArrowUp") && question) { current = Math.max(current - 1, 0); highlight(); }
   else if (key === "n") next();
   else if (key === "/") $("question").focus();
+  else if (key === "a") advise();
+  else if (key === "Escape") $("advice").hidden = true;
   else return;
   event.preventDefault();
 }
@@ -187,6 +275,15 @@ document.addEventListener("DOMContentLoaded", () => {
     if (text) { $("question").value = ""; $("question").blur(); ask(text); }
   });
   $("next").addEventListener("click", () => next());
+  $("advise").addEventListener("click", () => advise());
+  $("advice-close").addEventListener("click", () => { $("advice").hidden = true; });
+  $("pool-back").addEventListener("click", () => poolBack());
   document.addEventListener("keydown", onKey);
   next();  // resume: the first question with results left, or the first queued one
+  api("GET", "/judge/advice").then((data) => {  // an advice still running when the page was reloaded
+    if (data.state !== "running") return;
+    $("advice").hidden = false;
+    showAdvice(data);
+    if (stillWorking(data)) pollAdvice();
+  }).catch(() => {});
 });
