@@ -16,6 +16,7 @@ from longembed.retrieval.strategy import (
     CHUNKS,
     FUSION_SUFFIX,
     LATE_CHUNKS,
+    LATE_TOKENS,
     OVERLAP_NAIVE_CHUNKS,
     TRAINED_LATE_CHUNKS,
     TRUNCATE,
@@ -26,6 +27,11 @@ from longembed.retrieval.strategy import (
 #: The extension method that fits each position scheme (LongEmbed's best training-free choice per family
 #: that longembed can also export: PI for absolute positions, NTK for RoPE; ALiBi extrapolates natively).
 EXTENSION_FOR_SCHEME = {APE: "pi", ROPE: "ntk", ALIBI: "native"}
+#: Why late interaction is not a candidate yet: advise recommends what ``index`` + ``search`` reproduce.
+LATE_INTERACTION_LEFT_OUT = (
+    "late interaction (late-tokens, naive-tokens: one vector per token, MaxSim) runs in `longembed eval "
+    "--granularity tokens` only: an index keeps no token vectors yet, so its recommended command could not "
+    "reproduce its score (issue 56)")
 
 
 
@@ -100,6 +106,7 @@ def plan_candidates(
                           granularity=CHUNKS, late=True)
         dense.append(Candidate(TRAINED_LATE_CHUNKS, trained, f"late chunks ({chunking}) of the model fine-tuned for "
                                f"them ({contextual.folder}, run with {contextual.method} at {contextual.max_length})"))
+    left_out[LATE_TOKENS] = LATE_INTERACTION_LEFT_OUT
     hybrids = [Candidate(c.name + FUSION_SUFFIX, replace(c.strategy, fuse=BM25),
                          f"{c.name} fused with BM25 ({Fusion(BM25).describe()})") for c in dense]
     tuned = [Candidate(c.name + TUNED_SUFFIX, c.strategy, f"{c.name[: -len(FUSION_SUFFIX)]} fused with BM25 by the "

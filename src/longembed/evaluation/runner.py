@@ -40,7 +40,7 @@ import numpy as np
 
 from longembed.encoder_protocol import Encoder, TextScorer
 from longembed.errors import UserError
-from longembed.evaluation.cache.wrapper import CachedEncoder, chunk_keys, chunk_quantity
+from longembed.evaluation.cache.wrapper import CachedEncoder, chunk_keys, chunk_quantity, token_quantity
 from longembed.evaluation.estimate import SideToEncode, estimate_cost
 from longembed.evaluation.provenance import (
     encoder_device,
@@ -52,6 +52,7 @@ from longembed.evaluation.scoring import (
     Unit,
     average,
     average_interval,
+    check_token_unit,
     context_spans,
     hub_warnings,
     load_units,
@@ -64,7 +65,7 @@ from longembed.evaluation.task_options import SyntheticOptions
 from longembed.results import RunConfig, RunResults
 from longembed.results.files import RunFolder
 from longembed.retrieval.pipeline import DenseScores
-from longembed.retrieval.strategy import BM25, Strategy
+from longembed.retrieval.strategy import BM25, DOCUMENT, Strategy
 from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS, Task, get_task
 from longembed.tasks.subsample import SubsampledTask
 from longembed.tasks.task_dir import TaskDirRecord, task_dir_tasks
@@ -253,8 +254,8 @@ def plan_run(model: Encoder | CachedEncoder | TextScorer, spec: EvalSpec) -> Run
     versions = library_versions()
     if isinstance(model, TextScorer):
         name = model.metadata.name
-        if strategy.chunked:
-            raise UserError(f"{name} scores whole documents: granularity='chunks' needs an encoder")
+        if strategy.granularity != DOCUMENT:
+            raise UserError(f"{name} scores whole documents: granularity={strategy.granularity!r} needs an encoder")
         if strategy.fusion is not None:
             raise UserError(f"fuse='bm25' fuses an encoder's ranking with BM25's: the model is {name} already")
         scorer: CachedEncoder | TextScorer = model
@@ -274,6 +275,8 @@ def plan_run(model: Encoder | CachedEncoder | TextScorer, spec: EvalSpec) -> Run
     results = RunResults(config=described, created=_dt.datetime.now(tz=_dt.UTC).isoformat(timespec="seconds"),
                          versions=versions)
     units, results.skipped = load_units(task_objects, data_path, length_list, say)
+    for unit in units:
+        check_token_unit(unit, strategy)
     _record_task_dirs(task_objects, described, say)
     results.estimate = estimate_cost(
         [(u.label, *_sides_to_encode(u, sides, strategy)) for u in units],
@@ -387,7 +390,12 @@ def _sides_to_encode(
         side = sides.get(name)
         prompt, tau = (side.prompt, side.temperature) if side else ("", None)
         to_encode = SideToEncode(list(texts.values()), unit.shard(name), prompt, tau)
-        if name == "documents" and strategy.chunked and data.passages is None:
+        if strategy.multivector:  # token states cost what late (one pass) or naive chunks cost
+            document = name == "documents"
+            late = strategy.late or not document
+            to_encode.quantity = token_quantity(late, strategy.chunking, document)
+            to_encode.chunking, to_encode.late = strategy.chunking, late
+        elif name == "documents" and strategy.chunked and data.passages is None:
             to_encode.quantity = chunk_quantity(strategy.chunking, strategy.late)
             to_encode.chunking, to_encode.late = strategy.chunking, strategy.late
         elif name == "documents" and strategy.chunked and strategy.late:

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from longembed.encoder_protocol import TextScorer
+from longembed.errors import UserError
 from longembed.evaluation.cache import CachedEncoder
 from longembed.evaluation.cache.wrapper import CachedEncoding
 from longembed.evaluation.metrics import (
@@ -47,6 +48,7 @@ from longembed.results import (
 from longembed.results.intervals import bootstrap_interval, stratified_bootstrap_interval
 from longembed.results.run_results import JUDGED_AT_10, SECONDARY_METRICS
 from longembed.retrieval.bm25 import BM25Model
+from longembed.retrieval.maxsim import maxsim_scores
 from longembed.retrieval.pipeline import DenseScores, exact_dense_scores, rank_documents
 from longembed.retrieval.strategy import Strategy
 from longembed.tasks import DEFAULT_TASKS, SYNTHETIC_LENGTHS, RetrievalData, Task, TaskDataMissing
@@ -140,12 +142,15 @@ def score_unit(
         doc_tokens = np.asarray([round(len(t.split()) / WORDS_PER_TOKEN) for t in doc_texts])
         encode_seconds = 0.0
     else:
-        documents = encode_documents(unit, model, sides["documents"], strategy)
-        queries = model.encode(
-            query_texts, shard=unit.shard("queries"), prompt=sides["queries"].prompt,
-            temperature=sides["queries"].temperature, desc=f"{unit.label} queries",
-        )
-        dense = exact_dense_scores(queries.vectors, documents.vectors, documents.rows)
+        if strategy.multivector:
+            documents, queries, dense = token_scores(unit, model, sides, strategy)
+        else:
+            documents = encode_documents(unit, model, sides["documents"], strategy)
+            queries = model.encode(
+                query_texts, shard=unit.shard("queries"), prompt=sides["queries"].prompt,
+                temperature=sides["queries"].temperature, desc=f"{unit.label} queries",
+            )
+            dense = exact_dense_scores(queries.vectors, documents.vectors, documents.rows)
         if strategy.fusion is not None:
             lexical = lexical_scores(BM25Model(), data, query_texts, doc_texts)
             if keep is not None:
@@ -157,7 +162,8 @@ def score_unit(
         cache = CacheUse(documents.n_cached, documents.n_encoded, queries.n_cached, queries.n_encoded)
         if max_length is not None:
             # chunks are never cut: late chunking runs long texts as overlapping windows
-            truncated = 0 if strategy.chunked else int(np.sum(doc_tokens > max_length))
+            # nor are token vectors: one pass runs as windows, naive chunks fit
+            truncated = 0 if strategy.chunked or strategy.multivector else int(np.sum(doc_tokens > max_length))
     ranked = rank_documents(doc_ids, max(DEFAULT_K_VALUES), dense=dense, lexical=lexical, fusion=strategy.fusion,
                             allowed=candidates(data, query_ids, doc_ids))
     ranking = {qid: [doc_ids[d] for d in row] for qid, row in zip(query_ids, ranked.order, strict=True)}
@@ -198,6 +204,40 @@ def score_unit(
                              for m in SECONDARY_METRICS}
                             | ({} if passage is None else {PASSAGE_HIT: passage_hit_interval(passage)}),
     )
+
+
+def token_scores(unit: Unit, model: CachedEncoder, sides: dict[str, Side],
+                 strategy: Strategy) -> tuple[CachedEncoding, CachedEncoding, DenseScores]:
+    """Late interaction (``granularity`` tokens): (documents' and queries' token vectors, MaxSim scores),
+    each query scored only against its :func:`candidates`; a document is its own best "chunk"."""
+    data = unit.data
+    check_token_unit(unit, strategy)
+    doc_side, query_side = sides["documents"], sides["queries"]
+    documents = model.encode_token_vectors(
+        list(data.corpus.values()), shard=unit.shard(doc_side.name), late=strategy.late, chunking=strategy.chunking,
+        prompt=doc_side.prompt, temperature=doc_side.temperature, desc=f"{unit.label} document tokens",
+    )
+    queries = model.encode_token_vectors(
+        list(data.queries.values()), shard=unit.shard(query_side.name), document=False, prompt=query_side.prompt,
+        temperature=query_side.temperature, desc=f"{unit.label} query tokens",
+    )
+    scores = maxsim_scores(queries.vectors, _rows(queries), documents.vectors, _rows(documents),
+                           allowed=candidates(data, list(data.queries), list(data.corpus)))
+    return documents, queries, DenseScores(scores, np.broadcast_to(np.arange(scores.shape[1]), scores.shape))
+
+
+def check_token_unit(unit: Unit, strategy: Strategy) -> None:
+    """A UserError for late interaction over one pass on a passage task (each passage's tokens taken from
+    its context's pass is not built yet)."""
+    if strategy.multivector and strategy.late and unit.data.passages is not None:
+        raise UserError(f"{unit.label} is a passage task: --granularity tokens --late (each passage's tokens from "
+                        "one pass over its context) is not built yet (issue 56); give --naive (each passage "
+                        "embedded alone)")
+
+
+def _rows(encoding: CachedEncoding) -> np.ndarray:
+    """Token vectors per text (every text has its own matrix, so ``rows`` is set but for no text at all)."""
+    return encoding.rows if encoding.rows is not None else np.ones(len(encoding.tokens), dtype=np.int64)
 
 
 def unit_passage_hits(unit: Unit, model: CachedEncoder | TextScorer, sides: dict[str, Side], strategy: Strategy,

@@ -80,6 +80,8 @@ def strategy_label(results: RunResults) -> str:
     strategy = config.retrieval()
     if strategy.chunked:
         parts.append(f"{'late' if strategy.late else 'naive'} chunks {strategy.chunking}")
+    elif strategy.multivector:  # late interaction: "late tokens maxsim", "naive tokens tokens:256 maxsim"
+        parts.append(f"{'late tokens' if strategy.late else f'naive tokens {strategy.chunking}'} maxsim")
     if strategy.fusion is not None:
         parts.append(fusion_label(strategy.fusion.to_dict()))
     return " ".join(parts)

@@ -20,8 +20,8 @@ from longembed.retrieval.fusion import FUSE_METHODS, FUSE_SOURCES, Fusion
 
 #: ``model`` of a strategy that is BM25 alone (no vectors).
 BM25 = "bm25"
-DOCUMENT, CHUNKS = "document", "chunks"
-GRANULARITIES = (DOCUMENT, CHUNKS)
+DOCUMENT, CHUNKS, TOKENS = "document", "chunks", "tokens"
+GRANULARITIES = (DOCUMENT, CHUNKS, TOKENS)
 #: What a strategy is: lexical only, dense only, or a dense ranking fused with BM25's.
 DENSE, HYBRID = "dense", "hybrid"
 #: The names :meth:`Strategy.from_name` reads and :attr:`Strategy.name` gives.
@@ -32,6 +32,12 @@ TUNED_SUFFIX = "-tuned"
 #: Naive chunks whose neighbours share tokens (``tokens:SIZE:OVERLAP``): a chunk boundary cuts no passage
 #: that one chunk does not also hold whole (up to the overlap).
 OVERLAP_NAIVE_CHUNKS = "naive-chunks-overlap"
+#: Late interaction (``--granularity tokens``, ColBERT's MaxSim over one vector per token): the token states of
+#: one pass over the whole document (``--late``, as windows of Lt) or of each chunk embedded alone (``--naive``).
+LATE_TOKENS, NAIVE_TOKENS = "late-tokens", "naive-tokens"
+#: Why index / search / serve refuse ``--granularity tokens`` for now.
+TOKENS_NOT_SEARCHABLE = ("--granularity tokens (late interaction, MaxSim) runs in eval only for now (issue 56): "
+                         "an index stores one vector per document or chunk, not per token")
 #: What advise calls the late chunks of a ``longembed train contextual`` folder (a name :attr:`Strategy.name`
 #: gives as late-chunks).
 TRAINED_LATE_CHUNKS = "trained-late-chunks"
@@ -63,14 +69,17 @@ class Strategy:
                                                     default_factory=dict, flag=False)
     granularity: str = flag_field(
         "document: one vector per document; chunks: a document scores its best chunk (MaxSim), and a passage "
-        "task (qmsum_passages) embeds its passages with their context (default: document)",
+        "task (qmsum_passages) embeds its passages with their context; tokens: late interaction, one vector per "
+        "token, a document scores the sum over query tokens of its best-matching token (ColBERT's MaxSim), its "
+        "tokens from one pass over the whole document (--late) or from each chunk alone (--naive; eval only) "
+        "(default: document)",
         DOCUMENT, choices=GRANULARITIES, group=CHUNK_GROUP, show_default=False,
     )
     chunking: str = flag_field("with --granularity chunks: tokens:SIZE[:OVERLAP] or sentences:N (default "
                                "tokens:256)", DEFAULT_CHUNKING, group=CHUNK_GROUP, metavar="SPEC", show_default=False)
     late: bool = flag_field("", True, group=CHUNK_GROUP, show_default=False, switches={
         "--late": (True, "late chunking: one pass over the whole document, chunk = mean of its token states "
-                   "(default)"),
+                   "(with --granularity tokens: each token's own state) (default)"),
         "--naive": (False, "naive chunking: every chunk embedded alone"),
     })
     fuse: str | None = flag_field(
@@ -105,10 +114,12 @@ class Strategy:
         # one spelling of each chunking ("tokens:256:0" is "tokens:256"), so equal strategies compare, cache
         # and round-trip (advice.json, an index's metadata) alike
         object.__setattr__(self, "chunking", str(parse_chunking(self.chunking)))
+        if self.multivector and self.late:  # one pass over the document: no chunking decides its tokens
+            object.__setattr__(self, "chunking", DEFAULT_CHUNKING)
         fusion = Fusion.from_options(self.fuse, self.fuse_method, self.fuse_weight, self.fuse_k)
-        if self.lexical_only and (fusion is not None or self.granularity == CHUNKS):
-            raise UserError("--fuse bm25 and --granularity chunks need an embedding model: model bm25 is BM25 "
-                             "alone (for a hybrid give --model MODEL --fuse bm25)")
+        if self.lexical_only and (fusion is not None or self.granularity != DOCUMENT):
+            raise UserError(f"--fuse bm25 and --granularity {CHUNKS}/{TOKENS} need an embedding model: model bm25 is "
+                             "BM25 alone (for a hybrid give --model MODEL --fuse bm25)")
         # one spelling of each fusion: the method's own parameter set, the other None
         normal = {"fuse_method": None, "fuse_k": None, "fuse_weight": None}
         if fusion is not None:
@@ -126,6 +137,16 @@ class Strategy:
     @property
     def chunked(self) -> bool:
         return self.granularity == CHUNKS
+
+    @property
+    def multivector(self) -> bool:
+        """Late interaction: one vector per token, scored by MaxSim (``granularity`` tokens)."""
+        return self.granularity == TOKENS
+
+    @property
+    def cuts_chunks(self) -> bool:
+        """Whether ``chunking`` decides the vectors: chunks, or the tokens of naive chunks."""
+        return self.chunked or (self.multivector and not self.late)
 
     @property
     def fusion(self) -> Fusion | None:
@@ -155,12 +176,16 @@ class Strategy:
     @property
     def name(self) -> str:
         """The name advise gives this strategy: ``bm25``, ``truncate``, ``pi-4096``, ``naive-chunks``,
-        ``naive-chunks-overlap`` (token chunks sharing tokens with their neighbours), ``late-chunks``, a dense one with ``+bm25`` (``+bm25-linear`` for the linear mix)."""
+        ``naive-chunks-overlap`` (token chunks sharing tokens with their neighbours), ``late-chunks``,
+        ``late-tokens`` / ``naive-tokens`` (late interaction), a dense one with ``+bm25`` (``+bm25-linear`` for
+        the linear mix)."""
         if self.lexical_only:
             return BM25
         method = self.method or TRUNCATE
         if self.chunked:
             base = LATE_CHUNKS if self.late else OVERLAP_NAIVE_CHUNKS if chunk_overlap(self.chunking) else NAIVE_CHUNKS
+        elif self.multivector:
+            base = LATE_TOKENS if self.late else NAIVE_TOKENS
         else:
             base = method if method == TRUNCATE or self.max_length is None else f"{method}-{self.max_length}"
         if self.fuse is None:
@@ -198,21 +223,28 @@ class Strategy:
                            chunking=overlapping(base.chunking))
         if dense == LATE_CHUNKS:
             return replace(common, method=base.method or TRUNCATE, granularity=CHUNKS, late=True)
+        if dense == LATE_TOKENS:
+            return replace(common, method=base.method or TRUNCATE, granularity=TOKENS, late=True)
+        if dense == NAIVE_TOKENS:
+            return replace(common, method=TRUNCATE, max_length=None, granularity=TOKENS, late=False)
         match = re.fullmatch(r"([a-z_]+)-(\d+)", dense)
         if match is None:
             raise UserError(f"--strategy {name!r} is not a strategy name advise prints (bm25, truncate, "
-                             "<method>-<length> such as pi-4096, naive-chunks, naive-chunks-overlap, late-chunks, each "
-                             "dense one with +bm25)")
+                             "<method>-<length> such as pi-4096, naive-chunks, naive-chunks-overlap, late-chunks, "
+                             "late-tokens, naive-tokens, each dense one with +bm25)")
         return replace(common, method=match.group(1), max_length=int(match.group(2)))
 
     # ------------------------------------------------------------------ files
     def to_dict(self) -> dict[str, Any]:
         """The strategy as advice.json's ``config``, an index's metadata and results.json record it: every
-        field, keyed by its name (``chunking``/``late`` null for one vector per document)."""
+        field, keyed by its name (``chunking``/``late`` null for one vector per document; ``chunking`` null
+        for the tokens of one pass over the document, which no chunking decides)."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["encoder_options"] = dict(self.encoder_options)
-        if not self.chunked:
+        if self.granularity == DOCUMENT:
             out["chunking"] = out["late"] = None
+        elif not self.cuts_chunks:
+            out["chunking"] = None
         return out
 
     @classmethod

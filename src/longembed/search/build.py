@@ -46,7 +46,7 @@ from longembed.diskspace import check_free_space
 from longembed.encoder import LongContextEncoder
 from longembed.errors import UserError
 from longembed.retrieval.model_files import model_identity, same_files
-from longembed.retrieval.strategy import BM25, Strategy
+from longembed.retrieval.strategy import BM25, TOKENS_NOT_SEARCHABLE, Strategy
 from longembed.search.ann import ann_wanted, update_ann_index
 from longembed.search.build_precision import PrecisionCheck, build_encoder, with_dtype
 from longembed.search.embedding import DocumentEmbedder, VectorLookup, resolved_prompts
@@ -355,6 +355,8 @@ def build_index(
     if prefetch < 0 or write_rows < 1 or batch_documents < 1:
         raise UserError(f"prefetch must be >= 0, write_rows and batch_documents >= 1 (got {prefetch}, "
                         f"{write_rows}, {batch_documents})")
+    if strategy.multivector:
+        raise UserError(TOKENS_NOT_SEARCHABLE)
     ann_wanted(ann, 0)  # a bad mode fails before anything is loaded
     check_document_sizes(documents, strategy)
     times = StageTimes() if times is None else times

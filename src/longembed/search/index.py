@@ -59,7 +59,7 @@ from longembed.retrieval.pipeline import (
     unit_rows,
 )
 from longembed.retrieval.ranking import strictly_decreasing
-from longembed.retrieval.strategy import BM25, Strategy
+from longembed.retrieval.strategy import BM25, TOKENS_NOT_SEARCHABLE, Strategy
 from longembed.search.document_files import read_document_files, servable_file
 from longembed.search.index_dtype import recorded_dtype
 from longembed.search.snapshot import Snapshot, read_snapshot
@@ -158,6 +158,8 @@ class SearchIndex:
         self.built_at = self._data.built_at
         self.metadata = self._data.metadata
         self.strategy = Strategy.from_dict(self.metadata["config"], default_model=BM25)
+        if self.strategy.multivector:  # a hand-edited metadata: no build writes one
+            raise UserError(f"{path}: {TOKENS_NOT_SEARCHABLE}")
         #: the ANN index searches use (None: an exact scan; see the module docstring)
         self.ann = None if self._data.ann is None or self._data.vectors is None else heavy.open_ann(path, self._data)
         #: the strategy's name when it was built (advise's, e.g. ``trained-late-chunks``, or its own)

@@ -177,11 +177,19 @@ class CacheNamespace:
                 yield shard
 
 
+def stored_dtype(array: np.ndarray) -> type:
+    """The dtype the cache keeps an array in: float16 stays float16 (late interaction's token vectors),
+    anything else is float32."""
+    return np.float16 if np.asarray(array).dtype == np.float16 else np.float32
+
+
 def stack_entries(vectors: np.ndarray | Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray | None]:
-    """(the rows as one float32 (n, dim) array, rows per entry or None when every entry is one vector)."""
+    """(the rows as one (n, dim) array, float32 unless every entry is float16; rows per entry or None when
+    every entry is one vector)."""
     if isinstance(vectors, np.ndarray) and vectors.ndim == 2:
-        return np.ascontiguousarray(vectors, dtype=np.float32), None
-    entries = [np.asarray(v, dtype=np.float32) for v in vectors]
+        return np.ascontiguousarray(vectors, dtype=stored_dtype(vectors)), None
+    half = len(vectors) > 0 and all(np.asarray(v).dtype == np.float16 for v in vectors)
+    entries = [np.asarray(v, dtype=np.float16 if half else np.float32) for v in vectors]
     if all(e.ndim == 1 for e in entries):
         dim = entries[0].shape[0] if entries else 0
         return np.ascontiguousarray(np.stack(entries) if entries else np.zeros((0, dim), np.float32)), None
@@ -211,7 +219,8 @@ def _read_part(path: Path) -> tuple[list[str], list[np.ndarray], np.ndarray] | N
         with np.load(path, allow_pickle=False) as data:
             key_array = np.asarray(data["keys"], dtype=_KEY_DTYPE)
             keys = [k.decode("ascii") for k in key_array]
-            vectors = np.ascontiguousarray(data["vectors"], dtype=np.float32)
+            stored = data["vectors"]
+            vectors = np.ascontiguousarray(stored, dtype=stored_dtype(stored))
             tokens = np.asarray(data["tokens"], dtype=np.int64)
             rows = np.asarray(data["rows"], dtype=np.int64) if "rows" in data.files else None
     except FileNotFoundError:  # removed by a concurrent compaction

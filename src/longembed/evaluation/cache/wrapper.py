@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from longembed.chunking.multivector import encode_token_vectors
 from longembed.config import EncoderConfig, check_temperature
 from longembed.encoder_protocol import ChunkEncoder, Encoder, EncoderMetadata, encoder_metadata
 from longembed.errors import UserError
@@ -33,6 +34,7 @@ from longembed.evaluation.cache.storage import (
     EmbeddingCache,
     ShardEntries,
     stack_entries,
+    stored_dtype,
     text_key,
 )
 from longembed.evaluation.provenance import cache_fingerprint, library_versions, model_identity
@@ -288,6 +290,36 @@ class CachedEncoder:
             namespace=self.namespace(prompt, tau, True, quantity), desc=desc,
         )
 
+    def encode_token_vectors(
+        self,
+        texts: Sequence[str],
+        *,
+        shard: str,
+        late: bool = True,
+        chunking: str = "tokens:256",
+        document: bool = True,
+        prompt: str = "",
+        temperature: float | None = None,
+        desc: str | None = None,
+    ) -> CachedEncoding:
+        """Late interaction's token vectors of every text (``rows``: how many per text), float16 unit rows,
+        through the cache (:func:`~longembed.chunking.multivector.encode_token_vectors`: ``late`` one pass
+        over each text, else each chunk of ``chunking`` alone; ``document``: documents drop punctuation)."""
+        if not hasattr(self.encoder, "encode_tokens") or not hasattr(self.encoder, "chunk_spans"):
+            raise UserError(f"{type(self.encoder).__name__} gives no token states (it has no encode_tokens): "
+                            "--granularity tokens needs a longembed encoder")
+        tau = self.temperature(temperature)
+        options = self._call_options(prompt, tau)
+
+        def encode_chunk(chunk: list[str]) -> list[np.ndarray]:
+            return encode_token_vectors(self.encoder, chunk, late=late, chunking=chunking, document=document,
+                                        **options)
+
+        return self.compute(
+            texts, encode_chunk, shard=shard, prompt=prompt, desc=desc,
+            namespace=self.namespace(prompt, tau, True, token_quantity(late, chunking, document)),
+        )
+
     def compute(
         self,
         texts: Sequence[str],
@@ -342,6 +374,13 @@ class CachedEncoder:
 def chunk_quantity(chunking: str | None, late: bool) -> str:
     """The cache quantity of chunk vectors: "chunks/late/tokens:256", "chunks/naive/spans", ..."""
     return f"chunks/{'late' if late else 'naive'}/{chunking if chunking is not None else 'spans'}"
+
+
+def token_quantity(late: bool, chunking: str | None, document: bool) -> str:
+    """The cache quantity of late interaction's token vectors: "tokens/late/documents",
+    "tokens/naive/tokens:256/documents", "tokens/late/queries"."""
+    how = "late" if late else f"naive/{chunking}"
+    return f"tokens/{how}/{'documents' if document else 'queries'}"
 
 
 def chunk_keys(texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]) -> list[str]:
@@ -428,7 +467,7 @@ def encode_missing(
         seconds += time.perf_counter() - began
         vectors = (
             np.asarray(encoded, dtype=np.float32) if isinstance(encoded, np.ndarray)
-            else [np.asarray(e, dtype=np.float32) for e in encoded]
+            else [np.asarray(e, dtype=stored_dtype(e)) for e in encoded]
         )
         if len(vectors) != len(chunk_texts):
             raise UserError(f"the encoder returned {len(vectors)} vectors for {len(chunk_texts)} texts")
