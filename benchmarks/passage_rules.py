@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import pickle
+from pathlib import Path
 
 import numpy as np
 
@@ -57,7 +58,7 @@ def main() -> None:
     parser.add_argument("--windows", default="3x100")
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args()
-    records = pickle.loads(open(args.signals, "rb").read())["records"]
+    records = pickle.loads(Path(args.signals).read_bytes())["records"]
     oracle = [100.0 * any(r["by_window"]["3x100"]["hit"]) if "3x100" in r["by_window"] else 0.0 for r in records]
     print(f"{len(records)} queries; some 3x100 window holds the answer: {np.mean(oracle):.1f}")
     for text in args.rule:

@@ -155,7 +155,7 @@ def measure(name: str, data, encoder, args: argparse.Namespace) -> dict:
             sv = sep_by_doc[d][rows_].astype(np.float64) * wcounts[:, None]
             sep_scores = np.asarray([unit_rows(sv[a : b + 1].sum(axis=0, keepdims=True))[0] @ qvectors[qi]
                                      for a, b in c.windows])
-            late, maxsim, late_piece = [], [], []
+            late, maxsim = [], []
             for a, b in c.windows:
                 lo, hi = ranges[rows_[a]][0], ranges[rows_[b]][1]
                 if hi <= lo:
