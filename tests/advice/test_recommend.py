@@ -25,6 +25,7 @@ from longembed.advice.recommend import (
     compare_with_best,
     cost_key,
     fmt_bytes,
+    more_queries_text,
     queries_needed,
     recommend,
     simultaneous_confidence,
@@ -223,3 +224,10 @@ def test_the_best_being_the_cheapest_is_said_with_its_costs() -> None:
     _, r = advise_on(runs, {"best": cost(0.001), "dear": cost(0.5)})
     assert r.choice == r.best == "best"
     assert "is also the cheapest strategy measured: 0.001 s per 1k tokens to encode" in r.reason
+
+
+def test_more_queries_for_a_judged_task_are_judged_on_the_page_not_written_with_task_dir() -> None:
+    judged = more_queries_text(task_dirs=True, synthetic=False, sampled=False, queries_per_length=50, judged=True)
+    assert judged == "judge more questions on the judging page (`longembed judge`)"
+    written = more_queries_text(task_dirs=True, synthetic=False, sampled=False, queries_per_length=50)
+    assert "longembed task-dir" in written and "judge" not in written

@@ -44,7 +44,7 @@ from longembed.advice.estimate import (
     query_seconds,
     side_seconds,
 )
-from longembed.advice.judged import JUDGED_WARNING_PERCENT, run_judged_at_10
+from longembed.advice.judged import JUDGED_WARNING_PERCENT, pool_summary, run_judged_at_10
 from longembed.advice.recommend import choose_best, compare_with_best, more_queries_text, recommend
 from longembed.advice.spec import AdviseSpec
 from longembed.advice.strategies import Candidate, ContextualFacts, ModelFacts, plan_candidates
@@ -446,8 +446,9 @@ class AdvicePlan:
         strategies = [self._result(c, runs[c.name], averages[c.name], costs[c.name], data) for c in self.candidates]
         for strategy in strategies:
             strategy.versus_best = versus.get(strategy.name)
+        judged = any(pool_summary(folder) is not None for folder in self.spec.task_dirs or [])
         more = more_queries_text(bool(self.spec.task_dirs), bool(self.data.synthetic), sampling is not None,
-                                 self.spec.queries_per_length)
+                                 self.spec.queries_per_length, judged)
         recommendation = recommend(strategies, self.spec.margin, more)
         return Advice(
             model=self.model, position_scheme=self.facts.position_scheme, pooling=self.facts.pooling,

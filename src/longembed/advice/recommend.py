@@ -217,12 +217,16 @@ def difference_text(s: StrategyResult) -> str:
     return f"{d.estimate:+.1f} points [95%: {d.low:+.1f}, {d.high:+.1f}]"
 
 
-def more_queries_text(task_dirs: bool, synthetic: bool, sampled: bool, queries_per_length: int) -> str:
-    """How the user gets more queries for this advice's data."""
+def more_queries_text(task_dirs: bool, synthetic: bool, sampled: bool, queries_per_length: int,
+                      judged: bool = False) -> str:
+    """How the user gets more queries for this advice's data (``judged``: a task folder was built on the
+    judging page, where more questions are judged)."""
     ways = []
     if sampled:
         ways.append("run without --budget-seconds (this advice scored a sample)")
-    if task_dirs or not synthetic:
+    if judged:
+        ways.append("judge more questions on the judging page (`longembed judge`)")
+    elif task_dirs or not synthetic:
         ways.append("build a larger task from your own documents and questions with `longembed task-dir`")
     if synthetic:
         ways.append(f"a larger --queries-per-length (now {queries_per_length})")
