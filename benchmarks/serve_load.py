@@ -60,6 +60,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_until_healthy(base: str, server: subprocess.Popen, seconds: float = 300) -> None:
+    """Return once the server at ``base`` answers /health with 200; a RuntimeError when it exits or
+    ``seconds`` pass first."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if httpx.get(base + "/health", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline or server.poll() is not None:
+            raise RuntimeError("the server did not start")
+        time.sleep(0.5)
+
+
 def scrape(base: str) -> dict[str, float]:
     """The server's unlabelled metric samples (batch counts, sums, queue gauges)."""
     samples = {}
@@ -231,16 +246,7 @@ def main() -> int:
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 300
-        while True:
-            try:
-                if httpx.get(base + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                raise RuntimeError("the server did not start")
-            time.sleep(0.5)
+        wait_until_healthy(base, server)
         url = base + "/v1/embeddings"
         phases = {}
         worst = 0.0

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -33,6 +32,7 @@ import time
 from pathlib import Path
 
 import httpx
+from serve_load import free_port, wait_until_healthy
 
 QUESTIONS = [
     "how to start a startup", "why do people procrastinate", "what makes a good programming language",
@@ -83,12 +83,6 @@ def probe(index: Path, source: str, threads: int | None, searches: int, options:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def probe_server(index: Path, source: str, threads: int | None, searches: int, options: dict) -> dict:
     """:func:`probe` through ``longembed serve --index``: the time each ``/search`` takes for a client."""
     env = {**os.environ, "PYTHONPATH": str(Path(source).resolve())}
@@ -101,17 +95,8 @@ def probe_server(index: Path, source: str, threads: int | None, searches: int, o
                               stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
+        wait_until_healthy(base, server)
         with httpx.Client(base_url=base, timeout=120) as client:
-            deadline = time.monotonic() + 300
-            while True:
-                try:
-                    if client.get("/health").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise RuntimeError("the server did not start")
-                time.sleep(0.5)
             for q in QUESTIONS[:5]:
                 client.post("/search", json={"query": q, "k": 10, **options}).raise_for_status()
             times = []
