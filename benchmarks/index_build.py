@@ -154,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "ort_int8_tokens_per_second": spread([r["ort_int8_tokens_per_second"] for r in rounds]),
     }
     if len(sources) == 1:
-        report.update(summary("index", rounds, "ratio"))
+        report.update(summary(next(iter(sources)), rounds, "ratio"))
     else:
         report["trees"] = {name: summary(name, rounds, f"{name}_ratio") for name in sources}
     args.out.parent.mkdir(parents=True, exist_ok=True)
