@@ -32,11 +32,11 @@ from longembed.search.snapshot import PIECES_FORMAT, SavedPieces, Snapshot, piec
 #: pieces per encode call (each call is sorted by length and batched by the encoder)
 PIECES_PER_CALL = 2048
 #: padded tokens per forward pass of pieces (as many pieces as fit, sorted by length so that padding is
-#: small): pieces are short (a line, a sentence, at most 100 words), and a forward of few tokens is mostly
-#: fixed cost.  Measured under load on a Xeon with AMX, bfloat16 MiniLM: 256 pieces per forward (the last
-#: rule, 8 x the build's batch of 32) 1,760 tokens/s, 16,384 tokens per forward 2,060 (benchmarks/RESULTS.md,
-#: "Index build ... on a CPU with AMX")
-PIECE_BATCH_TOKENS = 16_384
+#: small; the last rule was 8 x the build's batch size in pieces, whatever their length).  Measured on a Xeon
+#: with AMX, bfloat16 MiniLM, 2,544 pieces of 24 essays, 3 alternated rounds on a quiet machine: 4,096 tokens
+#: 20.7k-24.5k tokens/s, 8,192 20.8k-24.6k, 16,384 17.5k-18.6k (larger forwards are slower), 256 pieces
+#: (the last rule at batch 32) 19.8k-20.8k (benchmarks/RESULTS.md, "Index build ... on a CPU with AMX")
+PIECE_BATCH_TOKENS = 4_096
 #: the metadata a snapshot's piece vectors depend on: saved pieces are reused only when these are equal
 #: (the strategy's config without its fusion with BM25, which changes no vector: a hybrid and its dense twin)
 _SAME_VECTORS = ("config", "prompts", "model", "dtype")
