@@ -90,7 +90,8 @@ def test_the_sample_disagreeing_falls_back_to_float32_and_says_why(model, tmp_pa
     assert recorded["dtype_check"]["min_cosine"] == 0.98
     line = next(line for line in said if "dtype" in line)
     assert "float32: bfloat16 was checked and fell below cosine 0.999 of float32" in line
-    assert "of 5 of your documents, least cosine to float32 0.98000" in line and "\n" not in line
+    assert "of 5 of your documents (at most 6,553 characters of each), least cosine to float32 0.98000" in line
+    assert "\n" not in line
     assert "dtype float32: bfloat16 was checked" in report.summary()
     assert open_index(tmp_path / "index", device="cpu").encoder.config.dtype == "float32"
 
@@ -138,6 +139,18 @@ def test_the_sample_is_seeded_and_float32_is_spelled_as_no_option(model) -> None
     assert sample_documents(docs) == sample_documents(docs) and len(sample_documents(docs)) == 32
     assert [d.id for d in sample_documents(docs)] == sorted(d.id for d in sample_documents(docs))
     assert sample_documents(docs[:5]) == docs[:5]
+
+
+def test_the_sample_is_bounded_in_characters_whatever_the_documents_length() -> None:
+    """32 documents of 20,000 characters were 640,000 characters embedded twice (the check cost more than the
+    build's own encoding); now each is cut to its share of SAMPLE_CHARS, a prefix of its text."""
+    long_documents = [Document(f"d{i}", f"d{i}.txt", words(4000, i)) for i in range(50)]
+    sample = sample_documents(long_documents)
+    assert len(sample) == 32 and sum(len(d.text) for d in sample) <= build_precision.SAMPLE_CHARS
+    by_id = {d.id: d.text for d in long_documents}
+    assert all(by_id[d.id].startswith(d.text) and len(d.text) == build_precision.SAMPLE_CHARS // 32 for d in sample)
+    (one,) = sample_documents(long_documents[:1])  # a lone document is read further: the whole budget
+    assert len(one.text) == min(len(by_id["d0"]), build_precision.SAMPLE_CHARS)
     assert with_dtype(strategy(model, "bfloat16"), "float32").encoder_options == {}
     assert with_dtype(strategy(model, None), "bfloat16").encoder_options == {"dtype": "bfloat16"}
 

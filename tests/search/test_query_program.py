@@ -12,8 +12,9 @@ from conftest import LO, build_tiny, words
 
 from longembed.retrieval.strategy import Strategy
 from longembed.search.build import build_index
-from longembed.search.cold_query import MANIFEST, PROGRAM_DIR, load_query_program
+from longembed.search.cold_query import MANIFEST, PROGRAM_DIR, QueryProgram, load_query_program
 from longembed.search.index import SearchIndex
+from longembed.search.query_program import PROBES
 from longembed.search.sources import Document
 from longembed.search.strategy_encoder import load_strategy_encoder
 from longembed.search.version_files import saved_version
@@ -90,3 +91,23 @@ def test_a_model_the_program_cannot_serve_is_said_in_one_line_and_the_index_stil
     assert len(notes) == 1 and "\n" not in notes[0]
     assert not (version_folder(tmp_path / "index") / PROGRAM_DIR).exists()
     assert SearchIndex(tmp_path / "index").search(words(3, 1), k=2).results
+
+
+def test_the_build_checks_the_probes_with_one_forward_per_prompt_and_reads_says_what_encode_embeds(
+        tmp_path: Path, monkeypatch) -> None:
+    """The probe check ran the program once per probe only to learn whether it read it (6 forwards per prompt,
+    most of a small build's finishing time); the tokenizer says that now, and the probes run together."""
+    calls: list[int] = []
+    real = QueryProgram.encode
+
+    def counted(self, texts, prompt):
+        calls.append(len(texts))
+        return real(self, texts, prompt)
+
+    monkeypatch.setattr(QueryProgram, "encode", counted)
+    index, _ = build(tmp_path)
+    program = load_query_program(version_folder(index), SearchIndex(index).metadata)
+    assert program is not None and calls == [len(PROBES)]  # the tiny model's prompts are both ""
+    for text in ("a", words(LO - 4, 3), words(3 * LO, 4)):
+        assert program.reads(text, "") == (real(program, [text], "") is not None)
+    assert not program.reads(words(3 * LO, 4), "")

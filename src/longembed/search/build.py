@@ -432,8 +432,7 @@ def _build(store: IndexStore, path: str | Path, documents: Sequence[Document], s
             # encoded elsewhere: the wait for the workers' rows, the appends apart
             times.add("encoding", time.perf_counter() - start - (times.seconds["writing"] - written))
         appends.flush()
-    pieces = PassagePieces(path, encoder, batch_size, show_progress, reuse=not (rebuild or fresh),
-                           elsewhere=pieces_from)
+    pieces = PassagePieces(path, encoder, show_progress, reuse=not (rebuild or fresh), elsewhere=pieces_from)
     note = pieces.note(passage_vectors)
     with times.stage("finishing"):
         ann_done = update_ann_index(table, ann)
@@ -463,9 +462,9 @@ class PassagePieces:
     unchanged (``reuse``: not for a new or rebuilt table); :attr:`seconds` they took, :attr:`counts`
     what was done."""
 
-    def __init__(self, path: str | Path, encoder: LongContextEncoder | None, batch_size: int, show_progress: bool,
-                 reuse: bool, elsewhere: str | Path | None = None) -> None:
-        self.path, self.encoder, self.batch_size = path, encoder, batch_size
+    def __init__(self, path: str | Path, encoder: LongContextEncoder | None, show_progress: bool, reuse: bool,
+                 elsewhere: str | Path | None = None) -> None:
+        self.path, self.encoder = path, encoder
         self.show_progress, self.reuse, self.elsewhere = show_progress, reuse, elsewhere
         self.seconds = 0.0
         self.counts: PieceCounts | None = None
@@ -490,7 +489,7 @@ class PassagePieces:
         try:
             previous = previous_snapshot(self._previous_folder(), snapshot.metadata)
             snapshot.pieces, self.counts = embed_pieces(snapshot, self.encoder, snapshot.metadata["prompts"]["document"],
-                                                        self.scratch, previous, self.batch_size, self.show_progress)
+                                                        self.scratch, previous, self.show_progress)
         finally:
             self.seconds += time.perf_counter() - start
 

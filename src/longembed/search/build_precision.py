@@ -21,6 +21,10 @@ from longembed.search.strategy_encoder import load_strategy_encoder, recorded_dt
 
 #: documents of the user's embedded in both precisions before a build runs in bfloat16
 SAMPLE_DOCUMENTS = 32
+#: characters of the sample in all (about 8k tokens), shared evenly by its documents, each cut to its share:
+#: the float32 half of the check is work the build throws away (32 whole essays took 73 s of a 174 s build,
+#: benchmarks/RESULTS.md, "Index build ... on a CPU with AMX"); a few documents are read longer
+SAMPLE_CHARS = 32_768
 SAMPLE_SEED = 0
 #: the least cosine, over every vector of the sample, between bfloat16's vector and float32's
 MIN_COSINE = 0.999
@@ -53,13 +57,14 @@ def with_dtype(strategy: Strategy, dtype: str) -> Strategy:
     return replace(strategy, encoder_options=options)
 
 
-def sample_documents(documents: Sequence[Document], size: int = SAMPLE_DOCUMENTS,
-                     seed: int = SAMPLE_SEED) -> list[Document]:
-    """``size`` of ``documents`` drawn with ``seed`` (all of them when fewer), in their order."""
-    if len(documents) <= size:
-        return list(documents)
-    chosen = sorted(random.Random(seed).sample(range(len(documents)), size))
-    return [documents[i] for i in chosen]
+def sample_documents(documents: Sequence[Document], size: int = SAMPLE_DOCUMENTS, seed: int = SAMPLE_SEED,
+                     chars: int = SAMPLE_CHARS) -> list[Document]:
+    """``size`` of ``documents`` drawn with ``seed`` (all of them when fewer), in their order, each cut to its
+    first ``chars // size`` characters (its share of the sample), so the check costs the same on any corpus."""
+    everything = range(len(documents))
+    chosen = everything if len(documents) <= size else sorted(random.Random(seed).sample(everything, size))
+    share = max(chars // max(len(chosen), 1), 1)
+    return [replace(documents[i], text=documents[i].text[:share]) for i in chosen]
 
 
 def build_encoder(strategy: Strategy, documents: Sequence[Document], device: str | None,
@@ -100,7 +105,8 @@ def compare_on_sample(strategy: Strategy, documents: Sequence[Document], device:
     high = DocumentEmbedder(full_strategy, full, batch_size).rows(sample).vectors
     assert low is not None and high is not None  # a dense strategy's rows have vectors
     agreement = min_cosine(high, low)
-    measured = f"{len(high)} vectors of {len(sample)} of your documents, least cosine to float32 {agreement:.5f}"
+    measured = (f"{len(high)} vectors of {len(sample)} of your documents (at most {SAMPLE_CHARS // len(sample):,} "
+                f"characters of each), least cosine to float32 {agreement:.5f}")
     if agreement >= MIN_COSINE:
         return reduced_strategy, reduced, PrecisionCheck(choice.dtype, f"{choice.reason}; checked: {measured}",
                                                          agreement, len(high))

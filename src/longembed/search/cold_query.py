@@ -43,10 +43,18 @@ class QueryProgram:
         self.max_tokens = int(manifest["max_tokens"])
         self.pad_id = int(manifest["pad_id"])
 
+    def reads(self, text: str, prompt: str) -> bool:
+        """Whether :meth:`encode` embeds ``prompt + text`` (it has at most the tokens the program reads);
+        the tokenizer alone, no forward."""
+        return len(self._ids([text], prompt)[0]) <= self.max_tokens
+
+    def _ids(self, texts: list[str], prompt: str) -> list[list[int]]:
+        return [e.ids for e in self.tokenizer.encode_batch([prompt + t for t in texts], add_special_tokens=True)]
+
     def encode(self, texts: list[str], prompt: str) -> np.ndarray | None:
         """float32 (len(texts), dim) unit vectors of ``prompt + text``; None when a text has more tokens
         than the program reads (the caller then uses the full encoder)."""
-        ids = [e.ids for e in self.tokenizer.encode_batch([prompt + t for t in texts], add_special_tokens=True)]
+        ids = self._ids(texts, prompt)
         if any(len(i) > self.max_tokens for i in ids):
             return None
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))

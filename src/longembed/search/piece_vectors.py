@@ -7,7 +7,7 @@ the version gets its pieces (:func:`~longembed.retrieval.passages.pieces_until` 
 and their unit vectors, with the document prompt, as a search would embed them.  Incremental: a document
 whose id and text the last complete snapshot holds, saved with the same strategy, keeps that snapshot's
 rows; only new and changed documents' pieces are embedded, :data:`PIECES_PER_CALL` per encode call (the
-encoder sorts each call's inputs by length and batches them, as it does a build's chunks).  The vectors
+encoder sorts each call's inputs by length and fills each forward with :data:`PIECE_BATCH_TOKENS` tokens).  The vectors
 are written to a memory-mapped ``.npy`` file in the index folder as they come, and that file is moved
 into the snapshot's folder: memory holds one call's vectors, not the collection's.
 """
@@ -31,10 +31,12 @@ from longembed.search.snapshot import PIECES_FORMAT, SavedPieces, Snapshot, piec
 
 #: pieces per encode call (each call is sorted by length and batched by the encoder)
 PIECES_PER_CALL = 2048
-#: pieces per forward pass, per text of the build's batch size: pieces are short (a line, a sentence, at
-#: most 100 words), and 16 of them leave a forward mostly fixed cost (measured under load: 164 pieces in
-#: 81 s at 16 per batch, 46 s at 64)
-PIECE_BATCH_FACTOR = 8
+#: padded tokens per forward pass of pieces (as many pieces as fit, sorted by length so that padding is
+#: small; the last rule was 8 x the build's batch size in pieces, whatever their length).  Measured on a Xeon
+#: with AMX, bfloat16 MiniLM, 2,544 pieces of 24 essays, 3 alternated rounds on a quiet machine: 4,096 tokens
+#: 20.7k-24.5k tokens/s, 8,192 20.8k-24.6k, 16,384 17.5k-18.6k (larger forwards are slower), 256 pieces
+#: (the last rule at batch 32) 19.8k-20.8k (benchmarks/RESULTS.md, "Index build ... on a CPU with AMX")
+PIECE_BATCH_TOKENS = 4_096
 #: the metadata a snapshot's piece vectors depend on: saved pieces are reused only when these are equal
 #: (the strategy's config without its fusion with BM25, which changes no vector: a hybrid and its dense twin)
 _SAME_VECTORS = ("config", "prompts", "model", "dtype")
@@ -82,11 +84,11 @@ def _vector_part(metadata: dict[str, Any], key: str) -> Any:
 
 
 def embed_pieces(snapshot: Snapshot, encoder: LongContextEncoder, prompt: str, scratch: Path,
-                 previous: Snapshot | None = None, batch_size: int = 16,
-                 show_progress: bool = True) -> tuple[SavedPieces, PieceCounts]:
+                 previous: Snapshot | None = None, show_progress: bool = True,
+                 max_tokens: int = PIECE_BATCH_TOKENS) -> tuple[SavedPieces, PieceCounts]:
     """The pieces of every document of ``snapshot`` and their vectors (see the module docstring), the
     vectors in the ``.npy`` file ``scratch`` (the caller moves it into the snapshot's folder, or removes it);
-    :data:`PIECE_BATCH_FACTOR` times ``batch_size`` pieces per forward pass."""
+    ``max_tokens`` padded tokens per forward pass."""
     plan = _plan(snapshot, previous)
     offsets = piece_offsets([len(s) for s in plan.spans])
     vectors = np.lib.format.open_memmap(scratch, mode="w+", dtype=np.float32,
@@ -101,7 +103,7 @@ def embed_pieces(snapshot: Snapshot, encoder: LongContextEncoder, prompt: str, s
     with tqdm(total=sum(len(plan.spans[d]) for d in wanted), desc="passages", unit="piece",
               disable=not show_progress) as bar:
         for rows, texts in _calls(snapshot, plan, offsets, wanted, PIECES_PER_CALL):
-            vectors[rows] = encode_pieces(encoder, texts, prompt, PIECE_BATCH_FACTOR * batch_size)
+            vectors[rows] = encode_pieces(encoder, texts, prompt, max_tokens=max_tokens)
             counts.embedded += len(rows)
             bar.update(len(rows))
     vectors.flush()
@@ -110,23 +112,26 @@ def embed_pieces(snapshot: Snapshot, encoder: LongContextEncoder, prompt: str, s
                        scratch), counts
 
 
-def encode_pieces(encoder: LongContextEncoder, texts: list[str], prompt: str, batch_size: int = 16) -> np.ndarray:
-    """The pieces' unit vectors with the document prompt, float32, as a build saves them (one encode call:
-    the encoder sorts ``texts`` by length and batches them)."""
-    return np.asarray(encoder.encode(texts, batch_size=batch_size, prompt=prompt, normalize_embeddings=True),
-                      dtype=np.float32)
+def encode_pieces(encoder: LongContextEncoder, texts: list[str], prompt: str, batch_size: int | None = None,
+                  max_tokens: int = PIECE_BATCH_TOKENS) -> np.ndarray:
+    """The pieces' unit vectors with the document prompt, float32, in ``texts``' order, as a build saves them
+    (one encode call: the encoder sorts ``texts`` by length and fills each forward with at most ``max_tokens``
+    padded tokens and ``batch_size`` pieces, None: as many as fit).  A piece's vector does not depend on its
+    batch (:meth:`~longembed.encoder.LongContextEncoder.encode`), so the budget changes the speed only."""
+    most = len(texts) if batch_size is None else batch_size
+    return np.asarray(encoder.encode(texts, batch_size=max(most, 1), max_tokens_per_batch=max_tokens, prompt=prompt,
+                                     normalize_embeddings=True), dtype=np.float32)
 
 
-def document_piece_vectors(encoder: LongContextEncoder, texts: list[str], prompt: str,
-                           batch_size: int = 16) -> list[tuple[np.ndarray, np.ndarray]]:
+def document_piece_vectors(encoder: LongContextEncoder, texts: list[str],
+                           prompt: str) -> list[tuple[np.ndarray, np.ndarray]]:
     """Each text's pieces ((pieces, 2) spans) and their vectors, as a build saves them, held in memory (a
     benchmark's documents; a build writes them to disk as they come)."""
     spans = [np.asarray(document_pieces(t), dtype=np.int64).reshape(-1, 2) for t in texts]
     pieces = [t[s:e] for t, ss in zip(texts, spans, strict=True) for s, e in ss]
     vectors = np.zeros((0, encoder.embedding_dim), dtype=np.float32)
     if pieces:
-        vectors = np.concatenate([encode_pieces(encoder, pieces[i : i + PIECES_PER_CALL], prompt,
-                                                PIECE_BATCH_FACTOR * batch_size)
+        vectors = np.concatenate([encode_pieces(encoder, pieces[i : i + PIECES_PER_CALL], prompt)
                                   for i in range(0, len(pieces), PIECES_PER_CALL)])
     offsets = piece_offsets([len(s) for s in spans])
     return [(s, vectors[offsets[d] : offsets[d + 1]]) for d, s in enumerate(spans)]
