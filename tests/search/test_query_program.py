@@ -93,10 +93,10 @@ def test_a_model_the_program_cannot_serve_is_said_in_one_line_and_the_index_stil
     assert SearchIndex(tmp_path / "index").search(words(3, 1), k=2).results
 
 
-def test_the_build_checks_the_probes_with_one_forward_per_prompt_and_reads_says_what_encode_embeds(
+def test_the_build_checks_each_probe_once_alone_and_reads_says_what_encode_embeds(
         tmp_path: Path, monkeypatch) -> None:
-    """The probe check ran the program once per probe only to learn whether it read it (6 forwards per prompt,
-    most of a small build's finishing time); the tokenizer says that now, and the probes run together."""
+    """The probe check ran the program once per probe only to learn whether it read it, then again to compare;
+    the tokenizer says what it reads now, and each probe runs once, alone (as a search embeds its query)."""
     calls: list[int] = []
     real = QueryProgram.encode
 
@@ -107,7 +107,24 @@ def test_the_build_checks_the_probes_with_one_forward_per_prompt_and_reads_says_
     monkeypatch.setattr(QueryProgram, "encode", counted)
     index, _ = build(tmp_path)
     program = load_query_program(version_folder(index), SearchIndex(index).metadata)
-    assert program is not None and calls == [len(PROBES)]  # the tiny model's prompts are both ""
+    assert program is not None and calls == [1] * len(PROBES)  # the tiny model's prompts are both ""
     for text in ("a", words(LO - 4, 3), words(3 * LO, 4)):
         assert program.reads(text, "") == (real(program, [text], "") is not None)
     assert not program.reads(words(3 * LO, 4), "")
+
+
+def test_a_bfloat16_index_saves_its_program_which_embeds_a_query_as_the_encoder_does(tmp_path: Path) -> None:
+    # bfloat16 padding moves a vector by ~4e-4: the check compared padded batches and refused every bfloat16
+    # program (a cold search then loaded transformers); alone, the program is the encoder's to 1e-8
+    model = build_tiny("bert", tmp_path / "bert")
+    docs = [Document(f"d{i}.txt", f"d{i}.txt", words(30 + 5 * i, i)) for i in range(4)]
+    strategy = Strategy(str(model), granularity="chunks", chunking="tokens:16", late=False,
+                        encoder_options={"dtype": "bfloat16"})
+    build_index(tmp_path / "index", docs, strategy, show_progress=False, log=None)
+    opened = SearchIndex(tmp_path / "index")
+    program = load_query_program(version_folder(tmp_path / "index"), opened.metadata)
+    assert program is not None
+    encoder = load_strategy_encoder(strategy)
+    for query in QUERIES:
+        want = encoder.encode([query], prompt="", normalize_embeddings=True)
+        assert np.abs(program.encode([query], "") - want).max() < 1e-5
