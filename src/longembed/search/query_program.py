@@ -91,12 +91,12 @@ def short_input_positions(encoder: LongContextEncoder) -> tuple[str | None, int 
 
 
 def _alone_difference(saved: QueryProgram, encoder: LongContextEncoder, probe: str, prompt: str) -> float:
-    """The largest difference between the program's and the encoder's vector of ``probe`` embedded alone, as a
+    """The largest difference between the program's and the encoder's vector of ``probe`` (one the program
+    reads: :meth:`QueryProgram.reads`) embedded alone, as a
     search embeds its query: in a batch the two pad differently, and in bfloat16 padding alone moves a vector
     by about 4e-4 (more than :data:`TOLERANCE`), where alone they agree to 1e-8."""
     got = saved.encode([probe], prompt)
-    if got is None:
-        return float("inf")
+    assert got is not None, "only the probes the program reads are compared"
     want = encoder.encode([probe], prompt=prompt, normalize_embeddings=True)
     return float(np.abs(got - want).max())
 
